@@ -1,0 +1,60 @@
+"""Pools hyperfine --export-json files (several rounds of the same named commands) and prints
+medians, p90s and the ratios bench/oneshot.sh reports against the issue's targets.
+
+    /usr/bin/python3 bench/oneshot_summary.py FILE.json...
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+
+def percentile(values, p):
+    """Nearest-rank percentile, p in 0..100."""
+    s = sorted(values)
+    rank = max(1, min(len(s), -(-len(s) * p // 100)))
+    return s[int(rank) - 1]
+
+
+def main(paths):
+    times = defaultdict(list)  # command name -> seconds, pooled over rounds
+    cpu = defaultdict(float)   # command name -> user+system seconds summed over runs
+    for path in paths:
+        with open(path) as f:
+            for result in json.load(f)["results"]:
+                name = result["command"]
+                times[name].extend(result["times"])
+                # hyperfine gives the mean user/system time (of the command and its reaped
+                # descendants) per round: weigh it by the round's runs.
+                cpu[name] += (result["user"] + result["system"]) * len(result["times"])
+
+    med = {name: statistics.median(t) * 1000 for name, t in times.items()}
+    print(f"\n  {'command':<10} {'runs':>5} {'median':>10} {'p90':>10} {'min':>10} {'CPU mean':>10}")
+    for name in ("agentbox", "bwrap", "srt", "true"):
+        if name not in times:
+            continue
+        t = [x * 1000 for x in times[name]]
+        print(f"  {name:<10} {len(t):>5} {med[name]:>8.2f}ms {percentile(t, 90):>8.2f}ms {min(t):>8.2f}ms {cpu[name] / len(t) * 1000:>8.2f}ms")
+
+    print()
+    if {"agentbox", "bwrap"} <= med.keys():
+        r = med["agentbox"] / med["bwrap"]
+        verdict = "met" if r <= 1.0 else f"MISSED by {(r - 1) * 100:.0f}%"
+        print(f"  agentbox / bwrap   = {r:.2f}x   (target <= 1.0x: {verdict})")
+    if {"agentbox", "srt"} <= med.keys():
+        r = med["srt"] / med["agentbox"]
+        verdict = "met" if r >= 50 else "MISSED"
+        print(f"  srt / agentbox     = {r:.1f}x   (target >= 50x, i.e. agentbox <= 1/50 of srt: {verdict})")
+    if {"agentbox", "true"} <= med.keys():
+        print(f"  agentbox - true    = {med['agentbox'] - med['true']:.2f} ms (cost of the box itself)")
+    if {"bwrap", "true"} <= med.keys():
+        print(f"  bwrap - true       = {med['bwrap'] - med['true']:.2f} ms")
+    if {"agentbox", "bwrap"} <= cpu.keys():
+        a, b = (cpu[n] / len(times[n]) for n in ("agentbox", "bwrap"))
+        print(f"  CPU (user+sys) agentbox / bwrap = {a / b:.2f}x  (less sensitive to machine load than wall time)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])

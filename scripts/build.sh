@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the dependencies and builds agentbox into ./build (and ./build-asan with --asan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+dir=build
+args=()
+if [[ ${1:-} == --asan ]]; then
+  dir=build-asan
+  args=(-DAGENTBOX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+fi
+cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
+cmake --build "$dir" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true
+test -x "$dir/agentbox" || { echo "build failed" >&2; exit 1; }

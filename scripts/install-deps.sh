@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs everything agentbox needs to build, test and benchmark on Debian 12.
+# Idempotent and quiet: safe to run on every CI run and every README command.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config git
+  # libraries (DESIGN §10)
+  libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev libseccomp-dev libsqlite3-dev
+  libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev
+  libgtest-dev libgmock-dev
+  # runtime tools the tests and the box use
+  iproute2 procps util-linux python3 bash coreutils
+  # black-box tests (Debian's interpreter, not the pyenv one on PATH)
+  python3-pytest python3-httpx python3-websockets
+  # peers for bench/
+  bubblewrap tinyproxy socat ripgrep hyperfine
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  [[ $(id -u) -eq 0 ]] || { echo "install-deps: run as root to apt-get install: ${missing[*]}" >&2; exit 1; }
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm peers for benchmarks (srt); optional for tests, so a failure here is reported, not fatal.
+if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]] && command -v npm >/dev/null; then
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  if [[ ! -x $here/bench/node_modules/.bin/srt ]]; then
+    (cd "$here/bench" && npm install --silent --no-audit --no-fund @anthropic-ai/sandbox-runtime >/dev/null 2>&1) \
+      || echo "install-deps: npm install of @anthropic-ai/sandbox-runtime failed (bench only)" >&2
+  fi
+fi

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs, builds and runs every test: the normal build, then the same tests under
+# AddressSanitizer/UndefinedBehaviorSanitizer. Needs root (boxes use host uids and cgroups).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ $(id -u) -eq 0 ]] || { echo "scripts/test.sh: run as root (the tests start real boxes)" >&2; exit 1; }
+
+run_suite() {
+  local dir=$1
+  echo "== tests in $dir"
+  ctest --test-dir "$dir" --output-on-failure -j2 --timeout 600
+}
+
+bash scripts/build.sh
+run_suite build
+if [[ ${AGENTBOX_SKIP_ASAN:-0} != 1 ]]; then
+  bash scripts/build.sh --asan
+  run_suite build-asan
+fi

@@ -1,0 +1,211 @@
+#include "box/box.hpp"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "box/box_spec_json.hpp"
+#include "box/identity.hpp"
+#include "box/protocol.hpp"
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+namespace agentbox {
+namespace {
+
+namespace t = protocol::t;
+
+// The namespaces every box gets; network and user are added per spec (see clone_flags).
+constexpr uint64_t kBoxNamespaces = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+
+uint64_t clone_flags(const BoxSpec& spec, const BoxStartOptions& opts, bool into_cgroup) {
+  uint64_t f = kBoxNamespaces | CLONE_PIDFD;
+  if (opts.netns_fd < 0) f |= CLONE_NEWNET;
+  if (spec.identity == IdentityMode::user_ns) f |= CLONE_NEWUSER;
+  if (into_cgroup) f |= CLONE_INTO_CGROUP;
+  return f;
+}
+
+// Clones and execs init. Between clone and exec the child is a copy of a possibly
+// multi-threaded daemon, so it only makes raw syscalls (dup2, close_range, execve).
+pid_t clone_init(uint64_t flags, int cgroup_fd, const std::string& init_path, int control,
+                 int events, int* pidfd) {
+  clone_args args{};
+  args.flags = flags;
+  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  if (flags & CLONE_INTO_CGROUP) args.cgroup = static_cast<uint64_t>(cgroup_fd);
+
+  const char* argv[] = {"agentbox-init", nullptr};
+  const char* envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                        nullptr};
+  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) throw sys_error(fmt::format("clone3(flags={:#x})", flags));
+  if (pid == 0) {
+    if (::dup2(control, protocol::kInitControlFd) < 0 || ::dup2(events, protocol::kInitEventFd) < 0)
+      ::_exit(126);
+    ::syscall(SYS_close_range, protocol::kInitEventFd + 1, ~0U, 0);
+    ::execve(init_path.c_str(), const_cast<char**>(argv), const_cast<char**>(envp));
+    ::_exit(127);
+  }
+  return static_cast<pid_t>(pid);
+}
+
+}  // namespace
+
+std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts) {
+  std::unique_ptr<Box> box(new Box());
+  box->spec_ = spec;
+
+  if (spec.use_cgroup) {
+    if (!opts.cgroups) throw Error("box: cgroups requested but no cgroup driver available");
+    box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
+  }
+  auto [control_parent, control_child] = protocol::socket_pair();
+  auto [events_parent, events_child] = protocol::socket_pair();
+  box->control_ = std::move(control_parent);
+  box->events_ = std::move(events_parent);
+
+  const int cg_fd = box->cgroup_ ? box->cgroup_->clone_into_fd() : -1;
+  int pidfd = -1;
+  try {
+    box->init_pid_ = clone_init(clone_flags(spec, opts, cg_fd >= 0), cg_fd, opts.init_path,
+                                control_child.get(), events_child.get(), &pidfd);
+  } catch (...) {
+    if (box->cgroup_) box->cgroup_->destroy();
+    throw;
+  }
+  box->pidfd_.reset(pidfd);
+  control_child.reset();
+  events_child.reset();
+
+  // From here a failure must stop the half-made box: ~Box does.
+  try {
+    identity::apply_from_parent(spec, box->init_pid_);
+    if (box->cgroup_ && cg_fd < 0) box->cgroup_->attach(box->init_pid_);
+
+    nlohmann::json msg = {{"t", t::spec},
+                          {"spec", spec},
+                          {"has_netns", opts.netns_fd >= 0},
+                          {"legacy_mount_api", opts.legacy_mount_api}};
+    if (opts.netns_fd >= 0) {
+      protocol::send(box->control_.get(), msg, {&opts.netns_fd, 1});
+    } else {
+      protocol::send(box->control_.get(), msg);
+    }
+    protocol::Message reply =
+        protocol::recv_reply(box->control_.get(), static_cast<int>(opts.ready_timeout.count()), "box start");
+    if (reply.type() == t::error) throw Error(reply.body.value("message", "unknown error"));
+    if (reply.type() != t::ready) throw Error("box start: unexpected reply " + reply.type());
+    box->landlock_abi_ = reply.body.value("landlock_abi", 0);
+  } catch (const Error& e) {
+    throw e.wrap("box " + spec.name);
+  }
+  return box;
+}
+
+Box::~Box() {
+  try {
+    stop();
+  } catch (...) {
+  }
+}
+
+SpawnResult Box::spawn(const SpawnRequest& req, std::span<const int> stdio) {
+  if (!req.tty && stdio.size() != 3) throw Error("spawn: pipes mode needs stdin, stdout, stderr");
+  std::lock_guard lock(mu_);
+  if (stopped_) throw Error("spawn: box is stopped", ESRCH);
+  const uint64_t id = next_id_++;
+  nlohmann::json msg = {{"t", t::spawn}, {"id", id}, {"req", req}};
+  protocol::send(control_.get(), msg, req.tty ? std::span<const int>{} : stdio);
+  protocol::Message reply = protocol::recv_reply(control_.get(), 10000, "spawn");
+  if (reply.type() == t::spawn_failed)
+    throw SpawnError(reply.body.value("error", "spawn failed"), reply.body.value("errno", 0));
+  if (reply.type() == t::error) throw Error("spawn: " + reply.body.value("message", "?"));
+  if (reply.type() != t::spawned) throw Error("spawn: unexpected reply " + reply.type());
+  SpawnResult r;
+  r.pid = reply.body.at("pid").get<pid_t>();
+  if (req.tty) {
+    if (reply.fds.size() != 1) throw Error("spawn: init sent no pty");
+    r.pty_master = std::move(reply.fds[0]);
+  }
+  return r;
+}
+
+void Box::signal(pid_t pid, int sig) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  protocol::send(control_.get(), {{"t", t::kill}, {"pid", pid}, {"sig", sig}});
+  protocol::Message reply = protocol::recv_reply(control_.get(), 5000, "kill");
+  if (reply.type() != t::ok) throw Error("kill: " + reply.body.value("message", "?"));
+}
+
+int Box::process_count() {
+  std::lock_guard lock(mu_);
+  if (stopped_) return 0;
+  protocol::send(control_.get(), {{"t", t::status}});
+  protocol::Message reply = protocol::recv_reply(control_.get(), 5000, "status");
+  return reply.body.value("procs", -1);
+}
+
+std::vector<ExitEvent> Box::read_events(bool* init_gone) {
+  std::vector<ExitEvent> out;
+  *init_gone = false;
+  for (;;) {
+    protocol::Message m;
+    auto st = protocol::recv(events_.get(), m, /*nonblocking=*/true);
+    if (st == protocol::RecvStatus::would_block) break;
+    if (st == protocol::RecvStatus::eof) {
+      *init_gone = true;
+      break;
+    }
+    if (m.type() == t::exit)
+      out.push_back({m.body.value("pid", 0), m.body.value("status", 0)});
+  }
+  return out;
+}
+
+CgroupUsage Box::usage() const { return cgroup_ ? cgroup_->usage() : CgroupUsage{}; }
+
+void Box::stop() {
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  // Killing PID 1 of the namespace kills every process in it.
+  if (pidfd_) {
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    siginfo_t si{};
+    while (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &si, WEXITED) != 0 && errno == EINTR) {
+    }
+  }
+  control_.reset();
+  if (cgroup_) cgroup_->destroy();
+}
+
+std::string default_init_path() {
+  namespace fs = std::filesystem;
+  if (const char* env = ::getenv("AGENTBOX_INIT"); env && *env) return env;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path next = self.parent_path() / "agentbox-init";
+    if (fs::exists(next, ec)) return next;
+  }
+#ifdef AGENTBOX_BUILD_DIR
+  fs::path built = fs::path(AGENTBOX_BUILD_DIR) / "agentbox-init";
+  if (fs::exists(built, ec)) return built;
+#endif
+  return "/usr/local/libexec/agentbox/agentbox-init";
+}
+
+}  // namespace agentbox

@@ -1,0 +1,96 @@
+#pragma once
+// A running box, seen from the daemon (or `agentbox run`): its init process, its two sockets,
+// its cgroup. Thread-safe: requests on the control socket are serialized by a mutex, events
+// are read by one owner (BoxManager's event thread or the CLI loop).
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "box/box_spec.hpp"
+#include "box/cgroup.hpp"
+#include "util/error.hpp"
+#include "util/unique_fd.hpp"
+
+namespace agentbox {
+
+struct BoxStartOptions {
+  std::string init_path;             // the agentbox-init binary (see default_init_path())
+  int netns_fd = -1;                 // join this persistent netns; -1: a fresh one
+  CgroupDriver* cgroups = nullptr;   // required when spec.use_cgroup
+  std::string cgroup_name;           // unique name of the box's group
+  bool legacy_mount_api = false;     // force the mount(2) fallback (tests)
+  std::chrono::milliseconds ready_timeout{10000};
+};
+
+struct SpawnResult {
+  pid_t pid = 0;         // pid inside the box (its process group id too)
+  UniqueFd pty_master;   // tty mode: the master side of the box's pty
+};
+
+struct ExitEvent {
+  pid_t pid = 0;    // pid inside the box
+  int status = 0;   // raw wait status
+};
+
+// The spawn failed before the command ran (exec or cwd error); errno says which.
+class SpawnError : public Error {
+ public:
+  using Error::Error;
+};
+
+class Box {
+ public:
+  // Clones init into new namespaces, sets up what the parent must, sends the spec and waits
+  // for "ready". Throws agentbox::Error naming the failed step.
+  static std::unique_ptr<Box> start(const BoxSpec& spec, const BoxStartOptions& opts);
+  ~Box();
+  Box(const Box&) = delete;
+  Box& operator=(const Box&) = delete;
+
+  // Starts a command. Pipes mode: stdio holds 3 fds (in, out, err) that become the command's.
+  // Throws SpawnError when the command could not be executed.
+  SpawnResult spawn(const SpawnRequest& req, std::span<const int> stdio = {});
+  // Signals the process group led by pid.
+  void signal(pid_t pid, int sig);
+  // Processes inside besides init.
+  int process_count();
+
+  // Event socket: readable when an exit is queued or init is gone.
+  int event_fd() const { return events_.get(); }
+  // Reads queued exits without blocking. *init_gone becomes true when init has exited.
+  std::vector<ExitEvent> read_events(bool* init_gone);
+
+  CgroupUsage usage() const;
+  // Kills everything in the box, reaps init, removes the cgroup. Idempotent.
+  void stop();
+  bool stopped() const { return stopped_; }
+
+  pid_t init_pid() const { return init_pid_; }
+  int landlock_abi() const { return landlock_abi_; }
+  const BoxSpec& spec() const { return spec_; }
+
+ private:
+  Box() = default;
+
+  BoxSpec spec_;
+  pid_t init_pid_ = -1;
+  UniqueFd pidfd_;          // init's pidfd: signal and reap without pid reuse races
+  UniqueFd control_;        // request/reply with init (guarded by mu_)
+  UniqueFd events_;         // exit events from init
+  std::unique_ptr<Cgroup> cgroup_;
+  int landlock_abi_ = 0;
+  uint64_t next_id_ = 1;
+  bool stopped_ = false;
+  std::mutex mu_;
+};
+
+// Where agentbox-init lives: $AGENTBOX_INIT, else next to the running binary, else the build
+// tree's copy (tests), else the install location.
+std::string default_init_path();
+
+}  // namespace agentbox

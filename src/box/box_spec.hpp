@@ -1,0 +1,78 @@
+#pragma once
+// BoxSpec: everything that defines one box, as plain data with no syscalls, so it can be built
+// from config, API requests or stored rows and unit-tested without privileges. Clone flags,
+// mounts, Landlock rules, seccomp, cgroup limits and rlimits are each derived from it in one
+// function (see their files). It travels to agentbox-init as JSON (box_spec_json.cpp).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace agentbox {
+
+// An extra host path made visible inside the box.
+struct BindMount {
+  std::string source;     // host path (absolute)
+  std::string target;     // path inside the box (absolute)
+  bool writable = false;  // read-only unless set
+};
+
+// Resource limits; 0 means "no limit of this kind".
+struct Limits {
+  uint64_t memory_bytes = 0;         // cgroup memory limit, bytes
+  uint64_t pids = 4096;              // cgroup pids.max, processes+threads
+  uint32_t cpu_millicores = 0;       // cgroup CPU quota, 1000 = one core
+  uint64_t tmp_bytes = 512ull << 20;  // size of the private /tmp tmpfs, bytes
+  uint64_t shm_bytes = 64ull << 20;   // size of the private /dev/shm tmpfs, bytes
+  uint64_t nofile = 65536;           // RLIMIT_NOFILE soft=hard
+  uint64_t nproc = 0;                // RLIMIT_NPROC (per uid; only meaningful with own uid)
+};
+
+// How the box's uid is made.
+enum class IdentityMode {
+  host_uid,   // daemon/CLI runs as root: the box runs as a real host uid from the range
+  user_ns,    // ordinary user: a user namespace maps the box uid to the caller's own uid
+};
+
+struct BoxSpec {
+  std::string name;            // account name shown inside (passwd entry, $USER)
+  std::string hostname;        // uts hostname inside the box
+  uid_t uid = 0;               // uid inside the box (and on the host in host_uid mode)
+  gid_t gid = 0;               // gid inside the box (and on the host in host_uid mode)
+  IdentityMode identity = IdentityMode::host_uid;
+  uid_t outer_uid = 0;         // user_ns mode: the caller's uid the box maps onto
+  gid_t outer_gid = 0;         // user_ns mode: the caller's gid the box maps onto
+
+  std::string home_source;     // host directory shown read-write as home
+  std::string home_target;     // "/home/NAME" inside the box
+  std::string shell = "/bin/bash";
+  std::vector<BindMount> binds;  // extra mounts, applied after the system tree
+
+  // Read-only system tree: each present host path is bound (a symlink is copied as a symlink).
+  std::vector<std::string> system_paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
+                                           "/lib64", "/libx32", "/opt"};
+
+  Limits limits;
+  bool use_cgroup = true;      // false only where cgroups are not available (non-root run)
+
+  // Network: by default the box gets a fresh network namespace holding only `lo`. When
+  // netns_fd is passed at start (server accounts), the box joins that persistent one instead.
+  // Landlock (ABI >= 4) allows TCP connect only to these ports (the gateway's, later).
+  std::vector<uint16_t> tcp_connect_ports;
+
+  // Landlock is required where the kernel has it; a host without it needs this opt-out.
+  bool allow_without_landlock = false;
+};
+
+// One command to start inside a running box.
+struct SpawnRequest {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH from env
+  std::vector<std::string> env;   // the whole environment, "K=V"
+  std::string cwd;                // inside the box; empty = home
+  bool tty = true;                // true: init allocates a pty in the box's devpts
+  uint16_t rows = 24, cols = 80;  // initial pty size
+};
+
+}  // namespace agentbox

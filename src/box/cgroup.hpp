@@ -1,0 +1,52 @@
+#pragma once
+// One cgroup per box with memory, pids and cpu limits and usage readings, behind one interface
+// for cgroup v2 and v1 (DESIGN §3). The driver is chosen once at startup (detect()).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "box/box_spec.hpp"
+
+namespace agentbox {
+
+struct CgroupUsage {
+  uint64_t memory_bytes = 0;       // current memory use
+  uint64_t memory_peak_bytes = 0;  // high-water mark (0 if the kernel does not report it)
+  uint64_t pids = 0;               // current tasks
+  uint64_t cpu_usec = 0;           // total CPU time used
+  uint64_t oom_kills = 0;          // processes killed by this cgroup's memory limit
+};
+
+class Cgroup {
+ public:
+  virtual ~Cgroup() = default;
+  // Moves pid (and, for v1, into every controller) into this cgroup.
+  virtual void attach(pid_t pid) = 0;
+  // v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 when the driver has none (v1).
+  virtual int clone_into_fd() const { return -1; }
+  virtual CgroupUsage usage() const = 0;
+  // Kills every task in the group (v2 cgroup.kill or a SIGKILL sweep) and removes the
+  // directories, retrying briefly while the kernel finishes exiting tasks. Idempotent.
+  virtual void destroy() = 0;
+  virtual std::string path() const = 0;  // for logs and doctor
+};
+
+class CgroupDriver {
+ public:
+  virtual ~CgroupDriver() = default;
+  // "v2" or "v1".
+  virtual std::string kind() const = 0;
+  // Creates group `name` (unique per box) under agentbox's parent group with the limits.
+  virtual std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits) = 0;
+
+  // Chooses v2 when the unified hierarchy at root has the memory, pids and cpu controllers
+  // available to agentbox's parent group, else v1 when those controllers are mounted as v1
+  // hierarchies, else nullptr (with the reason in *why). `root` is /sys/fs/cgroup except in
+  // tests, which point it at a fake tree.
+  static std::unique_ptr<CgroupDriver> detect(const std::string& root = "/sys/fs/cgroup",
+                                              std::string* why = nullptr);
+};
+
+}  // namespace agentbox

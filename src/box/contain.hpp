@@ -1,0 +1,17 @@
+#pragma once
+// The containment order, in one place. Read contain.cpp to review the security order.
+#include "box/box_spec.hpp"
+#include "box/mounts.hpp"
+
+namespace agentbox {
+
+struct ContainResult {
+  int landlock_abi = 0;  // ABI enforced (0 only with allow_without_landlock)
+};
+
+// Runs in agentbox-init (PID 1 of the box's new namespaces), single-threaded, after the daemon
+// has set up what only the parent can (id maps, cgroup membership). Any failing step throws
+// and the box never reports ready (fail closed).
+ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api);
+
+}  // namespace agentbox

@@ -1,0 +1,249 @@
+#include "box/init_loop.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <set>
+
+#include "box/box_spec_json.hpp"
+#include "box/contain.hpp"
+#include "box/protocol.hpp"
+#include "util/error.hpp"
+
+extern char** environ;
+
+namespace agentbox::init {
+namespace {
+
+namespace t = protocol::t;
+
+// What a spawned child tells init through its CLOEXEC pipe when it could not exec.
+struct ChildFailure {
+  enum Stage : int { tty = 0, cwd = 1, exec = 2 } stage;
+  int err;
+};
+
+class Init {
+ public:
+  Init(int control, int events) : control_(control), events_(events) {}
+
+  int run() {
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    check(::sigprocmask(SIG_BLOCK, &chld, nullptr), "sigprocmask");
+    sigfd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sigfd_) throw sys_error("signalfd");
+
+    if (!start()) return 1;
+    return serve();
+  }
+
+ private:
+  bool start() {
+    protocol::Message m;
+    if (protocol::recv(control_, m) != protocol::RecvStatus::message) return false;
+    try {
+      if (m.type() != t::spec) throw Error("init: expected a spec message");
+      spec_ = m.body.at("spec").get<BoxSpec>();
+      const int netns_fd = m.body.value("has_netns", false) && !m.fds.empty() ? m.fds[0].get() : -1;
+      const auto api = mounts::choose_api(m.body.value("legacy_mount_api", false));
+      ContainResult r = contain(spec_, netns_fd, api);
+      m.fds.clear();  // the netns fd is no longer needed once joined
+      protocol::send(control_, {{"t", t::ready}, {"landlock_abi", r.landlock_abi}});
+      return true;
+    } catch (const std::exception& e) {
+      protocol::send(control_, {{"t", t::error}, {"message", e.what()}});
+      return false;
+    }
+  }
+
+  int serve() {
+    for (;;) {
+      pollfd p[2] = {{control_, POLLIN, 0}, {sigfd_.get(), POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return 1;
+      }
+      if (p[1].revents & POLLIN) reap();
+      if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        protocol::Message m;
+        if (protocol::recv(control_, m) != protocol::RecvStatus::message) return 0;  // daemon gone
+        handle(m);
+      }
+    }
+  }
+
+  void handle(protocol::Message& m) {
+    const std::string type = m.type();
+    try {
+      if (type == t::spawn) return spawn(m);
+      if (type == t::kill) return kill(m.body);
+      if (type == t::status) {
+        return protocol::send(control_, {{"t", t::status}, {"procs", count_processes()}});
+      }
+      throw Error("init: unknown request " + type);
+    } catch (const std::exception& e) {
+      protocol::send(control_, {{"t", t::error}, {"message", e.what()}});
+    }
+  }
+
+  void spawn(protocol::Message& m) {
+    const uint64_t id = m.body.value("id", uint64_t{0});
+    const auto req = m.body.at("req").get<SpawnRequest>();
+    if (req.argv.empty()) throw Error("spawn: empty argv");
+    if (!req.tty && m.fds.size() != 3) throw Error("spawn: pipes mode needs 3 descriptors");
+
+    UniqueFd master;
+    std::string slave_path;
+    if (req.tty) {
+      master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+      if (!master) throw sys_error("posix_openpt");
+      check(::unlockpt(master.get()), "unlockpt");
+      char name[128];
+      if (::ptsname_r(master.get(), name, sizeof name) != 0) throw sys_error("ptsname_r");
+      slave_path = name;
+      winsize ws{req.rows, req.cols, 0, 0};
+      check(::ioctl(master.get(), TIOCSWINSZ, &ws), "ioctl(TIOCSWINSZ)");
+    }
+
+    // Everything the child needs is built before fork.
+    std::vector<char*> argv, envp;
+    for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const std::string cwd = req.cwd.empty() ? spec_.home_target : req.cwd;
+
+    int errpipe[2];
+    check(::pipe2(errpipe, O_CLOEXEC), "pipe2");
+    UniqueFd err_read(errpipe[0]), err_write(errpipe[1]);
+
+    const pid_t pid = ::fork();
+    if (pid < 0) throw sys_error("fork");
+    if (pid == 0) {
+      run_child(req.tty, slave_path, m, cwd, argv.data(), envp.data(), err_write.get());
+    }
+    err_write.reset();
+
+    ChildFailure f{};
+    ssize_t n;
+    do {
+      n = ::read(err_read.get(), &f, sizeof f);
+    } while (n < 0 && errno == EINTR);
+    if (n == sizeof f) {
+      ::waitpid(pid, nullptr, 0);
+      const std::string what = f.stage == ChildFailure::cwd    ? "cwd " + cwd
+                               : f.stage == ChildFailure::exec ? req.argv[0]
+                                                               : std::string("terminal");
+      protocol::send(control_, {{"t", t::spawn_failed},
+                                {"id", id},
+                                {"error", what + ": " + std::strerror(f.err)},
+                                {"errno", f.err},
+                                {"stage", static_cast<int>(f.stage)}});
+      return;
+    }
+    children_.insert(pid);
+    if (req.tty) {
+      const int fd = master.get();
+      protocol::send(control_, {{"t", t::spawned}, {"id", id}, {"pid", pid}}, {&fd, 1});
+    } else {
+      protocol::send(control_, {{"t", t::spawned}, {"id", id}, {"pid", pid}});
+    }
+  }
+
+  // In the forked child: only this process exists here, so plain calls are fine.
+  [[noreturn]] static void run_child(bool tty, const std::string& slave_path,
+                                     protocol::Message& m, const std::string& cwd, char** argv,
+                                     char** envp, int err_fd) {
+    auto fail = [err_fd](ChildFailure::Stage stage) {
+      ChildFailure f{stage, errno};
+      (void)!::write(err_fd, &f, sizeof f);
+      ::_exit(127);
+    };
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::setsid();
+    if (tty) {
+      int slave = ::open(slave_path.c_str(), O_RDWR);
+      if (slave < 0 || ::ioctl(slave, TIOCSCTTY, 0) != 0) fail(ChildFailure::tty);
+      for (int fd = 0; fd < 3; ++fd)
+        if (::dup2(slave, fd) < 0) fail(ChildFailure::tty);
+      if (slave > 2) ::close(slave);
+    } else {
+      for (int fd = 0; fd < 3; ++fd)
+        if (::dup2(m.fds[fd].get(), fd) < 0) fail(ChildFailure::tty);
+    }
+    if (::chdir(cwd.c_str()) != 0) fail(ChildFailure::cwd);
+    ::umask(022);
+    environ = envp;
+    ::execvp(argv[0], argv);
+    fail(ChildFailure::exec);
+    ::_exit(127);
+  }
+
+  void kill(const nlohmann::json& body) {
+    const int pid = body.at("pid").get<int>(), sig = body.at("sig").get<int>();
+    if (pid <= 1 || sig < 0 || sig > 64) throw Error("kill: bad pid or signal");
+    // The whole process group the command leads; the pid alone if it left its group.
+    if (::kill(-pid, sig) != 0 && (errno != ESRCH || ::kill(pid, sig) != 0) && errno != ESRCH)
+      throw sys_error("kill");
+    protocol::send(control_, {{"t", t::ok}});
+  }
+
+  void reap() {
+    signalfd_siginfo si;
+    while (::read(sigfd_.get(), &si, sizeof si) == sizeof si) {
+    }
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      if (children_.erase(pid))
+        protocol::send(events_, {{"t", t::exit}, {"pid", pid}, {"status", status}});
+    }
+  }
+
+  // Processes in the box other than init: the daemon's idle check.
+  static int count_processes() {
+    DIR* d = ::opendir("/proc");
+    if (!d) return -1;
+    int n = 0;
+    while (dirent* e = ::readdir(d))
+      if (std::isdigit(static_cast<unsigned char>(e->d_name[0])) && std::strcmp(e->d_name, "1") != 0) ++n;
+    ::closedir(d);
+    return n;
+  }
+
+  int control_, events_;
+  UniqueFd sigfd_;
+  BoxSpec spec_;
+  std::set<pid_t> children_;
+};
+
+}  // namespace
+
+int run(int control_fd, int event_fd) {
+  try {
+    return Init(control_fd, event_fd).run();
+  } catch (const std::exception& e) {
+    try {
+      protocol::send(control_fd, {{"t", protocol::t::error}, {"message", e.what()}});
+    } catch (...) {
+    }
+    return 1;
+  }
+}
+
+}  // namespace agentbox::init

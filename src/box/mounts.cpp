@@ -1,0 +1,291 @@
+#include "box/mounts.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "util/error.hpp"
+#include "util/file_io.hpp"
+#include "util/unique_fd.hpp"
+
+namespace agentbox::mounts {
+namespace {
+
+// The scratch root: any directory that exists on every host. We mount over it only inside the
+// box's private mount namespace, then pivot into it so the host tree sits at /oldroot while the
+// box root is assembled at /newroot (bind sources are read through /oldroot).
+constexpr const char* kScratch = "/tmp";
+constexpr const char* kOld = "/oldroot";
+constexpr const char* kNew = "/newroot";
+
+constexpr unsigned long kSafe = MS_NOSUID | MS_NODEV;
+
+void do_mount(const char* src, const std::string& target, const char* type, unsigned long flags,
+              const std::string& data = {}) {
+  if (::mount(src, target.c_str(), type, flags, data.empty() ? nullptr : data.c_str()) != 0)
+    throw sys_error(fmt::format("mount({}, {}, {})", src ? src : "none", target, type ? type : ""));
+}
+
+void mkdir_p(const std::string& path, mode_t mode = 0755) {
+  for (size_t pos = 1; pos != std::string::npos;) {
+    pos = path.find('/', pos + 1);
+    std::string part = path.substr(0, pos);
+    if (::mkdir(part.c_str(), mode) != 0 && errno != EEXIST) throw sys_error("mkdir(" + part + ")");
+  }
+}
+
+void touch(const std::string& path, mode_t mode = 0644) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd) throw sys_error("create(" + path + ")");
+}
+
+void write_new_file(const std::string& path, const std::string& content, mode_t mode = 0644) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd) throw sys_error("create(" + path + ")");
+  write_all(fd.get(), content);
+}
+
+// Mount flags a user namespace may not clear (they are locked on binds of the host's mounts):
+// carried over so a remount does not fail with EPERM.
+unsigned long locked_flags(const std::string& path) {
+  struct statvfs sv {};
+  if (::statvfs(path.c_str(), &sv) != 0) return 0;
+  unsigned long f = 0;
+  if (sv.f_flag & ST_RDONLY) f |= MS_RDONLY;
+  if (sv.f_flag & ST_NOSUID) f |= MS_NOSUID;
+  if (sv.f_flag & ST_NODEV) f |= MS_NODEV;
+  if (sv.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+  return f;
+}
+
+// Binds source (a host path under /oldroot) onto target with nosuid,nodev and, unless
+// writable, read-only — on every submount with the new API, on the top mount with the legacy one.
+void bind(const std::string& source, const std::string& target, bool writable, Api api) {
+  if (api == Api::new_api) {
+    UniqueFd tree(::open_tree(AT_FDCWD, source.c_str(),
+                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (!tree) throw sys_error("open_tree(" + source + ")");
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
+    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
+      throw sys_error("mount_setattr(" + source + ")");
+    if (::move_mount(tree.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      throw sys_error(fmt::format("move_mount({}, {})", source, target));
+    return;
+  }
+  do_mount(source.c_str(), target, nullptr, MS_BIND | MS_REC);
+  unsigned long flags = MS_BIND | MS_REMOUNT | kSafe | locked_flags(target);
+  if (!writable) flags |= MS_RDONLY;
+  do_mount(nullptr, target, nullptr, flags);
+}
+
+// Makes the mount point for a bind: a directory for directories, an empty file otherwise.
+void make_mount_point(const std::string& source, const std::string& target) {
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0) throw sys_error("stat(" + source + ")");
+  auto slash = target.rfind('/');
+  if (slash > 0) mkdir_p(target.substr(0, slash));
+  if (S_ISDIR(st.st_mode)) {
+    if (::mkdir(target.c_str(), 0755) != 0 && errno != EEXIST) throw sys_error("mkdir(" + target + ")");
+  } else {
+    touch(target);
+  }
+}
+
+// Copies a symlink as a symlink (merged-/usr hosts have /bin -> usr/bin).
+bool copy_if_symlink(const std::string& host, const std::string& box) {
+  struct stat st {};
+  if (::lstat(host.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return false;
+  char buf[4096];
+  ssize_t n = ::readlink(host.c_str(), buf, sizeof buf - 1);
+  if (n < 0) throw sys_error("readlink(" + host + ")");
+  buf[n] = '\0';
+  if (::symlink(buf, box.c_str()) != 0) throw sys_error("symlink(" + box + ")");
+  return true;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+void pivot(const char* new_root, const char* put_old) {
+  if (::syscall(SYS_pivot_root, new_root, put_old) != 0)
+    throw sys_error(fmt::format("pivot_root({}, {})", new_root, put_old));
+}
+
+void build_system_tree(const BoxSpec& spec, Api api) {
+  for (const auto& p : spec.system_paths) {
+    const std::string host = kOld + p, box = kNew + p;
+    if (!exists(host)) continue;
+    if (copy_if_symlink(host, box)) continue;
+    make_mount_point(host, box);
+    bind(host, box, /*writable=*/false, api);
+  }
+}
+
+void build_etc(const BoxSpec& spec, Api api) {
+  const std::string etc = std::string(kNew) + "/etc";
+  mkdir_p(etc);
+  for (const auto& name : etc_allowlist()) {
+    const std::string host = std::string(kOld) + "/etc/" + name, box = etc + "/" + name;
+    struct stat st {};
+    if (::lstat(host.c_str(), &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      copy_if_symlink(host, box);
+    } else if (S_ISDIR(st.st_mode)) {
+      make_mount_point(host, box);
+      bind(host, box, false, api);
+    } else if (S_ISREG(st.st_mode)) {
+      // Small files are copied: cheaper than a mount each, and the box sees a snapshot.
+      write_new_file(box, read_file(host, 4 << 20), st.st_mode & 0644);
+    }
+  }
+  write_new_file(etc + "/passwd", passwd_file(spec));
+  write_new_file(etc + "/group", group_file(spec));
+  write_new_file(etc + "/hostname", spec.hostname + "\n");
+  write_new_file(etc + "/hosts", hosts_file(spec));
+}
+
+void build_dev(const BoxSpec& spec) {
+  const std::string dev = std::string(kNew) + "/dev";
+  mkdir_p(dev);
+  do_mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
+  // Device nodes are binds of the host's (mknod would need CAP_MKNOD in the initial namespace).
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    const std::string host = std::string(kOld) + "/dev/" + node, box = dev + "/" + node;
+    touch(box, 0666);
+    do_mount(host.c_str(), box, nullptr, MS_BIND);
+  }
+  // Its own devpts instance: ptys made in the box are invisible to every other box.
+  mkdir_p(dev + "/pts");
+  std::string pts_opts = "newinstance,ptmxmode=0666,mode=0620";
+  if (spec.identity == IdentityMode::host_uid) pts_opts += ",gid=5";
+  do_mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts_opts);
+  struct Link { const char* target; const char* name; };
+  for (Link l : {Link{"pts/ptmx", "ptmx"}, Link{"/proc/self/fd", "fd"},
+                 Link{"/proc/self/fd/0", "stdin"}, Link{"/proc/self/fd/1", "stdout"},
+                 Link{"/proc/self/fd/2", "stderr"}}) {
+    const std::string path = dev + "/" + l.name;
+    if (::symlink(l.target, path.c_str()) != 0) throw sys_error("symlink(" + path + ")");
+  }
+  mkdir_p(dev + "/shm");
+  do_mount("tmpfs", dev + "/shm", "tmpfs", kSafe | MS_NOEXEC,
+           fmt::format("mode=1777,size={}", spec.limits.shm_bytes));
+}
+
+void build_home_and_binds(const BoxSpec& spec, Api api) {
+  const std::string home = kNew + spec.home_target;
+  mkdir_p(home);
+  bind(kOld + spec.home_source, home, /*writable=*/true, api);
+
+  // Parents before children, so a bind inside another bind lands on top of it.
+  std::vector<BindMount> binds = spec.binds;
+  std::stable_sort(binds.begin(), binds.end(), [](const BindMount& a, const BindMount& b) {
+    return std::count(a.target.begin(), a.target.end(), '/') <
+           std::count(b.target.begin(), b.target.end(), '/');
+  });
+  for (const auto& b : binds) {
+    const std::string host = kOld + b.source, box = kNew + b.target;
+    if (!exists(box)) make_mount_point(host, box);
+    bind(host, box, b.writable, api);
+  }
+}
+
+}  // namespace
+
+Api choose_api(bool force_legacy) {
+  if (force_legacy) return Api::legacy;
+  // mount_setattr exists since 5.12; probing with an invalid fd tells ENOSYS from EBADF.
+  mount_attr attr{};
+  if (::mount_setattr(-1, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0 && errno == ENOSYS)
+    return Api::legacy;
+  return Api::new_api;
+}
+
+const std::vector<std::string>& etc_allowlist() {
+  static const std::vector<std::string> names = {
+      // name service and libc
+      "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "host.conf", "gai.conf",
+      "resolv.conf", "protocols", "services", "networks", "rpc", "ethertypes",
+      // locale, time, identity of the OS
+      "localtime", "timezone", "locale.alias", "locale.conf", "os-release",
+      "debian_version", "lsb-release", "issue",
+      // shells and terminals
+      "shells", "profile", "profile.d", "bash.bashrc", "bash_completion", "bash_completion.d",
+      "inputrc", "terminfo", "environment", "login.defs", "mtab",
+      // tools' system configuration
+      "alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "pki", "mime.types",
+      "mailcap", "magic", "magic.mime", "manpath.config", "papersize", "gitconfig", "vim",
+      "python3", "python3.11", "perl", "npmrc", "wgetrc", "fonts", "ImageMagick-6",
+      "java-17-openjdk", "R", "emacs", "gnupg", "subversion", "xdg"};
+  return names;
+}
+
+// The box user, plus root and nobody so tools that look them up find them (unless the box
+// user is one of them, e.g. `agentbox run` by nobody).
+std::string passwd_file(const BoxSpec& spec) {
+  std::string out;
+  if (spec.uid != 0 && spec.name != "root") out += "root:x:0:0:root:/root:/usr/sbin/nologin\n";
+  out += fmt::format("{0}:x:{1}:{2}:{0}:{3}:{4}\n", spec.name, spec.uid, spec.gid,
+                     spec.home_target, spec.shell);
+  if (spec.uid != 65534 && spec.name != "nobody")
+    out += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  return out;
+}
+
+std::string group_file(const BoxSpec& spec) {
+  std::string out;
+  if (spec.gid != 0 && spec.name != "root") out += "root:x:0:\n";
+  if (spec.gid != 5 && spec.name != "tty") out += "tty:x:5:\n";
+  out += fmt::format("{}:x:{}:\n", spec.name, spec.gid);
+  if (spec.gid != 65534 && spec.name != "nogroup") out += "nogroup:x:65534:\n";
+  return out;
+}
+
+std::string hosts_file(const BoxSpec& spec) {
+  return fmt::format("127.0.0.1\tlocalhost\n127.0.1.1\t{0}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+                     spec.hostname);
+}
+
+void apply_in_child(const BoxSpec& spec, Api api) {
+  // Nothing mounted from here on may propagate back to the host.
+  do_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
+
+  do_mount("tmpfs", kScratch, "tmpfs", kSafe, "mode=0755,size=64k");
+  check(::chdir(kScratch), "chdir(scratch)");
+  check(::mkdir("newroot", 0755), "mkdir(newroot)");
+  check(::mkdir("oldroot", 0755), "mkdir(oldroot)");
+  pivot(".", "oldroot");
+  check(::chdir("/"), "chdir(/)");
+
+  do_mount("tmpfs", kNew, "tmpfs", kSafe, "mode=0755,size=1m");
+  build_system_tree(spec, api);
+  build_etc(spec, api);
+  mkdir_p(std::string(kNew) + "/proc");
+  do_mount("proc", std::string(kNew) + "/proc", "proc", kSafe | MS_NOEXEC);
+  build_dev(spec);
+  mkdir_p(std::string(kNew) + "/tmp");
+  do_mount("tmpfs", std::string(kNew) + "/tmp", "tmpfs", kSafe,
+           fmt::format("mode=1777,size={}", spec.limits.tmp_bytes));
+  mkdir_p(std::string(kNew) + "/root", 0700);
+  build_home_and_binds(spec, api);
+
+  // The root tmpfs (mount points, /etc) is done: freeze it.
+  do_mount(nullptr, kNew, nullptr, MS_REMOUNT | MS_RDONLY | kSafe);
+
+  // Pivot into the box root with the old root stacked on top of it, then detach the old root
+  // (and the host tree below it) lazily.
+  check(::chdir(kNew), "chdir(newroot)");
+  pivot(".", ".");
+  check(::umount2(".", MNT_DETACH), "umount2(oldroot)");
+  check(::chdir("/"), "chdir(/)");
+}
+
+}  // namespace agentbox::mounts

@@ -1,0 +1,51 @@
+#include "box/netns.hpp"
+
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "util/error.hpp"
+
+namespace agentbox::netns {
+
+void bring_loopback_up() {
+  UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s) throw sys_error("socket(AF_INET) for lo");
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  check(::ioctl(s.get(), SIOCGIFFLAGS, &ifr), "ioctl(lo, SIOCGIFFLAGS)");
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  check(::ioctl(s.get(), SIOCSIFFLAGS, &ifr), "ioctl(lo, SIOCSIFFLAGS)");
+}
+
+UniqueFd create_persistent() {
+  UniqueFd result;
+  std::exception_ptr failure;
+  // unshare(CLONE_NEWNET) moves only the calling thread, which then dies: the namespace
+  // lives on through the fd.
+  std::thread([&] {
+    try {
+      check(::unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)");
+      bring_loopback_up();
+      result.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+      if (!result) throw sys_error("open(/proc/thread-self/ns/net)");
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }).join();
+  if (failure) std::rethrow_exception(failure);
+  return result;
+}
+
+void apply_in_child(int netns_fd) {
+  if (netns_fd >= 0) check(::setns(netns_fd, CLONE_NEWNET), "setns(netns)");
+  bring_loopback_up();
+}
+
+}  // namespace agentbox::netns

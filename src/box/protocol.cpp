@@ -1,0 +1,95 @@
+#include "box/protocol.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "util/error.hpp"
+
+namespace agentbox::protocol {
+
+void send(int sock, const nlohmann::json& body, std::span<const int> fds) {
+  const std::string data = body.dump();
+  if (data.size() > kMaxMessage) throw Error("protocol: message too large");
+  if (fds.size() > kMaxFds) throw Error("protocol: too many descriptors");
+
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (!fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  for (;;) {
+    if (::sendmsg(sock, &msg, MSG_NOSIGNAL) >= 0) return;
+    if (errno != EINTR) throw sys_error("sendmsg(" + body.value("t", std::string("?")) + ")");
+  }
+}
+
+RecvStatus recv(int sock, Message& out, bool nonblocking) {
+  std::string buf(kMaxMessage, '\0');
+  iovec iov{buf.data(), buf.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (nonblocking ? MSG_DONTWAIT : 0));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN) return RecvStatus::would_block;
+    if (errno == ECONNRESET) return RecvStatus::eof;
+    throw sys_error("recvmsg");
+  }
+
+  // Take ownership of any descriptors first, so nothing leaks on the error paths below.
+  out.fds.clear();
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      out.fds.emplace_back(fd);
+    }
+  }
+  if (n == 0) return RecvStatus::eof;
+  if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) throw Error("protocol: truncated message");
+  buf.resize(static_cast<size_t>(n));
+  out.body = nlohmann::json::parse(buf, nullptr, /*allow_exceptions=*/false);
+  if (!out.body.is_object() || !out.body.contains("t")) throw Error("protocol: malformed message");
+  return RecvStatus::message;
+}
+
+Message recv_reply(int sock, int timeout_ms, const char* what) {
+  pollfd p{sock, POLLIN, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, timeout_ms);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) throw sys_error(std::string("poll(") + what + ")");
+  if (r == 0) throw Error(std::string(what) + ": box init did not answer in time", ETIMEDOUT);
+  Message m;
+  if (recv(sock, m) != RecvStatus::message)
+    throw Error(std::string(what) + ": box init exited", EPIPE);
+  return m;
+}
+
+std::pair<UniqueFd, UniqueFd> socket_pair() {
+  int sv[2];
+  check(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), "socketpair");
+  return {UniqueFd(sv[0]), UniqueFd(sv[1])};
+}
+
+}  // namespace agentbox::protocol

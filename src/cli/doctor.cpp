@@ -1,0 +1,98 @@
+#include "cli/doctor.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "box/host_support.hpp"
+#include "box/seccomp.hpp"
+
+namespace agentbox {
+namespace {
+
+const HostFeature* find(const std::vector<HostFeature>& features, const std::string& name) {
+  for (const auto& f : features) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+bool has(const std::vector<HostFeature>& features, const std::string& name) {
+  const HostFeature* f = find(features, name);
+  return f && f->present;
+}
+
+std::string status_of(const HostFeature& f) {
+  if (f.present) return "ok";
+  return f.required ? "MISSING" : "absent";
+}
+
+void print_table(const std::vector<HostFeature>& features, std::ostream& out) {
+  size_t name_w = std::string("feature").size(), status_w = std::string("MISSING").size();
+  for (const auto& f : features) name_w = std::max(name_w, f.name.size());
+  auto row = [&](const std::string& name, const std::string& status, const std::string& need,
+                 const std::string& detail) {
+    out << name << std::string(name_w + 2 - name.size(), ' ') << status
+        << std::string(status_w + 2 - status.size(), ' ') << need
+        << std::string(10 - need.size(), ' ') << detail << '\n';
+  };
+  row("feature", "status", "need", "detail");
+  for (const auto& f : features)
+    row(f.name, status_of(f), f.required ? "required" : "optional", f.detail);
+}
+
+void print_summary(const std::vector<HostFeature>& features, bool as_root, std::ostream& out) {
+  out << "\nagentbox will enforce:\n";
+  std::string namespaces;
+  for (const auto& f : features) {
+    const auto suffix = std::string(" namespaces");
+    if (!f.present || f.name.size() <= suffix.size() || !f.name.ends_with(suffix)) continue;
+    if (as_root && f.name == "user namespaces") continue;  // root boxes use host uids
+    if (!namespaces.empty()) namespaces += ", ";
+    namespaces += f.name.substr(0, f.name.size() - suffix.size());
+  }
+  out << "  namespaces: " << (namespaces.empty() ? "none" : namespaces) << '\n';
+
+  const HostFeature* landlock = find(features, "landlock");
+  out << "  " << (landlock && landlock->present ? "Landlock " + landlock->detail
+                                                : std::string("no Landlock (box start refuses "
+                                                              "without allow_without_landlock)"))
+      << '\n';
+
+  if (has(features, "seccomp"))
+    out << "  seccomp deny-list (" << seccomp_filter::denied_syscalls().size()
+        << " syscalls, plus namespace clone flags, TIOCSTI/TIOCLINUX, raw socket families)\n";
+  else
+    out << "  no seccomp filter\n";
+
+  const HostFeature* cgroups = find(features, "cgroups");
+  if (cgroups && cgroups->present)
+    out << "  cgroup " << cgroups->detail.substr(0, 2) << " memory/pids/cpu limits\n";
+  else
+    out << "  no cgroup limits (memory, pids, cpu are not enforced)\n";
+
+  out << "  own uid: " << (as_root ? "a host uid per account from the configured range"
+                                   : "a user namespace mapping the box uid to yours")
+      << '\n';
+}
+
+}  // namespace
+
+int run_doctor(bool as_root, std::ostream& out) {
+  const std::vector<HostFeature> features = probe_host(as_root);
+  out << "agentbox doctor (" << (as_root ? "as root" : "as an ordinary user") << ")\n\n";
+  print_table(features, out);
+  print_summary(features, as_root, out);
+
+  bool ok = true;
+  for (const auto& f : features) {
+    if (f.required && !f.present) {
+      if (ok) out << '\n';
+      out << "missing: " << f.name << " — " << f.fix << '\n';
+      ok = false;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace agentbox

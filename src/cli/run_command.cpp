@@ -1,0 +1,300 @@
+#include "cli/run_command.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "box/box.hpp"
+#include "box/cgroup.hpp"
+#include "cli/terminal.hpp"
+#include "config/bind_spec.hpp"
+#include "config/run_profile.hpp"
+#include "config/server_config.hpp"
+#include "config/units.hpp"
+#include "util/error.hpp"
+#include "util/file_io.hpp"
+
+namespace agentbox::cli {
+namespace {
+
+constexpr int kExitBoxFailed = 125;
+constexpr const char* kBoxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// Variables of the caller that describe the terminal and locale, not secrets: passed through.
+constexpr const char* kTerminalEnv[] = {"TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ", "NO_COLOR"};
+
+struct Caller {
+  uid_t uid;
+  gid_t gid;
+  std::string name;
+  std::string home;
+};
+
+Caller who_calls() {
+  Caller c{::getuid(), ::getgid(), "user", "/"};
+  if (const passwd* pw = ::getpwuid(c.uid)) {
+    c.name = pw->pw_name;
+    c.home = pw->pw_dir;
+  }
+  if (const char* h = ::getenv("HOME"); h && *h == '/') c.home = h;
+  return c;
+}
+
+// Uses the same rules as the profile so flags and file agree.
+template <class F>
+auto flag(const char* name, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw UsageError(std::string(name) + ": " + e.what());
+  }
+}
+
+void ensure_home(const std::string& path, const BoxSpec& spec) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return;
+  if (std::filesystem::exists(path, ec)) throw UsageError("--home: " + path + ": not a directory");
+  std::filesystem::create_directories(path, ec);
+  if (ec) throw UsageError("--home: " + path + ": " + ec.message());
+  ::chmod(path.c_str(), 0700);
+  if (spec.identity == IdentityMode::host_uid && ::chown(path.c_str(), spec.uid, spec.gid) != 0)
+    throw Error("chown(" + path + "): " + std::strerror(errno), errno);
+}
+
+BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& caller) {
+  BoxSpec spec;
+  spec.hostname = "agentbox";
+  if (::geteuid() == 0) {
+    // Root gets a real unprivileged uid: slot 0 of the server's range is reserved for run.
+    spec.identity = IdentityMode::host_uid;
+    spec.uid = spec.gid = ServerConfig{}.accounts.uid_base;
+    spec.name = "agent";
+  } else {
+    spec.identity = IdentityMode::user_ns;
+    spec.uid = spec.outer_uid = caller.uid;
+    spec.gid = spec.outer_gid = caller.gid;
+    spec.name = caller.name;
+  }
+  spec.home_target = "/home/" + spec.name;
+  spec.home_source = o.home ? flag("--home", [&] { return expand_home(*o.home, caller.home); })
+                     : profile.home ? *profile.home
+                                    : caller.home + "/.agentbox-home";
+  if (spec.home_source.empty() || spec.home_source[0] != '/')
+    throw UsageError("--home: " + spec.home_source + ": must be an absolute path");
+
+  spec.binds = profile.binds;
+  for (const auto& b : o.ro_binds)
+    spec.binds.push_back(parse_bind_spec(b, /*writable=*/false, caller.home));
+  for (const auto& b : o.binds) spec.binds.push_back(parse_bind_spec(b, /*writable=*/true, caller.home));
+  if (o.cwd) {
+    std::error_code ec;
+    const std::string here = std::filesystem::current_path(ec);
+    if (ec) throw UsageError("--cwd: " + ec.message());
+    spec.binds.push_back({here, here, true});
+  }
+
+  const bool limits_asked = o.memory || o.pids || o.cpu || profile.memory_bytes ||
+                            profile.pids || profile.cpu_millicores;
+  if (profile.memory_bytes) spec.limits.memory_bytes = *profile.memory_bytes;
+  if (profile.pids) spec.limits.pids = *profile.pids;
+  if (profile.cpu_millicores) spec.limits.cpu_millicores = *profile.cpu_millicores;
+  if (o.memory) spec.limits.memory_bytes = flag("--memory", [&] { return parse_size(*o.memory); });
+  if (o.pids) spec.limits.pids = flag("--pids", [&] { return parse_count(*o.pids); });
+  if (o.cpu) spec.limits.cpu_millicores = flag("--cpu", [&] { return parse_cpu(*o.cpu); });
+
+  // Cgroups need root (or a delegated v2 subtree, not supported yet): never pretend.
+  spec.use_cgroup = ::geteuid() == 0;
+  if (!spec.use_cgroup && limits_asked)
+    throw UsageError("--memory/--pids/--cpu need cgroups, which only root can create here");
+
+  spec.tcp_connect_ports = profile.allow_ports;
+  spec.tcp_connect_ports.insert(spec.tcp_connect_ports.end(), o.allow_ports.begin(), o.allow_ports.end());
+  if (o.net != "none")
+    throw UsageError("--net: \"" + o.net + "\" is not supported yet (only \"none\")");
+  return spec;
+}
+
+std::vector<std::string> make_env(const RunOptions& o, const RunProfile& profile,
+                                  const BoxSpec& spec) {
+  std::map<std::string, std::string> env = {
+      {"HOME", spec.home_target}, {"USER", spec.name},   {"LOGNAME", spec.name},
+      {"SHELL", spec.shell},      {"PATH", kBoxPath},    {"TERM", "xterm-256color"}};
+  auto pass = [&](const std::string& name) {
+    if (const char* v = ::getenv(name.c_str())) env[name] = v;
+  };
+  for (const char* name : kTerminalEnv) pass(name);
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "LC_", 3) == 0) pass(std::string(*e, std::strcspn(*e, "=")));
+  for (const auto& name : profile.pass_env) pass(name);
+  for (const auto& name : o.pass_env) pass(name);
+  for (const auto& [k, v] : profile.env) env[k] = v;
+  for (const auto& kv : o.env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--env: expected KEY=VALUE, got \"" + kv + "\"");
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Signals agentbox forwards to the command; SIGWINCH resizes the pty.
+UniqueFd block_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGPIPE})
+    sigaddset(&set, s);
+  check(::sigprocmask(SIG_BLOCK, &set, nullptr), "sigprocmask");
+  UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!fd) throw sys_error("signalfd");
+  return fd;
+}
+
+// Copies what is readable on `from` to `to`; false at EOF/EIO (pty closed).
+bool pump(int from, int to) {
+  char buf[65536];
+  ssize_t n = ::read(from, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n <= 0) return false;
+  try {
+    write_all(to, std::string_view(buf, static_cast<size_t>(n)));
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
+// Waits for the command's exit while relaying the terminal and forwarding signals.
+int supervise(Box& box, pid_t pid, int pty) {
+  UniqueFd sigfd = block_signals();
+  std::optional<RawTerminal> raw;
+  if (pty >= 0) {
+    raw.emplace(STDIN_FILENO);
+    ::fcntl(pty, F_SETFL, ::fcntl(pty, F_GETFL) | O_NONBLOCK);
+  }
+  bool stdin_open = pty >= 0;
+  std::optional<int> status;
+  while (!status) {
+    pollfd p[4] = {{box.event_fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0},
+                   {pty, POLLIN, 0}, {stdin_open ? STDIN_FILENO : -1, POLLIN, 0}};
+    if (::poll(p, 4, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw sys_error("poll");
+    }
+    if (p[2].revents & POLLIN) pump(pty, STDOUT_FILENO);
+    if (p[3].revents & (POLLIN | POLLHUP)) stdin_open = pump(STDIN_FILENO, pty);
+    if (p[1].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGWINCH) {
+          if (pty >= 0) copy_window_size(STDOUT_FILENO, pty);
+        } else if (si.ssi_signo != SIGPIPE) {
+          box.signal(pid, static_cast<int>(si.ssi_signo));
+        }
+      }
+    }
+    if (p[0].revents & (POLLIN | POLLHUP)) {
+      bool init_gone = false;
+      for (const auto& e : box.read_events(&init_gone))
+        if (e.pid == pid) status = e.status;
+      if (!status && init_gone) throw Error("the box's init exited unexpectedly");
+    }
+  }
+  // Output the command wrote just before exiting is still in the pty: drain it.
+  if (pty >= 0) {
+    pollfd p{pty, POLLIN, 0};
+    while (::poll(&p, 1, 50) > 0 && (p.revents & POLLIN) && pump(pty, STDOUT_FILENO)) {
+    }
+  }
+  return exit_code(*status);
+}
+
+}  // namespace
+
+int run_in_box(const RunOptions& o) {
+  if (o.shell && !o.command.empty()) throw UsageError("give either --shell or a command, not both");
+  if (!o.shell && o.command.empty()) throw UsageError("nothing to run: add -- COMMAND [ARGS...] or --shell");
+
+  const Caller caller = who_calls();
+  RunProfile profile;
+  if (!o.no_profile) {
+    const std::string path = o.profile ? *o.profile : default_run_profile_path(caller.home);
+    if (o.profile && !std::filesystem::exists(path)) throw UsageError("--profile: " + path + ": No such file or directory");
+    try {
+      profile = load_run_profile(path, caller.home);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
+  BoxSpec spec;
+  try {
+    spec = make_spec(o, profile, caller);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  SpawnRequest req;
+  req.env = make_env(o, profile, spec);
+  req.argv = o.shell ? std::vector<std::string>{spec.shell, "-l"} : o.command;
+  req.cwd = o.cwd ? std::filesystem::current_path().string() : spec.home_target;
+  req.tty = ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+  if (req.tty) {
+    winsize ws{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+      req.rows = ws.ws_row;
+      req.cols = ws.ws_col;
+    }
+  }
+
+  std::unique_ptr<CgroupDriver> cgroups;
+  std::unique_ptr<Box> box;
+  try {
+    ensure_home(spec.home_source, spec);
+    BoxStartOptions opts;
+    opts.init_path = default_init_path();
+    if (spec.use_cgroup) {
+      std::string why;
+      cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
+      if (!cgroups) throw Error("cgroups unavailable: " + why + " (see agentbox doctor)");
+      opts.cgroups = cgroups.get();
+      opts.cgroup_name = "run-" + std::to_string(::getpid());
+    }
+    box = Box::start(spec, opts);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::cerr << "agentbox: cannot start the box: " << e.what() << "\n";
+    return kExitBoxFailed;
+  }
+
+  SpawnResult child;
+  try {
+    const int stdio[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
+    child = box->spawn(req, req.tty ? std::span<const int>{} : std::span<const int>(stdio));
+  } catch (const SpawnError& e) {
+    if (e.code() == ENOENT && req.argv[0].find('/') == std::string::npos) {
+      std::cerr << "agentbox: " << req.argv[0] << ": command not found\n";
+      return 127;
+    }
+    std::cerr << "agentbox: " << e.what() << "\n";
+    return e.code() == ENOENT ? 127 : 126;
+  }
+  return supervise(*box, child.pid, req.tty ? child.pty_master.get() : -1);
+}
+
+}  // namespace agentbox::cli

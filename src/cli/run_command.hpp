@@ -1,0 +1,37 @@
+#pragma once
+// `agentbox run`: a one-shot box for one person, no server (the bubblewrap-wrapper use case).
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace agentbox::cli {
+
+struct RunOptions {
+  std::vector<std::string> command;     // after "--"
+  bool shell = false;                   // start the box user's login shell instead
+  std::optional<std::string> home;      // host dir shown as ~ (default ~/.agentbox-home)
+  std::vector<std::string> binds;       // SRC[:DST], read-write
+  std::vector<std::string> ro_binds;    // SRC[:DST], read-only
+  bool cwd = false;                     // bind the current directory read-write, start there
+  std::optional<std::string> memory;    // "2G"
+  std::optional<std::string> pids;      // "512"
+  std::optional<std::string> cpu;       // "1.5" cores or "500m"
+  std::string net = "none";
+  std::vector<std::string> env;         // K=V set inside
+  std::vector<std::string> pass_env;    // names passed through from the caller
+  std::vector<uint16_t> allow_ports;    // TCP connect ports Landlock allows
+  std::optional<std::string> profile;   // profile file (default ~/.config/agentbox/run.toml)
+  bool no_profile = false;
+};
+
+// Runs the command in a fresh box and returns the exit code agentbox should exit with: the
+// command's own code, 128+N if it died of signal N, 125 if the box could not be made, 126/127
+// if the command could not be executed / found. Bad options throw UsageError (exit 2).
+int run_in_box(const RunOptions& opts);
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace agentbox::cli

@@ -1,0 +1,275 @@
+#include "config/server_config.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+
+#include "config/toml_schema.hpp"
+#include "util/error.hpp"
+#include "util/file_io.hpp"
+#include "util/unique_fd.hpp"
+
+namespace agentbox {
+namespace {
+
+// The largest usable uid: (uid_t)-1 means "no change" to setresuid and friends.
+constexpr uint64_t kMaxUid = 0xFFFFFFFEull;
+constexpr size_t kApiKeyBytes = 32;
+
+void require_api_key_text(std::string_view key) {
+  if (key.empty()) throw Error("api key is empty");
+  for (char c : key)
+    if (c <= ' ' || c > '~') throw Error("api key must be printable ASCII without spaces");
+}
+
+void set_listen(ServerConfig& c, std::string_view text) {
+  parse_listen_address(text);
+  c.listen = std::string(text);
+}
+
+void set_state_dir(ServerConfig& c, std::string_view text) {
+  if (text.empty()) throw Error("state_dir is empty");
+  c.state_dir = std::string(text);
+}
+
+void set_api_key(ServerConfig& c, std::string_view text) {
+  require_api_key_text(text);
+  c.api_key = std::string(text);
+}
+
+constexpr std::array<TomlField<ServerConfig>, 15> kFields = {{
+    {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
+    {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
+    {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
+    {"cors_origins", [](ServerConfig& c, const toml::node& v) { c.cors_origins = toml_strings(v); }},
+    {"limits.body", [](ServerConfig& c, const toml::node& v) { c.limits.body_bytes = toml_size(v); }},
+    {"limits.header_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.limits.header_timeout = toml_seconds(v); }},
+    {"accounts.uid_base",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.uid_base = static_cast<uid_t>(toml_integer(v, 1, kMaxUid));
+     }},
+    {"accounts.uid_count",
+     [](ServerConfig& c, const toml::node& v) {
+       // Slot 0 belongs to `agentbox run`, so a server needs at least two.
+       c.accounts.uid_count = static_cast<uint32_t>(toml_integer(v, 2, kMaxUid));
+     }},
+    {"accounts.idle_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.accounts.idle_timeout = toml_seconds(v); }},
+    {"box.memory", [](ServerConfig& c, const toml::node& v) { c.box.memory_bytes = toml_size(v); }},
+    {"box.pids",
+     [](ServerConfig& c, const toml::node& v) {
+       c.box.pids = static_cast<uint64_t>(toml_integer(v, 1, INT32_MAX));
+     }},
+    {"box.cpu", [](ServerConfig& c, const toml::node& v) { c.box.cpu_millicores = toml_cpu(v); }},
+    {"box.tmp", [](ServerConfig& c, const toml::node& v) { c.box.tmp_bytes = toml_size(v); }},
+    {"exec.output_cap", [](ServerConfig& c, const toml::node& v) { c.exec.output_cap = toml_size(v); }},
+    {"exec.retention", [](ServerConfig& c, const toml::node& v) { c.exec.retention = toml_seconds(v); }},
+}};
+
+// policy.default is reserved for the egress policy: the table may exist, keys in it may not yet.
+constexpr std::array<std::string_view, 6> kSections = {"limits", "accounts", "box", "exec", "policy",
+                                                      "policy.default"};
+
+// Environment overlay: variable -> setter.
+struct EnvSetting {
+  const char* name;
+  void (*apply)(ServerConfig&, std::string_view);
+};
+constexpr std::array<EnvSetting, 4> kEnvSettings = {{
+    {"AGENTBOX_LISTEN", set_listen},
+    {"AGENTBOX_STATE_DIR", set_state_dir},
+    {"AGENTBOX_API_KEY", set_api_key},
+    {"AGENTBOX_CORS_ORIGINS",
+     [](ServerConfig& c, std::string_view text) {
+       c.cors_origins.clear();
+       while (!text.empty()) {
+         size_t comma = text.find(',');
+         std::string_view origin = text.substr(0, comma);
+         while (!origin.empty() && origin.front() == ' ') origin.remove_prefix(1);
+         while (!origin.empty() && origin.back() == ' ') origin.remove_suffix(1);
+         if (!origin.empty()) c.cors_origins.emplace_back(origin);
+         text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+       }
+     }},
+}};
+
+// Checks that span several keys.
+std::vector<std::string> cross_checks(const ServerConfig& c, const std::string& file) {
+  std::vector<std::string> errors;
+  if (uint64_t{c.accounts.uid_base} + c.accounts.uid_count - 1 > kMaxUid)
+    errors.push_back(file + ": accounts: uid_base + uid_count - 1 exceeds the largest uid " +
+                     std::to_string(kMaxUid));
+  return errors;
+}
+
+std::vector<std::string> overlay_file(ServerConfig& config, const std::string& path) {
+  std::optional<toml::table> doc;
+  try {
+    doc = read_toml_file(path, /*missing_ok=*/false);
+  } catch (const Error& e) {
+    return {e.what()};
+  }
+  std::vector<std::string> errors = apply_toml_fields<ServerConfig>(config, *doc, kFields, kSections, path);
+  for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
+  return errors;
+}
+
+// Fills buf from the kernel CSPRNG; getrandom without flags blocks only until boot-time seeding.
+void random_bytes(unsigned char* buf, size_t n) {
+  while (n > 0) {
+    ssize_t got = ::getrandom(buf, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw sys_error("getrandom");
+    }
+    buf += got;
+    n -= static_cast<size_t>(got);
+  }
+}
+
+std::string new_api_key() {
+  std::array<unsigned char, kApiKeyBytes> bytes;
+  random_bytes(bytes.data(), bytes.size());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string key;
+  for (unsigned char b : bytes) {
+    key += kHex[b >> 4];
+    key += kHex[b & 15];
+  }
+  return key;
+}
+
+// The existing key, or nullopt if there is no key file. Refuses files others could read or
+// that someone else owns: the key is the server's only credential.
+std::optional<std::string> read_api_key(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw sys_error("open(" + path + ")");
+  }
+  struct stat st;
+  check(::fstat(fd.get(), &st), "fstat(" + path + ")");
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
+  if (st.st_uid != ::geteuid()) throw Error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by us");
+  if (st.st_mode & 077) {
+    char mode[8];
+    auto end = std::to_chars(mode, mode + sizeof mode, st.st_mode & 0777, 8).ptr;
+    throw Error(path + ": readable by others (mode " + std::string(mode, end) + "); run chmod 600 on it");
+  }
+  std::string text(4096, '\0');
+  size_t used = 0;
+  while (used < text.size()) {
+    ssize_t n = ::read(fd.get(), text.data() + used, text.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw sys_error("read(" + path + ")");
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  text.resize(used);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  try {
+    require_api_key_text(text);
+  } catch (const Error& e) {
+    throw e.wrap(path);
+  }
+  return text;
+}
+
+}  // namespace
+
+Limits default_server_box_limits() {
+  Limits limits;
+  limits.memory_bytes = 2ull << 30;
+  limits.pids = 1024;
+  limits.cpu_millicores = 2000;
+  limits.tmp_bytes = 512ull << 20;
+  return limits;
+}
+
+ListenAddress parse_listen_address(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return Error("invalid listen address \"" + std::string(text) + "\": " + std::string(why));
+  };
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) throw bad("expected HOST:PORT");
+  std::string host(text.substr(0, colon));
+  std::string_view port_text = text.substr(colon + 1);
+  bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
+
+  unsigned char addr[16];
+  int family = bracketed ? AF_INET6 : AF_INET;
+  if (::inet_pton(family, host.c_str(), addr) != 1)
+    throw bad(bracketed ? "not an IPv6 address" : "host must be an IPv4 address or [IPv6]");
+
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535)
+    throw bad("port must be a number from 0 to 65535");
+  return {host, static_cast<uint16_t>(port)};
+}
+
+void apply_config_file(ServerConfig& config, const std::string& path) {
+  throw_if_errors(overlay_file(config, path));
+}
+
+void apply_config_env(ServerConfig& config, const GetEnv& getenv) {
+  for (const EnvSetting& s : kEnvSettings) {
+    const char* value = getenv(s.name);
+    if (!value) continue;
+    try {
+      s.apply(config, value);
+    } catch (const Error& e) {
+      throw e.wrap(s.name);
+    }
+  }
+}
+
+ServerConfig load_server_config(const std::optional<std::string>& config_path, const GetEnv& getenv) {
+  ServerConfig config;
+  std::optional<std::string> path = config_path;
+  if (!path) {
+    if (const char* from_env = getenv("AGENTBOX_CONFIG"); from_env && *from_env) path = from_env;
+  }
+  if (path) apply_config_file(config, *path);
+  apply_config_env(config, getenv);
+  return config;
+}
+
+std::vector<std::string> validate_config_file(const std::string& path) {
+  ServerConfig scratch;
+  return overlay_file(scratch, path);
+}
+
+std::string load_or_create_api_key(const std::string& state_dir) {
+  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + state_dir + ")");
+  const std::string path = state_dir + "/api_key";
+  if (std::optional<std::string> key = read_api_key(path)) return *key;
+
+  // Write a complete file under a temporary name, then link() it into place: link never
+  // replaces, so of two first starts one wins and the other reads the winner's key.
+  std::string tmp = state_dir + "/.api_key.XXXXXX";
+  UniqueFd fd(::mkstemp(tmp.data()));
+  if (!fd) throw sys_error("mkstemp(" + tmp + ")");
+  try {
+    check(::fchmod(fd.get(), 0600), "fchmod(" + tmp + ")");
+    write_all(fd.get(), new_api_key() + "\n");
+    check(::fsync(fd.get()), "fsync(" + tmp + ")");
+    if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST)
+      throw sys_error("link(" + tmp + ", " + path + ")");
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::unlink(tmp.c_str());
+  if (std::optional<std::string> key = read_api_key(path)) return *key;
+  throw Error(path + ": vanished right after it was created");
+}
+
+}  // namespace agentbox

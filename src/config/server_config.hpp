@@ -1,0 +1,89 @@
+#pragma once
+// Configuration of `agentbox serve`. Built-in defaults make a config file optional.
+// Precedence: flags > AGENTBOX_* environment > file > defaults. load_server_config() does
+// defaults, file and environment; the CLI overlays its flags on the result.
+//
+//   listen = "127.0.0.1:8000"
+//   state_dir = "./agentbox-state"
+//   api_key = "..."                 # optional: else generated into STATE/api_key (0600)
+//   cors_origins = ["*"]
+//   [limits]   body = "100M"  header_timeout = 10
+//   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
+//   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
+//   [exec]     output_cap = "16M"  retention = 3600
+//   [policy.default]                # reserved for the egress policy; no keys yet
+//
+// Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "box/box_spec.hpp"
+
+namespace agentbox {
+
+// Box limits a server account gets unless its policy says otherwise.
+Limits default_server_box_limits();
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8000";   // HOST:PORT; port 0 picks a free one
+  std::string state_dir = "./agentbox-state";
+  std::optional<std::string> api_key;      // unset: load_or_create_api_key(state_dir)
+  std::vector<std::string> cors_origins = {"*"};
+
+  struct HttpLimits {
+    uint64_t body_bytes = 100ull << 20;            // largest request body, bytes
+    std::chrono::seconds header_timeout{10};       // time to receive the request head
+  } limits;
+
+  struct Accounts {
+    uid_t uid_base = 1000000;                      // first uid; slot 0 is `agentbox run`'s
+    uint32_t uid_count = 65536;                    // uids in the range, slot 0 included
+    std::chrono::seconds idle_timeout{900};        // a box with no activity stops after this
+  } accounts;
+
+  Limits box = default_server_box_limits();
+
+  struct Exec {
+    uint64_t output_cap = 16ull << 20;             // output log kept per process, bytes
+    std::chrono::seconds retention{3600};          // a finished process stays queryable this long
+  } exec;
+};
+
+struct ListenAddress {
+  std::string host;  // numeric IPv4 or IPv6 (without brackets)
+  uint16_t port = 0;
+};
+// "127.0.0.1:8000" or "[::1]:8000"; throws Error naming the value.
+ListenAddress parse_listen_address(std::string_view text);
+
+// Looks up an environment variable (nullptr if unset); ::getenv in production.
+using GetEnv = std::function<const char*(const char*)>;
+
+// defaults, then the file (config_path if given, else $AGENTBOX_CONFIG if set, else none),
+// then AGENTBOX_LISTEN, AGENTBOX_STATE_DIR, AGENTBOX_API_KEY, AGENTBOX_CORS_ORIGINS
+// (comma-separated). Throws Error with every problem found, one per line.
+ServerConfig load_server_config(const std::optional<std::string>& config_path,
+                                const GetEnv& getenv = ::getenv);
+
+// The two overlays, for callers that compose their own order. Both throw on any error.
+void apply_config_file(ServerConfig& config, const std::string& path);
+void apply_config_env(ServerConfig& config, const GetEnv& getenv);
+
+// Every problem in the file, one line each, naming file, key and line: for
+// `agentbox config check FILE`. Empty when the file is good.
+std::vector<std::string> validate_config_file(const std::string& path);
+
+// The key in STATE/api_key, created (32 random bytes, hex, mode 0600) if absent; state_dir is
+// created (0700) if missing. A key file others can read is refused. Safe against a concurrent
+// first start: both get the same key.
+std::string load_or_create_api_key(const std::string& state_dir);
+
+}  // namespace agentbox

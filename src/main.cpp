@@ -1,0 +1,83 @@
+// agentbox: the command line. Subcommands: run (one-shot box), doctor (host support).
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/doctor.hpp"
+#include "cli/run_command.hpp"
+
+namespace {
+
+void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
+  auto* run = app.add_subcommand("run", "Run a command (or a shell) in a fresh sandbox box");
+  run->add_flag("--shell", o.shell, "Start a login shell instead of a command");
+  run->add_option("--home", o.home, "Host directory shown as the box's home (default ~/.agentbox-home)");
+  run->add_option("--bind", o.binds, "Make SRC[:DST] visible read-write")->type_name("SRC[:DST]");
+  run->add_option("--ro-bind", o.ro_binds, "Make SRC[:DST] visible read-only")->type_name("SRC[:DST]");
+  run->add_flag("--cwd", o.cwd, "Bind the current directory read-write and start there");
+  run->add_option("--memory", o.memory, "Memory limit, e.g. 2G")->type_name("SIZE");
+  run->add_option("--pids", o.pids, "Process/thread limit")->type_name("N");
+  run->add_option("--cpu", o.cpu, "CPU limit in cores, e.g. 1.5 or 500m")->type_name("CORES");
+  run->add_option("--net", o.net, "Network: none (only loopback inside the box)")->type_name("MODE");
+  run->add_option("--env", o.env, "Set KEY=VALUE inside the box")->type_name("KEY=VALUE");
+  run->add_option("--pass-env", o.pass_env, "Pass the caller's variable NAME through")->type_name("NAME");
+  run->add_option("--allow-port", o.allow_ports, "Allow TCP connect to PORT (Landlock)")->type_name("PORT");
+  run->add_option("--profile", o.profile, "Profile file (default ~/.config/agentbox/run.toml)");
+  run->add_flag("--no-profile", o.no_profile, "Ignore the profile file");
+  run->add_option("command", o.command, "The command and its arguments, after --");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"agentbox: kernel-isolated boxes for people and their agents"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all");
+
+  agentbox::cli::RunOptions run_opts;
+  add_run(app, run_opts);
+  auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
+
+  // Everything after the first "--" is the command, verbatim: CLI11 would still read options
+  // among those words (`run -- grep --bind x` must run grep, not add a bind).
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> after_dashes;
+  if (auto dd = std::find(args.begin(), args.end(), "--"); dd != args.end()) {
+    after_dashes.assign(dd + 1, args.end());
+    args.erase(dd, args.end());
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
+  try {
+    app.parse(args);
+    if (!after_dashes.empty()) {
+      if (!app.got_subcommand("run")) throw CLI::ExtrasError(after_dashes);
+      if (!run_opts.command.empty())
+        throw CLI::ValidationError("command", "give the command after -- only");
+      run_opts.command = after_dashes;
+    }
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "agentbox: " << e.what() << " (see agentbox --help)\n";
+    return 2;
+  }
+
+  try {
+    if (app.got_subcommand("run")) return agentbox::cli::run_in_box(run_opts);
+    if (doctor->parsed()) return agentbox::run_doctor(::geteuid() == 0, std::cout);
+  } catch (const agentbox::cli::UsageError& e) {
+    std::cerr << "agentbox: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "agentbox: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,24 @@
+#include "server/http_error.hpp"
+
+#include "server/access_log.hpp"
+
+namespace agentbox::server {
+
+Response error_response(http::status status, std::string_view detail) {
+  return Response::json({{"detail", detail}}, status);
+}
+
+Response response_for_exception(std::exception_ptr error, std::string_view context) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const HttpError& e) {
+    return error_response(e.status(), e.detail());
+  } catch (const std::exception& e) {
+    http_logger()->error("{}: unhandled exception: {}", context, e.what());
+  } catch (...) {
+    http_logger()->error("{}: unhandled non-standard exception", context);
+  }
+  return error_response(http::status::internal_server_error, "Internal Server Error");
+}
+
+}  // namespace agentbox::server

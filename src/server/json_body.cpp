@@ -1,0 +1,49 @@
+#include "server/json_body.hpp"
+
+#include <string>
+
+#include "server/http_error.hpp"
+
+namespace agentbox::server {
+
+namespace {
+
+[[noreturn]] void invalid(std::string_view reason) {
+  throw HttpError(http::status::bad_request, "Invalid JSON body: " + std::string(reason));
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; the client needs the rest.
+std::string_view without_exception_tag(std::string_view message) {
+  if (!message.empty() && message.front() == '[') {
+    auto end = message.find("] ");
+    if (end != std::string_view::npos) return message.substr(end + 2);
+  }
+  return message;
+}
+
+}  // namespace
+
+nlohmann::json parse_json_body(const Request& req) {
+  if (req.body.empty()) invalid("empty body");
+  bool too_deep = false;
+  auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth) too_deep = true;
+    return !too_deep;
+  };
+  try {
+    auto value = nlohmann::json::parse(req.body, depth_guard);
+    if (too_deep) invalid("nesting deeper than " + std::to_string(kMaxJsonDepth));
+    return value;
+  } catch (const nlohmann::json::parse_error& e) {
+    invalid(without_exception_tag(e.what()));
+  }
+}
+
+nlohmann::json parse_json_object(const Request& req) {
+  auto value = parse_json_body(req);
+  if (!value.is_object())
+    throw HttpError(http::status::unprocessable_entity, "Request body must be a JSON object");
+  return value;
+}
+
+}  // namespace agentbox::server

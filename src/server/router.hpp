@@ -1,0 +1,73 @@
+#pragma once
+// The route table: (method, path pattern, handler, options). Patterns are literal segments and
+// {name} segments (one decoded segment each); a last segment {name:path} takes the rest of the
+// path, slashes included. Routes are tried in registration order; the first whose pattern and
+// method match wins. A path that some route matches with another method is a 405.
+#include <boost/beast/http/verb.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "server/request.hpp"
+#include "server/response.hpp"
+
+namespace agentbox::server {
+
+class ResponseWriter;
+
+// Runs on an io thread and must not block for long: file reads of a few MiB are fine, waits
+// are not (use an AsyncHandler).
+using Handler = std::function<Response(const Request&)>;
+// For long-polls and streams: completes through the writer later, from any thread. The
+// Request reference is valid only during the call; copy what is needed afterwards.
+using AsyncHandler = std::function<void(const Request&, std::shared_ptr<ResponseWriter>)>;
+
+struct RouteOptions {
+  bool is_public = false;                  // no API key needed (/health, /api/config, /openapi.json)
+  std::optional<std::uint64_t> body_limit; // bytes; overrides HttpServerOptions::body_limit
+  bool spool_body = false;                 // body goes to an unlinked temp file (Request::body_file)
+};
+
+struct Route {
+  http::verb method;
+  std::string pattern;
+  std::variant<Handler, AsyncHandler> handler;
+  RouteOptions options;
+  std::vector<std::string> segments;  // pattern split at '/'
+};
+
+struct RouteMatch {
+  enum class Kind { found, method_not_allowed, not_found } kind = Kind::not_found;
+  const Route* route = nullptr;     // when found
+  PathParams params;                // when found
+  std::vector<http::verb> allowed;  // when method_not_allowed: the methods the path has
+};
+
+class Router {
+ public:
+  // Throws std::invalid_argument on a malformed pattern (a programming error).
+  Router& add(http::verb method, std::string pattern, Handler handler, RouteOptions options = {});
+  Router& add_async(http::verb method, std::string pattern, AsyncHandler handler,
+                    RouteOptions options = {});
+
+  // segments as parse_target() returns them (decoded).
+  RouteMatch match(http::verb method, const std::vector<std::string>& segments) const;
+
+  const std::vector<Route>& routes() const { return routes_; }
+
+ private:
+  Router& add_route(http::verb method, std::string pattern,
+                    std::variant<Handler, AsyncHandler> handler, RouteOptions options);
+  std::vector<Route> routes_;
+};
+
+// "GET, POST": the Allow header of a 405.
+std::string allow_header(const std::vector<http::verb>& methods);
+
+}  // namespace agentbox::server

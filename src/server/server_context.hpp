@@ -1,0 +1,36 @@
+#pragma once
+// What the server, its listeners and its sessions share: the route table, the options, the
+// auth and CORS policies, the counters and the session registry. Sessions hold it by
+// shared_ptr, so it outlives the last of them.
+#include <atomic>
+
+#include "server/api_key_auth.hpp"
+#include "server/cors.hpp"
+#include "server/http_counters.hpp"
+#include "server/http_options.hpp"
+#include "server/router.hpp"
+#include "server/session_registry.hpp"
+
+namespace agentbox::server {
+
+struct ServerContext {
+  // Declaration order matters: auth and cors read o before it is moved into options.
+  ServerContext(Router r, HttpServerOptions o)
+      : router(std::move(r)), auth(o.api_key), cors(o.cors_origins), options(without_key(std::move(o))) {}
+
+  const Router router;
+  const ApiKeyAuth auth;  // keeps only a digest of the key
+  const CorsPolicy cors;
+  const HttpServerOptions options;  // api_key emptied
+  HttpCounters counters;
+  std::atomic<bool> stopping{false};  // set once by HttpServer::stop()
+  SessionRegistry sessions;
+
+ private:
+  static HttpServerOptions without_key(HttpServerOptions o) {
+    o.api_key.clear();
+    return o;
+  }
+};
+
+}  // namespace agentbox::server

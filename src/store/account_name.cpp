@@ -1,0 +1,43 @@
+#include "store/account_name.hpp"
+
+#include <openssl/evp.h>
+
+#include "util/error.hpp"
+
+namespace agentbox {
+
+std::string account_name_prefix(std::string_view external_id) {
+  std::string prefix;
+  for (char raw : external_id) {
+    if (prefix.size() == kAccountNamePrefixMax) break;
+    char c = (raw >= 'A' && raw <= 'Z') ? static_cast<char>(raw - 'A' + 'a') : raw;
+    bool letter = c >= 'a' && c <= 'z';
+    bool allowed = letter || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!allowed || (prefix.empty() && !letter)) continue;
+    prefix += c;
+  }
+  while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '_')) prefix.pop_back();
+  return prefix.empty() ? "u" : prefix;
+}
+
+std::string account_name(std::string_view external_id, size_t hash_chars) {
+  if (hash_chars == 0 || hash_chars > kAccountNameHashMax)
+    throw Error("account name hash length " + std::to_string(hash_chars) + " out of range");
+  return account_name_prefix(external_id) + "-" + sha256_hex(external_id).substr(0, hash_chars);
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1)
+    throw Error("EVP_Digest(sha256) failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return hex;
+}
+
+}  // namespace agentbox

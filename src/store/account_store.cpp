@@ -1,0 +1,121 @@
+#include "store/account_store.hpp"
+
+#include <ctime>
+
+#include "store/account_name.hpp"
+
+namespace agentbox {
+namespace {
+
+constexpr std::string_view kSelectAccount =
+    "SELECT external_id, name, uid, created, last_seen FROM accounts ";
+
+Account account_from_row(const Statement& row) {
+  Account a;
+  a.external_id = row.column_text(0);
+  a.name = row.column_text(1);
+  a.uid = static_cast<uid_t>(row.column_int64(2));
+  a.gid = a.uid;
+  a.home_dir = "homes/" + a.name;
+  a.created = row.column_int64(3);
+  a.last_seen = row.column_int64(4);
+  return a;
+}
+
+}  // namespace
+
+AccountStore::AccountStore(Db db, UidRange range) : db_(std::move(db)), range_(range) {
+  if (range_.count < 2) throw Error("uid range needs at least 2 uids (slot 0 is reserved)");
+}
+
+Account AccountStore::get_or_create(std::string_view external_id) {
+  std::lock_guard lock(mu_);
+  if (std::optional<Account> found = find_where("external_id", external_id)) return *found;
+  // Another connection may create the same id between the look-up above and here: the
+  // write lock taken by the transaction makes the second look-up final.
+  Transaction tx(db_);
+  if (std::optional<Account> found = find_where("external_id", external_id)) return *found;
+  Account created = create_locked(external_id, static_cast<int64_t>(std::time(nullptr)));
+  tx.commit();
+  return created;
+}
+
+std::optional<Account> AccountStore::find(std::string_view external_id) {
+  std::lock_guard lock(mu_);
+  return find_where("external_id", external_id);
+}
+
+std::optional<Account> AccountStore::find_by_name(std::string_view name) {
+  std::lock_guard lock(mu_);
+  return find_where("name", name);
+}
+
+std::vector<Account> AccountStore::list() {
+  std::lock_guard lock(mu_);
+  Statement st = db_.prepare(std::string(kSelectAccount) + "ORDER BY uid");
+  std::vector<Account> out;
+  while (st.step()) out.push_back(account_from_row(st));
+  return out;
+}
+
+bool AccountStore::touch(std::string_view name, int64_t now) {
+  std::lock_guard lock(mu_);
+  Statement st = db_.prepare("UPDATE accounts SET last_seen = ?1 WHERE name = ?2");
+  st.bind(1, now).bind(2, name);
+  st.step();
+  return db_.changes() > 0;
+}
+
+// column is one of our own constants, never user input.
+std::optional<Account> AccountStore::find_where(std::string_view column, std::string_view value) {
+  Statement st = db_.prepare(std::string(kSelectAccount) + "WHERE " + std::string(column) + " = ?1");
+  st.bind(1, value);
+  if (!st.step()) return std::nullopt;
+  return account_from_row(st);
+}
+
+Account AccountStore::create_locked(std::string_view external_id, int64_t now) {
+  Account a;
+  a.external_id = std::string(external_id);
+  a.name = free_name_locked(external_id);
+  a.uid = next_uid_locked();
+  a.gid = a.uid;
+  a.home_dir = "homes/" + a.name;
+  a.created = a.last_seen = now;
+  Statement st = db_.prepare(
+      "INSERT INTO accounts (external_id, name, uid, created, last_seen) VALUES (?1, ?2, ?3, ?4, ?5)");
+  st.bind(1, external_id).bind(2, a.name).bind(3, int64_t{a.uid}).bind(4, now).bind(5, now);
+  st.step();
+  return a;
+}
+
+// The usual 6-digit hash, lengthened in the (astronomically unlikely) case that another id
+// already holds the name.
+std::string AccountStore::free_name_locked(std::string_view external_id) {
+  Statement taken = db_.prepare("SELECT 1 FROM accounts WHERE name = ?1");
+  for (size_t chars = kAccountNameHashChars; chars <= kAccountNameHashMax; ++chars) {
+    std::string name = account_name(external_id, chars);
+    taken.reset();
+    taken.bind(1, name);
+    if (!taken.step()) return name;
+  }
+  throw Error("no free account name for external id (every hash length is taken)");
+}
+
+// One past the highest uid in use, so a uid is not handed out again while any account above
+// it exists. Slot 0 is `agentbox run`'s.
+uid_t AccountStore::next_uid_locked() {
+  const int64_t first = int64_t{range_.base} + 1;
+  const int64_t end = int64_t{range_.base} + range_.count;  // exclusive
+  Statement st = db_.prepare("SELECT MAX(uid) FROM accounts WHERE uid >= ?1 AND uid < ?2");
+  st.bind(1, first).bind(2, end);
+  st.step();
+  std::optional<int64_t> highest = st.column_optional_int64(0);
+  int64_t uid = highest ? *highest + 1 : first;
+  if (uid >= end)
+    throw Error("uid range " + std::to_string(first) + "-" + std::to_string(end - 1) +
+                " is exhausted: no uid for a new account (raise accounts.uid_count)");
+  return static_cast<uid_t>(uid);
+}
+
+}  // namespace agentbox

@@ -1,0 +1,62 @@
+#pragma once
+// Accounts: one per external user id, each with its own name, uid and home. Created on first
+// sight, never shared: two ids never get the same name or uid.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/sqlite.hpp"
+
+namespace agentbox {
+
+// The uids accounts are drawn from: base + slot for slot in [1, count). Slot 0 (base itself)
+// is reserved for `agentbox run`, so a server account never shares its uid.
+struct UidRange {
+  uid_t base = 1000000;
+  uint32_t count = 65536;
+};
+
+struct Account {
+  std::string external_id;  // as the front end sent it
+  std::string name;         // e.g. "alice-3f2a9c"; user name inside the box
+  uid_t uid = 0;
+  gid_t gid = 0;            // = uid: every account is its own group
+  std::string home_dir;     // relative to the state dir: "homes/NAME"
+  int64_t created = 0;      // unix seconds
+  int64_t last_seen = 0;    // unix seconds
+};
+
+class AccountStore {
+ public:
+  // Takes its own connection (open_state_db). Safe to use from several threads; several
+  // stores (or processes) on the same database file are safe too.
+  AccountStore(Db db, UidRange range);
+
+  // The account for external_id, created on first call. Concurrent calls for the same id, in
+  // this or another process, return the same account. Throws when the uid range is exhausted.
+  Account get_or_create(std::string_view external_id);
+
+  std::optional<Account> find(std::string_view external_id);
+  std::optional<Account> find_by_name(std::string_view name);
+  std::vector<Account> list();  // ordered by uid
+
+  // Records activity (unix seconds); returns false if there is no such account.
+  bool touch(std::string_view name, int64_t now);
+
+ private:
+  std::optional<Account> find_where(std::string_view column, std::string_view value);
+  Account create_locked(std::string_view external_id, int64_t now);
+  std::string free_name_locked(std::string_view external_id);
+  uid_t next_uid_locked();
+
+  std::mutex mu_;  // guards db_: one statement sequence at a time on this connection
+  Db db_;
+  UidRange range_;
+};
+
+}  // namespace agentbox

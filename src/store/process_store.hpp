@@ -1,0 +1,58 @@
+#pragma once
+// Process records: what ran, for whom, how it ended and where its output log is, so a finished
+// process stays queryable across daemon restarts. Every read is scoped to one account.
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/sqlite.hpp"
+
+namespace agentbox {
+
+enum class ProcessStatus { running, done, killed, lost };
+
+std::string_view to_string(ProcessStatus status);
+// Throws Error for a name that is not a status.
+ProcessStatus process_status_from_string(std::string_view name);
+
+struct ProcessRecord {
+  std::string id;
+  std::string account;               // Account::name
+  std::string command;
+  ProcessStatus status = ProcessStatus::running;
+  std::optional<int64_t> exit_code;  // set once it exited
+  int64_t started = 0;               // unix seconds
+  std::optional<int64_t> ended;      // unix seconds
+  std::string log_path;              // output log file
+};
+
+class ProcessStore {
+ public:
+  // Takes its own connection (open_state_db). Safe to use from several threads.
+  explicit ProcessStore(Db db);
+
+  // Throws DbError (SQLITE_CONSTRAINT_PRIMARYKEY) for an id already stored.
+  void insert(const ProcessRecord& record);
+  // Records the end (or a new status) of process id; false if there is no such process.
+  bool update(std::string_view id, ProcessStatus status, std::optional<int64_t> exit_code,
+              std::optional<int64_t> ended);
+
+  // Only when the process belongs to account.
+  std::optional<ProcessRecord> get(std::string_view account, std::string_view id);
+  std::vector<ProcessRecord> list_by_account(std::string_view account);  // oldest first
+
+  // After a daemon restart nothing from before is running any more: every "running" record
+  // becomes "lost" with ended = now. Returns how many.
+  int mark_running_as_lost(int64_t now);
+  // Drops finished records that ended before cutoff (retention); returns how many.
+  int purge_ended_before(int64_t cutoff);
+
+ private:
+  std::mutex mu_;  // guards db_
+  Db db_;
+};
+
+}  // namespace agentbox

@@ -1,0 +1,76 @@
+#include "store/schema.hpp"
+
+#include <array>
+
+namespace agentbox {
+namespace {
+
+// Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
+// has shipped, add the next. Times are unix seconds.
+constexpr std::array<std::string_view, 1> kMigrations = {
+    // 1: accounts, processes, chat sessions, audit.
+    R"sql(
+CREATE TABLE accounts (
+  external_id TEXT NOT NULL UNIQUE,   -- the front end's user id, any string
+  name        TEXT NOT NULL UNIQUE,   -- account name shown inside the box
+  uid         INTEGER NOT NULL UNIQUE,
+  created     INTEGER NOT NULL,
+  last_seen   INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE processes (
+  id        TEXT PRIMARY KEY,
+  account   TEXT NOT NULL,            -- accounts.name
+  command   TEXT NOT NULL,
+  status    TEXT NOT NULL CHECK (status IN ('running', 'done', 'killed', 'lost')),
+  exit_code INTEGER,
+  started   INTEGER NOT NULL,
+  ended     INTEGER,
+  log_path  TEXT NOT NULL
+) STRICT;
+CREATE INDEX processes_by_account ON processes (account, started);
+CREATE INDEX processes_by_status ON processes (status);
+
+CREATE TABLE chat_sessions (
+  account           TEXT NOT NULL,    -- accounts.name
+  chat_id           TEXT NOT NULL,
+  claude_session_id TEXT NOT NULL,
+  updated           INTEGER NOT NULL,
+  PRIMARY KEY (account, chat_id)
+) STRICT;
+
+CREATE TABLE audit (
+  id      INTEGER PRIMARY KEY,
+  ts      INTEGER NOT NULL,
+  account TEXT,                       -- accounts.name; NULL for daemon-wide events
+  kind    TEXT NOT NULL,
+  detail  TEXT NOT NULL
+) STRICT;
+CREATE INDEX audit_by_account ON audit (account, ts);
+)sql",
+};
+
+}  // namespace
+
+int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
+
+void migrate(Db& db) {
+  Transaction tx(db);
+  int64_t version = db.query_int64("PRAGMA user_version");
+  if (version > latest_schema_version())
+    throw Error("state database schema version " + std::to_string(version) +
+                " is newer than this agentbox understands (" + std::to_string(latest_schema_version()) + ")");
+  for (int64_t step = version; step < latest_schema_version(); ++step) {
+    db.exec(kMigrations[static_cast<size_t>(step)]);
+    db.exec("PRAGMA user_version = " + std::to_string(step + 1));
+  }
+  tx.commit();
+}
+
+Db open_state_db(const std::string& state_dir) {
+  Db db = Db::open(state_dir + "/agentbox.db");
+  migrate(db);
+  return db;
+}
+
+}  // namespace agentbox

@@ -1,0 +1,67 @@
+#include "util/file_io.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "util/error.hpp"
+#include "util/unique_fd.hpp"
+
+namespace agentbox {
+namespace {
+
+std::string read_fd(int fd, size_t max, const std::string& what) {
+  std::string out;
+  char buf[4096];
+  while (out.size() < max) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw sys_error("read(" + what + ")");
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  if (out.size() > max) out.resize(max);
+  return out;
+}
+
+}  // namespace
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw sys_error("write");
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+std::string read_file(const std::string& path, size_t max) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw sys_error("open(" + path + ")");
+  return read_fd(fd.get(), max, path);
+}
+
+std::string read_file_at(int dirfd, const std::string& name, size_t max) {
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw sys_error("open(" + name + ")");
+  return read_fd(fd.get(), max, name);
+}
+
+void write_file(const std::string& path, std::string_view data) {
+  write_file_at(AT_FDCWD, path, data);
+}
+
+void write_file_at(int dirfd, const std::string& name, std::string_view data) {
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC));
+  if (!fd) throw sys_error("open(" + name + ")");
+  try {
+    write_all(fd.get(), data);
+  } catch (const Error& e) {
+    throw e.wrap(name);
+  }
+}
+
+}  // namespace agentbox

@@ -1,0 +1,19 @@
+#pragma once
+// Small whole-file helpers for procfs, cgroupfs and config files. They throw agentbox::Error.
+#include <string>
+#include <string_view>
+
+namespace agentbox {
+
+// Reads a whole file (up to max bytes).
+std::string read_file(const std::string& path, size_t max = 1 << 20);
+// Writes data to an existing file (no create, no truncate semantics beyond O_TRUNC): for
+// procfs/cgroupfs/sysfs knobs.
+void write_file(const std::string& path, std::string_view data);
+// Same, relative to a directory fd.
+void write_file_at(int dirfd, const std::string& name, std::string_view data);
+std::string read_file_at(int dirfd, const std::string& name, size_t max = 1 << 20);
+// Writes all of data to fd, retrying on EINTR and short writes.
+void write_all(int fd, std::string_view data);
+
+}  // namespace agentbox

@@ -1,0 +1,197 @@
+// The box engine end to end, as the server will use it: start, spawn with pipes or a pty,
+// environment, cwd, signals to the whole process group, exit status, cgroup usage, stop.
+#include "box/box.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "support/box_fixture.hpp"
+
+namespace agentbox {
+namespace {
+
+using namespace agentbox::testing;
+
+class BoxTest : public ::testing::Test {
+ protected:
+  uid_t uid = test_uid();
+  TempHome home{uid};
+  BoxSpec spec = make_spec(uid, home.dir);
+};
+
+TEST_F(BoxTest, RunsCommandsAsTheAccountUidWithPipes) {
+  auto box = Box::start(spec, start_options("uid"));
+  Output o = run_piped(*box, {"sh", "-c", "id -u; id -g; id -G; echo err >&2; exit 7"});
+  EXPECT_EQ(exit_status(o.status), 7);
+  EXPECT_EQ(o.out, std::to_string(uid) + "\n" + std::to_string(uid) + "\n" + std::to_string(uid) + "\n");
+  EXPECT_EQ(o.err, "err\n");
+}
+
+TEST_F(BoxTest, EnvironmentCwdAndStdinReachTheCommand) {
+  auto box = Box::start(spec, start_options("env"));
+  Output o = run_piped(*box, {"sh", "-c", "echo $GREETING; pwd; cat"},
+                       {"PATH=/usr/bin:/bin", "GREETING=hello there"}, "/tmp", "from stdin");
+  EXPECT_EQ(o.out, "hello there\n/tmp\nfrom stdin");
+  EXPECT_EQ(exit_status(o.status), 0);
+  // Default cwd is the home.
+  EXPECT_EQ(run_piped(*box, {"pwd"}).out, "/home/tester\n");
+}
+
+TEST_F(BoxTest, FilesCreatedInHomeBelongToTheAccountOnTheHost) {
+  auto box = Box::start(spec, start_options("owner"));
+  Output o = run_piped(*box, {"sh", "-c", "echo data > ~/made-inside"});
+  ASSERT_EQ(exit_status(o.status), 0) << o.err;
+  struct stat st {};
+  ASSERT_EQ(::stat((home.dir / "made-inside").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, uid);
+  EXPECT_EQ(st.st_gid, uid);
+}
+
+TEST_F(BoxTest, SpawnFailuresAreReportedNotHidden) {
+  auto box = Box::start(spec, start_options("fail"));
+  try {
+    run_piped(*box, {"no-such-command-xyz"});
+    FAIL() << "spawn of a missing command succeeded";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.code(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find("no-such-command-xyz"), std::string::npos);
+  }
+  try {
+    run_piped(*box, {"true"}, {}, "/no/such/dir");
+    FAIL() << "spawn in a missing cwd succeeded";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.code(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find("/no/such/dir"), std::string::npos);
+  }
+  // The box still works afterwards.
+  EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
+}
+
+TEST_F(BoxTest, PtyModeGivesATerminalOfTheRequestedSize) {
+  auto box = Box::start(spec, start_options("pty"));
+  SpawnRequest req;
+  req.argv = {"sh", "-c", "tty; stty size; test -t 0 && echo interactive"};
+  req.env = {"PATH=/usr/bin:/bin", "TERM=xterm"};
+  req.rows = 33;
+  req.cols = 101;
+  SpawnResult r = box->spawn(req);
+  ASSERT_TRUE(r.pty_master);
+  std::string out;
+  char buf[1024];
+  for (;;) {
+    pollfd p{r.pty_master.get(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) break;
+    ssize_t n = ::read(r.pty_master.get(), buf, sizeof buf);
+    if (n <= 0) break;  // EIO once the command (the only slave holder) exits
+    out.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_NE(out.find("/dev/pts/0"), std::string::npos) << out;
+  EXPECT_NE(out.find("33 101"), std::string::npos) << out;
+  EXPECT_NE(out.find("interactive\r\n"), std::string::npos) << out;
+  EXPECT_EQ(exit_status(wait_exit(*box, r.pid)), 0);
+}
+
+TEST_F(BoxTest, CtrlCInThePtyInterruptsTheForegroundCommand) {
+  auto box = Box::start(spec, start_options("ctrlc"));
+  SpawnRequest req;
+  req.argv = {"sleep", "100"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  SpawnResult r = box->spawn(req);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::write(r.pty_master.get(), "\x03", 1), 1);
+  const int st = wait_exit(*box, r.pid, 5000);
+  ASSERT_TRUE(WIFSIGNALED(st)) << st;
+  EXPECT_EQ(WTERMSIG(st), SIGINT);
+}
+
+TEST_F(BoxTest, SignalReachesTheWholeProcessGroup) {
+  auto box = Box::start(spec, start_options("signal"));
+  int out[2];
+  ::pipe2(out, O_CLOEXEC);
+  UniqueFd out_r(out[0]), out_w(out[1]);
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  SpawnRequest req;
+  req.argv = {"sh", "-c", "sleep 100 & sleep 100 & echo started; wait"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  req.tty = false;
+  const int fds[3] = {devnull.get(), out_w.get(), devnull.get()};
+  SpawnResult r = box->spawn(req, fds);
+  out_w.reset();
+  char buf[16];
+  ASSERT_GT(::read(out_r.get(), buf, sizeof buf), 0);
+  EXPECT_EQ(box->process_count(), 3);  // sh and two sleeps
+  box->signal(r.pid, SIGTERM);
+  const int st = wait_exit(*box, r.pid, 5000);
+  ASSERT_TRUE(WIFSIGNALED(st));
+  EXPECT_EQ(WTERMSIG(st), SIGTERM);
+  for (int i = 0; i < 50 && box->process_count() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(box->process_count(), 0) << "the background sleeps survived the group signal";
+}
+
+TEST_F(BoxTest, CgroupCountsTheBoxAndStopRemovesIt) {
+  auto box = Box::start(spec, start_options("cg"));
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  SpawnRequest req;
+  req.argv = {"sleep", "100"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  req.tty = false;
+  const int fds[3] = {devnull.get(), devnull.get(), devnull.get()};
+  box->spawn(req, fds);
+  CgroupUsage u = box->usage();
+  EXPECT_GE(u.pids, 2u);  // init + sleep
+  EXPECT_GT(u.memory_bytes, 0u);
+  const pid_t init = box->init_pid();
+  box->stop();
+  EXPECT_NE(::kill(init, 0), 0) << "init survived stop()";
+  EXPECT_THROW(box->spawn(req, fds), Error);
+}
+
+TEST_F(BoxTest, SystemTreeIsReadOnlyWithTheLegacyMountApiToo) {
+  for (bool legacy : {false, true}) {
+    BoxStartOptions o = start_options(legacy ? "legacy" : "newapi");
+    o.legacy_mount_api = legacy;
+    auto box = Box::start(spec, o);
+    Output w = run_piped(*box, {"sh", "-c", "touch /usr/x 2>&1; touch /etc/x 2>&1; touch ~/ok && echo home-ok"});
+    EXPECT_NE(w.out.find("/usr/x"), std::string::npos) << w.out;
+    EXPECT_NE(w.out.find("/etc/x"), std::string::npos) << w.out;
+    EXPECT_NE(w.out.find("home-ok"), std::string::npos) << (legacy ? "legacy: " : "new: ") << w.out;
+    Output m = run_piped(*box, {"sh", "-c", "grep -E ' /usr | /tmp | /home/tester ' /proc/self/mounts"});
+    EXPECT_NE(m.out.find(" /usr "), std::string::npos);
+    for (const char* line : {" /usr ", " /tmp ", " /home/tester "}) {
+      auto pos = m.out.find(line);
+      ASSERT_NE(pos, std::string::npos) << line << " missing in\n" << m.out;
+      std::string rest = m.out.substr(pos, m.out.find('\n', pos) - pos);
+      EXPECT_NE(rest.find("nosuid"), std::string::npos) << rest;
+      EXPECT_NE(rest.find("nodev"), std::string::npos) << rest;
+    }
+  }
+}
+
+TEST_F(BoxTest, EtcNamesTheAccountAndHidesHostSecrets) {
+  auto box = Box::start(spec, start_options("etc"));
+  Output o = run_piped(*box, {"sh", "-c", "whoami; hostname; ls /etc/shadow 2>&1; ls /etc/sudoers 2>&1; getent passwd tester"});
+  EXPECT_NE(o.out.find("tester\ntestbox\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("'/etc/shadow': No such file"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("'/etc/sudoers': No such file"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tester:x:" + std::to_string(uid) + ":" + std::to_string(uid) + ":tester:/home/tester:/bin/bash"),
+            std::string::npos) << o.out;
+}
+
+TEST_F(BoxTest, TmpIsPrivateAndSizeLimited) {
+  spec.limits.tmp_bytes = 8 << 20;
+  auto a = Box::start(spec, start_options("tmpa"));
+  auto b = Box::start(spec, start_options("tmpb"));
+  ASSERT_EQ(exit_status(run_piped(*a, {"sh", "-c", "echo a > /tmp/mine"}).status), 0);
+  EXPECT_NE(exit_status(run_piped(*b, {"cat", "/tmp/mine"}).status), 0) << "/tmp is shared between boxes";
+  Output big = run_piped(*a, {"sh", "-c", "dd if=/dev/zero of=/tmp/big bs=1M count=16 2>&1"});
+  EXPECT_NE(exit_status(big.status), 0);
+  EXPECT_NE(big.out.find("No space left"), std::string::npos) << big.out;
+}
+
+}  // namespace
+}  // namespace agentbox

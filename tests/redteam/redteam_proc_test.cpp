@@ -1,0 +1,133 @@
+// Red team, processes and privileges: a box neither sees nor signals nor traces processes
+// outside it (another box's, the host's), cannot read secrets from /proc environ files, holds no
+// capability, cannot gain any through a setuid binary, and leaves no core dumps.
+#include <sys/stat.h>
+
+#include "redteam/probe_runner.hpp"
+
+namespace agentbox::redteam {
+namespace {
+
+// A box holding `sleep 30`, and the sleep's host pid (agentbox → agentbox-init → sleep).
+struct SleepingBox {
+  BoxHome home;
+  Background agentbox{home.box().argv({"/bin/sleep", "30"})};
+  pid_t sleep_pid = descendant_of(agentbox.pid(), 2).value_or(-1);
+};
+
+TEST(RedteamProc, AnotherBoxsProcessesCannotBeSeenOrSignalled) {
+  SleepingBox b;
+  ASSERT_GT(b.sleep_pid, 0) << "box B's sleep did not appear under agentbox pid " << b.agentbox.pid();
+  const std::string target = std::to_string(b.sleep_pid);
+
+  BoxHome home_a;
+  BoxRun a = home_a.box();
+  EXPECT_TRUE(Blocked(a.probe({"see-pid", target}), "pid not visible"));
+  EXPECT_TRUE(Blocked(a.probe({"signal-pid", target}), "ESRCH"));
+  // Nor B's agentbox, nor the test process that started A (the host side of A itself).
+  EXPECT_TRUE(Blocked(a.probe({"see-pid", std::to_string(b.agentbox.pid())}), "pid not visible"));
+  EXPECT_TRUE(Blocked(a.probe({"signal-pid", std::to_string(::getpid())}), "ESRCH"));
+
+  // Control: from the host the same pid is visible and takes a (harmless) SIGCONT.
+  EXPECT_TRUE(Allowed(probe_outside({"see-pid", target})));
+  EXPECT_TRUE(Allowed(probe_outside({"signal-pid", target})));
+  EXPECT_TRUE(b.agentbox.running());
+}
+
+TEST(RedteamProc, EnvironOfInitAndOfHostProcessesIsUnreadable) {
+  // A host process the test owns, and a box whose agentbox (a host process) has a known pid.
+  Background host_sleep({"/bin/sleep", "30"});
+  SleepingBox b;
+  ASSERT_GT(b.sleep_pid, 0);
+  const std::string host_environ = "/proc/" + std::to_string(host_sleep.pid()) + "/environ";
+  const std::string agentbox_environ = "/proc/" + std::to_string(b.agentbox.pid()) + "/environ";
+
+  BoxHome home;
+  BoxRun box = home.box();
+  // The box's init is non-dumpable (it set up the box as root): its environ is closed to the
+  // box user even though init runs as the same uid now.
+  EXPECT_TRUE(Blocked(box.probe({"read-file", "/proc/1/environ"}), "EACCES"));
+  // Host processes are not in the box's pid namespace at all.
+  EXPECT_TRUE(Blocked(box.probe({"read-file", host_environ}), "ENOENT"));
+  EXPECT_TRUE(Blocked(box.probe({"read-file", agentbox_environ}), "ENOENT"));
+  // Control inside: its own environ is readable (the refusal is about whose, not /proc).
+  EXPECT_TRUE(Allowed(box.probe({"read-file", "/proc/self/environ"})));
+
+  // Control outside: root reads both host processes' environ files.
+  EXPECT_TRUE(Allowed(probe_outside({"read-file", host_environ})));
+  EXPECT_TRUE(Allowed(probe_outside({"read-file", agentbox_environ})));
+}
+
+// init's sockets to the daemon (control on fd 3, events on fd 4: box/protocol.hpp) must stay
+// init's. A command holding them can forge init's messages to the daemon, which runs as root
+// and believes them (exit statuses, spawn replies), and can read requests meant for init.
+TEST(RedteamProc, DaemonSocketsDoNotLeakIntoBoxCommands) {
+  BoxHome home;
+  BoxRun box = home.box();
+  const RunResult fds = box.command({"/bin/sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '"});
+  ASSERT_EQ(fds.exit_code, 0) << fds.describe();
+  EXPECT_EQ(fds.out, "0 1 2 ") << "the descriptors a box command starts with";
+
+  // The attack the leak allows: the command reports its own exit with status 0 on the event
+  // socket, then exits 7. agentbox run must report 7, the command's real exit code.
+  const std::string forge =
+      "/usr/bin/printf '{\"t\":\"exit\",\"pid\":%d,\"status\":0}' $$ >&4 2>/dev/null; exit 7";
+  const RunResult forged = box.command({"/bin/sh", "-c", forge});
+  EXPECT_EQ(forged.exit_code, 7) << "agentbox run believed an exit event a box process forged: "
+                                 << forged.describe();
+}
+
+TEST(RedteamProc, PtraceIsRefused) {
+  BoxHome home;
+  BoxRun box = home.box();
+  EXPECT_TRUE(Blocked(box.probe({"ptrace-traceme"}), "EPERM"));
+  // A sibling in the same box, same uid: only seccomp stands between them.
+  const std::string script = "/bin/sleep 10 & /probe/abx-probe ptrace-pid $!; rc=$?; kill $!; exit $rc";
+  ProbeResult sibling = to_probe_result(box.command({"/bin/sh", "-c", script}), "inside a box (sibling)");
+  EXPECT_TRUE(Blocked(sibling, "EPERM"));
+
+  // Controls outside: root may trace itself and a process the test started.
+  EXPECT_TRUE(Allowed(probe_outside({"ptrace-traceme"})));
+  Background target({"/bin/sleep", "30"});
+  EXPECT_TRUE(Allowed(probe_outside({"ptrace-pid", std::to_string(target.pid())})));
+}
+
+TEST(RedteamProc, BoxHoldsNoCapabilitiesAndNoNewPrivsIsSet) {
+  BoxHome home;
+  BoxRun box = home.box();
+  EXPECT_TRUE(Blocked(box.probe({"caps"}), "all capability sets empty"));
+  EXPECT_TRUE(Blocked(box.probe({"no-new-privs"}), "no_new_privs is 1"));
+  // Controls: root outside holds capabilities, and a plain process has no_new_privs clear.
+  EXPECT_TRUE(Allowed(probe_outside({"caps"})));
+  EXPECT_TRUE(Allowed(probe_outside({"no-new-privs"})));
+}
+
+// A setuid-root copy of the probe, bound into the box: exec must not make it euid 0.
+TEST(RedteamProc, SetuidBinaryGainsNothing) {
+  TempDir suid_dir("suid");
+  const std::string copy = suid_dir / "abx-probe-suid";
+  std::filesystem::copy_file(probe_path(), copy);
+  ASSERT_EQ(::chown(copy.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(copy.c_str(), 04755), 0);
+  ASSERT_EQ(::chmod(suid_dir.path().c_str(), 0755), 0);  // nobody must reach it for the control
+
+  BoxHome home;
+  BoxRun box = home.box();
+  box.ro_bind(suid_dir.path(), "/probe2");
+  EXPECT_TRUE(Blocked(box.probe({"setuid-gain", "/probe2/abx-probe-suid"}), "euid stayed"));
+  // Control: outside, nobody running the same copy becomes euid 0.
+  EXPECT_TRUE(Allowed(probe_outside({"setuid-gain", copy}, {.uid = kNobody})));
+}
+
+// RLIMIT_CORE is 0 soft and hard in a box: a crashing process cannot leave its memory in a file.
+TEST(RedteamProc, CoreDumpsAreNotWritten) {
+  BoxHome home;
+  EXPECT_TRUE(Blocked(home.box().probe({"core-dump", kBoxHome}), "no core dump"));
+  // Control: outside, with RLIMIT_CORE raised, the same abort leaves a core (core_pattern
+  // "core" on our machines; the probe removes the file again).
+  TempDir dump_dir("core");
+  EXPECT_TRUE(Allowed(probe_outside({"core-dump", dump_dir.path()}, {.core_limit = RLIM_INFINITY})));
+}
+
+}  // namespace
+}  // namespace agentbox::redteam

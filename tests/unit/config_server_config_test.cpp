@@ -1,0 +1,267 @@
+// `agentbox serve` configuration: defaults, file, environment, validation and the API key.
+#include "config/server_config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "util/error.hpp"
+
+namespace agentbox {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+class ServerConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/agentbox-server-config-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write_config(const std::string& text, const std::string& name = "config.toml") {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // An environment the test controls instead of the process's.
+  GetEnv env_of(const std::map<std::string, std::string>& vars) {
+    env_ = vars;
+    return [this](const char* name) -> const char* {
+      auto it = env_.find(name);
+      return it == env_.end() ? nullptr : it->second.c_str();
+    };
+  }
+
+  std::string dir_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
+  ServerConfig c = load_server_config(std::nullopt, env_of({}));
+  EXPECT_EQ(c.listen, "127.0.0.1:8000");
+  EXPECT_EQ(c.state_dir, "./agentbox-state");
+  EXPECT_FALSE(c.api_key);
+  EXPECT_THAT(c.cors_origins, ElementsAre("*"));
+  EXPECT_EQ(c.limits.body_bytes, 100ull << 20);
+  EXPECT_EQ(c.limits.header_timeout, 10s);
+  EXPECT_EQ(c.accounts.uid_base, 1000000u);
+  EXPECT_EQ(c.accounts.uid_count, 65536u);
+  EXPECT_EQ(c.accounts.idle_timeout, 900s);
+  EXPECT_EQ(c.box.memory_bytes, 2ull << 30);
+  EXPECT_EQ(c.box.pids, 1024u);
+  EXPECT_EQ(c.box.cpu_millicores, 2000u);
+  EXPECT_EQ(c.box.tmp_bytes, 512ull << 20);
+  EXPECT_EQ(c.exec.output_cap, 16ull << 20);
+  EXPECT_EQ(c.exec.retention, 3600s);
+}
+
+TEST_F(ServerConfigTest, FileOverridesEveryDefault) {
+  std::string path = write_config(R"(
+listen = "[::1]:9000"
+state_dir = "/var/lib/agentbox"
+api_key = "file-key-0123456789"
+cors_origins = ["https://chat.example"]
+[limits]
+body = "10M"
+header_timeout = 5
+[accounts]
+uid_base = 2000000
+uid_count = 100
+idle_timeout = 60
+[box]
+memory = "1G"
+pids = 256
+cpu = "500m"
+tmp = "64M"
+[exec]
+output_cap = "1M"
+retention = 60
+[policy.default]
+)");
+  ServerConfig c = load_server_config(path, env_of({}));
+  EXPECT_EQ(c.listen, "[::1]:9000");
+  EXPECT_EQ(c.state_dir, "/var/lib/agentbox");
+  EXPECT_EQ(c.api_key, "file-key-0123456789");
+  EXPECT_THAT(c.cors_origins, ElementsAre("https://chat.example"));
+  EXPECT_EQ(c.limits.body_bytes, 10ull << 20);
+  EXPECT_EQ(c.limits.header_timeout, 5s);
+  EXPECT_EQ(c.accounts.uid_base, 2000000u);
+  EXPECT_EQ(c.accounts.uid_count, 100u);
+  EXPECT_EQ(c.accounts.idle_timeout, 60s);
+  EXPECT_EQ(c.box.memory_bytes, 1ull << 30);
+  EXPECT_EQ(c.box.pids, 256u);
+  EXPECT_EQ(c.box.cpu_millicores, 500u);
+  EXPECT_EQ(c.box.tmp_bytes, 64ull << 20);
+  EXPECT_EQ(c.exec.output_cap, 1ull << 20);
+  EXPECT_EQ(c.exec.retention, 60s);
+}
+
+TEST_F(ServerConfigTest, EnvironmentOverridesFileWhichOverridesDefaults) {
+  std::string path = write_config("listen = \"127.0.0.1:9001\"\nstate_dir = \"/from/file\"\n");
+  ServerConfig c = load_server_config(path, env_of({{"AGENTBOX_LISTEN", "127.0.0.1:9002"},
+                                                    {"AGENTBOX_API_KEY", "env-key"},
+                                                    {"AGENTBOX_CORS_ORIGINS", "https://a, https://b"}}));
+  EXPECT_EQ(c.listen, "127.0.0.1:9002");      // env beats file
+  EXPECT_EQ(c.state_dir, "/from/file");       // file beats default
+  EXPECT_EQ(c.api_key, "env-key");            // env beats default
+  EXPECT_THAT(c.cors_origins, ElementsAre("https://a", "https://b"));
+  EXPECT_EQ(c.exec.retention, 3600s);         // default stays
+}
+
+TEST_F(ServerConfigTest, ConfigPathFromFlagBeatsAgentboxConfig) {
+  std::string from_env = write_config("state_dir = \"/env-file\"\n", "env.toml");
+  std::string from_flag = write_config("state_dir = \"/flag-file\"\n", "flag.toml");
+  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_CONFIG", from_env}})).state_dir, "/env-file");
+  EXPECT_EQ(load_server_config(from_flag, env_of({{"AGENTBOX_CONFIG", from_env}})).state_dir, "/flag-file");
+  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_CONFIG", from_env},
+                                                     {"AGENTBOX_STATE_DIR", "/env-var"}}))
+                .state_dir,
+            "/env-var");
+}
+
+TEST_F(ServerConfigTest, AnExplicitConfigFileMustExist) {
+  EXPECT_THROW(load_server_config(dir_ + "/missing.toml", env_of({})), Error);
+  EXPECT_THROW(load_server_config(std::nullopt, env_of({{"AGENTBOX_CONFIG", dir_ + "/missing.toml"}})), Error);
+}
+
+TEST_F(ServerConfigTest, BadEnvironmentValueNamesTheVariable) {
+  try {
+    load_server_config(std::nullopt, env_of({{"AGENTBOX_LISTEN", "localhost"}}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "AGENTBOX_LISTEN: invalid listen address \"localhost\": expected HOST:PORT");
+  }
+  EXPECT_THROW(load_server_config(std::nullopt, env_of({{"AGENTBOX_API_KEY", ""}})), Error);
+}
+
+TEST_F(ServerConfigTest, UnknownKeysAreErrorsNamingFileAndKey) {
+  std::string path = write_config("listen = \"127.0.0.1:1\"\nlistn = 1\n[box]\nmemroy = \"1G\"\n[policy.default]\nallow = []\n[policy.other]\n");
+  EXPECT_THAT(validate_config_file(path),
+              ElementsAre(path + ": unknown key \"listn\" (line 2)",
+                          path + ": unknown key \"box.memroy\" (line 4)",
+                          path + ": unknown key \"policy.default.allow\" (line 6)",
+                          path + ": unknown key \"policy.other\" (line 7)"));
+  try {
+    load_server_config(path, env_of({}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown key \"listn\""));
+  }
+}
+
+TEST_F(ServerConfigTest, BadValuesGiveOneLineEach) {
+  std::string path = write_config(R"(listen = "127.0.0.1:99999"
+state_dir = 7
+[limits]
+body = "100Q"
+header_timeout = 0
+[accounts]
+uid_base = 0
+uid_count = 1
+[box]
+cpu = "0"
+pids = "lots"
+)");
+  std::vector<std::string> errors = validate_config_file(path);
+  EXPECT_THAT(errors, ElementsAre(
+      path + ": listen: invalid listen address \"127.0.0.1:99999\": port must be a number from 0 to 65535 (line 1)",
+      path + ": state_dir: expected a string, not an integer (line 2)",
+      path + ": limits.body: invalid size \"100Q\": unknown unit \"Q\" (use K, M, G or T) (line 4)",
+      path + ": limits.header_timeout: must be between 1 and 2147483647, not 0 (line 5)",
+      path + ": accounts.uid_base: must be between 1 and 4294967294, not 0 (line 7)",
+      path + ": accounts.uid_count: must be between 2 and 4294967294, not 1 (line 8)",
+      path + ": box.cpu: invalid cpu \"0\": must be at least 1m (one thousandth of a core) (line 10)",
+      path + ": box.pids: expected an integer, not a string (line 11)"));
+  for (const std::string& e : errors) EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST_F(ServerConfigTest, UidRangeMustFitBelowTheLargestUid) {
+  std::string path = write_config("[accounts]\nuid_base = 4294967000\nuid_count = 1000\n");
+  EXPECT_THAT(validate_config_file(path), ElementsAre(HasSubstr("exceeds the largest uid")));
+}
+
+TEST_F(ServerConfigTest, ValidateReportsUnreadableAndInvalidFiles) {
+  EXPECT_THAT(validate_config_file(dir_ + "/missing.toml"),
+              ElementsAre("open(" + dir_ + "/missing.toml): No such file or directory"));
+  std::string path = write_config("[box\n");
+  EXPECT_THAT(validate_config_file(path), ElementsAre(HasSubstr(path + ": invalid TOML: ")));
+  EXPECT_TRUE(validate_config_file(write_config("[policy.default]\n")).empty());
+}
+
+TEST_F(ServerConfigTest, ListenAddresses) {
+  ListenAddress v4 = parse_listen_address("127.0.0.1:8000");
+  EXPECT_EQ(v4.host, "127.0.0.1");
+  EXPECT_EQ(v4.port, 8000);
+  ListenAddress v6 = parse_listen_address("[::1]:0");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 0);
+  for (const char* bad : {"127.0.0.1", "localhost:80", "::1:80", "[::1]", "1.2.3.4:", "1.2.3.4:-1", "1.2.3.4:8x"})
+    EXPECT_THROW(parse_listen_address(bad), Error) << bad;
+}
+
+TEST_F(ServerConfigTest, ApiKeyIsGeneratedPrivateAndReused) {
+  std::string state = dir_ + "/state";
+  std::string key = load_or_create_api_key(state);
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos);
+
+  struct stat st;
+  ASSERT_EQ(::stat((state + "/api_key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(::stat(state.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+
+  EXPECT_EQ(load_or_create_api_key(state), key);
+  // No temporary files left behind.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(state), std::filesystem::directory_iterator()), 1);
+  // A fresh state dir gets a different key.
+  EXPECT_NE(load_or_create_api_key(dir_ + "/other"), key);
+}
+
+TEST_F(ServerConfigTest, ConcurrentFirstStartsAgreeOnOneKey) {
+  std::string state = dir_ + "/state";
+  std::vector<std::string> keys(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < keys.size(); ++i)
+    threads.emplace_back([&, i] { keys[i] = load_or_create_api_key(state); });
+  for (auto& t : threads) t.join();
+  for (const std::string& k : keys) EXPECT_EQ(k, keys[0]);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(state), std::filesystem::directory_iterator()), 1);
+}
+
+TEST_F(ServerConfigTest, KeyFileReadableByOthersIsRefused) {
+  std::string state = dir_ + "/state";
+  load_or_create_api_key(state);
+  ASSERT_EQ(::chmod((state + "/api_key").c_str(), 0644), 0);
+  try {
+    load_or_create_api_key(state);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("readable by others (mode 644)"));
+  }
+}
+
+TEST_F(ServerConfigTest, OperatorWrittenKeyFileIsUsedAsIs) {
+  std::string state = dir_ + "/state";
+  ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+  {
+    std::ofstream(state + "/api_key") << "my-own-key\n";
+  }
+  ASSERT_EQ(::chmod((state + "/api_key").c_str(), 0600), 0);
+  EXPECT_EQ(load_or_create_api_key(state), "my-own-key");
+}
+
+}  // namespace
+}  // namespace agentbox

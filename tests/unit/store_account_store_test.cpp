@@ -1,0 +1,234 @@
+// Accounts: collision-free names from any external id, uids from the range, and one account
+// per id however many threads ask at once.
+#include "store/account_store.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "store/account_name.hpp"
+#include "store/schema.hpp"
+
+namespace agentbox {
+namespace {
+
+using ::testing::HasSubstr;
+
+// What `useradd` accepts and what is safe in paths and /etc/passwd inside a box.
+bool is_valid_user_name(const std::string& name) {
+  static const std::regex pattern("[a-z][a-z0-9_-]*");
+  return name.size() <= 32 && std::regex_match(name, pattern);
+}
+
+const std::vector<std::string>& awkward_ids() {
+  static const std::vector<std::string> ids = {
+      "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+      "alice@example.com",
+      "Alice@Example.com",
+      "",
+      "../../etc",
+      "ÄÖÜ",
+      std::string(10000, 'x'),
+      std::string(10000, 'x') + "y",
+      "root",
+      "-rf",
+      "a b\tc\nd",
+      std::string("nul\0byte", 8),
+      "1234567890",
+      "UPPER_case-Mixed.123",
+  };
+  return ids;
+}
+
+TEST(AccountName, PrefixesAreReadableAndSafe) {
+  EXPECT_EQ(account_name_prefix("alice@example.com"), "aliceexample");
+  EXPECT_EQ(account_name_prefix("3fa85f64-5717-4562-b3fc-2c963f66afa6"), "fa85f64-5717");
+  EXPECT_EQ(account_name_prefix("../../etc"), "etc");
+  EXPECT_EQ(account_name_prefix("ÄÖÜ"), "u");
+  EXPECT_EQ(account_name_prefix(""), "u");
+  EXPECT_EQ(account_name_prefix("1234"), "u");
+  EXPECT_EQ(account_name_prefix("Bob_"), "bob");
+  EXPECT_EQ(account_name_prefix("a-very-long-user-name"), "a-very-long");  // 12 chars, trailing '-' dropped
+}
+
+TEST(AccountName, NameIsPrefixDashAndSixHexOfSha256) {
+  // sha256("alice@example.com") = ff8d9819fc0e12bf0d24892e45987e249a28dce836a85cad60e28eaaa8c6d976
+  EXPECT_EQ(account_name("alice@example.com"), "aliceexample-ff8d98");
+  EXPECT_EQ(account_name("alice@example.com", 10), "aliceexample-ff8d9819fc");
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(AccountName, AwkwardIdsGiveValidDistinctNames) {
+  std::set<std::string> names;
+  for (const std::string& id : awkward_ids()) {
+    std::string name = account_name(id);
+    EXPECT_TRUE(is_valid_user_name(name)) << name;
+    EXPECT_TRUE(is_valid_user_name(account_name(id, kAccountNameHashMax))) << id.size();
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), awkward_ids().size());
+}
+
+class AccountStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/agentbox-accounts-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string dir_;
+};
+
+TEST_F(AccountStoreTest, FirstSightCreatesThenTheSameAccountComesBack) {
+  AccountStore accounts(open_state_db(dir_), UidRange{2000000, 100});
+  Account a = accounts.get_or_create("alice@example.com");
+  EXPECT_EQ(a.external_id, "alice@example.com");
+  EXPECT_EQ(a.name, "aliceexample-ff8d98");
+  EXPECT_EQ(a.uid, 2000001u);  // slot 0 is agentbox run's
+  EXPECT_EQ(a.gid, a.uid);
+  EXPECT_EQ(a.home_dir, "homes/aliceexample-ff8d98");
+  EXPECT_GT(a.created, 0);
+  EXPECT_EQ(a.last_seen, a.created);
+
+  Account b = accounts.get_or_create("bob");
+  EXPECT_EQ(b.uid, 2000002u);
+
+  Account again = accounts.get_or_create("alice@example.com");
+  EXPECT_EQ(again.name, a.name);
+  EXPECT_EQ(again.uid, a.uid);
+  EXPECT_EQ(accounts.list().size(), 2u);
+}
+
+TEST_F(AccountStoreTest, AccountsSurviveReopening) {
+  Account a;
+  {
+    AccountStore accounts(open_state_db(dir_), UidRange{});
+    a = accounts.get_or_create("3fa85f64-5717-4562-b3fc-2c963f66afa6");
+  }
+  AccountStore reopened(open_state_db(dir_), UidRange{});
+  std::optional<Account> found = reopened.find("3fa85f64-5717-4562-b3fc-2c963f66afa6");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->name, a.name);
+  EXPECT_EQ(found->uid, a.uid);
+  EXPECT_EQ(reopened.find_by_name(a.name)->external_id, a.external_id);
+  EXPECT_FALSE(reopened.find("someone else"));
+}
+
+TEST_F(AccountStoreTest, AwkwardIdsGetDistinctValidAccounts) {
+  AccountStore accounts(open_state_db(dir_), UidRange{});
+  std::set<std::string> names;
+  std::set<uid_t> uids;
+  for (const std::string& id : awkward_ids()) {
+    Account a = accounts.get_or_create(id);
+    EXPECT_EQ(a.external_id, id) << "ids are stored exactly, NUL bytes included";
+    EXPECT_TRUE(is_valid_user_name(a.name)) << a.name;
+    names.insert(a.name);
+    uids.insert(a.uid);
+  }
+  EXPECT_EQ(names.size(), awkward_ids().size());
+  EXPECT_EQ(uids.size(), awkward_ids().size());
+}
+
+TEST_F(AccountStoreTest, NameTakenByAnotherIdGetsALongerHash) {
+  AccountStore accounts(open_state_db(dir_), UidRange{});
+  // Simulate a 6-digit hash collision: another id already holds alice's usual name.
+  {
+    Db db = open_state_db(dir_);
+    Statement st = db.prepare("INSERT INTO accounts VALUES ('intruder', ?1, 1000500, 1, 1)");
+    st.bind(1, account_name("alice"));
+    st.step();
+  }
+  Account a = accounts.get_or_create("alice");
+  EXPECT_EQ(a.name, account_name("alice", kAccountNameHashChars + 1));
+  EXPECT_EQ(accounts.find_by_name(account_name("alice"))->external_id, "intruder");
+}
+
+TEST_F(AccountStoreTest, ExhaustedUidRangeFailsClearly) {
+  AccountStore accounts(open_state_db(dir_), UidRange{3000000, 4});  // slots 1..3
+  for (int i = 0; i < 3; ++i) accounts.get_or_create("user" + std::to_string(i));
+  try {
+    accounts.get_or_create("one too many");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("uid range 3000001-3000003 is exhausted"));
+  }
+  EXPECT_FALSE(accounts.find("one too many")) << "a failed creation leaves nothing behind";
+  EXPECT_EQ(accounts.get_or_create("user1").uid, 3000002u) << "existing accounts still work";
+  EXPECT_THROW(AccountStore(open_state_db(dir_), UidRange{3000000, 1}), Error);
+}
+
+TEST_F(AccountStoreTest, TouchRecordsActivity) {
+  AccountStore accounts(open_state_db(dir_), UidRange{});
+  Account a = accounts.get_or_create("alice");
+  EXPECT_TRUE(accounts.touch(a.name, a.created + 100));
+  EXPECT_EQ(accounts.find("alice")->last_seen, a.created + 100);
+  EXPECT_FALSE(accounts.touch("nobody-000000", 1));
+}
+
+// 8 threads x 100 calls over 20 overlapping ids. Run twice: all threads sharing one store
+// (its lock), and each thread with its own connection (SQLite's write lock and UNIQUE).
+void hammer(const std::function<AccountStore&(int thread)>& store_for, AccountStore& check) {
+  constexpr int kThreads = 8, kCalls = 100, kIds = 20;
+  std::vector<std::map<std::string, std::pair<std::string, uid_t>>> seen(kThreads);
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        for (int i = 0; i < kCalls; ++i) {
+          std::string id = "user-" + std::to_string((i * 7 + t) % kIds);
+          Account a = store_for(t).get_or_create(id);
+          auto [it, fresh] = seen[t].emplace(id, std::pair(a.name, a.uid));
+          if (!fresh && it->second != std::pair(a.name, a.uid)) failures[t] = "account changed for " + id;
+        }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
+
+  std::vector<Account> all = check.list();
+  ASSERT_EQ(all.size(), static_cast<size_t>(kIds));
+  std::set<uid_t> uids;
+  std::set<std::string> names;
+  for (const Account& a : all) {
+    uids.insert(a.uid);
+    names.insert(a.name);
+    for (const auto& per_thread : seen) {
+      auto it = per_thread.find(a.external_id);
+      if (it != per_thread.end()) {
+        EXPECT_EQ(it->second, std::pair(a.name, a.uid)) << a.external_id;
+      }
+    }
+  }
+  EXPECT_EQ(uids.size(), static_cast<size_t>(kIds));
+  EXPECT_EQ(names.size(), static_cast<size_t>(kIds));
+  // Dense allocation: the 20 accounts hold slots 1..20.
+  EXPECT_EQ(*uids.begin(), UidRange{}.base + 1);
+  EXPECT_EQ(*uids.rbegin(), UidRange{}.base + kIds);
+}
+
+TEST_F(AccountStoreTest, ConcurrentCallersOnOneStoreAgree) {
+  AccountStore shared(open_state_db(dir_), UidRange{});
+  hammer([&](int) -> AccountStore& { return shared; }, shared);
+}
+
+TEST_F(AccountStoreTest, ConcurrentConnectionsAgree) {
+  std::vector<std::unique_ptr<AccountStore>> stores;
+  for (int t = 0; t < 8; ++t) stores.push_back(std::make_unique<AccountStore>(open_state_db(dir_), UidRange{}));
+  AccountStore check(open_state_db(dir_), UidRange{});
+  hammer([&](int t) -> AccountStore& { return *stores[static_cast<size_t>(t)]; }, check);
+}
+
+}  // namespace
+}  // namespace agentbox
