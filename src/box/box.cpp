@@ -37,9 +37,11 @@ uint64_t clone_flags(const BoxSpec& spec, const BoxStartOptions& opts, bool into
 }
 
 // Clones and execs init. Between clone and exec the child is a copy of a possibly
-// multi-threaded daemon, so it only makes raw syscalls (dup2, close_range, execve).
+// multi-threaded daemon, so it only makes raw syscalls (read, dup2, close_range, execve).
+// With a user namespace the child first waits on go_fd until the parent has written its id
+// maps: execve as an unmapped uid would drop the capabilities init needs to build the box.
 pid_t clone_init(uint64_t flags, int cgroup_fd, const std::string& init_path, int control,
-                 int events, int* pidfd) {
+                 int events, int go_fd, int* pidfd) {
   clone_args args{};
   args.flags = flags;
   args.pidfd = reinterpret_cast<uint64_t>(pidfd);
@@ -52,6 +54,10 @@ pid_t clone_init(uint64_t flags, int cgroup_fd, const std::string& init_path, in
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) throw sys_error(fmt::format("clone3(flags={:#x})", flags));
   if (pid == 0) {
+    if (go_fd >= 0) {
+      char c;
+      if (::read(go_fd, &c, 1) != 1) ::_exit(125);
+    }
     if (::dup2(control, protocol::kInitControlFd) < 0 || ::dup2(events, protocol::kInitEventFd) < 0)
       ::_exit(126);
     ::syscall(SYS_close_range, protocol::kInitEventFd + 1, ~0U, 0);
@@ -77,10 +83,17 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
   box->events_ = std::move(events_parent);
 
   const int cg_fd = box->cgroup_ ? box->cgroup_->clone_into_fd() : -1;
+  UniqueFd go_read, go_write;
+  if (spec.identity == IdentityMode::user_ns) {
+    int p[2];
+    check(::pipe2(p, O_CLOEXEC), "pipe2");
+    go_read.reset(p[0]);
+    go_write.reset(p[1]);
+  }
   int pidfd = -1;
   try {
     box->init_pid_ = clone_init(clone_flags(spec, opts, cg_fd >= 0), cg_fd, opts.init_path,
-                                control_child.get(), events_child.get(), &pidfd);
+                                control_child.get(), events_child.get(), go_read.get(), &pidfd);
   } catch (...) {
     if (box->cgroup_) box->cgroup_->destroy();
     throw;
@@ -92,6 +105,10 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
   // From here a failure must stop the half-made box: ~Box does.
   try {
     identity::apply_from_parent(spec, box->init_pid_);
+    if (go_write) {
+      check(::write(go_write.get(), "g", 1), "write(go)");
+      go_write.reset();
+    }
     if (box->cgroup_ && cg_fd < 0) box->cgroup_->attach(box->init_pid_);
 
     nlohmann::json msg = {{"t", t::spec},

@@ -181,8 +181,7 @@ bool pump(int from, int to) {
 }
 
 // Waits for the command's exit while relaying the terminal and forwarding signals.
-int supervise(Box& box, pid_t pid, int pty) {
-  UniqueFd sigfd = block_signals();
+int supervise(Box& box, pid_t pid, int pty, const UniqueFd& sigfd) {
   std::optional<RawTerminal> raw;
   if (pty >= 0) {
     raw.emplace(STDIN_FILENO);
@@ -261,6 +260,9 @@ int run_in_box(const RunOptions& o) {
     }
   }
 
+  // Blocked before the box exists, so a signal that arrives while it starts is forwarded once
+  // the command runs instead of killing agentbox (init and the command get a clean mask).
+  UniqueFd sigfd = block_signals();
   std::unique_ptr<CgroupDriver> cgroups;
   std::unique_ptr<Box> box;
   try {
@@ -294,7 +296,7 @@ int run_in_box(const RunOptions& o) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return e.code() == ENOENT ? 127 : 126;
   }
-  return supervise(*box, child.pid, req.tty ? child.pty_master.get() : -1);
+  return supervise(*box, child.pid, req.tty ? child.pty_master.get() : -1, sigfd);
 }
 
 }  // namespace agentbox::cli
