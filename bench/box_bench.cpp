@@ -185,8 +185,10 @@ class Bench {
     std::cout << fmt::format("\nwarm spawn: /bin/true {} times, pipes mode, stdio /dev/null\n", n);
     row("spawn in box + exit event, median", fmt::format("{:.3f} ms", median(in_box)));
     row("spawn in box + exit event, p90", fmt::format("{:.3f} ms", percentile(in_box, 90)));
+    row("spawn in box + exit event, min", fmt::format("{:.3f} ms", percentile(in_box, 0)));
     row("plain fork+exec+waitpid, median", fmt::format("{:.3f} ms", median(plain)));
     row("plain fork+exec+waitpid, p90", fmt::format("{:.3f} ms", percentile(plain, 90)));
+    row("plain fork+exec+waitpid, min", fmt::format("{:.3f} ms", percentile(plain, 0)));
     row("overhead of the box (median - median)", fmt::format("{:.3f} ms", overhead), "<= 0.5 ms",
         yes_no(overhead <= 0.5));
   }

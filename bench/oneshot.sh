@@ -7,7 +7,11 @@
 #
 #   bench/oneshot.sh [BUILD_DIR]      (default: build-bench next to bench/; run as root)
 # Tunables (environment): ROUNDS (5), RUNS per round for the fast commands (60),
-# SRT_RUNS per round (4), KEEP=1 keeps the hyperfine JSON files.
+# SRT_RUNS per round (4), CPU_RUNS for the CPU-time pass (30; srt: 5), KEEP=1 keeps the
+# hyperfine JSON files.
+# CPU time comes from `perf stat -e task-clock` (inherited by every descendant, reaped or not),
+# not from hyperfine's user/system: those count only children their parent waited for, which
+# misses bwrap's sandboxed child. Skipped with a note when perf is not installed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +51,26 @@ for ((r = 1; r <= rounds; r++)); do
     -n srt "$srt -c true"
   echo "  round $r/$rounds done (load $(cut -d' ' -f1 /proc/loadavg))"
 done
+
+# CPU time per command: a separate pass, since perf's counting would distort the wall times.
+cpu_runs=${CPU_RUNS:-30}
+: >"$work/cpu.csv"
+cpu_time() {  # NAME RUNS COMMAND...
+  local name=$1 n=$2
+  shift 2
+  perf stat -r "$n" -x, -e task-clock -o "$work/perf-$name.txt" -- "$@" >/dev/null 2>&1
+  # The task-clock line: "msec,unit,event,...": the mean over the runs, ms.
+  awk -F, -v name="$name" '$3 == "task-clock" { print name "," $1 }' "$work/perf-$name.txt" >>"$work/cpu.csv"
+}
+if command -v perf >/dev/null; then
+  read -ra bwrap_argv <<<"$bwrap_cmd"
+  cpu_time agentbox "$cpu_runs" "$agentbox" run --no-profile -- /bin/true
+  cpu_time bwrap "$cpu_runs" "${bwrap_argv[@]}"
+  cpu_time true "$cpu_runs" /bin/true
+  cpu_time srt 5 "$srt" -c true
+else
+  echo "oneshot.sh: perf not installed: no CPU-time figures"
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-/usr/bin/python3 "$here/oneshot_summary.py" "$work"/*.json
+/usr/bin/python3 "$here/oneshot_summary.py" --cpu "$work/cpu.csv" "$work"/*.json

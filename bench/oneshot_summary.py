@@ -1,7 +1,9 @@
 """Pools hyperfine --export-json files (several rounds of the same named commands) and prints
 medians, p90s and the ratios bench/oneshot.sh reports against the issue's targets.
 
-    /usr/bin/python3 bench/oneshot_summary.py FILE.json...
+    /usr/bin/python3 bench/oneshot_summary.py [--cpu CPU.csv] FILE.json...
+
+CPU.csv holds "name,ms" lines: CPU time (perf stat task-clock, every descendant counted) per run.
 """
 import json
 import statistics
@@ -16,25 +18,29 @@ def percentile(values, p):
     return s[int(rank) - 1]
 
 
-def main(paths):
+def read_cpu(path):
+    cpu = {}  # command name -> CPU ms per run
+    with open(path) as f:
+        for line in f:
+            name, ms = line.strip().split(",")
+            cpu[name] = float(ms)
+    return cpu
+
+
+def main(paths, cpu):
     times = defaultdict(list)  # command name -> seconds, pooled over rounds
-    cpu = defaultdict(float)   # command name -> user+system seconds summed over runs
     for path in paths:
         with open(path) as f:
             for result in json.load(f)["results"]:
-                name = result["command"]
-                times[name].extend(result["times"])
-                # hyperfine gives the mean user/system time (of the command and its reaped
-                # descendants) per round: weigh it by the round's runs.
-                cpu[name] += (result["user"] + result["system"]) * len(result["times"])
+                times[result["command"]].extend(result["times"])
 
     med = {name: statistics.median(t) * 1000 for name, t in times.items()}
-    print(f"\n  {'command':<10} {'runs':>5} {'median':>10} {'p90':>10} {'min':>10} {'CPU mean':>10}")
+    print(f"\n  {'command':<10} {'runs':>5} {'median':>10} {'p90':>10} {'min':>10} {'CPU/run':>10}")
     for name in ("agentbox", "bwrap", "srt", "true"):
         if name not in times:
             continue
         t = [x * 1000 for x in times[name]]
-        print(f"  {name:<10} {len(t):>5} {med[name]:>8.2f}ms {percentile(t, 90):>8.2f}ms {min(t):>8.2f}ms {cpu[name] / len(t) * 1000:>8.2f}ms")
+        print(f"  {name:<10} {len(t):>5} {med[name]:>8.2f}ms {percentile(t, 90):>8.2f}ms {min(t):>8.2f}ms {cpu.get(name, float('nan')):>8.2f}ms")
 
     print()
     if {"agentbox", "bwrap"} <= med.keys():
@@ -50,11 +56,18 @@ def main(paths):
     if {"bwrap", "true"} <= med.keys():
         print(f"  bwrap - true       = {med['bwrap'] - med['true']:.2f} ms")
     if {"agentbox", "bwrap"} <= cpu.keys():
-        a, b = (cpu[n] / len(times[n]) for n in ("agentbox", "bwrap"))
-        print(f"  CPU (user+sys) agentbox / bwrap = {a / b:.2f}x  (less sensitive to machine load than wall time)")
+        r = cpu["agentbox"] / cpu["bwrap"]
+        print(f"  CPU time agentbox / bwrap = {r:.2f}x   (perf task-clock; moves less with machine load)")
+    if {"agentbox", "srt"} <= cpu.keys():
+        print(f"  CPU time srt / agentbox   = {cpu['srt'] / cpu['agentbox']:.1f}x")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    cpu = {}
+    if args[:1] == ["--cpu"] and len(args) >= 2:
+        cpu = read_cpu(args[1])
+        args = args[2:]
+    if not args:
         sys.exit(__doc__)
-    main(sys.argv[1:])
+    main(args, cpu)

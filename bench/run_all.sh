@@ -4,7 +4,7 @@
 # The whole output is also kept in BUILD_DIR/bench-results.txt.
 #
 #   bench/run_all.sh          (as root; BUILD_DIR defaults to build-bench next to bench/)
-# Passes ROUNDS/RUNS/SRT_RUNS to oneshot.sh and BOX_BENCH_ARGS to box_bench.
+# Passes ROUNDS/RUNS/SRT_RUNS/CPU_RUNS to oneshot.sh and BOX_BENCH_ARGS to box_bench.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +23,7 @@ cmake --build "$build" --target agentbox agentbox-init box_bench >/dev/null
   echo "== agentbox benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "host:   $(uname -r), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(free -g | awk '/^Mem:/ {print $2 " GiB RAM"}')"
   echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
-  echo "tools:  $(hyperfine --version), $(bwrap --version), srt $("$here/node_modules/.bin/srt" --version 2>/dev/null || echo '?')"
+  echo "tools:  $(hyperfine --version), $(bwrap --version), srt $("$here/node_modules/.bin/srt" --version 2>/dev/null || echo '?'), $(perf --version 2>/dev/null || echo 'no perf')"
   echo "build:  Release, $build"
   echo
   echo "== 1. one-shot: run /bin/true in a fresh sandbox (hyperfine, wall time per command)"
