@@ -235,6 +235,10 @@ class Init {
 }  // namespace
 
 int run(int control_fd, int event_fd) {
+  // The daemon placed these with dup2, which clears close-on-exec: without it every command
+  // in the box would inherit both sockets and could forge replies and exit events.
+  for (int fd : {control_fd, event_fd})
+    if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return 1;
   try {
     return Init(control_fd, event_fd).run();
   } catch (const std::exception& e) {

@@ -53,8 +53,9 @@ constexpr std::array<TomlField<ProfileLoad>, 9> kFields = {{
     {"bind", [](ProfileLoad& p, const toml::node& v) { p.rw_binds = read_binds(v, true, p.caller_home); }},
     {"pass_env",
      [](ProfileLoad& p, const toml::node& v) {
-       for (const std::string& name : toml_strings(v)) require_env_name(name);
-       p.profile.pass_env = toml_strings(v);
+       std::vector<std::string> names = toml_strings(v);
+       for (const std::string& name : names) require_env_name(name);
+       p.profile.pass_env = std::move(names);
      }},
     {"env", read_env_table},
     {"home",

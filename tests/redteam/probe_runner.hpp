@@ -363,10 +363,7 @@ class BoxRun {
 
   const std::string& home() const { return home_; }
 
-  // The whole `agentbox run ... -- command` line. `--home` (one value) comes last before
-  // "--" on purpose: after a many-valued option (--ro-bind, --env, ...) agentbox takes "--" as
-  // the end of that option's values and parses the command's arguments as its own options
-  // (RedteamFs.CommandArgumentsCannotAddBindsOfTheHost); the other tests must not trip on it.
+  // The whole `agentbox run ... -- command` line.
   Argv argv(const Argv& command) const {
     Argv a = {agentbox_path(), "run", "--no-profile", "--ro-bind", probe_dir() + ":/probe"};
     a.insert(a.end(), opts_.begin(), opts_.end());

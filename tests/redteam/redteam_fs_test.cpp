@@ -43,12 +43,10 @@ TEST(RedteamFs, CommandArgumentsCannotAddBindsOfTheHost) {
   // B's home in a world-traversable parent, as homes under /home are.
   ASSERT_EQ(::chmod(home_b.dir.path().c_str(), 0755), 0);
 
-  const Argv attack = {agentbox_path(), "run",        "--no-profile",
-                       "--home",        home_a.path,  "--ro-bind",
-                       probe_dir() + ":/probe",        "--env",
-                       "A=b",           "--",         kProbeInBox,
-                       "read-file",     "/srv/host" + home_b.path + "/secret",
-                       "--bind",        "/:/srv/host"};
+  const Argv attack = {agentbox_path(), "run", "--no-profile", "--home", home_a.path,
+                       "--ro-bind", probe_dir() + ":/probe", "--env", "A=b", "--",
+                       kProbeInBox, "read-file", "/srv/host" + home_b.path + "/secret",
+                       "--bind", "/:/srv/host"};
   const ProbeResult r = to_probe_result(run(attack), "inside a box whose command carries --bind");
   EXPECT_FALSE(Allowed(r)) << "an argument after -- became a bind of the host's root: " << r.run.describe();
   // What the command must get instead: its arguments verbatim (the probe rejects the extras).
