@@ -366,6 +366,11 @@ class BoxRun {
   // The whole `agentbox run ... -- command` line.
   Argv argv(const Argv& command) const {
     Argv a = {agentbox_path(), "run", "--no-profile", "--ro-bind", probe_dir() + ":/probe"};
+#ifdef AGENTBOX_SANITIZE
+    // LeakSanitizer needs ptrace at exit, which the box's seccomp filter refuses: its fatal
+    // error would replace the probe's exit code.
+    a.insert(a.end(), {"--env", "ASAN_OPTIONS=detect_leaks=0"});
+#endif
     a.insert(a.end(), opts_.begin(), opts_.end());
     a.insert(a.end(), {"--home", home_, "--"});
     a.insert(a.end(), command.begin(), command.end());
