@@ -218,7 +218,7 @@ class Background {
   void stop() {
     if (!running()) return;
     ::kill(-pid_, SIGTERM);
-    if (wait_for(3s)) return;
+    if (wait_for(10s)) return;  // a SIGKILLed agentbox would leave its cgroup behind
     ::kill(-pid_, SIGKILL);
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
