@@ -52,7 +52,8 @@ void apply_in_child(const BoxSpec& spec) {
   }
 
   // The bounding set can only be dropped while we still hold CAP_SETPCAP, i.e. before setuid.
-  for (int cap = 0; cap <= last_cap(); ++cap) {
+  const int last = last_cap();
+  for (int cap = 0; cap <= last; ++cap) {
     if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
       throw sys_error(fmt::format("prctl(PR_CAPBSET_DROP, {})", cap));
   }
@@ -72,7 +73,8 @@ bool holds_no_capabilities() {
   if (::syscall(SYS_capget, &hdr, data) != 0) return false;
   for (const auto& d : data)
     if (d.effective || d.permitted || d.inheritable) return false;
-  for (int cap = 0; cap <= last_cap(); ++cap)
+  const int last = last_cap();
+  for (int cap = 0; cap <= last; ++cap)
     if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1) return false;
   return true;
 }
