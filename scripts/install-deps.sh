@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   # libraries (DESIGN §10)
   libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev libseccomp-dev libsqlite3-dev
-  libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev
+  libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev libzip-dev
   libgtest-dev libgmock-dev
   # runtime tools the tests and the box use
   iproute2 procps util-linux python3 bash coreutils tmux

@@ -1,4 +1,5 @@
-// agentbox: the command line. Subcommands: run (one-shot box), doctor (host support).
+// agentbox: the command line. Subcommands: serve (the HTTP API), run (one-shot box), doctor
+// (host support), config check (validate a server config file).
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "cli/doctor.hpp"
 #include "cli/run_command.hpp"
+#include "cli/serve_command.hpp"
 
 namespace {
 
@@ -32,6 +34,13 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
   run->add_option("command", o.command, "The command and its arguments, after --");
 }
 
+void add_serve(CLI::App& app, agentbox::cli::ServeOptions& o) {
+  auto* serve = app.add_subcommand("serve", "Serve the Open Terminal API with a box per user");
+  serve->add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")->type_name("FILE");
+  serve->add_option("--listen", o.listen, "Address to listen on (default 127.0.0.1:8000)")->type_name("ADDR:PORT");
+  serve->add_option("--state", o.state, "State directory (default ./agentbox-state)")->type_name("DIR");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,6 +51,13 @@ int main(int argc, char** argv) {
   agentbox::cli::RunOptions run_opts;
   add_run(app, run_opts);
   auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
+  agentbox::cli::ServeOptions serve_opts;
+  add_serve(app, serve_opts);
+  std::string config_file;
+  auto* config = app.add_subcommand("config", "Work with the server configuration");
+  config->require_subcommand(1);
+  auto* config_check = config->add_subcommand("check", "Validate a config file without starting");
+  config_check->add_option("file", config_file, "The config file")->required();
 
   // Everything after the first "--" is the command, verbatim: CLI11 would still read options
   // among those words (`run -- grep --bind x` must run grep, not add a bind).
@@ -72,6 +88,8 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("run")) return agentbox::cli::run_in_box(run_opts);
     if (doctor->parsed()) return agentbox::run_doctor(::geteuid() == 0, std::cout);
+    if (app.got_subcommand("serve")) return agentbox::cli::serve(serve_opts);
+    if (config_check->parsed()) return agentbox::cli::config_check(config_file);
   } catch (const agentbox::cli::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return 2;

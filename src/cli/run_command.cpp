@@ -16,6 +16,7 @@
 #include <map>
 
 #include "box/box.hpp"
+#include "box/box_env.hpp"
 #include "box/cgroup.hpp"
 #include "cli/terminal.hpp"
 #include "config/bind_spec.hpp"
@@ -29,7 +30,6 @@ namespace agentbox::cli {
 namespace {
 
 constexpr int kExitBoxFailed = 125;
-constexpr const char* kBoxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 // Variables of the caller that describe the terminal and locale, not secrets: passed through.
 constexpr const char* kTerminalEnv[] = {"TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ", "NO_COLOR"};
 
@@ -126,9 +126,8 @@ BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& 
 
 std::vector<std::string> make_env(const RunOptions& o, const RunProfile& profile,
                                   const BoxSpec& spec) {
-  std::map<std::string, std::string> env = {
-      {"HOME", spec.home_target}, {"USER", spec.name},   {"LOGNAME", spec.name},
-      {"SHELL", spec.shell},      {"PATH", kBoxPath},    {"TERM", "xterm-256color"}};
+  // The caller's terminal settings (TERM, LANG, LC_*) pass through over the defaults.
+  std::map<std::string, std::string> env = base_env(spec, /*tty=*/true);
   auto pass = [&](const std::string& name) {
     if (const char* v = ::getenv(name.c_str())) env[name] = v;
   };
@@ -143,9 +142,7 @@ std::vector<std::string> make_env(const RunOptions& o, const RunProfile& profile
     if (eq == std::string::npos || eq == 0) throw UsageError("--env: expected KEY=VALUE, got \"" + kv + "\"");
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  std::vector<std::string> out;
-  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-  return out;
+  return env_strings(env);
 }
 
 int exit_code(int status) {

@@ -1,8 +1,26 @@
 #include "server/http_error.hpp"
 
+#include "fs/fs_error.hpp"
 #include "server/access_log.hpp"
 
 namespace agentbox::server {
+
+namespace {
+
+// The one mapping of fs/'s error kinds to statuses (fs_error.hpp names the same table).
+http::status status_of(FsErrorKind kind) {
+  switch (kind) {
+    case FsErrorKind::bad_request: return http::status::bad_request;
+    case FsErrorKind::forbidden: return http::status::forbidden;
+    case FsErrorKind::not_found: return http::status::not_found;
+    case FsErrorKind::conflict: return http::status::conflict;
+    case FsErrorKind::unsupported_media: return http::status::unsupported_media_type;
+    case FsErrorKind::too_large: return http::status::payload_too_large;
+  }
+  return http::status::internal_server_error;
+}
+
+}  // namespace
 
 Response error_response(http::status status, std::string_view detail) {
   return Response::json({{"detail", detail}}, status);
@@ -13,6 +31,8 @@ Response response_for_exception(std::exception_ptr error, std::string_view conte
     std::rethrow_exception(error);
   } catch (const HttpError& e) {
     return error_response(e.status(), e.detail());
+  } catch (const FsError& e) {  // its message names paths only as the box sees them
+    return error_response(status_of(e.kind()), e.what());
   } catch (const std::exception& e) {
     http_logger()->error("{}: unhandled exception: {}", context, e.what());
   } catch (...) {

@@ -29,7 +29,8 @@ class HttpError : public std::runtime_error {
 Response error_response(http::status status, std::string_view detail);
 
 // The response for an exception a handler let escape: HttpError → its status and detail;
-// anything else → 500 {"detail":"Internal Server Error"}, with the real message logged under
+// FsError → its kind's status (400/403/404/409/415/413) and message; anything else →
+// 500 {"detail":"Internal Server Error"}, with the real message logged under
 // `context` (for example "GET /files/read").
 Response response_for_exception(std::exception_ptr error, std::string_view context);
 

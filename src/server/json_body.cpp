@@ -25,6 +25,10 @@ std::string_view without_exception_tag(std::string_view message) {
 
 nlohmann::json parse_json_body(const Request& req) {
   if (req.body.empty()) invalid("empty body");
+  // JSON never holds a raw NUL, and nlohmann's lexer reads one as the end of input, so
+  // `{...}\0anything` would parse: refuse it here.
+  if (auto nul = req.body.find('\0'); nul != std::string::npos)
+    invalid("NUL byte at offset " + std::to_string(nul));
   bool too_deep = false;
   auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
     if (depth > kMaxJsonDepth) too_deep = true;

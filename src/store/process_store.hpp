@@ -49,6 +49,8 @@ class ProcessStore {
   int mark_running_as_lost(int64_t now);
   // Drops finished records that ended before cutoff (retention); returns how many.
   int purge_ended_before(int64_t cutoff);
+  // The same, answering the log_path of each record dropped (so its log files can go too).
+  std::vector<std::string> purge_ended_before_returning_logs(int64_t cutoff);
 
  private:
   std::mutex mu_;  // guards db_

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# `agentbox serve` measured over its HTTP API (bench/api_bench.cpp does the measuring):
+#   1. exec round trip of `true` at 1, 8 and 32 clients, against a bwrap one-shot of /bin/true
+#   2. 5,000 long-polls parked on 100 running processes: daemon RSS, delay after input
+#   3. GET /files/view of a 1 GiB file against cat of the same file
+# Builds what it needs (Release), starts one daemon on 127.0.0.1 with a temporary state
+# directory, runs the three, and removes everything again (the daemon is stopped on any exit).
+#
+#   bench/api_bench.sh [BUILD_DIR]      (default: build-bench next to bench/; run as root)
+# Environment: API_BENCH_ARGS, extra options for api_bench (for a short check:
+# "--seconds 2 --rounds 2 --oneshots 20 --polls 500 --view-mib 128 --view-runs 3");
+# JOBS, build parallelism (default: ninja's); NO_BUILD=1 uses BUILD_DIR as it is.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-$root/build-bench}
+
+[[ $(id -u) -eq 0 ]] || { echo "api_bench.sh: run as root (agentbox serve gives each user a uid)" >&2; exit 2; }
+for tool in bwrap curl; do
+  command -v "$tool" >/dev/null || { echo "api_bench.sh: $tool missing (scripts/install-deps.sh)" >&2; exit 2; }
+done
+
+if [[ ${NO_BUILD:-0} != 1 ]]; then
+  if [[ ! -f $build/CMakeCache.txt ]]; then
+    # GCC 12 stops on a false -Wrestrict inside libstdc++ at -O3 (see bench/RESULTS.md).
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CXX_FLAGS=-Wno-error=restrict >/dev/null
+  fi
+  cmake --build "$build" --target agentbox agentbox-init api_bench ${JOBS:+-j "$JOBS"} >/dev/null
+fi
+build=$(cd "$build" && pwd)
+[[ -x $build/agentbox && -x $build/api_bench ]] || { echo "api_bench.sh: $build has no agentbox/api_bench" >&2; exit 2; }
+
+state=$(mktemp -d /tmp/agentbox-apibench-XXXXXX)
+log=$(mktemp /tmp/agentbox-apibench-log-XXXXXX)
+pid=
+stop_daemon() {
+  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    # It stops every box on the way out; give it time, then force.
+    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    wait "$pid" 2>/dev/null || true
+  fi
+  pid=
+}
+cleanup() {
+  stop_daemon
+  rm -rf "$state" "$log"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+AGENTBOX_API_KEY=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+export AGENTBOX_API_KEY
+unset AGENTBOX_CONFIG
+"$build/agentbox" serve --listen 127.0.0.1:0 --state "$state" >"$log" 2>&1 &
+pid=$!
+port=
+for _ in $(seq 150); do
+  port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$log")
+  [[ -n $port ]] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.2
+done
+if [[ -z $port ]]; then
+  echo "api_bench.sh: the daemon did not come up; its output:" >&2
+  cat "$log" >&2
+  exit 1
+fi
+
+echo "api bench: agentbox serve pid $pid on 127.0.0.1:$port, state $state"
+echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
+echo "reproduce: bench/api_bench.sh $build${API_BENCH_ARGS:+  (API_BENCH_ARGS=\"$API_BENCH_ARGS\")}"
+echo
+rc=0
+# shellcheck disable=SC2086  # API_BENCH_ARGS is a list of options
+"$build/api_bench" --port "$port" --pid "$pid" --state "$state" ${API_BENCH_ARGS:-} || rc=$?
+echo
+echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at the end"
+if ! kill -0 "$pid" 2>/dev/null; then
+  echo "api_bench.sh: the daemon died during the run; its output:" >&2
+  tail -50 "$log" >&2
+  rc=1
+elif [[ $rc != 0 ]]; then
+  echo "api_bench.sh: api_bench failed; the daemon's last lines:" >&2
+  tail -20 "$log" >&2
+fi
+exit "$rc"

@@ -1,0 +1,21 @@
+#pragma once
+// The environment every command in a box starts from: who it is, where home is, a PATH of the
+// box's own tree. Callers add what they pass through (terminal settings, request env).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "box/box_spec.hpp"
+
+namespace agentbox {
+
+inline constexpr const char* kBoxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// HOME, USER, LOGNAME, SHELL, PATH, LANG; TERM only for a terminal (pipes get none, so tools
+// do not emit colour codes into captured output).
+std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty);
+
+// "K=V" strings, as SpawnRequest::env takes them.
+std::vector<std::string> env_strings(const std::map<std::string, std::string>& env);
+
+}  // namespace agentbox

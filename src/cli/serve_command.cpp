@@ -1,0 +1,172 @@
+#include "cli/serve_command.hpp"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <shared_mutex>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "box/box_manager.hpp"
+#include "box/cgroup.hpp"
+#include "cli/run_command.hpp"
+#include "config/server_config.hpp"
+#include "exec/process_table.hpp"
+#include "server/account_boxes.hpp"
+#include "server/caller.hpp"
+#include "server/execute_routes.hpp"
+#include "server/file_routes.hpp"
+#include "server/http_server.hpp"
+#include "server/meta_routes.hpp"
+#include "store/account_store.hpp"
+#include "store/process_store.hpp"
+#include "store/schema.hpp"
+#include "util/error.hpp"
+
+namespace agentbox::cli {
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+ServerConfig load_config(const ServeOptions& o) {
+  ServerConfig config;
+  try {
+    config = load_server_config(o.config);
+    if (o.listen) config.listen = *o.listen;
+    if (o.state) config.state_dir = *o.state;
+    parse_listen_address(config.listen);  // fail here, not after the state is set up
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  return config;
+}
+
+// Every long-poll and stream holds a connection: allow as many descriptors as the hard limit.
+void raise_fd_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+// BoxManager reports exits on its own thread before the table exists and while boxes stop
+// after it is gone: callbacks reach it only under this lock, cleared before it is destroyed.
+class TableLink {
+ public:
+  void set(exec::ProcessTable* table) {
+    std::unique_lock lock(mu_);
+    table_ = table;
+  }
+  template <class Fn>
+  void with(Fn&& fn) {
+    std::shared_lock lock(mu_);
+    if (table_) fn(*table_);
+  }
+
+ private:
+  std::shared_mutex mu_;
+  exec::ProcessTable* table_ = nullptr;
+};
+
+}  // namespace
+
+int serve(const ServeOptions& options) {
+  ServerConfig config = load_config(options);
+  if (::geteuid() != 0)
+    throw UsageError("serve must run as root: it gives every user their own uid (for one person without a server, use `agentbox run`)");
+  ListenAddress addr = parse_listen_address(config.listen);
+  raise_fd_limit();
+
+  if (::mkdir(config.state_dir.c_str(), 0700) == -1 && errno != EEXIST)
+    throw sys_error("mkdir(" + config.state_dir + ")");
+  std::string api_key;
+  if (config.api_key) {
+    api_key = *config.api_key;
+    std::cout << "API key: from AGENTBOX_API_KEY or the config file\n";
+  } else {
+    api_key = load_or_create_api_key(config.state_dir);
+    std::cout << "API key: in " << config.state_dir << "/api_key (mode 0600)\n";
+  }
+
+  std::string why;
+  std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
+  if (!cgroups) throw Error("cgroups: " + why + " (see `agentbox doctor`)");
+
+  AccountStore accounts(open_state_db(config.state_dir),
+                        UidRange{config.accounts.uid_base, config.accounts.uid_count});
+  ProcessStore processes(open_state_db(config.state_dir));
+
+  BoxManagerOptions box_options;
+  box_options.cgroups = cgroups.get();
+  box_options.idle_timeout = config.accounts.idle_timeout;
+  auto link = std::make_shared<TableLink>();
+  box_options.on_exit = [link](const std::string& account, pid_t pid, int status) {
+    link->with([&](exec::ProcessTable& t) { t.on_exit(account, pid, status); });
+  };
+  box_options.on_stopped = [link](const std::string& account) {
+    link->with([&](exec::ProcessTable& t) { t.on_box_stopped(account); });
+  };
+  BoxManager manager(std::move(box_options));
+
+  server::CallerDirectory callers(accounts, config.state_dir);
+  server::AccountBoxes boxes(manager, accounts, callers, config.box);
+
+  exec::ProcessTableOptions table_options;
+  table_options.log_dir = config.state_dir + "/processes";
+  table_options.output_cap = config.exec.output_cap;
+  table_options.retention = config.exec.retention;
+  exec::ProcessTable table(boxes, processes, table_options);
+  link->set(&table);
+
+  server::Router router;
+  server::add_meta_routes(router, callers, boxes, kVersion);
+  server::add_execute_routes(router, callers, boxes, table);
+  server::FileRoutesOptions file_options;
+  file_options.temp_dir = config.state_dir;  // archives are built next to the homes, not in /var/tmp
+  file_options.upload_max_bytes = config.limits.body_bytes;
+  server::add_file_routes(router, callers, file_options);
+
+  server::HttpServerOptions http;
+  http.api_key = api_key;
+  http.body_limit = config.limits.body_bytes;
+  http.header_timeout = config.limits.header_timeout;
+  http.cors_origins = config.cors_origins;
+  http.spool_dir = config.state_dir;
+
+  // Block the stop signals in every thread (the io threads inherit the mask) and wait for
+  // them here.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  server::HttpServer http_server(std::move(router), http);
+  auto listener = http_server.listen(addr.host, addr.port);
+  http_server.start();
+  std::string host = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
+  std::cout << "agentbox " << kVersion << " serving on http://" << host << ":" << listener.port
+            << " (state " << config.state_dir << ", cgroup " << cgroups->kind() << ")" << std::endl;
+
+  int sig = 0;
+  ::sigwait(&stop_signals, &sig);
+  spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
+  http_server.stop();
+  link->set(nullptr);
+  return 0;
+}
+
+int config_check(const std::string& path) {
+  auto problems = validate_config_file(path);
+  for (const auto& p : problems) std::cerr << p << "\n";
+  if (!problems.empty()) return 1;
+  std::cout << path << ": ok\n";
+  return 0;
+}
+
+}  // namespace agentbox::cli

@@ -1,0 +1,21 @@
+#pragma once
+// `agentbox serve`: the Open Terminal API on per-user boxes. Composes the rooms (store, box,
+// exec, fs through server routes), serves until SIGTERM/SIGINT, then stops gracefully.
+#include <optional>
+#include <string>
+
+namespace agentbox::cli {
+
+struct ServeOptions {
+  std::optional<std::string> config;  // --config FILE (else $AGENTBOX_CONFIG, else none)
+  std::optional<std::string> listen;  // --listen ADDR:PORT
+  std::optional<std::string> state;   // --state DIR
+};
+
+// Returns the exit status. Throws UsageError for bad configuration (exit 2 in main).
+int serve(const ServeOptions& options);
+
+// `agentbox config check FILE`: prints each problem, or "FILE: ok"; 0 when the file is good.
+int config_check(const std::string& path);
+
+}  // namespace agentbox::cli

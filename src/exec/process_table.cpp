@@ -1,0 +1,819 @@
+#include "exec/process_table.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "exec/output_log.hpp"
+#include "exec/process_id.hpp"
+#include "util/error.hpp"
+#include "util/unique_fd.hpp"
+
+namespace agentbox::exec {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+using Descriptor = asio::posix::stream_descriptor;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kEvictAfter = 60s;      // a finished process leaves memory (store + disk remain)
+constexpr size_t kReadBuffer = 64 << 10;
+constexpr int kReadsPerWakeup = 4;     // then other processes get their turn
+constexpr int kIdAttempts = 8;
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Open Terminal's convention (Python's returncode): the exit status, or -signal.
+std::optional<int> exit_code_of(int raw) {
+  if (WIFEXITED(raw)) return WEXITSTATUS(raw);
+  if (WIFSIGNALED(raw)) return -WTERMSIG(raw);
+  return std::nullopt;
+}
+
+void set_nonblocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  check(flags, "fcntl(F_GETFL)");
+  check(::fcntl(fd, F_SETFL, flags | O_NONBLOCK), "fcntl(F_SETFL, O_NONBLOCK)");
+  check(::fcntl(fd, F_SETFD, FD_CLOEXEC), "fcntl(F_SETFD, FD_CLOEXEC)");
+}
+
+void make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
+  int p[2];
+  check(::pipe2(p, O_CLOEXEC), "pipe2");
+  read_end.reset(p[0]);
+  write_end.reset(p[1]);
+}
+
+void fill_output(ProcessView& v, LogRead&& r) {
+  for (auto& c : r.chunks) v.output.push_back({std::string(to_string(c.type)), std::move(c.data)});
+  v.truncated = r.truncated;
+  v.next_offset = r.next_offset;
+}
+
+}  // namespace
+
+struct ProcessTable::Impl {
+  struct Stream {
+    std::unique_ptr<Descriptor> desc;  // pty master (also written for input) or a pipe
+    StreamType type = StreamType::output;
+    bool open = false;                 // not at EOF yet
+  };
+
+  class WaitOp;
+
+  // One process. Which thread may touch what is said per group.
+  struct Proc {
+    // Set by start() before the process is published, then constant.
+    std::string id, account, command;
+    pid_t pid = 0;
+    bool tty = true;
+    std::shared_ptr<OutputLog> log;
+    UniqueFd pty_fd, stdout_fd, stderr_fd, stdin_fd;  // handed to the loop by setup()
+
+    // Guarded by Impl::mu.
+    ProcessStatus status = ProcessStatus::running;
+    std::optional<int> exit_code;
+    int64_t ended = 0;
+    Clock::time_point finished_at;
+    bool exited = false;          // its exit was seen (children may still hold the output)
+    int raw_status = 0;
+    bool kill_requested = false;  // kill() or timeout before the exit: ends as "killed"
+    bool box_gone = false;        // the box stopped: no exit will come
+    bool stdin_open = true;
+
+    // Loop thread only.
+    Stream streams[2];
+    int open_streams = 0;
+    std::unique_ptr<Descriptor> stdin_pipe;  // pipes mode
+    std::deque<std::string> input_queue;
+    bool writing = false;
+    bool close_stdin_when_written = false;
+    std::unique_ptr<asio::steady_timer> drain_timer, kill_timer, timeout_timer;
+    int kill_stage = 0;  // 0: nothing sent, 1: TERM sent, 2: KILL sent
+    std::vector<std::shared_ptr<WaitOp>> waiters;
+    size_t prune_mark = 16;
+    std::vector<std::function<void(bool)>> kill_done;
+  };
+
+  class WaitOp : public ProcessTable::Wait {
+   public:
+    enum State { pending = 0, completed = 1, cancelled = 2 };
+    void cancel() override {
+      int expected = pending;
+      // Whoever moves the state first owns done: the loop calls it, or cancel drops it.
+      if (state.compare_exchange_strong(expected, cancelled)) done = nullptr;
+    }
+    bool claim() {
+      int expected = pending;
+      return state.compare_exchange_strong(expected, completed);
+    }
+    bool settled() const { return state.load() != pending; }
+
+    std::string account, id;
+    ReadSpec read;
+    bool until_output = false;
+    Clock::time_point deadline;
+    std::weak_ptr<Proc> proc;
+    std::function<void(std::optional<ProcessView>)> done;
+    std::atomic<int> state{pending};
+    std::unique_ptr<asio::steady_timer> timer;  // loop thread only
+  };
+
+  Impl(BoxPort& b, ProcessStore& s, ProcessTableOptions o)
+      : boxes(b), store(s), opts(std::move(o)), read_buf(kReadBuffer) {
+    std::error_code ec;
+    std::filesystem::create_directories(opts.log_dir, ec);
+    if (ec) throw Error("create " + opts.log_dir + ": " + ec.message(), ec.value());
+    check(::chmod(opts.log_dir.c_str(), 0700), "chmod(" + opts.log_dir + ")");
+    store.mark_running_as_lost(unix_now());
+    work.emplace(io.get_executor());
+    thread = std::thread([this] { run(); });
+    post([this] { purge(); });
+  }
+
+  ~Impl() {
+    asio::post(io, [this] { shutdown(); });
+    thread.join();
+  }
+
+  // ---- the loop thread -------------------------------------------------------------------
+
+  void run() {
+    // Writing to a stdin pipe whose reader is gone must answer EPIPE, not kill the daemon.
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+    for (;;) {
+      try {
+        io.run();
+        return;
+      } catch (...) {
+        // A handler failed (store error, allocation): the loop must keep serving the rest.
+      }
+    }
+  }
+
+  // Runs fn on the loop unless the table is shutting down.
+  template <class Fn>
+  void post(Fn fn) {
+    asio::post(io, [this, fn = std::move(fn)]() mutable {
+      if (!stopping) fn();
+    });
+  }
+
+  void shutdown() {
+    stopping = true;
+    std::vector<std::shared_ptr<Proc>> all;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [id, p] : procs) all.push_back(p);
+    }
+    for (auto& p : all) {
+      close_io(*p);
+      for (auto& w : p->waiters) w->timer.reset();
+      p->waiters.clear();
+      p->kill_done.clear();
+    }
+    purge_timer.reset();
+    work.reset();
+  }
+
+  void setup(const std::shared_ptr<Proc>& p, std::optional<std::string> stdin_data,
+             std::optional<std::chrono::milliseconds> timeout, std::optional<int> early_exit) {
+    if (p->tty) {
+      p->streams[0] = {std::make_unique<Descriptor>(io, p->pty_fd.release()), StreamType::output, true};
+      p->open_streams = 1;
+    } else {
+      p->streams[0] = {std::make_unique<Descriptor>(io, p->stdout_fd.release()), StreamType::stdout_pipe, true};
+      p->streams[1] = {std::make_unique<Descriptor>(io, p->stderr_fd.release()), StreamType::stderr_pipe, true};
+      p->stdin_pipe = std::make_unique<Descriptor>(io, p->stdin_fd.release());
+      p->open_streams = 2;
+    }
+    for (int i = 0; i < p->open_streams; ++i) arm_read(p, i);
+    if (stdin_data) {
+      // Pipes: the data is all the input there is, so the command sees EOF after it.
+      p->close_stdin_when_written = !p->tty;
+      queue_input(p, std::move(*stdin_data));
+    }
+    if (timeout) {
+      p->timeout_timer = std::make_unique<asio::steady_timer>(io, *timeout);
+      p->timeout_timer->async_wait([this, p](const boost::system::error_code& ec) {
+        if (!ec) loop_kill(p, false, nullptr);
+      });
+    }
+    if (early_exit) handle_exit(p, *early_exit);
+  }
+
+  void arm_read(const std::shared_ptr<Proc>& p, int i) {
+    p->streams[i].desc->async_wait(Descriptor::wait_read, [this, p, i](const boost::system::error_code& ec) {
+      if (ec || !p->streams[i].desc) return;  // closed by finish() or shutdown
+      const bool eof = read_available(p, i);
+      if (eof) {
+        p->streams[i].open = false;
+        on_stream_eof(p);
+      } else if (p->streams[i].desc) {
+        arm_read(p, i);
+      }
+    });
+  }
+
+  // Reads what the stream has now into the log; true at EOF. A pty master answers EIO once
+  // no process holds the terminal any more: that is its EOF.
+  bool read_available(const std::shared_ptr<Proc>& p, int i) {
+    Stream& s = p->streams[i];
+    bool got = false, eof = false;
+    for (int k = 0; k < kReadsPerWakeup; ++k) {
+      const ssize_t n = ::read(s.desc->native_handle(), read_buf.data(), read_buf.size());
+      if (n > 0) {
+        p->log->append(s.type, std::string_view(read_buf.data(), static_cast<size_t>(n)));
+        got = true;
+        if (static_cast<size_t>(n) < read_buf.size()) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      eof = true;  // 0, EIO, or an error that will not go away
+      break;
+    }
+    if (got) notify_output(p);
+    return eof;
+  }
+
+  void on_stream_eof(const std::shared_ptr<Proc>& p) {
+    if (--p->open_streams > 0) return;
+    bool exited, gone;
+    {
+      std::lock_guard lock(mu);
+      exited = p->exited;
+      gone = p->box_gone;
+    }
+    if (exited) {
+      finish(p);
+    } else if (gone) {
+      arm_drain(p);  // an exit may still be on its way; otherwise it ends as killed
+    }
+  }
+
+  void handle_exit(const std::shared_ptr<Proc>& p, int raw_status) {
+    {
+      std::lock_guard lock(mu);
+      if (p->status != ProcessStatus::running || p->exited) return;
+      p->exited = true;
+      p->raw_status = raw_status;
+    }
+    if (p->timeout_timer) p->timeout_timer.reset();
+    if (p->open_streams == 0) {
+      finish(p);
+    } else {
+      arm_drain(p);  // a background child may hold the output open for ever
+    }
+  }
+
+  void arm_drain(const std::shared_ptr<Proc>& p) {
+    if (p->drain_timer) return;
+    p->drain_timer = std::make_unique<asio::steady_timer>(io, opts.drain_grace);
+    p->drain_timer->async_wait([this, p](const boost::system::error_code& ec) {
+      if (!ec) finish(p);
+    });
+  }
+
+  void box_stopped(const std::shared_ptr<Proc>& p) {
+    {
+      std::lock_guard lock(mu);
+      if (p->status != ProcessStatus::running || p->exited) return;
+      p->box_gone = true;
+    }
+    // Its output reaches EOF now that everything in the box is dead; a process of a new box
+    // of the same account keeps its output open and is left alone.
+    if (p->open_streams == 0) arm_drain(p);
+  }
+
+  void close_io(Proc& p) {
+    for (auto& s : p.streams) {
+      s.desc.reset();
+      s.open = false;
+    }
+    p.stdin_pipe.reset();
+    p.drain_timer.reset();
+    p.kill_timer.reset();
+    p.timeout_timer.reset();
+  }
+
+  void finish(const std::shared_ptr<Proc>& p) {
+    {
+      std::lock_guard lock(mu);
+      if (p->status != ProcessStatus::running) return;
+    }
+    for (int i = 0; i < 2; ++i)
+      if (p->streams[i].desc && p->streams[i].open) read_available(p, i);
+    // The log is complete before the status says so: a reader that sees "done" has it all.
+    p->log->finish();
+    ProcessStatus status;
+    std::optional<int> code;
+    const int64_t ended = unix_now();
+    {
+      std::lock_guard lock(mu);
+      status = p->kill_requested || (p->box_gone && !p->exited) ? ProcessStatus::killed : ProcessStatus::done;
+      if (p->exited) code = exit_code_of(p->raw_status);
+      p->status = status;
+      p->exit_code = code;
+      p->ended = ended;
+      p->finished_at = Clock::now();
+      p->stdin_open = false;
+      if (auto it = by_pid.find({p->account, p->pid}); it != by_pid.end() && it->second == p) by_pid.erase(it);
+    }
+    close_io(*p);
+    try {
+      store.update(p->id, status, code, ended);
+    } catch (...) {
+      // The memory copy answers until eviction; a lost update only shows after a restart.
+    }
+    auto waiters = std::move(p->waiters);
+    p->waiters.clear();
+    for (auto& w : waiters) complete(w);
+    auto kill_done = std::move(p->kill_done);
+    p->kill_done.clear();
+    for (auto& d : kill_done) call_quietly(d, true);
+  }
+
+  template <class Fn, class... Args>
+  static void call_quietly(Fn& fn, Args&&... args) {
+    try {
+      if (fn) fn(std::forward<Args>(args)...);
+    } catch (...) {
+      // A caller's callback must not take the loop down.
+    }
+  }
+
+  // ---- waits -----------------------------------------------------------------------------
+
+  void complete(const std::shared_ptr<WaitOp>& w) {
+    w->timer.reset();
+    if (!w->claim()) return;
+    std::optional<ProcessView> view;
+    try {
+      if (auto p = w->proc.lock()) {
+        view = view_of(*p, w->read);
+      } else {
+        view = load_view(w->account, w->id, w->read);
+      }
+    } catch (...) {
+      // The store failed: answer as for an unknown process rather than never.
+    }
+    auto done = std::move(w->done);
+    w->done = nullptr;
+    call_quietly(done, std::move(view));
+  }
+
+  void start_wait(const std::shared_ptr<Proc>& p, const std::shared_ptr<WaitOp>& w) {
+    if (w->settled()) return;
+    bool finished;
+    {
+      std::lock_guard lock(mu);
+      finished = p->status != ProcessStatus::running;
+    }
+    if (finished || (w->until_output && p->log->end_offset() > w->read.offset) || Clock::now() >= w->deadline) {
+      complete(w);
+      return;
+    }
+    w->timer = std::make_unique<asio::steady_timer>(io, w->deadline);
+    w->timer->async_wait([this, w](const boost::system::error_code& ec) {
+      if (!ec) complete(w);
+    });
+    p->waiters.push_back(w);
+    if (p->waiters.size() >= p->prune_mark) {
+      prune_waiters(*p);
+      p->prune_mark = std::max<size_t>(16, 2 * p->waiters.size());
+    }
+  }
+
+  // Drops waits that are over (answered, timed out or cancelled), with their timers.
+  static void prune_waiters(Proc& p) {
+    std::erase_if(p.waiters, [](const std::shared_ptr<WaitOp>& w) {
+      if (!w->settled()) return false;
+      w->timer.reset();
+      return true;
+    });
+  }
+
+  void notify_output(const std::shared_ptr<Proc>& p) {
+    if (p->waiters.empty()) return;
+    const uint64_t end = p->log->end_offset();
+    for (auto& w : p->waiters)
+      if (!w->settled() && w->until_output && end > w->read.offset) complete(w);
+    prune_waiters(*p);
+  }
+
+  // ---- kill and input --------------------------------------------------------------------
+
+  void send_signal(const Proc& p, int sig) {
+    try {
+      boxes.signal(p.account, p.pid, sig);
+    } catch (...) {
+      // The box is going away; the escalation timer still ends the process.
+    }
+  }
+
+  void loop_kill(const std::shared_ptr<Proc>& p, bool force, std::function<void(bool)> done) {
+    bool running;
+    {
+      std::lock_guard lock(mu);
+      running = p->status == ProcessStatus::running;
+      if (running && !p->exited) p->kill_requested = true;
+    }
+    if (!running) {
+      call_quietly(done, true);
+      return;
+    }
+    if (done) p->kill_done.push_back(std::move(done));
+    if (force && p->kill_stage < 2) {
+      p->kill_stage = 2;
+      send_signal(*p, SIGKILL);
+      arm_kill_timer(p);
+    } else if (p->kill_stage == 0) {
+      p->kill_stage = 1;
+      send_signal(*p, SIGTERM);
+      arm_kill_timer(p);
+    }
+  }
+
+  void arm_kill_timer(const std::shared_ptr<Proc>& p) {
+    p->kill_timer = std::make_unique<asio::steady_timer>(io, opts.kill_grace);
+    p->kill_timer->async_wait([this, p](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (p->kill_stage == 1) {
+        p->kill_stage = 2;
+        send_signal(*p, SIGKILL);
+        arm_kill_timer(p);
+      } else {
+        finish(p);  // KILL got no exit either (box unreachable): the wait stays bounded
+      }
+    });
+  }
+
+  Descriptor* input_target(Proc& p) { return p.tty ? p.streams[0].desc.get() : p.stdin_pipe.get(); }
+
+  void queue_input(const std::shared_ptr<Proc>& p, std::string bytes) {
+    if (!input_target(*p)) return;
+    if (!bytes.empty()) p->input_queue.push_back(std::move(bytes));
+    if (!p->writing) write_next(p);
+  }
+
+  void write_next(const std::shared_ptr<Proc>& p) {
+    Descriptor* target = input_target(*p);
+    if (!target) return;
+    if (p->input_queue.empty()) {
+      p->writing = false;
+      if (p->close_stdin_when_written && p->stdin_pipe) {
+        p->stdin_pipe.reset();
+        std::lock_guard lock(mu);
+        p->stdin_open = false;
+      }
+      return;
+    }
+    p->writing = true;
+    asio::async_write(*target, asio::buffer(p->input_queue.front()),
+                      [this, p](const boost::system::error_code& ec, size_t) {
+                        p->writing = false;
+                        if (ec) {
+                          // The reader is gone (EPIPE) or the process finished.
+                          p->input_queue.clear();
+                          if (!p->tty && p->stdin_pipe) {
+                            p->stdin_pipe.reset();
+                            std::lock_guard lock(mu);
+                            p->stdin_open = false;
+                          }
+                          return;
+                        }
+                        p->input_queue.pop_front();
+                        write_next(p);
+                      });
+  }
+
+  // ---- retention -------------------------------------------------------------------------
+
+  void purge() {
+    const int64_t cutoff = unix_now() - static_cast<int64_t>(opts.retention.count());
+    try {
+      for (const auto& path : store.purge_ended_before_returning_logs(cutoff)) OutputLog::remove(path);
+    } catch (...) {
+      // Tried again next round.
+    }
+    std::vector<std::shared_ptr<Proc>> evicted;  // released here, on the loop thread
+    {
+      std::lock_guard lock(mu);
+      const auto now = Clock::now();
+      for (auto it = procs.begin(); it != procs.end();) {
+        const Proc& p = *it->second;
+        if (p.status != ProcessStatus::running && (p.ended < cutoff || now - p.finished_at >= kEvictAfter)) {
+          evicted.push_back(std::move(it->second));
+          it = procs.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    purge_timer = std::make_unique<asio::steady_timer>(io, opts.purge_interval);
+    purge_timer->async_wait([this](const boost::system::error_code& ec) {
+      if (!ec && !stopping) purge();
+    });
+  }
+
+  // ---- any thread ------------------------------------------------------------------------
+
+  std::shared_ptr<Proc> find_locked(const std::string& account, const std::string& id) {
+    auto it = procs.find(id);
+    if (it == procs.end() || it->second->account != account) return nullptr;
+    return it->second;
+  }
+
+  std::shared_ptr<Proc> find(const std::string& account, const std::string& id) {
+    std::lock_guard lock(mu);
+    return find_locked(account, id);
+  }
+
+  ProcessView view_of(const Proc& p, const ReadSpec& read) {
+    ProcessView v;
+    {
+      // Status first, output second: a "done" view then carries all the output.
+      std::lock_guard lock(mu);
+      v.id = p.id;
+      v.command = p.command;
+      v.status = p.status;
+      v.exit_code = p.exit_code;
+    }
+    fill_output(v, p.log->read(read.offset, read.max_bytes, read.tail_lines));
+    return v;
+  }
+
+  // A process that is not in memory: finished in an earlier daemon run, or evicted.
+  std::optional<ProcessView> load_view(const std::string& account, const std::string& id, const ReadSpec& read) {
+    auto rec = store.get(account, id);
+    if (!rec) return std::nullopt;
+    ProcessView v;
+    v.id = rec->id;
+    v.command = rec->command;
+    v.status = rec->status;
+    if (rec->exit_code) v.exit_code = static_cast<int>(*rec->exit_code);
+    v.next_offset = read.offset;
+    try {
+      fill_output(v, OutputLog::open(rec->log_path)->read(read.offset, read.max_bytes, read.tail_lines));
+    } catch (const Error&) {
+      // The log is gone (removed by hand, or never written): the record still answers.
+    }
+    return v;
+  }
+
+  void end_spawning_locked(const std::string& account) {
+    auto it = spawning.find(account);
+    if (it == spawning.end() || --it->second > 0) return;
+    spawning.erase(it);
+    // Exits parked while nothing of ours was being spawned belong to other users of the box.
+    std::erase_if(parked, [&](const auto& e) { return e.first.first == account; });
+  }
+
+  std::string start(StartRequest req) {
+    std::shared_ptr<OutputLog> log;
+    std::string id, log_path;
+    for (int attempt = 0;; ++attempt) {
+      id = new_process_id();
+      log_path = opts.log_dir + "/" + id + ".log";
+      try {
+        log = OutputLog::create(log_path, opts.output_cap, opts.memory_tail);  // exclusive: the id is new
+        break;
+      } catch (const Error& e) {
+        if (e.code() != EEXIST || attempt + 1 >= kIdAttempts) throw;
+      }
+    }
+
+    auto p = std::make_shared<Proc>();
+    p->id = id;
+    p->account = req.account;
+    p->command = req.command;
+    p->tty = req.spawn.tty;
+    p->log = log;
+    p->stdin_open = req.spawn.tty || !req.stdin_data;
+
+    UniqueFd child_in, child_out, child_err;
+    if (!p->tty) {
+      make_pipe(child_in, p->stdin_fd);
+      make_pipe(p->stdout_fd, child_out);
+      make_pipe(p->stderr_fd, child_err);
+    }
+    {
+      std::lock_guard lock(mu);
+      ++spawning[req.account];
+    }
+    SpawnResult spawned;
+    try {
+      const int stdio[3] = {child_in.get(), child_out.get(), child_err.get()};
+      spawned = boxes.spawn(req.account, req.spawn,
+                            p->tty ? std::span<const int>{} : std::span<const int>(stdio, 3));
+    } catch (...) {
+      {
+        std::lock_guard lock(mu);
+        end_spawning_locked(req.account);
+      }
+      OutputLog::remove(log_path);
+      throw;
+    }
+    child_in.reset();
+    child_out.reset();
+    child_err.reset();
+    p->pid = spawned.pid;
+    p->pty_fd = std::move(spawned.pty_master);
+
+    ProcessRecord rec;
+    rec.id = id;
+    rec.account = req.account;
+    rec.command = req.command;
+    rec.started = unix_now();
+    rec.log_path = log_path;
+    try {
+      if (p->tty && !p->pty_fd) throw Error("spawn: no terminal for the command");
+      for (int fd : {p->pty_fd.get(), p->stdout_fd.get(), p->stderr_fd.get(), p->stdin_fd.get()})
+        if (fd >= 0) set_nonblocking(fd);
+      store.insert(rec);
+    } catch (...) {
+      // Not recorded means not started: nobody could ever see or stop it.
+      send_signal(*p, SIGKILL);
+      {
+        std::lock_guard lock(mu);
+        end_spawning_locked(req.account);
+      }
+      OutputLog::remove(log_path);
+      throw;
+    }
+
+    std::lock_guard lock(mu);
+    procs[id] = p;
+    std::optional<int> early_exit;
+    if (auto it = parked.find({p->account, p->pid}); it != parked.end()) {
+      early_exit = it->second;
+      parked.erase(it);
+    } else {
+      by_pid[{p->account, p->pid}] = p;
+    }
+    end_spawning_locked(req.account);
+    // Posted under mu: an on_exit that finds the process posts after this.
+    post([this, p, stdin_data = std::move(req.stdin_data), timeout = req.timeout, early_exit]() mutable {
+      setup(p, std::move(stdin_data), timeout, early_exit);
+    });
+    return id;
+  }
+
+  BoxPort& boxes;
+  ProcessStore& store;
+  const ProcessTableOptions opts;
+
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  bool stopping = false;                          // loop thread only
+  std::unique_ptr<asio::steady_timer> purge_timer;  // loop thread only
+  std::vector<char> read_buf;                     // loop thread only
+
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<Proc>> procs;                    // by id
+  std::map<std::pair<std::string, pid_t>, std::shared_ptr<Proc>> by_pid;  // exit not seen yet
+  std::map<std::string, int> spawning;                                   // spawns in flight
+  std::map<std::pair<std::string, pid_t>, int> parked;                   // exits before start() recorded
+
+  std::thread thread;  // last: started when everything above exists
+};
+
+ProcessTable::ProcessTable(BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts)
+    : impl_(std::make_unique<Impl>(boxes, store, std::move(opts))) {}
+
+ProcessTable::~ProcessTable() = default;
+
+std::string ProcessTable::start(StartRequest req) { return impl_->start(std::move(req)); }
+
+void ProcessTable::on_exit(const std::string& account, pid_t pid, int status) {
+  Impl& im = *impl_;
+  std::lock_guard lock(im.mu);
+  if (auto it = im.by_pid.find({account, pid}); it != im.by_pid.end()) {
+    auto p = it->second;
+    im.by_pid.erase(it);
+    im.post([&im, p, status] { im.handle_exit(p, status); });
+  } else if (im.spawning.count(account)) {
+    im.parked[{account, pid}] = status;  // start() has not recorded this pid yet
+  }
+}
+
+void ProcessTable::on_box_stopped(const std::string& account) {
+  Impl& im = *impl_;
+  std::vector<std::shared_ptr<Impl::Proc>> affected;
+  {
+    std::lock_guard lock(im.mu);
+    for (auto& [id, p] : im.procs)
+      if (p->account == account && p->status == ProcessStatus::running) affected.push_back(p);
+  }
+  im.post([&im, affected = std::move(affected)] {
+    for (auto& p : affected) im.box_stopped(p);
+  });
+}
+
+std::vector<ProcessSummary> ProcessTable::list(const std::string& account) {
+  Impl& im = *impl_;
+  const auto records = im.store.list_by_account(account);
+  std::vector<ProcessSummary> out;
+  out.reserve(records.size());
+  std::lock_guard lock(im.mu);
+  for (const auto& r : records) {
+    ProcessSummary s;
+    s.id = r.id;
+    s.command = r.command;
+    s.status = r.status;
+    if (r.exit_code) s.exit_code = static_cast<int>(*r.exit_code);
+    if (auto p = im.find_locked(account, r.id)) {  // newer than the store while it runs
+      s.status = p->status;
+      s.exit_code = p->exit_code;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::optional<ProcessView> ProcessTable::get(const std::string& account, const std::string& id,
+                                             const ReadSpec& read) {
+  if (auto p = impl_->find(account, id)) return impl_->view_of(*p, read);
+  return impl_->load_view(account, id, read);
+}
+
+std::shared_ptr<ProcessTable::Wait> ProcessTable::wait(const std::string& account, const std::string& id,
+                                                       const ReadSpec& read, bool until_output,
+                                                       std::chrono::steady_clock::time_point deadline,
+                                                       std::function<void(std::optional<ProcessView>)> done) {
+  Impl& im = *impl_;
+  auto w = std::make_shared<Impl::WaitOp>();
+  w->account = account;
+  w->id = id;
+  w->read = read;
+  w->until_output = until_output;
+  w->deadline = deadline;
+  w->done = std::move(done);
+  if (auto p = im.find(account, id)) {
+    w->proc = p;
+    im.post([&im, p, w] { im.start_wait(p, w); });
+  } else {
+    im.post([&im, w] { im.complete(w); });  // from the store, or nullopt
+  }
+  return w;
+}
+
+InputResult ProcessTable::input(const std::string& account, const std::string& id, std::string bytes) {
+  Impl& im = *impl_;
+  std::shared_ptr<Impl::Proc> p;
+  {
+    std::lock_guard lock(im.mu);
+    p = im.find_locked(account, id);
+    if (p) {
+      if (p->status != ProcessStatus::running || p->exited) return InputResult::exited;
+      if (!p->stdin_open) return InputResult::closed;
+    }
+  }
+  if (!p) return im.store.get(account, id) ? InputResult::exited : InputResult::not_found;
+  im.post([&im, p, bytes = std::move(bytes)]() mutable { im.queue_input(p, std::move(bytes)); });
+  return InputResult::ok;
+}
+
+void ProcessTable::kill(const std::string& account, const std::string& id, bool force,
+                        std::function<void(bool found)> done) {
+  Impl& im = *impl_;
+  if (auto p = im.find(account, id)) {
+    im.post([&im, p, force, done = std::move(done)]() mutable { im.loop_kill(p, force, std::move(done)); });
+  } else {
+    im.post([&im, account, id, done = std::move(done)]() mutable {
+      bool found = false;
+      try {
+        found = im.store.get(account, id).has_value();  // finished earlier: its record stays as is
+      } catch (...) {
+      }
+      Impl::call_quietly(done, found);
+    });
+  }
+}
+
+}  // namespace agentbox::exec

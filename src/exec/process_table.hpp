@@ -1,0 +1,145 @@
+#pragma once
+// ProcessTable: the commands run through /execute, per account (DESIGN §5). Each process has an
+// id, an owner account, a status, an exit code and an output log (output_log.hpp) with absolute
+// byte offsets. Output is read and long-polls wait on the table's own event-loop thread, never
+// on a blocked thread, so thousands of waits cost a timer each. Every lookup is scoped to one
+// account: another account's id is "not found", never "forbidden" (ids are not an oracle).
+//
+// Lifecycle of a process: start() spawns it through the BoxPort; its output is collected until
+// the command has exited (on_exit) and its output has drained (EOF, or a short grace after the
+// exit when a background child keeps the terminal open); then it is finished: status done
+// (exit_code = exit status, or -signal when a signal ended it) or killed (kill() or timeout).
+// A finished process stays queryable for `retention`, across daemon restarts (ProcessStore +
+// the log file); one that was running when the daemon stopped reads back as "lost".
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "box/box.hpp"
+#include "store/process_store.hpp"
+
+namespace agentbox::exec {
+
+// Where the table's commands run: the daemon's BoxManager (server/), a fake in tests.
+class BoxPort {
+ public:
+  virtual ~BoxPort() = default;
+  // Starts req in account's box (starting the box if needed). Pipes mode: stdio = in, out, err.
+  // Throws SpawnError when the command could not be executed, Error otherwise.
+  virtual SpawnResult spawn(const std::string& account, const SpawnRequest& req,
+                            std::span<const int> stdio) = 0;
+  // Signals the process group led by pid in account's box (no-op if the box is gone).
+  virtual void signal(const std::string& account, pid_t pid, int sig) = 0;
+};
+
+struct OutputChunk {
+  std::string type;  // "output" (pty: stdout and stderr merged), "stdout", "stderr"
+  std::string data;
+};
+
+struct ProcessSummary {  // GET /execute
+  std::string id;
+  std::string command;
+  ProcessStatus status = ProcessStatus::running;
+  std::optional<int> exit_code;
+};
+
+struct ProcessView : ProcessSummary {  // the process object of API.md
+  std::vector<OutputChunk> output;
+  bool truncated = false;     // output before the returned part is gone (cap) or cut by tail
+  uint64_t next_offset = 0;   // pass back as offset to get only newer output
+};
+
+struct StartRequest {
+  std::string account;                      // Account::name
+  std::string command;                      // as the client sent it (shown in listings)
+  SpawnRequest spawn;                       // argv, env, cwd, tty: built by the caller
+  std::optional<std::string> stdin_data;    // written to the command's input; pipes: then closed
+  std::optional<std::chrono::milliseconds> timeout;  // then killed as kill(force=false)
+};
+
+struct ReadSpec {
+  uint64_t offset = 0;                  // absolute byte offset into the output
+  std::optional<uint64_t> tail_lines;   // only the last N lines of what is available
+  size_t max_bytes = 1 << 20;           // most output bytes in one answer (next_offset continues)
+};
+
+struct ProcessTableOptions {
+  std::string log_dir;                            // output logs live here (created 0700)
+  uint64_t output_cap = 16ull << 20;              // bytes of output kept per process (newest)
+  size_t memory_tail = 64 << 10;                  // of which the newest are also kept in memory
+  std::chrono::seconds retention{3600};           // finished processes stay this long
+  std::chrono::milliseconds kill_grace{3000};     // TERM → KILL after this
+  std::chrono::milliseconds drain_grace{200};     // after exit, wait this long for output EOF
+  std::chrono::milliseconds purge_interval{60000}; // how often expired records and logs go
+};
+
+enum class InputResult { ok, not_found, exited, closed };
+
+class ProcessTable {
+ public:
+  // Starts the event-loop thread; marks records left "running" by a previous daemon "lost".
+  ProcessTable(BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts);
+  // Stops the thread; running commands are left to their boxes (their records read back as
+  // "lost" next time). on_exit/on_box_stopped must not be called any more by then.
+  ~ProcessTable();
+  ProcessTable(const ProcessTable&) = delete;
+  ProcessTable& operator=(const ProcessTable&) = delete;
+
+  // Starts a command; returns its id. Throws SpawnError / Error (nothing is recorded then).
+  std::string start(StartRequest req);
+
+  // From BoxManager: a spawned command exited (raw wait status). Safe from any thread, and
+  // safe when it arrives before start() returned.
+  void on_exit(const std::string& account, pid_t pid, int status);
+  // From BoxManager: the account's box went away; its running processes end as killed.
+  void on_box_stopped(const std::string& account);
+
+  // The account's processes (running and retained), oldest first.
+  std::vector<ProcessSummary> list(const std::string& account);
+  // Now; nullopt when account has no process id.
+  std::optional<ProcessView> get(const std::string& account, const std::string& id,
+                                 const ReadSpec& read);
+
+  // Long-poll: calls done once, on the table's thread, with the view when the process has
+  // finished, or (when until_output) as soon as output past read.offset exists, or at
+  // deadline with the view as it is; done(nullopt) when there is no such process. The handle
+  // cancels the wait (done is not called after cancel() returns, unless it was already
+  // running); dropping it does not cancel. Handles may outlive the table. Waits still pending
+  // when the table is destroyed are dropped without a call.
+  class Wait {
+   public:
+    virtual ~Wait() = default;
+    virtual void cancel() = 0;
+  };
+  std::shared_ptr<Wait> wait(const std::string& account, const std::string& id,
+                             const ReadSpec& read, bool until_output,
+                             std::chrono::steady_clock::time_point deadline,
+                             std::function<void(std::optional<ProcessView>)> done);
+
+  // Writes bytes to the command's input (pty or stdin pipe). ok means queued: the bytes are
+  // written on the table's thread, in order. exited: the command has ended (or is from an
+  // earlier run); closed: pipes mode and its stdin was closed (after stdin_data, or EPIPE).
+  InputResult input(const std::string& account, const std::string& id, std::string bytes);
+
+  // TERM (KILL when force) to the process group; after kill_grace without exit, KILL. done(true)
+  // once it has finished (status killed), done(false) when there is no such process. A process
+  // already finished: done(true) at once, its record unchanged. Bounded: if not even KILL
+  // brings an exit within another kill_grace (box unreachable), it is recorded killed anyway.
+  // A command that had already exited and only waits for its output to drain ends as done.
+  void kill(const std::string& account, const std::string& id, bool force,
+            std::function<void(bool found)> done);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace agentbox::exec

@@ -1,0 +1,57 @@
+#pragma once
+// BlockingPool: a few threads for work that blocks (file I/O, SQLite, zipping), so the HTTP io
+// threads never wait on a disk. A route hands its work to the pool through offload(), which
+// returns an AsyncHandler: the io thread copies the request, queues the work and is free again;
+// the pool thread runs it and answers through the ResponseWriter.
+//
+// Work that switches the thread's filesystem identity (FsIdentity) does so inside one call and
+// gives it back before returning: pool threads serve every account in turn.
+//
+// Ownership: the handlers offload() returns hold the pool (shared_ptr), so it lives as long as
+// the route table; the jobs they queue hold only the request, the writer and the work, never
+// the pool (a pool thread cannot join itself). The destructor waits for queued work.
+#include <boost/asio/thread_pool.hpp>
+
+#include <functional>
+#include <memory>
+
+#include "server/request.hpp"
+#include "server/response.hpp"
+#include "server/router.hpp"
+
+namespace agentbox::server {
+
+class ResponseWriter;
+
+// Work that answers through the writer itself (send_file, streams); an exception it lets escape
+// is answered as a synchronous handler's would be (writer.fail).
+using BlockingWork = std::function<void(const Request&, const std::shared_ptr<ResponseWriter>&)>;
+
+class BlockingPool {
+ public:
+  explicit BlockingPool(unsigned threads = 4);
+  ~BlockingPool();  // waits for queued and running work
+  BlockingPool(const BlockingPool&) = delete;
+  BlockingPool& operator=(const BlockingPool&) = delete;
+
+  // Runs `job` on a pool thread.
+  void post(std::function<void()> job);
+
+  unsigned threads() const { return threads_; }
+
+ private:
+  unsigned threads_;
+  boost::asio::thread_pool pool_;
+};
+
+// An AsyncHandler that runs `handler` on `pool` and sends its Response (or the response for its
+// exception). Work whose client left while it was queued is dropped unrun.
+AsyncHandler offload(std::shared_ptr<BlockingPool> pool, Handler handler);
+// The same for work that answers through the writer itself.
+AsyncHandler offload(std::shared_ptr<BlockingPool> pool, BlockingWork work);
+
+// An owned copy of `req` for work that outlives the handler call (whose Request reference does
+// not): every field copied, the spooled body file duplicated (same open file, offset 0).
+Request copy_request(const Request& req);
+
+}  // namespace agentbox::server

@@ -1,0 +1,97 @@
+#include "server/caller.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "fs/dir_list.hpp"
+#include "fs/fs_error.hpp"
+#include "server/http_error.hpp"
+#include "util/error.hpp"
+
+namespace agentbox::server {
+
+namespace {
+
+// External ids are opaque strings from the front end; a bound keeps the store and the logs sane.
+constexpr size_t kMaxUserIdBytes = 256;
+
+// mkdir that accepts an existing directory.
+void ensure_dir(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == -1 && errno != EEXIST) throw sys_error("mkdir(" + path + ")");
+}
+
+// The home on first sight: owned by the account, private. A home that exists is left as is
+// (its owner may have been changed on purpose by an operator).
+void create_home(const std::string& path, uid_t uid, gid_t gid) {
+  if (::mkdir(path.c_str(), 0700) == 0) {
+    check(::chown(path.c_str(), uid, gid), "chown(" + path + ")");
+    return;
+  }
+  if (errno != EEXIST) throw sys_error("mkdir(" + path + ")");
+}
+
+}  // namespace
+
+CallerDirectory::CallerDirectory(AccountStore& accounts, std::string state_dir)
+    : accounts_(accounts), state_dir_(std::move(state_dir)) {
+  ensure_dir(state_dir_, 0700);
+  // Search permission only: the daemon reaches each home by name, no one lists them.
+  ensure_dir(state_dir_ + "/homes", 0711);
+}
+
+std::string CallerDirectory::host_home(const Account& account) const {
+  return state_dir_ + "/" + account.home_dir;
+}
+
+std::shared_ptr<const ConfinedDir> CallerDirectory::home_of(const Account& account) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = homes_.find(account.name); it != homes_.end()) return it->second;
+  }
+  std::string host = host_home(account);
+  create_home(host, account.uid, account.gid);
+  auto home = std::make_shared<const ConfinedDir>(
+      ConfinedDir::open_home(host, "/home/" + account.name, account.uid, account.gid));
+  std::lock_guard lock(mu_);
+  return homes_.emplace(account.name, std::move(home)).first->second;
+}
+
+Caller CallerDirectory::resolve(const Request& req) {
+  auto user = req.header("X-User-Id");
+  if (!user || user->empty())
+    throw HttpError(http::status::bad_request, "Missing X-User-Id header: every request must name its user");
+  if (user->size() > kMaxUserIdBytes)
+    throw HttpError(http::status::bad_request, "X-User-Id is longer than 256 bytes");
+
+  Caller caller;
+  caller.account = accounts_.get_or_create(*user);
+  accounts_.touch(caller.account.name, static_cast<int64_t>(::time(nullptr)));
+  caller.home = home_of(caller.account);
+  caller.box_home = caller.home->box_home();
+  caller.cwd = caller.box_home;
+  if (auto session = req.header("X-Session-Id"); session && !session->empty()) {
+    caller.session_id = std::string(*session);
+    std::lock_guard lock(mu_);
+    if (auto it = cwds_.find({caller.account.name, caller.session_id}); it != cwds_.end())
+      caller.cwd = it->second;
+  }
+  return caller;
+}
+
+std::string CallerDirectory::set_cwd(const Caller& caller, std::string_view path) {
+  if (caller.session_id.empty())
+    throw HttpError(http::status::bad_request,
+                    "Missing X-Session-Id header: the working directory is kept per session");
+  HomePath p = caller.home->path(path, caller.cwd);
+  if (!is_directory(*caller.home, p))
+    throw FsError(FsErrorKind::not_found, "Directory not found: " + p.shown);
+  std::lock_guard lock(mu_);
+  cwds_[{caller.account.name, caller.session_id}] = p.shown;
+  return p.shown;
+}
+
+}  // namespace agentbox::server

@@ -1,0 +1,33 @@
+#pragma once
+// Every Open Terminal /files/* route (API.md Part A): cwd, list, read, display, view, serve,
+// write, replace, mkdir, delete, move, grep, glob, upload, archive. Each resolves the caller
+// first and reaches files only through the caller's ConfinedDir (fs/), on a BlockingPool thread,
+// never on an io thread. Paths are relative to the session cwd, "~/...", or absolute as the
+// box sees them ("/home/NAME/..."); anything else is 403 (fs/home_path.hpp).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fs/file_read.hpp"
+#include "fs/zip_archive.hpp"
+#include "server/blocking_pool.hpp"
+#include "server/caller.hpp"
+#include "server/router.hpp"
+
+namespace agentbox::server {
+
+struct FileRoutesOptions {
+  std::shared_ptr<BlockingPool> pool;      // null: the routes make their own (4 threads)
+  std::string temp_dir = "/var/tmp";       // the daemon's; archives are built here (O_TMPFILE)
+  uint64_t upload_max_bytes = 1ull << 30;  // bytes of one uploaded file
+  ReadOptions read;                        // read_file's byte budget and size limits
+  ArchiveOptions archive;                  // archive input and entry limits
+};
+
+// `callers` must outlive the router (and the server it goes into).
+void add_file_routes(Router& router, CallerDirectory& callers, const FileRoutesOptions& options);
+
+// Room a multipart body needs beyond the file itself (boundaries, part headers, other fields).
+inline constexpr uint64_t kMultipartOverheadBytes = 1 << 20;
+
+}  // namespace agentbox::server

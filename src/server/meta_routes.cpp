@@ -1,0 +1,94 @@
+#include "server/meta_routes.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "config/units.hpp"
+#include "server/openapi.hpp"
+
+namespace agentbox::server {
+
+namespace {
+
+// What a model most often reaches for; reported when present in the box's /usr tree.
+constexpr const char* kTools[] = {"bash", "python3", "pip3", "node", "npm", "gcc", "g++", "make",
+                                  "cmake", "git", "go", "rustc", "cargo", "java", "ruby", "perl",
+                                  "sqlite3", "curl", "jq", "rg", "tmux", "vim"};
+
+std::vector<std::string> tools_in_box_tree() {
+  std::vector<std::string> found;
+  for (const char* tool : kTools)
+    for (const char* dir : {"/usr/local/bin/", "/usr/bin/"})
+      if (::access((std::string(dir) + tool).c_str(), X_OK) == 0) {
+        found.emplace_back(tool);
+        break;
+      }
+  return found;
+}
+
+// PRETTY_NAME of /usr/lib/os-release: the box shares the host's /usr, so the same system.
+std::string os_name() {
+  std::ifstream in("/usr/lib/os-release");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  return "Linux";
+}
+
+}  // namespace
+
+std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std::string& os_name,
+                          const std::vector<std::string>& tools) {
+  std::string limits;
+  if (spec.limits.memory_bytes) limits += " memory " + format_size(spec.limits.memory_bytes) + ",";
+  if (spec.limits.cpu_millicores)
+    limits += " CPU " + std::to_string(spec.limits.cpu_millicores / 1000.0).substr(0, 4) + " cores,";
+  if (spec.limits.pids) limits += " " + std::to_string(spec.limits.pids) + " processes,";
+  if (!limits.empty()) limits.back() = '.';
+
+  std::string tool_list;
+  for (const auto& t : tools) tool_list += (tool_list.empty() ? "" : ", ") + t;
+
+  return "You have your own Linux environment (" + os_name + ", " + "x86_64), private to this "
+         "user: nobody else can see its files or processes.\n"
+         "- User: " + spec.name + " (not root; no sudo). Home: " + spec.home_target +
+         " (persistent). Current directory: " + cwd + ".\n"
+         "- Shell: " + spec.shell + ". Writable: the home, /tmp (private, cleared when the "
+         "environment stops). The system (/usr, /etc) is read-only: install packages into the "
+         "home (pip install --user, npm install in a project).\n"
+         "- Available: " + (tool_list.empty() ? "standard Unix tools" : tool_list) + ".\n"
+         "- Network: none. Only localhost inside this environment is reachable; downloads and "
+         "API calls fail.\n"
+         "- Limits:" + (limits.empty() ? " none." : limits) + "\n"
+         "Run commands with run_command (wait for short ones; poll long ones with "
+         "get_process_status), read and edit files with read_file, write_file and "
+         "replace_file_content, and show files to the user with display_file.";
+}
+
+void add_meta_routes(Router& router, CallerDirectory& callers, AccountBoxes& boxes,
+                     std::string version) {
+  RouteOptions open;
+  open.is_public = true;
+  router.add(http::verb::get, "/health", [](const Request&) { return Response::json({{"status", "ok"}}); }, open);
+  router.add(http::verb::get, "/api/config", [](const Request&) {
+    return Response::json({{"features", {{"terminal", true}, {"notebooks", false}, {"system", true}}}});
+  }, open);
+  auto doc = std::make_shared<const std::string>(dump_json(openapi_document(version)));
+  router.add(http::verb::get, "/openapi.json", [doc](const Request&) {
+    return Response::text(*doc, http::status::ok, "application/json");
+  }, open);
+
+  auto tools = std::make_shared<const std::vector<std::string>>(tools_in_box_tree());
+  auto os = std::make_shared<const std::string>(os_name());
+  router.add(http::verb::get, "/system", [&callers, &boxes, tools, os](const Request& req) {
+    Caller caller = callers.resolve(req);
+    return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools)}});
+  });
+}
+
+}  // namespace agentbox::server

@@ -1,0 +1,20 @@
+#pragma once
+// The routes that describe the server and the caller's box rather than act on it:
+// GET /health, GET /api/config, GET /openapi.json (public) and GET /system (the system prompt).
+#include <string>
+
+#include "server/account_boxes.hpp"
+#include "server/caller.hpp"
+#include "server/router.hpp"
+
+namespace agentbox::server {
+
+void add_meta_routes(Router& router, CallerDirectory& callers, AccountBoxes& boxes,
+                     std::string version);
+
+// The text of GET /system for a box: what a model should know before it runs anything.
+// `tools` lists the interpreters and compilers found in the box's tree.
+std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std::string& os_name,
+                          const std::vector<std::string>& tools);
+
+}  // namespace agentbox::server
