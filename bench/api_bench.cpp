@@ -6,9 +6,11 @@
 //             alternate with the one-shots, so that the load of a busy machine hits both alike.
 //   longpoll  long-polls (GET /execute/{id}/status?wait=60&offset=0) parked on processes that
 //             wait for input, all on one asio thread: the daemon's RSS once they are parked,
-//             then, per long-poll, the delay from its process's input POST returning to its answer
+//             then, per long-poll, the delay from its process's input POST returning to its answer;
+//             once with every input sent at once (burst), once paced (--input-gaps)
 //   view      GET /files/view of a 1 GiB file through curl, against cat of the same host file
-//             (both warm in the page cache), alternating, median of N
+//             (both warm in the page cache), alternating, median of N; and, as the loopback
+//             ceiling, curl of the same file from a minimal sendfile(2) server in this process
 // The daemon is started (and stopped) by bench/api_bench.sh; this program only talks to it.
 //
 //   api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view]
@@ -16,8 +18,12 @@
 //             [--procs 100] [--users 10] [--polls 5000] [--input-gaps 0,20]
 //             [--view-runs 5] [--view-mib 1024]
 // The API key comes from AGENTBOX_API_KEY.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spawn.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,7 +56,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "box/box_env.hpp"
 #include "util/error.hpp"
+#include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
 
 extern char** environ;
@@ -232,7 +240,9 @@ struct RunTime {
 
 // Runs argv (PATH lookup) with stdin and stderr on /dev/null and stdout on out_fd (or
 // /dev/null), waits for it. Throws if it does not exit 0.
-RunTime spawn_timed(const std::vector<std::string>& argv, int out_fd = -1) {
+// env: the command's environment (default: this process's).
+RunTime spawn_timed(const std::vector<std::string>& argv, int out_fd = -1,
+                    const std::vector<std::string>* env = nullptr) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -244,7 +254,12 @@ RunTime spawn_timed(const std::vector<std::string>& argv, int out_fd = -1) {
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
   auto t0 = Clock::now();
-  int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  std::vector<char*> envp;
+  if (env) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
+  int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), env ? envp.data() : environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     errno = rc;
@@ -353,7 +368,12 @@ void bench_exec(const Endpoint& ep, const Daemon& daemon, const std::vector<int>
       "  {} s per level; the 1-client level in {} rounds alternating with {} bwrap one-shots\n",
       seconds, rounds, oneshots);
   header();
-  std::vector<double> bwrap_ms, true_ms;
+  // What the box runs for `true`, here on the host with the box's environment (box_env.cpp):
+  // the part of the boxes' CPU per exec that is the shell itself, not the box.
+  const std::vector<std::string> bash_true = {"/bin/bash", "-c", "true"};
+  const std::vector<std::string> box_like_env = {std::string("PATH=") + kBoxPath, "LANG=C.UTF-8",
+                                                 "HOME=/tmp", "TERM=xterm-256color"};
+  std::vector<double> bwrap_ms, true_ms, bash_cpu;
   double p50_one = 0, best_rate = 0;
   const auto ncores = std::thread::hardware_concurrency();
   for (int clients : levels) {
@@ -364,6 +384,7 @@ void bench_exec(const Endpoint& ep, const Daemon& daemon, const std::vector<int>
         for (int i = 0; i < oneshots / rounds; ++i) {
           bwrap_ms.push_back(spawn_wait(kBwrapTrue));
           true_ms.push_back(spawn_wait({"/bin/true"}));
+          bash_cpu.push_back(spawn_timed(bash_true, -1, &box_like_env).cpu_ms);
         }
       }
       LevelResult part = exec_level(ep, daemon, clients, seconds / level_rounds);
@@ -394,6 +415,7 @@ void bench_exec(const Endpoint& ep, const Daemon& daemon, const std::vector<int>
   row("bwrap one-shot /bin/true (fork+exec+wait), median", ms(bwrap));
   row("bwrap one-shot /bin/true, p90", ms(percentile(bwrap_ms, 90)));
   row("plain /bin/true (fork+exec+wait), median (load gauge)", ms(median(true_ms)));
+  row("CPU of `bash -c true` on the host (box env), median", ms(median(bash_cpu)));
   row(fmt::format("exec p50 at {} client / bwrap median", levels.front()),
       fmt::format("{:.2f}x", p50_one / bwrap), "<= 0.5x", yes_no(p50_one <= 0.5 * bwrap));
   row("execs/s, best level", fmt::format("{:.1f}", best_rate), ">= 500/s", yes_no(best_rate >= 500));
@@ -614,13 +636,67 @@ void bench_longpoll(const Endpoint& ep, const Daemon& daemon, size_t procs, size
   Clock::time_point last_answer = t_inputs;
   for (const auto& p : fleet.polls()) last_answer = std::max(last_answer, p->answered_at);
   row("first input POST -> last answer", ms(ms_between(t_inputs, last_answer)));
-  row("CPU per answer: daemon (incl. input POSTs) + client",
-      fmt::format("{:.0f}+{:.0f} us", 1000 * answer_cpu / static_cast<double>(polls),
-                  1000 * answer_self / static_cast<double>(polls)));
+  row("CPU, first input -> last answer: daemon + client", fmt::format("{:.0f}+{:.0f} ms", answer_cpu, answer_self));
 }
 
 // ---------------------------------------------------------------------------------------------
 // 3. /files/view against cat
+
+// A minimal HTTP server that answers every request with one file through sendfile(2): what
+// a server can reach over loopback to curl on this machine, so the daemon's own cost can be
+// told from the transport's and curl's.
+class SendfileServer {
+ public:
+  explicit SendfileServer(std::string path) : path_(std::move(path)) {
+    listen_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!listen_) throw sys_error("socket");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    check(::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), "bind(127.0.0.1:0)");
+    check(::listen(listen_.get(), 16), "listen");
+    socklen_t len = sizeof addr;
+    check(::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~SendfileServer() {
+    ::shutdown(listen_.get(), SHUT_RDWR);  // accept() returns EINVAL: the thread ends
+    thread_.join();
+  }
+  unsigned short port() const { return port_; }
+
+ private:
+  void serve() {
+    for (;;) {
+      UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn) return;
+      try {
+        std::string head;
+        char buf[4096];
+        while (head.find("\r\n\r\n") == std::string::npos) {
+          ssize_t n = ::read(conn.get(), buf, sizeof buf);
+          if (n <= 0) break;
+          head.append(buf, static_cast<size_t>(n));
+        }
+        UniqueFd file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+        struct stat st{};
+        if (!file || ::fstat(file.get(), &st) != 0) continue;
+        write_all(conn.get(), fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                          st.st_size));
+        for (off_t off = 0; off < st.st_size;)
+          if (::sendfile(conn.get(), file.get(), &off, static_cast<size_t>(st.st_size - off)) <= 0) break;
+      } catch (const std::exception&) {
+        // The client went away: next connection.
+      }
+    }
+  }
+
+  std::string path_;
+  UniqueFd listen_;
+  unsigned short port_ = 0;
+  std::thread thread_;
+};
 
 void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& state_dir, int runs, int mib) {
   const std::string user = "bench-view";
@@ -642,10 +718,15 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
     throw Error(fmt::format("{} is {} bytes, not {} MiB", host_file, st.st_size, mib));
 
   const std::vector<std::string> cat = {"cat", host_file};
-  const std::vector<std::string> curl = {
-      "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-      "-H", "Authorization: Bearer " + ep.key, "-H", "X-User-Id: " + user,
-      fmt::format("http://{}:{}/files/view?path=big", ep.host, ep.port)};
+  // curl's output: "STATUS BYTES".
+  auto curl_of = [](const std::string& url, const std::vector<std::string>& headers) {
+    std::vector<std::string> argv = {"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}"};
+    for (const auto& h : headers) argv.insert(argv.end(), {"-H", h});
+    argv.push_back(url);
+    return argv;
+  };
+  const auto curl = curl_of(fmt::format("http://{}:{}/files/view?path=big", ep.host, ep.port),
+                            {"Authorization: Bearer " + ep.key, "X-User-Id: " + user});
   spawn_wait(cat);  // warm the page cache
   const std::string probe = spawn_capture(curl).second;
   if (probe.rfind("200 ", 0) != 0) {
@@ -654,8 +735,13 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
     row("GET /files/view", "skipped", "", fmt::format("answered {} {}", probe, r.detail()));
     return;
   }
-  std::vector<double> cat_ms, view_ms, cat_cpu, curl_cpu, daemon_cpu;
+  SendfileServer reference(host_file);
+  const auto curl_ref = curl_of(fmt::format("http://127.0.0.1:{}/big", reference.port()), {});
+  std::vector<double> cat_ms, view_ms, ref_ms, cat_cpu, curl_cpu, daemon_cpu;
   for (int i = 0; i < runs; ++i) {
+    auto [tr, ref_out] = spawn_capture(curl_ref);
+    if (ref_out != fmt::format("200 {}", st.st_size)) throw Error("curl of the sendfile reference: " + ref_out);
+    ref_ms.push_back(tr.wall_ms);
     RunTime tc = spawn_timed(cat);
     cat_ms.push_back(tc.wall_ms);
     cat_cpu.push_back(tc.cpu_ms);
@@ -672,10 +758,14 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
   row("cat throughput", fmt::format("{:.0f} MiB/s", cat_rate));
   row("GET /files/view with curl, median", ms(median(view_ms)));
   row("/files/view throughput", fmt::format("{:.0f} MiB/s", view_rate));
+  const double ref_rate = bytes / (1 << 20) / (median(ref_ms) / 1000);
+  row("reference: minimal sendfile(2) server -> curl, median", ms(median(ref_ms)));
+  row("reference throughput", fmt::format("{:.0f} MiB/s ({:.0f}% of cat)", ref_rate, 100 * ref_rate / cat_rate));
   row("CPU per run: cat", ms(median(cat_cpu)));
   row("CPU per run: daemon + curl", fmt::format("{:.0f}+{:.0f} ms", median(daemon_cpu), median(curl_cpu)));
   row("/files/view / cat throughput", fmt::format("{:.0f}%", 100 * view_rate / cat_rate), ">= 70%",
       yes_no(view_rate >= 0.7 * cat_rate));
+  row("/files/view / reference throughput", fmt::format("{:.0f}%", 100 * view_rate / ref_rate));
 }
 
 void raise_nofile() {

@@ -23,9 +23,7 @@ done
 
 if [[ ${NO_BUILD:-0} != 1 ]]; then
   if [[ ! -f $build/CMakeCache.txt ]]; then
-    # GCC 12 stops on a false -Wrestrict inside libstdc++ at -O3 (see bench/RESULTS.md).
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_CXX_FLAGS=-Wno-error=restrict >/dev/null
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
   cmake --build "$build" --target agentbox agentbox-init api_bench ${JOBS:+-j "$JOBS"} >/dev/null
 fi
@@ -35,6 +33,7 @@ build=$(cd "$build" && pwd)
 state=$(mktemp -d /tmp/agentbox-apibench-XXXXXX)
 log=$(mktemp /tmp/agentbox-apibench-log-XXXXXX)
 pid=
+# shellcheck disable=SC2317  # both run from the EXIT trap
 stop_daemon() {
   if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid"
@@ -45,6 +44,7 @@ stop_daemon() {
   fi
   pid=
 }
+# shellcheck disable=SC2317
 cleanup() {
   stop_daemon
   rm -rf "$state" "$log"

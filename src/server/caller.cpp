@@ -60,6 +60,27 @@ std::shared_ptr<const ConfinedDir> CallerDirectory::home_of(const Account& accou
   return homes_.emplace(account.name, std::move(home)).first->second;
 }
 
+Account CallerDirectory::account_of(std::string_view external_id) {
+  constexpr int64_t kTouchEvery = 60;  // seconds; last_seen needs no finer grain
+  const auto now = static_cast<int64_t>(::time(nullptr));
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = known_.find(external_id); it != known_.end()) {
+      if (now - it->second.touched < kTouchEvery) return it->second.account;
+      it->second.touched = now;
+      Account account = it->second.account;
+      // One UPDATE a minute per account, under our lock: rare enough not to matter.
+      accounts_.touch(account.name, now);
+      return account;
+    }
+  }
+  Account account = accounts_.get_or_create(external_id);
+  accounts_.touch(account.name, now);
+  std::lock_guard lock(mu_);
+  known_.emplace(std::string(external_id), Known{account, now});
+  return account;
+}
+
 Caller CallerDirectory::resolve(const Request& req) {
   auto user = req.header("X-User-Id");
   if (!user || user->empty())
@@ -68,8 +89,7 @@ Caller CallerDirectory::resolve(const Request& req) {
     throw HttpError(http::status::bad_request, "X-User-Id is longer than 256 bytes");
 
   Caller caller;
-  caller.account = accounts_.get_or_create(*user);
-  accounts_.touch(caller.account.name, static_cast<int64_t>(::time(nullptr)));
+  caller.account = account_of(*user);
   caller.home = home_of(caller.account);
   caller.box_home = caller.home->box_home();
   caller.cwd = caller.box_home;

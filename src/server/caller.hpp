@@ -41,12 +41,20 @@ class CallerDirectory {
 
  private:
   std::shared_ptr<const ConfinedDir> home_of(const Account& account);
+  // The account for an external id: from memory after the first request (accounts never
+  // change), so the hot path does no SQL; last_seen is written at most once a minute.
+  Account account_of(std::string_view external_id);
 
   AccountStore& accounts_;
   std::string state_dir_;
   std::mutex mu_;  // guards homes_ and cwds_
   std::map<std::string, std::shared_ptr<const ConfinedDir>> homes_;  // by account name
   std::map<std::pair<std::string, std::string>, std::string> cwds_;  // (account, session) → cwd
+  struct Known {
+    Account account;
+    int64_t touched = 0;  // unix seconds of the last last_seen write
+  };
+  std::map<std::string, Known, std::less<>> known_;  // by external id
 };
 
 }  // namespace agentbox::server

@@ -1,5 +1,7 @@
 #include "server/http_session.hpp"
 
+#include <sys/sendfile.h>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -28,7 +30,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t kReadChunk = 16 * 1024;     // first read of a request
-constexpr std::size_t kIoBufferSize = 64 * 1024;  // file pieces, lingering reads
+constexpr std::size_t kIoBufferSize = 64 * 1024;  // lingering reads
+constexpr std::size_t kSendfilePiece = 4 * 1024 * 1024;  // most bytes one sendfile call moves
 constexpr std::uint64_t kMaxLingerBytes = 64ull * 1024 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -436,23 +439,35 @@ void HttpSession::do_write_file_piece() {
   auto& job = std::get<FileJob>(*current_);
   if (job.remaining == 0)  // an empty body: complete through the usual path
     return net::post(strand_, [self = shared_from_this()] { self->on_write({}, 0); });
-  if (io_buffer_.size() < kIoBufferSize) io_buffer_.resize(kIoBufferSize);
-  const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(job.remaining, io_buffer_.size()));
+  // sendfile: the kernel moves page-cache pages to the socket; the bytes never pass through
+  // this process. The socket is non-blocking, so a full send buffer answers EAGAIN and we
+  // wait for it to drain on the event loop.
+  error_code nb_error;
+  socket_.native_non_blocking(true, nb_error);
+  const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(job.remaining, kSendfilePiece));
+  off_t offset = static_cast<off_t>(job.offset);
   ssize_t n;
   do {
-    n = ::pread(job.fd.get(), io_buffer_.data(), want, static_cast<off_t>(job.offset));
+    n = ::sendfile(socket_.native_handle(), job.fd.get(), &offset, want);
   } while (n < 0 && errno == EINTR);
-  if (n <= 0) {
-    // The Content-Length is already on the wire: the only honest end is a cut connection.
-    http_logger()->error("{}: pread of response body at {}: {}", context(), job.offset,
-                         n == 0 ? "file shorter than announced" : std::strerror(errno));
-    return do_close();
+  if (n > 0)  // account through on_write, posted so other work on this strand gets a turn
+    return net::post(strand_, [self = shared_from_this(), n] { self->on_write({}, static_cast<std::size_t>(n)); });
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !nb_error) {
+    arm(Timeout::write, Clock::now() + ctx_->options.write_timeout);
+    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code ec) {
+      if (self->state_ == State::closed) return;
+      if (ec) return self->on_write(ec, 0);
+      self->disarm();
+      self->do_write_file_piece();
+    });
+    return;
   }
-  arm(Timeout::write, Clock::now() + ctx_->options.write_timeout);
-  net::async_write(socket_, net::buffer(io_buffer_.data(), static_cast<std::size_t>(n)),
-                   [self = shared_from_this()](error_code ec, std::size_t written) {
-                     self->on_write(ec, written);
-                   });
+  if (n < 0 && (errno == EPIPE || errno == ECONNRESET))  // the client left
+    return do_close();
+  // The Content-Length is already on the wire: the only honest end is a cut connection.
+  http_logger()->error("{}: sendfile of response body at {}: {}", context(), job.offset,
+                       n == 0 ? "file shorter than announced" : std::strerror(errno));
+  return do_close();
 }
 
 void HttpSession::on_write(error_code ec, std::size_t n) {

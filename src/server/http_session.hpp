@@ -156,7 +156,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<OutJob> current_;
   std::optional<http::response_serializer<http::empty_body>> head_serializer_;
   bool writing_ = false;
-  std::vector<char> io_buffer_;  // file pieces and lingering reads
+  std::vector<char> io_buffer_;  // lingering reads (file bodies go by sendfile)
 
   // An async handler's response in progress: the session keeps itself alive until it is done.
   bool async_pending_ = false;

@@ -4,6 +4,9 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "config/units.hpp"
 #include "server/openapi.hpp"
 
@@ -44,30 +47,29 @@ std::string os_name() {
 
 std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std::string& os_name,
                           const std::vector<std::string>& tools) {
-  std::string limits;
-  if (spec.limits.memory_bytes) limits += " memory " + format_size(spec.limits.memory_bytes) + ",";
-  if (spec.limits.cpu_millicores)
-    limits += " CPU " + std::to_string(spec.limits.cpu_millicores / 1000.0).substr(0, 4) + " cores,";
-  if (spec.limits.pids) limits += " " + std::to_string(spec.limits.pids) + " processes,";
-  if (!limits.empty()) limits.back() = '.';
+  // fmt, not string operator+: GCC 12 at -O3 reports a false -Wrestrict inside the latter.
+  std::vector<std::string> limits;
+  if (spec.limits.memory_bytes) limits.push_back(fmt::format("memory {}", format_size(spec.limits.memory_bytes)));
+  if (spec.limits.cpu_millicores) limits.push_back(fmt::format("CPU {:g} cores", spec.limits.cpu_millicores / 1000.0));
+  if (spec.limits.pids) limits.push_back(fmt::format("{} processes", spec.limits.pids));
 
-  std::string tool_list;
-  for (const auto& t : tools) tool_list += (tool_list.empty() ? "" : ", ") + t;
-
-  return "You have your own Linux environment (" + os_name + ", " + "x86_64), private to this "
-         "user: nobody else can see its files or processes.\n"
-         "- User: " + spec.name + " (not root; no sudo). Home: " + spec.home_target +
-         " (persistent). Current directory: " + cwd + ".\n"
-         "- Shell: " + spec.shell + ". Writable: the home, /tmp (private, cleared when the "
-         "environment stops). The system (/usr, /etc) is read-only: install packages into the "
-         "home (pip install --user, npm install in a project).\n"
-         "- Available: " + (tool_list.empty() ? "standard Unix tools" : tool_list) + ".\n"
-         "- Network: none. Only localhost inside this environment is reachable; downloads and "
-         "API calls fail.\n"
-         "- Limits:" + (limits.empty() ? " none." : limits) + "\n"
-         "Run commands with run_command (wait for short ones; poll long ones with "
-         "get_process_status), read and edit files with read_file, write_file and "
-         "replace_file_content, and show files to the user with display_file.";
+  return fmt::format(
+      "You have your own Linux environment ({}, x86_64), private to this user: nobody else can "
+      "see its files or processes.\n"
+      "- User: {} (not root; no sudo). Home: {} (persistent). Current directory: {}.\n"
+      "- Shell: {}. Writable: the home, /tmp (private, cleared when the environment stops). The "
+      "system (/usr, /etc) is read-only: install packages into the home (pip install --user, npm "
+      "install in a project).\n"
+      "- Available: {}.\n"
+      "- Network: none. Only localhost inside this environment is reachable; downloads and API "
+      "calls fail.\n"
+      "- Limits: {}.\n"
+      "Run commands with run_command (wait for short ones; poll long ones with "
+      "get_process_status), read and edit files with read_file, write_file and "
+      "replace_file_content, and show files to the user with display_file.",
+      os_name, spec.name, spec.home_target, cwd, spec.shell,
+      tools.empty() ? std::string("standard Unix tools") : fmt::format("{}", fmt::join(tools, ", ")),
+      limits.empty() ? std::string("none") : fmt::format("{}", fmt::join(limits, ", ")));
 }
 
 void add_meta_routes(Router& router, CallerDirectory& callers, AccountBoxes& boxes,

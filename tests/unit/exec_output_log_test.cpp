@@ -24,7 +24,7 @@ std::string joined(const LogRead& r) {
 // "line 0000\nline 0001\n..." so any byte's offset is known.
 std::string numbered_lines(int n) {
   std::string s;
-  char buf[16];
+  char buf[32];
   for (int i = 0; i < n; ++i) {
     std::snprintf(buf, sizeof buf, "line %04d\n", i);
     s += buf;
