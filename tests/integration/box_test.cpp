@@ -51,6 +51,26 @@ TEST_F(BoxTest, FilesCreatedInHomeBelongToTheAccountOnTheHost) {
   EXPECT_EQ(st.st_gid, uid);
 }
 
+// The command is looked up in its own PATH (not init's), from its cwd for relative entries,
+// and a script without #! runs under /bin/sh: what execvp did before spawn used vfork.
+TEST_F(BoxTest, CommandsAreFoundInTheirOwnPathAndScriptsWithoutShebangRun) {
+  auto box = Box::start(spec, start_options("path"));
+  Output made = run_piped(*box, {"sh", "-c",
+      "mkdir -p ~/bin ~/rel && printf 'echo mine $1\n' > ~/bin/mytool && chmod +x ~/bin/mytool"
+      " && printf 'echo relative\n' > ~/rel/reltool && chmod +x ~/rel/reltool"});
+  ASSERT_EQ(exit_status(made.status), 0) << made.err;
+
+  Output own = run_piped(*box, {"mytool", "arg"}, {"PATH=/home/tester/bin:/usr/bin:/bin"});
+  EXPECT_EQ(own.out, "mine arg\n") << own.err;
+  EXPECT_EQ(exit_status(own.status), 0);
+
+  Output rel = run_piped(*box, {"reltool"}, {"PATH=rel:/usr/bin"}, "/home/tester");
+  EXPECT_EQ(rel.out, "relative\n") << rel.err;
+
+  // Not in this PATH: not found, even though it exists elsewhere (and in the cwd).
+  EXPECT_THROW(run_piped(*box, {"mytool"}, {"PATH=/usr/bin:/bin"}, "/home/tester/bin"), SpawnError);
+}
+
 TEST_F(BoxTest, SpawnFailuresAreReportedNotHidden) {
   auto box = Box::start(spec, start_options("fail"));
   try {

@@ -1,0 +1,141 @@
+"""The command line around the server: `agentbox config check`, configuration precedence
+(flags > AGENTBOX_* environment > file > defaults) and clear one-line errors for bad settings."""
+import os
+import socket
+import subprocess
+
+import httpx
+import pytest
+
+from conftest import _children, agentbox_bin, new_workdir, remove_workdir, READY_LINE
+
+
+@pytest.fixture
+def workdir():
+    d = new_workdir("cli")
+    yield d
+    remove_workdir(d)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def check(path):
+    return subprocess.run([agentbox_bin(), "config", "check", path], capture_output=True,
+                          text=True, timeout=30)
+
+
+def test_config_check_accepts_a_good_file(workdir):
+    path = write(os.path.join(workdir, "good.toml"),
+                 'listen = "127.0.0.1:9000"\n[box]\nmemory = "1G"\n[exec]\nretention = 60\n')
+    r = check(path)
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout
+
+
+def test_config_check_names_every_problem_with_key_and_line(workdir):
+    path = write(os.path.join(workdir, "bad.toml"),
+                 'listen = "127.0.0.1:9000"\nlisen = "x"\n[box]\nmemory = "lots"\n')
+    r = check(path)
+    assert r.returncode == 1
+    assert "lisen" in r.stderr and "line 2" in r.stderr, r.stderr
+    assert "memory" in r.stderr and "line 4" in r.stderr, r.stderr
+
+
+def test_config_check_of_a_missing_file_fails(workdir):
+    r = check(os.path.join(workdir, "nope.toml"))
+    assert r.returncode != 0
+    assert "nope.toml" in r.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(args, env_extra, workdir, timeout=20):
+    """Starts serve, returns (process, url) once ready, or (process, None) if it exited."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
+    env.update(env_extra)
+    log = os.path.join(workdir, "serve.log")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["timeout", "-k", "5", "60", agentbox_bin(), "serve", *args],
+                                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = open(log, "rb").read().decode(errors="replace")
+        m = READY_LINE.search(text)
+        if m:
+            return proc, m.group(1), text
+        if proc.poll() is not None:
+            return proc, None, text
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("serve neither started nor failed:\n" + open(log).read())
+
+
+def stop(proc):
+    """SIGTERM to the daemon itself (the child of `timeout`); its exit code via timeout's."""
+    for pid in _children(proc.pid) or [proc.pid]:
+        os.kill(pid, 15)
+    return proc.wait(20)
+
+
+def test_flag_beats_environment_beats_file(workdir):
+    file_port, env_port, flag_port = free_port(), free_port(), free_port()
+    config = write(os.path.join(workdir, "c.toml"),
+                   f'listen = "127.0.0.1:{file_port}"\nstate_dir = "{workdir}/state-file"\n')
+    # environment over file
+    proc, url, log = serve(["--config", config],
+                           {"AGENTBOX_LISTEN": f"127.0.0.1:{env_port}", "AGENTBOX_API_KEY": "k"}, workdir)
+    try:
+        assert url == f"http://127.0.0.1:{env_port}", log
+        assert os.path.isdir(f"{workdir}/state-file"), "state_dir from the file (no env/flag for it)"
+    finally:
+        assert stop(proc) == 0
+    # flag over environment
+    proc, url, log = serve(["--config", config, "--listen", f"127.0.0.1:{flag_port}"],
+                           {"AGENTBOX_LISTEN": f"127.0.0.1:{env_port}", "AGENTBOX_API_KEY": "k"}, workdir)
+    try:
+        assert url == f"http://127.0.0.1:{flag_port}", log
+        r = httpx.get(url + "/health", timeout=10)
+        assert r.json() == {"status": "ok"}
+    finally:
+        assert stop(proc) == 0
+
+
+def test_defaults_keep_state_in_the_current_directory_and_generate_a_private_key(workdir):
+    # No config, no AGENTBOX_*: state goes to ./agentbox-state (listen is overridden only so the
+    # test does not depend on port 8000 being free).
+    proc, url, log = serve(["--listen", "127.0.0.1:0"], {}, workdir)
+    try:
+        assert url, log
+        key_file = os.path.join(workdir, "agentbox-state", "api_key")
+        assert key_file.split(workdir)[1] in log or "api_key" in log, "the start-up says where the key is"
+        assert os.stat(key_file).st_mode & 0o777 == 0o600
+        key = open(key_file).read().strip()
+        ok = httpx.get(url + "/system", headers={"Authorization": f"Bearer {key}", "X-User-Id": "u"}, timeout=30)
+        assert ok.status_code == 200, ok.text
+        assert "Invalid API key" in httpx.get(url + "/system", headers={"X-User-Id": "u"}, timeout=10).text
+    finally:
+        assert stop(proc) == 0
+
+
+@pytest.mark.parametrize("args,env,needle", [
+    (["--listen", "localhost:80x"], {}, "listen"),
+    # a bad variable is reported even when a flag overrides it: a typo should not hide
+    (["--listen", "127.0.0.1:0"], {"AGENTBOX_LISTEN": "nonsense"}, "AGENTBOX_LISTEN"),
+    (["--config", "/nonexistent/agentbox.toml"], {}, "/nonexistent/agentbox.toml"),
+    (["--bogus"], {}, "bogus"),
+])
+def test_bad_settings_give_one_clear_line(workdir, args, env, needle):
+    proc, url, log = serve(args, {"AGENTBOX_API_KEY": "k", **env}, workdir)
+    assert url is None, "must not start with " + " ".join(args)
+    assert proc.wait(10) == 2, log
+    lines = [l for l in log.splitlines() if l.strip()]
+    assert len(lines) == 1 and needle in lines[0], log
