@@ -15,7 +15,7 @@ build=${BUILD_DIR:-$root/build-bench}
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   >/dev/null
-cmake --build "$build" --target agentbox agentbox-init box_bench >/dev/null
+cmake --build "$build" --target agentbox agentbox-init box_bench api_bench >/dev/null
 
 {
   echo "== agentbox benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -30,6 +30,9 @@ cmake --build "$build" --target agentbox agentbox-init box_bench >/dev/null
   echo "== 2. box engine (bench/box_bench.cpp, through the Box API)"
   # shellcheck disable=SC2086  # BOX_BENCH_ARGS is a list of options
   "$build/box_bench" ${BOX_BENCH_ARGS:-}
+  echo
+  echo "== 3. agentbox serve: exec round trip, long-polls, /files/view (bench/api_bench.sh)"
+  NO_BUILD=1 "$here/api_bench.sh" "$build"
   echo
   echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at the end"
 } 2>&1 | tee "$build/bench-results.txt"

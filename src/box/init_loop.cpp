@@ -232,18 +232,21 @@ class Init {
     std::string path = "/bin:/usr/bin";  // glibc's default when PATH is unset
     for (const auto& e : env)
       if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
-    size_t start = 0;
+    // string_view pieces and append: GCC 12 at -O3 reports a false -Wrestrict for the
+    // std::string temporaries of substr/operator+ here.
+    std::string_view rest = path;
     for (;;) {
-      size_t end = path.find(':', start);
-      std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      const size_t end = rest.find(':');
+      std::string_view dir = rest.substr(0, end);
       if (dir.empty()) dir = ".";
-      if (dir[0] != '/') dir = cwd + "/" + dir;
-      std::string candidate = dir + "/" + argv0;
+      std::string candidate;
+      if (dir.front() != '/') candidate.append(cwd).append("/");
+      candidate.append(dir).append("/").append(argv0);
       struct stat st {};
       if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
         return candidate;
-      if (end == std::string::npos) break;
-      start = end + 1;
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
     }
     return {};  // not found: execve("") fails with ENOENT, as execvp would
   }
