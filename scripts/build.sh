@@ -11,4 +11,6 @@ if [[ ${1:-} == --asan ]]; then
 fi
 cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
 cmake --build "$dir" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true
-test -x "$dir/agentbox" || { echo "build failed" >&2; exit 1; }
+for bin in agentbox agentbox-serve agentbox-init; do
+  test -x "$dir/$bin" || { echo "build failed: no $dir/$bin" >&2; exit 1; }
+done

@@ -1,6 +1,10 @@
-// agentbox: the command line. Subcommands: serve (the HTTP API), run (one-shot box), doctor
-// (host support), config check (validate a server config file).
+// agentbox: the command line. Subcommands: serve (the HTTP API, run by execing agentbox-serve),
+// run (one-shot box), doctor (host support), config check (validate a server config file).
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include <algorithm>
 #include <iostream>
@@ -9,9 +13,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/config_check.hpp"
 #include "cli/doctor.hpp"
 #include "cli/run_command.hpp"
-#include "cli/serve_command.hpp"
 
 namespace {
 
@@ -34,16 +38,25 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
   run->add_option("command", o.command, "The command and its arguments, after --");
 }
 
-void add_serve(CLI::App& app, agentbox::cli::ServeOptions& o) {
-  auto* serve = app.add_subcommand("serve", "Serve the Open Terminal API with a box per user");
-  serve->add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")->type_name("FILE");
-  serve->add_option("--listen", o.listen, "Address to listen on (default 127.0.0.1:8000)")->type_name("ADDR:PORT");
-  serve->add_option("--state", o.state, "State directory (default ./agentbox-state)")->type_name("DIR");
+// `agentbox serve ARGS` is `agentbox-serve ARGS`, the binary next to this one: the server's
+// libraries would cost every `agentbox run` their loading time.
+[[noreturn]] void exec_server(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path server = fs::read_symlink("/proc/self/exe", ec).parent_path() / "agentbox-serve";
+  std::vector<char*> args = {const_cast<char*>("agentbox-serve")};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(server.c_str(), args.data());
+  std::cerr << "agentbox: cannot run " << server.string() << ": " << std::strerror(errno) << "\n";
+  ::_exit(1);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "serve") exec_server(argc, argv);
+
   CLI::App app{"agentbox: kernel-isolated boxes for people and their agents"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all");
@@ -51,8 +64,8 @@ int main(int argc, char** argv) {
   agentbox::cli::RunOptions run_opts;
   add_run(app, run_opts);
   auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
-  agentbox::cli::ServeOptions serve_opts;
-  add_serve(app, serve_opts);
+  // Listed for --help; the arguments are agentbox-serve's (see exec_server).
+  app.add_subcommand("serve", "Serve the Open Terminal API with a box per user (agentbox serve --help)");
   std::string config_file;
   auto* config = app.add_subcommand("config", "Work with the server configuration");
   config->require_subcommand(1);
@@ -88,7 +101,6 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("run")) return agentbox::cli::run_in_box(run_opts);
     if (doctor->parsed()) return agentbox::run_doctor(::geteuid() == 0, std::cout);
-    if (app.got_subcommand("serve")) return agentbox::cli::serve(serve_opts);
     if (config_check->parsed()) return agentbox::cli::config_check(config_file);
   } catch (const agentbox::cli::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";

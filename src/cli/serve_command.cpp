@@ -161,12 +161,4 @@ int serve(const ServeOptions& options) {
   return 0;
 }
 
-int config_check(const std::string& path) {
-  auto problems = validate_config_file(path);
-  for (const auto& p : problems) std::cerr << p << "\n";
-  if (!problems.empty()) return 1;
-  std::cout << path << ": ok\n";
-  return 0;
-}
-
 }  // namespace agentbox::cli

@@ -15,7 +15,4 @@ struct ServeOptions {
 // Returns the exit status. Throws UsageError for bad configuration (exit 2 in main).
 int serve(const ServeOptions& options);
 
-// `agentbox config check FILE`: prints each problem, or "FILE: ok"; 0 when the file is good.
-int config_check(const std::string& path);
-
 }  // namespace agentbox::cli

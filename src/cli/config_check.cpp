@@ -1,0 +1,17 @@
+#include "cli/config_check.hpp"
+
+#include <iostream>
+
+#include "config/server_config.hpp"
+
+namespace agentbox::cli {
+
+int config_check(const std::string& path) {
+  auto problems = validate_config_file(path);
+  for (const auto& p : problems) std::cerr << p << "\n";
+  if (!problems.empty()) return 1;
+  std::cout << path << ": ok\n";
+  return 0;
+}
+
+}  // namespace agentbox::cli
