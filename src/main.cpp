@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include <algorithm>
 #include <iostream>
@@ -16,6 +15,7 @@
 #include "cli/config_check.hpp"
 #include "cli/doctor.hpp"
 #include "cli/run_command.hpp"
+#include "util/file_io.hpp"
 
 namespace {
 
@@ -41,14 +41,12 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
 // `agentbox serve ARGS` is `agentbox-serve ARGS`, the binary next to this one: the server's
 // libraries would cost every `agentbox run` their loading time.
 [[noreturn]] void exec_server(int argc, char** argv) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path server = fs::read_symlink("/proc/self/exe", ec).parent_path() / "agentbox-serve";
+  const std::string server = agentbox::path_next_to_self("agentbox-serve");
   std::vector<char*> args = {const_cast<char*>("agentbox-serve")};
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   ::execv(server.c_str(), args.data());
-  std::cerr << "agentbox: cannot run " << server.string() << ": " << std::strerror(errno) << "\n";
+  std::cerr << "agentbox: cannot run " << server << ": " << std::strerror(errno) << "\n";
   ::_exit(1);
 }
 

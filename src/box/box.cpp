@@ -15,6 +15,7 @@
 #include "box/box_spec_json.hpp"
 #include "box/identity.hpp"
 #include "box/protocol.hpp"
+#include "util/file_io.hpp"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -213,11 +214,8 @@ std::string default_init_path() {
   namespace fs = std::filesystem;
   if (const char* env = ::getenv("AGENTBOX_INIT"); env && *env) return env;
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path next = self.parent_path() / "agentbox-init";
-    if (fs::exists(next, ec)) return next;
-  }
+  if (fs::path next = path_next_to_self("agentbox-init"); !next.empty() && fs::exists(next, ec))
+    return next;
 #ifdef AGENTBOX_BUILD_DIR
   fs::path built = fs::path(AGENTBOX_BUILD_DIR) / "agentbox-init";
   if (fs::exists(built, ec)) return built;

@@ -26,10 +26,6 @@ constexpr int64_t kMaxOffset = INT64_MAX;
 constexpr size_t kMaxCommandBytes = 128 * 1024;
 constexpr size_t kMaxEnvBytes = 128 * 1024;
 
-[[noreturn]] void unprocessable(std::string detail) {
-  throw HttpError(http::status::unprocessable_entity, std::move(detail));
-}
-
 [[noreturn]] void process_not_found() {
   throw HttpError(http::status::not_found, "Process not found");
 }
@@ -49,23 +45,15 @@ struct ExecBody {
 ExecBody parse_exec_body(const Request& req) {
   json body = parse_json_object(req);
   ExecBody out;
-  auto cmd = body.find("command");
-  if (cmd == body.end() || !cmd->is_string()) unprocessable("Field 'command' is required and must be a string");
-  out.command = cmd->get<std::string>();
+  out.command = required_string(body, "command");
   if (out.command.empty()) unprocessable("Field 'command' must not be empty");
   if (out.command.find('\0') != std::string::npos) throw HttpError(http::status::bad_request, "Field 'command' contains a NUL byte");
   if (out.command.size() > kMaxCommandBytes)
     throw HttpError(http::status::payload_too_large,
                     "Field 'command' is " + std::to_string(out.command.size()) +
                         " bytes; the limit is 131072 (write a script file and run that)");
-  auto optional_string = [&](const char* name) -> std::optional<std::string> {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return std::nullopt;
-    if (!it->is_string()) unprocessable(std::string("Field '") + name + "' must be a string");
-    return it->get<std::string>();
-  };
-  out.cwd = optional_string("cwd");
-  out.stdin_data = optional_string("stdin");
+  out.cwd = optional_string(body, "cwd");
+  out.stdin_data = optional_string(body, "stdin");
   if (auto it = body.find("env"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) unprocessable("Field 'env' must be an object of strings");
     for (const auto& [k, v] : it->items()) {
@@ -290,10 +278,8 @@ void add_execute_routes(Router& router, CallerDirectory& callers, AccountBoxes& 
   router.add(http::verb::post, "/execute/{id}/input", [&callers, &table](const Request& req) {
     Caller caller = callers.resolve(req);
     json body = parse_json_object(req);
-    auto input = body.find("input");
-    if (input == body.end() || !input->is_string()) unprocessable("Field 'input' is required and must be a string");
     switch (table.input(caller.account.name, req.param("id"),
-                        exec::decode_input_escapes(input->get<std::string>()))) {
+                        exec::decode_input_escapes(required_string(body, "input")))) {
       case exec::InputResult::ok: return Response::json({{"status", "ok"}});
       case exec::InputResult::not_found: process_not_found();
       case exec::InputResult::exited: throw HttpError(http::status::bad_request, "Process has already exited");

@@ -25,21 +25,11 @@ struct FileContext {
   FileRoutesOptions options;
 };
 
-[[noreturn]] void unprocessable(std::string detail) {
-  throw HttpError(http::status::unprocessable_entity, std::move(detail));
-}
-
 // ---------------------------------------------------------------- inputs
 
 // A user path in any accepted form, relative to the session's cwd.
 HomePath path_of(const Caller& caller, std::string_view user_path) {
   return caller.home->path(user_path, caller.cwd);
-}
-
-std::string required_query(const Request& req, std::string_view name) {
-  auto value = req.query_param(name);
-  if (!value) unprocessable("Query parameter '" + std::string(name) + "' is required");
-  return *value;
 }
 
 // Repeated parameters, also in the PHP-style "name[]" spelling some clients use.
@@ -51,13 +41,6 @@ std::vector<std::string> query_list(const Request& req, std::string_view name) {
 
 int max_results_of(const Request& req) {
   return static_cast<int>(query_int(req, "max_results", 1, kMaxSearchResults).value_or(50));
-}
-
-std::string required_string(const json& body, const char* field) {
-  auto it = body.find(field);
-  if (it == body.end() || !it->is_string())
-    unprocessable(std::string("Field '") + field + "' is required and must be a string");
-  return it->get<std::string>();
 }
 
 std::optional<uint64_t> optional_line(const json& item, const char* field) {

@@ -22,6 +22,10 @@ http::status status_of(FsErrorKind kind) {
 
 }  // namespace
 
+void unprocessable(std::string detail) {
+  throw HttpError(http::status::unprocessable_entity, std::move(detail));
+}
+
 Response error_response(http::status status, std::string_view detail) {
   return Response::json({{"detail", detail}}, status);
 }

@@ -25,6 +25,9 @@ class HttpError : public std::runtime_error {
   http::status status_;
 };
 
+// Throws HttpError 422: a well-formed request with a field or parameter of the wrong shape.
+[[noreturn]] void unprocessable(std::string detail);
+
 // {"detail": detail} with that status, as JSON.
 Response error_response(http::status status, std::string_view detail);
 

@@ -46,8 +46,22 @@ nlohmann::json parse_json_body(const Request& req) {
 nlohmann::json parse_json_object(const Request& req) {
   auto value = parse_json_body(req);
   if (!value.is_object())
-    throw HttpError(http::status::unprocessable_entity, "Request body must be a JSON object");
+    unprocessable("Request body must be a JSON object");
   return value;
+}
+
+std::string required_string(const nlohmann::json& body, const char* field) {
+  auto it = body.find(field);
+  if (it == body.end() || !it->is_string())
+    unprocessable(std::string("Field '") + field + "' is required and must be a string");
+  return it->get<std::string>();
+}
+
+std::optional<std::string> optional_string(const nlohmann::json& body, const char* field) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) unprocessable(std::string("Field '") + field + "' must be a string");
+  return it->get<std::string>();
 }
 
 }  // namespace agentbox::server

@@ -4,6 +4,9 @@
 // 422 stays for documents of the wrong shape (API.md: "validation errors 422").
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+
 #include "server/request.hpp"
 
 namespace agentbox::server {
@@ -17,5 +20,10 @@ nlohmann::json parse_json_body(const Request& req);
 
 // As parse_json_body, and the top level must be an object: else HttpError 422.
 nlohmann::json parse_json_object(const Request& req);
+
+// Fields of a parsed body. Missing, null or of another type: HttpError 422 naming the field
+// ("Field 'path' is required and must be a string", "Field 'cwd' must be a string").
+std::string required_string(const nlohmann::json& body, const char* field);
+std::optional<std::string> optional_string(const nlohmann::json& body, const char* field);
 
 }  // namespace agentbox::server

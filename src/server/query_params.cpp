@@ -13,11 +13,16 @@ namespace agentbox::server {
 namespace {
 
 [[noreturn]] void invalid(std::string_view name, std::string_view want) {
-  throw HttpError(http::status::unprocessable_entity,
-                  "Query parameter '" + std::string(name) + "' must be " + std::string(want));
+  unprocessable("Query parameter '" + std::string(name) + "' must be " + std::string(want));
 }
 
 }  // namespace
+
+std::string required_query(const Request& req, std::string_view name) {
+  auto value = req.query_param(name);
+  if (!value) unprocessable("Query parameter '" + std::string(name) + "' is required");
+  return *value;
+}
 
 std::optional<int64_t> query_int(const Request& req, std::string_view name, int64_t min,
                                  int64_t max) {

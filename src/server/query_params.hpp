@@ -4,11 +4,15 @@
 // Absent (or "null") parameters are nullopt; callers apply their defaults.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "server/request.hpp"
 
 namespace agentbox::server {
+
+// A parameter that must be there: 422 "Query parameter 'NAME' is required" when absent.
+std::string required_query(const Request& req, std::string_view name);
 
 std::optional<int64_t> query_int(const Request& req, std::string_view name, int64_t min,
                                  int64_t max);

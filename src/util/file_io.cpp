@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
 
@@ -62,6 +64,13 @@ void write_file_at(int dirfd, const std::string& name, std::string_view data) {
   } catch (const Error& e) {
     throw e.wrap(name);
   }
+}
+
+std::string path_next_to_self(std::string_view name) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};  // never a path relative to the cwd
+  return (self.parent_path() / name).string();
 }
 
 }  // namespace agentbox

@@ -15,5 +15,9 @@ void write_file_at(int dirfd, const std::string& name, std::string_view data);
 std::string read_file_at(int dirfd, const std::string& name, size_t max = 1 << 20);
 // Writes all of data to fd, retrying on EINTR and short writes.
 void write_all(int fd, std::string_view data);
+// The file `name` in the directory of the running executable (/proc/self/exe), whether or not
+// it exists ("" if /proc/self/exe cannot be read): where agentbox finds its companion
+// binaries (agentbox-init, agentbox-serve).
+std::string path_next_to_self(std::string_view name);
 
 }  // namespace agentbox
