@@ -73,6 +73,10 @@ struct SpawnRequest {
   std::string cwd;                // inside the box; empty = home
   bool tty = true;                // true: init allocates a pty in the box's devpts
   uint16_t rows = 24, cols = 80;  // initial pty size
+  // When set, argv stands for this shell command (see exec/plain_command.hpp): argv runs with
+  // the environment the shell would have given it, and if argv[0] cannot be run (not on PATH,
+  // not executable, no #!) this runs instead, so the shell reports it as it would have.
+  std::vector<std::string> shell_fallback;
 };
 
 }  // namespace agentbox

@@ -69,6 +69,7 @@ void from_json(const nlohmann::json& j, BoxSpec& s) {
 void to_json(nlohmann::json& j, const SpawnRequest& r) {
   j = {{"argv", r.argv}, {"env", r.env},   {"cwd", r.cwd},
        {"tty", r.tty},   {"rows", r.rows}, {"cols", r.cols}};
+  if (!r.shell_fallback.empty()) j["shell_fallback"] = r.shell_fallback;
 }
 void from_json(const nlohmann::json& j, SpawnRequest& r) {
   j.at("argv").get_to(r.argv);
@@ -77,6 +78,7 @@ void from_json(const nlohmann::json& j, SpawnRequest& r) {
   j.at("tty").get_to(r.tty);
   j.at("rows").get_to(r.rows);
   j.at("cols").get_to(r.cols);
+  if (auto it = j.find("shell_fallback"); it != j.end()) it->get_to(r.shell_fallback);
 }
 
 }  // namespace agentbox

@@ -125,17 +125,21 @@ class Init {
     }
 
     // Everything the child needs is built before fork.
-    std::vector<char*> argv, envp;
-    for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
     const std::string cwd = req.cwd.empty() ? spec_.home_target : req.cwd;
-
     const std::string file = resolve_command(req.argv[0], req.env, cwd);
-    // A file without #! is run by /bin/sh, as execvp does.
+    const bool has_fallback = !req.shell_fallback.empty();
+    const std::vector<std::string> env = has_fallback ? env_as_shell_execs(req.env, file) : req.env;
+    std::vector<char*> argv = c_strings(req.argv), envp = c_strings(env);
+    // A file without #! is run by /bin/sh, as execvp does (with a fallback, by the shell).
     std::vector<char*> sh_argv = {const_cast<char*>("sh"), const_cast<char*>(file.c_str())};
     sh_argv.insert(sh_argv.end(), argv.begin() + 1, argv.end());
+    std::string fallback_file;
+    std::vector<char*> fallback_argv, fallback_envp;
+    if (has_fallback) {
+      fallback_file = resolve_command(req.shell_fallback[0], req.env, cwd);
+      fallback_argv = c_strings(req.shell_fallback);
+      fallback_envp = c_strings(req.env);
+    }
 
     int errpipe[2];
     check(::pipe2(errpipe, O_CLOEXEC), "pipe2");
@@ -144,8 +148,18 @@ class Init {
     // CLONE_VM|CLONE_VFORK: the child borrows our memory until it execs, so no page tables are
     // copied and no copy-on-write faults follow (a fork per command was a third of an exec's
     // cost). It runs on its own stack and only makes system calls; we sleep until it execs.
-    ChildArgs child{req.tty,    slave_path.c_str(), req.tty ? nullptr : &m,    cwd.c_str(),
-                    file.c_str(), argv.data(),      sh_argv.data(), envp.data(), err_write.get()};
+    ChildArgs child{req.tty,
+                    slave_path.c_str(),
+                    req.tty ? nullptr : &m,
+                    cwd.c_str(),
+                    file.c_str(),
+                    argv.data(),
+                    sh_argv.data(),
+                    envp.data(),
+                    has_fallback ? fallback_file.c_str() : nullptr,
+                    fallback_argv.data(),
+                    fallback_envp.data(),
+                    err_write.get()};
     static constexpr size_t kChildStack = 64 * 1024;
     alignas(16) static char child_stack[kChildStack];
     const pid_t pid = ::clone(run_child, child_stack + kChildStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
@@ -188,8 +202,35 @@ class Init {
     char** argv;
     char** sh_argv;            // {"sh", file, argv[1..]}: for a file without #!
     char** envp;
+    const char* fallback_file;  // the shell command argv stands for, or null
+    char** fallback_argv;
+    char** fallback_envp;
     int err_fd;
   };
+
+  static std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    out.reserve(strings.size() + 1);
+    for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+    out.push_back(nullptr);
+    return out;
+  }
+
+  // The environment bash -c gives a plain command it execs: `_` names the program, and SHLVL
+  // is kept (bash counts itself in, then out again on exec), "0" when there was none.
+  static std::vector<std::string> env_as_shell_execs(const std::vector<std::string>& env, const std::string& file) {
+    std::vector<std::string> out;
+    out.reserve(env.size() + 2);
+    bool has_shlvl = false;
+    for (const auto& e : env) {
+      if (e.rfind("_=", 0) == 0) continue;
+      has_shlvl = has_shlvl || e.rfind("SHLVL=", 0) == 0;
+      out.push_back(e);
+    }
+    if (!has_shlvl) out.push_back("SHLVL=0");
+    out.push_back("_=" + file);
+    return out;
+  }
 
   // Tells spawn() why the child could not exec, and ends it.
   [[noreturn]] static NO_SANITIZE_ADDRESS void child_failed(int err_fd, ChildFailure::Stage stage) {
@@ -219,7 +260,11 @@ class Init {
     if (::chdir(c.cwd) != 0) child_failed(c.err_fd, ChildFailure::cwd);
     ::umask(022);
     ::execve(c.file, c.argv, c.envp);
-    if (errno == ENOEXEC) ::execve("/bin/sh", c.sh_argv, c.envp);
+    if (c.fallback_file) {
+      ::execve(c.fallback_file, c.fallback_argv, c.fallback_envp);
+    } else if (errno == ENOEXEC) {
+      ::execve("/bin/sh", c.sh_argv, c.envp);
+    }
     child_failed(c.err_fd, ChildFailure::exec);
     return 127;
   }

@@ -1,9 +1,11 @@
 #include "server/execute_routes.hpp"
 
 #include <csignal>
+#include <filesystem>
 
 #include "box/box_env.hpp"
 #include "exec/input_escapes.hpp"
+#include "exec/plain_command.hpp"
 #include "fs/dir_list.hpp"
 #include "fs/fs_error.hpp"
 #include "server/http_error.hpp"
@@ -246,7 +248,17 @@ void add_execute_routes(Router& router, CallerDirectory& callers, AccountBoxes& 
     exec::StartRequest start;
     start.account = caller.account.name;
     start.command = body.command;
-    start.spawn.argv = {spec.shell, "-c", body.command};
+    std::vector<std::string> shell_argv = {spec.shell, "-c", body.command};
+    // bash's builtin list decides what needs it; another shell always runs the command.
+    auto words = std::filesystem::path(spec.shell).filename() == "bash"
+                     ? exec::plain_command_words(body.command, env)
+                     : std::nullopt;
+    if (words) {
+      start.spawn.argv = std::move(*words);
+      start.spawn.shell_fallback = std::move(shell_argv);
+    } else {
+      start.spawn.argv = std::move(shell_argv);
+    }
     start.spawn.env = env_strings(env);
     start.spawn.cwd = cwd.shown;
     start.spawn.tty = body.pty;

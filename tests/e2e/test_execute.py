@@ -58,6 +58,23 @@ def test_exit_codes(clients, command, code):
     assert (p["status"], p["exit_code"]) == ("done", code)
 
 
+@pytest.mark.parametrize("command", ["env", "ls -a /", "true", "false", "./noshebang", "./noexec", "/tmp",
+                                     "no-such-command-xyz arg", "printenv SHLVL _ PWD"])
+def test_plain_commands_run_as_bash_would_run_them(clients, command):
+    # A command with no shell syntax is started without bash; `;` makes bash parse it. Nothing
+    # a user can see may differ: output, exit code, environment, bash's own error messages.
+    c = clients.user("plain")
+    setup = run(c, "printf 'echo not run\\n' > noexec; printf '[[ 1 == 1 ]] && echo bash ran me\\n' > noshebang"
+                   " && chmod +x noshebang", pty=False)
+    assert setup["exit_code"] == 0
+    plain, parsed = run(c, command, pty=False), run(c, command + ";", pty=False)
+    assert plain["exit_code"] == parsed["exit_code"]
+    for stream in ("stdout", "stderr"):
+        assert sorted(text_of(plain, (stream,)).splitlines()) == sorted(text_of(parsed, (stream,)).splitlines())
+    if command == "./noshebang":
+        assert text_of(plain, ("stdout",)) == "bash ran me\n"
+
+
 def test_env_and_cwd(clients):
     c = clients.user("envcwd")
     home = home_of(c)

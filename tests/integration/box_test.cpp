@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "support/box_fixture.hpp"
@@ -89,6 +90,54 @@ TEST_F(BoxTest, SpawnFailuresAreReportedNotHidden) {
   }
   // The box still works afterwards.
   EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
+}
+
+// A command the daemon runs without bash (exec/plain_command.hpp) keeps bash's meaning: argv
+// runs with the environment bash would give it, and what argv cannot run goes to the shell,
+// which reports it as it always did.
+TEST_F(BoxTest, ShellFallbackRunsWhenTheCommandItselfCannotRun) {
+  auto box = Box::start(spec, start_options("fallback"));
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/home/tester", "PWD=/home/tester"};
+  auto with_fallback = [&](std::vector<std::string> argv, std::string shell_command) {
+    SpawnRequest req = piped_request(std::move(argv), env);
+    req.shell_fallback = {"/bin/bash", "-c", std::move(shell_command)};
+    return req;
+  };
+  // Runnable: argv itself runs (the fallback would have said so), with SHLVL and _ as bash -c
+  // gives a command it execs.
+  Output direct = run_request(*box, with_fallback({"env"}, "echo fallback"));
+  EXPECT_NE(direct.out.find("SHLVL=0\n"), std::string::npos) << direct.out;
+  EXPECT_NE(direct.out.find("_=/usr/bin/env\n"), std::string::npos) << direct.out;
+  EXPECT_EQ(direct.out.find("fallback"), std::string::npos) << direct.out;
+  // The same environment as bash itself gives (in its own order).
+  auto sorted_lines = [](const std::string& text) {
+    std::vector<std::string> lines;
+    for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+      lines.push_back(text.substr(at, nl - at));
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  Output via_bash = run_piped(*box, {"/bin/bash", "-c", "env"}, env);
+  EXPECT_EQ(sorted_lines(direct.out), sorted_lines(via_bash.out));
+
+  // Not on PATH, a directory, not executable, no #!: the shell runs instead.
+  Output missing = run_request(*box, with_fallback({"no-such-command-xyz"}, "no-such-command-xyz"));
+  EXPECT_EQ(exit_status(missing.status), 127);
+  EXPECT_NE(missing.err.find("no-such-command-xyz: command not found"), std::string::npos) << missing.err;
+
+  Output dir = run_request(*box, with_fallback({"/tmp"}, "/tmp"));
+  EXPECT_EQ(exit_status(dir.status), 126);
+  EXPECT_NE(dir.err.find("Is a directory"), std::string::npos) << dir.err;
+
+  ASSERT_EQ(exit_status(run_piped(*box, {"sh", "-c",
+      "printf 'echo not run\n' > /tmp/noexec && printf '[[ 1 == 1 ]] && echo bash ran me\n' > /tmp/noshebang"
+      " && chmod +x /tmp/noshebang"}).status), 0);
+  Output noexec = run_request(*box, with_fallback({"/tmp/noexec"}, "/tmp/noexec"));
+  EXPECT_EQ(exit_status(noexec.status), 126);
+  EXPECT_NE(noexec.err.find("Permission denied"), std::string::npos) << noexec.err;
+  // bash runs a file without #! itself (/bin/sh, dash here, has no [[ ]]).
+  Output noshebang = run_request(*box, with_fallback({"/tmp/noshebang"}, "/tmp/noshebang"));
+  EXPECT_EQ(noshebang.out, "bash ran me\n") << noshebang.err;
 }
 
 TEST_F(BoxTest, PtyModeGivesATerminalOfTheRequestedSize) {

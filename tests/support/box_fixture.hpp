@@ -92,18 +92,13 @@ inline std::string drain(int fd) {
   return s;
 }
 
-// Runs argv in the box with pipes, feeding `input` on stdin.
-inline Output run_piped(Box& box, std::vector<std::string> argv, std::vector<std::string> env = {},
-                        std::string cwd = {}, const std::string& input = {}) {
+// Runs req in the box with pipes (req.tty is ignored), feeding `input` on stdin.
+inline Output run_request(Box& box, SpawnRequest req, const std::string& input = {}) {
   int in[2], out[2], err[2];
   ::pipe2(in, O_CLOEXEC);
   ::pipe2(out, O_CLOEXEC);
   ::pipe2(err, O_CLOEXEC);
   UniqueFd in_r(in[0]), in_w(in[1]), out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
-  SpawnRequest req;
-  req.argv = std::move(argv);
-  req.env = env.empty() ? std::vector<std::string>{"PATH=/usr/bin:/bin", "HOME=/home/tester"} : std::move(env);
-  req.cwd = std::move(cwd);
   req.tty = false;
   const int fds[3] = {in_r.get(), out_w.get(), err_w.get()};
   SpawnResult r = box.spawn(req, fds);
@@ -117,6 +112,22 @@ inline Output run_piped(Box& box, std::vector<std::string> argv, std::vector<std
   o.err = drain(err_r.get());
   o.status = wait_exit(box, r.pid);
   return o;
+}
+
+inline SpawnRequest piped_request(std::vector<std::string> argv, std::vector<std::string> env = {},
+                                  std::string cwd = {}) {
+  SpawnRequest req;
+  req.argv = std::move(argv);
+  req.env = env.empty() ? std::vector<std::string>{"PATH=/usr/bin:/bin", "HOME=/home/tester"} : std::move(env);
+  req.cwd = std::move(cwd);
+  req.tty = false;
+  return req;
+}
+
+// Runs argv in the box with pipes, feeding `input` on stdin.
+inline Output run_piped(Box& box, std::vector<std::string> argv, std::vector<std::string> env = {},
+                        std::string cwd = {}, const std::string& input = {}) {
+  return run_request(box, piped_request(std::move(argv), std::move(env), std::move(cwd)), input);
 }
 
 inline int exit_status(int raw) { return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw); }
