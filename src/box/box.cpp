@@ -74,10 +74,11 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
   std::unique_ptr<Box> box(new Box());
   box->spec_ = spec;
 
-  if (spec.use_cgroup) {
-    if (!opts.cgroups) throw Error("box: cgroups requested but no cgroup driver available");
-    box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
-  }
+  if (spec.use_cgroup && !opts.cgroups) throw Error("box: cgroups requested but no cgroup driver available");
+  // v2 clones init straight into its group; v1 makes and joins the group while init builds
+  // the box (init waits for it before its cgroup namespace and anything of the box's own).
+  const bool cgroup_later = spec.use_cgroup && !opts.cgroups->clones_into();
+  if (spec.use_cgroup && !cgroup_later) box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
   auto [control_parent, control_child] = protocol::socket_pair();
   auto [events_parent, events_child] = protocol::socket_pair();
   box->control_ = std::move(control_parent);
@@ -115,14 +116,26 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
     nlohmann::json msg = {{"t", t::spec},
                           {"spec", spec},
                           {"has_netns", opts.netns_fd >= 0},
-                          {"legacy_mount_api", opts.legacy_mount_api}};
+                          {"legacy_mount_api", opts.legacy_mount_api},
+                          {"await_cgroup", cgroup_later}};
     if (opts.netns_fd >= 0) {
       protocol::send(box->control_.get(), msg, {&opts.netns_fd, 1});
     } else {
       protocol::send(box->control_.get(), msg);
     }
+    bool confirmed = true;
+    if (cgroup_later) {
+      box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
+      box->cgroup_->attach(box->init_pid_);
+      try {
+        protocol::send(box->control_.get(), {{"t", t::cgroup}});
+      } catch (const Error&) {
+        confirmed = false;  // init gave up before it needed the cgroup: its reply says why
+      }
+    }
     protocol::Message reply =
         protocol::recv_reply(box->control_.get(), static_cast<int>(opts.ready_timeout.count()), "box start");
+    if (!confirmed && reply.type() == t::ready) throw Error("box start: init is ready without its cgroup");
     if (reply.type() == t::error) throw Error(reply.body.value("message", "unknown error"));
     if (reply.type() != t::ready) throw Error("box start: unexpected reply " + reply.type());
     box->landlock_abi_ = reply.body.value("landlock_abi", 0);

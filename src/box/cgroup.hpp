@@ -38,6 +38,9 @@ class CgroupDriver {
   virtual ~CgroupDriver() = default;
   // "v2" or "v1".
   virtual std::string kind() const = 0;
+  // Whether its groups offer clone_into_fd(): a box is then cloned straight into its group,
+  // else (v1) it is attached after the clone, while init already builds the box.
+  virtual bool clones_into() const { return false; }
   // Creates group `name` (unique per box) under agentbox's parent group with the limits.
   virtual std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits) = 0;
 

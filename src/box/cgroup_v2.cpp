@@ -101,6 +101,7 @@ class CgroupV2Driver final : public CgroupDriver {
   explicit CgroupV2Driver(std::string parent) : parent_(std::move(parent)) {}
 
   std::string kind() const override { return "v2"; }
+  bool clones_into() const override { return true; }
 
   std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits) override {
     check_group_name(name);

@@ -26,13 +26,15 @@ auto step(const char* name, F&& f) {
 
 }  // namespace
 
-ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api) {
+ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api,
+                      const std::function<void()>& await_cgroup) {
   ContainResult r;
-  // The daemon attached us to the box's cgroup before sending the spec; a cgroup namespace
-  // made now has that group as its root.
-  step("cgroup namespace", [] { check(::unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)"); });
   step("network", [&] { netns::apply_in_child(netns_fd); });
   step("mounts", [&] { mounts::apply_in_child(spec, mount_api); });
+  // The box's cgroup: a namespace made once we are in it has that group as its root. Nothing
+  // of the box's own runs before ready, so init may build the mounts while the daemon attaches.
+  step("cgroup", await_cgroup);
+  step("cgroup namespace", [] { check(::unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)"); });
   step("hostname", [&] {
     check(::sethostname(spec.hostname.data(), spec.hostname.size()), "sethostname");
   });

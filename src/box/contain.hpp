@@ -1,5 +1,7 @@
 #pragma once
 // The containment order, in one place. Read contain.cpp to review the security order.
+#include <functional>
+
 #include "box/box_spec.hpp"
 #include "box/mounts.hpp"
 
@@ -10,8 +12,10 @@ struct ContainResult {
 };
 
 // Runs in agentbox-init (PID 1 of the box's new namespaces), single-threaded, after the daemon
-// has set up what only the parent can (id maps, cgroup membership). Any failing step throws
-// and the box never reports ready (fail closed).
-ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api);
+// has set up what only the parent can (id maps; cgroup membership, or it is under way:
+// await_cgroup returns once the daemon says init is in the box's cgroup). Any failing step
+// throws and the box never reports ready (fail closed).
+ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api,
+                      const std::function<void()>& await_cgroup);
 
 }  // namespace agentbox

@@ -65,7 +65,13 @@ class Init {
       spec_ = m.body.at("spec").get<BoxSpec>();
       const int netns_fd = m.body.value("has_netns", false) && !m.fds.empty() ? m.fds[0].get() : -1;
       const auto api = mounts::choose_api(m.body.value("legacy_mount_api", false));
-      ContainResult r = contain(spec_, netns_fd, api);
+      const bool cgroup_later = m.body.value("await_cgroup", false);
+      ContainResult r = contain(spec_, netns_fd, api, [&] {
+        if (!cgroup_later) return;
+        protocol::Message attached;
+        if (protocol::recv(control_, attached) != protocol::RecvStatus::message || attached.type() != t::cgroup)
+          throw Error("the daemon did not confirm the cgroup");
+      });
       m.fds.clear();  // the netns fd is no longer needed once joined
       protocol::send(control_, {{"t", t::ready}, {"landlock_abi", r.landlock_abi}});
       return true;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -130,21 +131,40 @@ void build_system_tree(const BoxSpec& spec, Api api) {
   }
 }
 
+// Copies a small host file into the box's tmpfs: the kernel moves the bytes (sendfile), no
+// buffer here. The box sees a snapshot taken at its start.
+void copy_file_at(int from_dir, int to_dir, const char* name, const struct stat& st) {
+  UniqueFd from(::openat(from_dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!from) throw sys_error(fmt::format("open(/etc/{})", name));
+  UniqueFd to(::openat(to_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 0644));
+  if (!to) throw sys_error(fmt::format("create(/etc/{})", name));
+  for (;;) {  // to the end, whatever size the file has grown to since the stat
+    const ssize_t n = ::sendfile(to.get(), from.get(), nullptr, 1 << 20);
+    if (n == 0) break;
+    if (n < 0 && errno != EINTR) throw sys_error(fmt::format("sendfile(/etc/{})", name));
+  }
+}
+
 void build_etc(const BoxSpec& spec, Api api) {
   const std::string etc = std::string(kNew) + "/etc";
-  mkdir_p(etc);
+  check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
+  UniqueFd host_dir(::open((std::string(kOld) + "/etc").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd box_dir(::open(etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_dir || !box_dir) throw sys_error("open(/etc)");
   for (const auto& name : etc_allowlist()) {
-    const std::string host = std::string(kOld) + "/etc/" + name, box = etc + "/" + name;
     struct stat st {};
-    if (::lstat(host.c_str(), &st) != 0) continue;
+    if (::fstatat(host_dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
-      copy_if_symlink(host, box);
+      char target[4096];
+      const ssize_t n = ::readlinkat(host_dir.get(), name.c_str(), target, sizeof target - 1);
+      if (n < 0) throw sys_error("readlink(/etc/" + name + ")");
+      target[n] = '\0';
+      if (::symlinkat(target, box_dir.get(), name.c_str()) != 0) throw sys_error("symlink(/etc/" + name + ")");
     } else if (S_ISDIR(st.st_mode)) {
-      make_mount_point(host, box);
-      bind(host, box, false, api);
+      if (::mkdirat(box_dir.get(), name.c_str(), 0755) != 0) throw sys_error("mkdir(/etc/" + name + ")");
+      bind(std::string(kOld) + "/etc/" + name, etc + "/" + name, false, api);
     } else if (S_ISREG(st.st_mode)) {
-      // Small files are copied: cheaper than a mount each, and the box sees a snapshot.
-      write_new_file(box, read_file(host, 4 << 20), st.st_mode & 0644);
+      copy_file_at(host_dir.get(), box_dir.get(), name.c_str(), st);
     }
   }
   write_new_file(etc + "/passwd", passwd_file(spec));

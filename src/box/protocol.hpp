@@ -1,6 +1,7 @@
 #pragma once
 // The daemon ⇄ agentbox-init message set. Each box has two SOCK_SEQPACKET socketpairs:
-//   control (fd 3 in init): request → one reply, strictly in turn (spec/ready, spawn, kill, status)
+//   control (fd 3 in init): request → one reply, strictly in turn (spec [cgroup] /ready, spawn,
+//                           kill, status)
 //   events  (fd 4 in init): init → daemon only (exit of a spawned process)
 // Each message is one JSON object with a "t" (type) field; descriptors ride along as SCM_RIGHTS.
 #include <optional>
@@ -21,6 +22,7 @@ inline constexpr size_t kMaxFds = 4;
 // Message types.
 namespace t {
 inline constexpr const char* spec = "spec";                  // daemon → init (+ netns fd)
+inline constexpr const char* cgroup = "cgroup";              // daemon → init: now in its cgroup
 inline constexpr const char* ready = "ready";                // init → daemon
 inline constexpr const char* error = "error";                // init → daemon: a failed step
 inline constexpr const char* spawn = "spawn";                // daemon → init (+ 3 stdio fds)

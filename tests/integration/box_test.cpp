@@ -1,6 +1,7 @@
 // The box engine end to end, as the server will use it: start, spawn with pipes or a pty,
 // environment, cwd, signals to the whole process group, exit status, cgroup usage, stop.
 #include "box/box.hpp"
+#include "box/cgroup.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "support/box_fixture.hpp"
+#include "util/file_io.hpp"
 
 namespace agentbox {
 namespace {
@@ -138,6 +140,52 @@ TEST_F(BoxTest, ShellFallbackRunsWhenTheCommandItselfCannotRun) {
   // bash runs a file without #! itself (/bin/sh, dash here, has no [[ ]]).
   Output noshebang = run_request(*box, with_fallback({"/tmp/noshebang"}, "/tmp/noshebang"));
   EXPECT_EQ(noshebang.out, "bash ran me\n") << noshebang.err;
+}
+
+// The box's own children of this process (init is cloned from the calling thread).
+std::string children_of_this_thread() {
+  return read_file("/proc/self/task/" + std::to_string(::gettid()) + "/children", 4096);
+}
+
+// With cgroup v1 the group is made and joined after init is cloned, while init builds the
+// box. When that fails, the start fails with the cgroup's error and leaves no init behind.
+TEST_F(BoxTest, ACgroupFailingAfterTheCloneFailsTheStartAndLeavesNoProcess) {
+  struct FailingGroup final : Cgroup {
+    bool fail_attach;
+    explicit FailingGroup(bool f) : fail_attach(f) {}
+    void attach(pid_t) override {
+      if (fail_attach) throw Error("attach refused by the test", EACCES);
+    }
+    CgroupUsage usage() const override { return {}; }
+    void destroy() override {}
+    std::string path() const override { return "test"; }
+  };
+  struct FailingDriver final : CgroupDriver {
+    bool fail_create;
+    explicit FailingDriver(bool f) : fail_create(f) {}
+    std::string kind() const override { return "v1"; }
+    std::unique_ptr<Cgroup> create(const std::string&, const Limits&) override {
+      if (fail_create) throw Error("create refused by the test", EACCES);
+      return std::make_unique<FailingGroup>(true);
+    }
+  };
+  const std::string before = children_of_this_thread();
+  for (bool fail_create : {true, false}) {
+    FailingDriver driver(fail_create);
+    BoxStartOptions opts = start_options("cgfail");
+    opts.cgroups = &driver;
+    try {
+      Box::start(spec, opts);
+      FAIL() << "the box started without its cgroup";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fail_create ? "create refused" : "attach refused"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(children_of_this_thread(), before);
+  }
+  // And the real driver still works afterwards.
+  auto box = Box::start(spec, start_options("cgok"));
+  EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
 }
 
 TEST_F(BoxTest, PtyModeGivesATerminalOfTheRequestedSize) {
