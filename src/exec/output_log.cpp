@@ -1,6 +1,7 @@
 #include "exec/output_log.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -57,15 +58,11 @@ std::string OutputLog::segment_file(int slot) const { return path_ + "." + std::
 
 std::unique_ptr<OutputLog> OutputLog::create(const std::string& path, uint64_t cap, size_t memory_tail) {
   std::unique_ptr<OutputLog> log(new OutputLog(path, cap, memory_tail));
+  // The first segment file is made with the first output (start_first_segment): a command
+  // that prints nothing costs no file. Checked here all the same, so an id in use is refused.
   const std::string file = log->segment_file(0);
-  log->writer_.reset(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600));
-  if (!log->writer_) throw sys_error("open(" + file + ")");
-  const std::string header = encode_segment_header({0, log->cap_});
-  if (!write_frame_fully(log->writer_.get(), header, {})) {
-    const int err = errno;
-    ::unlink(file.c_str());
-    throw sys_error("write(" + file + ")", err);
-  }
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) == 0) throw Error("open(" + file + "): File exists", EEXIST);
   SegmentInfo s;
   s.slot = 0;
   s.cap = log->cap_;
@@ -143,7 +140,19 @@ void OutputLog::commit(StreamType type, std::string_view data) {
   }
 }
 
+bool OutputLog::start_first_segment() {
+  const std::string file = segment_file(0);
+  writer_.reset(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600));
+  if (writer_ && write_frame_fully(writer_.get(), encode_segment_header({0, cap_}), {})) return true;
+  writer_.reset();
+  return false;
+}
+
 void OutputLog::write_frame(StreamType type, std::string_view data) {
+  if (!writer_ && !start_first_segment()) {
+    disk_ok_ = false;
+    return;
+  }
   SegmentInfo& s = segments_.back();
   if (s.end - s.index.back().offset >= kIndexStride) s.index.push_back({s.end, s.file_size});
   if (!write_frame_fully(writer_.get(), encode_frame_header(type, static_cast<uint32_t>(data.size())), data)) {

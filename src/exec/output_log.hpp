@@ -5,7 +5,8 @@
 // offset that is gone starts at the oldest byte kept, with `truncated` set.
 //
 // On disk: up to three segment files PATH.0, PATH.1, PATH.2 (log_segment.hpp) of cap/2 data
-// bytes each; the newest `cap` bytes are always kept, at most 1.5 × cap are on disk. Reads of
+// bytes each; the newest `cap` bytes are always kept, at most 1.5 × cap are on disk. PATH.0 is
+// made with the first output: a log with no output has no file (open() then says ENOENT). Reads of
 // recent output come from the memory tail; older ones from the files. A log can be reopened
 // read-only after a daemon restart and reads the same offsets.
 //
@@ -77,6 +78,7 @@ class OutputLog {
   OutputLog(std::string path, uint64_t cap, size_t memory_tail);
   std::string segment_file(int slot) const;
   void commit(StreamType type, std::string_view data);
+  bool start_first_segment();
   void write_frame(StreamType type, std::string_view data);
   void rotate();
   void remember(StreamType type, std::string_view data);
@@ -92,7 +94,7 @@ class OutputLog {
 
   mutable std::mutex mu_;  // guards everything below
   std::deque<SegmentInfo> segments_;  // oldest first, contiguous
-  UniqueFd writer_;                   // the newest segment, while the log is writable
+  UniqueFd writer_;                   // the newest segment, while the log is writable (and has output)
   bool writable_ = false;
   bool disk_ok_ = true;               // false after a failed write: memory tail only
   uint64_t end_ = 0;

@@ -245,6 +245,28 @@ TEST_F(OutputLogTest, CreateRefusesAnExistingLogAndRemoveDeletesIt) {
   EXPECT_THROW(OutputLog::open(path()), Error);
 }
 
+// Most commands of an agent print little and many print nothing: those cost no file.
+TEST_F(OutputLogTest, AFileIsMadeWithTheFirstOutputOnly) {
+  {
+    auto quiet = OutputLog::create(path(), 1000);
+    quiet->finish();
+    EXPECT_EQ(segment_files(), 0u);
+    EXPECT_EQ(quiet->read(0, 100).next_offset, 0u);
+    try {
+      OutputLog::open(path());
+      FAIL() << "a log that never had output opened";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ENOENT);
+    }
+  }
+  auto log = OutputLog::create(path(), 1000);
+  EXPECT_EQ(segment_files(), 0u);
+  log->append(StreamType::output, "first\n");
+  EXPECT_EQ(segment_files(), 1u);
+  log->finish();
+  EXPECT_EQ(joined(OutputLog::open(path())->read(0, 100)), "first\n");
+}
+
 TEST_F(OutputLogTest, DoesNotSplitUtf8Characters) {
   auto log = OutputLog::create(path(), 1 << 20);
   // "é" = C3 A9 arrives in two reads: the first byte waits for the second.
