@@ -5,11 +5,12 @@
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
-#include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/file_io.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox::seccomp_filter {
 namespace {
@@ -207,6 +210,24 @@ void set_attr(scmp_filter_ctx ctx, scmp_filter_attr attr, uint32_t value, std::s
   if (rc < 0) throw sys_error("seccomp_attr_set(" + std::string(what) + ")", -rc);
 }
 
+// The program libseccomp would load (seccomp_load and seccomp_export_bpf generate it the same
+// way). libseccomp 2.5 exports only into a file descriptor: a memfd, read back whole.
+std::vector<sock_filter> exported_program(scmp_filter_ctx ctx) {
+  const UniqueFd memfd(memfd_create("agentbox-seccomp-bpf", MFD_CLOEXEC));
+  if (!memfd) throw sys_error("memfd_create(agentbox-seccomp-bpf)");
+  const int rc = seccomp_export_bpf(ctx, memfd.get());
+  if (rc < 0) throw sys_error("seccomp_export_bpf", -rc);
+  constexpr size_t kMaxBytes = BPF_MAXINSNS * sizeof(sock_filter);
+  const std::string bytes = read_file("/proc/self/fd/" + std::to_string(memfd.get()), kMaxBytes + 1);
+  if (bytes.empty() || bytes.size() > kMaxBytes || bytes.size() % sizeof(sock_filter) != 0)
+    throw Error("seccomp_export_bpf: " + std::to_string(bytes.size()) +
+                    " bytes are no BPF program the kernel takes",
+                EINVAL);
+  std::vector<sock_filter> program(bytes.size() / sizeof(sock_filter));
+  std::memcpy(program.data(), bytes.data(), bytes.size());
+  return program;
+}
+
 }  // namespace
 
 std::span<const DeniedSyscall> denied_syscalls() { return kDenied; }
@@ -220,19 +241,13 @@ int native_number(const DeniedSyscall& call) {
   throw Error(std::string("seccomp: unknown syscall name ") + call.name);
 }
 
-void apply_in_child() {
-  // Without no_new_privs a filter would need CAP_SYS_ADMIN and could be shed by exec of a
-  // setuid binary: refuse to run out of order rather than set it silently here.
-  if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
-    throw Error("seccomp: no_new_privs is not set (containment order)", EPERM);
-
+std::vector<sock_filter> build_program() {
   FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
   if (!ctx) throw Error("seccomp_init: failed", ENOMEM);
   // The context holds the native architecture only. Any other (i386 through int 0x80, x32
   // numbers with bit 30 set, which libseccomp sends here too when x32 is not in the filter)
   // takes this action: a box runs native code only.
   set_attr(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "badarch");
-  set_attr(ctx.get(), SCMP_FLTATR_CTL_NNP, 0, "nnp");  // checked above
   set_attr(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2, "optimize");  // binary search on numbers
 
   deny_table(ctx.get());
@@ -241,8 +256,7 @@ void apply_in_child() {
   deny_socket_families(ctx.get());
   restrict_personality(ctx.get());
 
-  const int rc = seccomp_load(ctx.get());
-  if (rc < 0) throw sys_error("seccomp_load", -rc);
+  return exported_program(ctx.get());
 }
 
 }  // namespace agentbox::seccomp_filter

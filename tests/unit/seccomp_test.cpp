@@ -27,9 +27,11 @@
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <span>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -430,6 +432,21 @@ TEST(SeccompFilter, I386EntryIsRefused) {
   }
 }
 #endif
+
+// agentbox-init installs the program generated at build time; it must be, instruction for
+// instruction, what libseccomp builds from the rules now, so a stale generated file cannot pass
+// (and the probes above, which run under the embedded program, test the rules themselves).
+TEST(SeccompFilter, EmbeddedProgramIsWhatTheRulesBuild) {
+  const std::vector<sock_filter> built = sf::build_program();
+  const std::span<const sock_filter> embedded = sf::embedded_program();
+  ASSERT_EQ(embedded.size(), built.size()) << "instructions: embedded vs built from the rules";
+  for (size_t i = 0; i < built.size(); ++i) {  // sock_filter has no padding: fields are bytes
+    const sock_filter& e = embedded[i];
+    const sock_filter& b = built[i];
+    ASSERT_TRUE(e.code == b.code && e.jt == b.jt && e.jf == b.jf && e.k == b.k)
+        << "first difference at instruction " << i;
+  }
+}
 
 TEST(SeccompFilter, UnknownNameIsAnError) {
   const sf::DeniedSyscall typo{"mount_typo", "x"};
