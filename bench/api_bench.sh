@@ -25,7 +25,7 @@ if [[ ${NO_BUILD:-0} != 1 ]]; then
   if [[ ! -f $build/CMakeCache.txt ]]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
-  cmake --build "$build" --target agentbox agentbox-init api_bench ${JOBS:+-j "$JOBS"} >/dev/null
+  cmake --build "$build" --target agentbox agentbox-serve agentbox-init api_bench ${JOBS:+-j "$JOBS"} >/dev/null
 fi
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox && -x $build/api_bench ]] || { echo "api_bench.sh: $build has no agentbox/api_bench" >&2; exit 2; }

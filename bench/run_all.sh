@@ -15,7 +15,7 @@ build=${BUILD_DIR:-$root/build-bench}
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   >/dev/null
-cmake --build "$build" --target agentbox agentbox-init box_bench api_bench >/dev/null
+cmake --build "$build" --target agentbox agentbox-serve agentbox-init box_bench api_bench >/dev/null
 
 {
   echo "== agentbox benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
