@@ -19,13 +19,7 @@
 #include "box/identity.hpp"
 #include "box/protocol.hpp"
 #include "util/file_io.hpp"
-
-// ASan builds only: see exec_init.
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_SANITIZE_ADDRESS __attribute__((no_sanitize("address")))
-#else
-#define NO_SANITIZE_ADDRESS
-#endif
+#include "util/no_sanitize.hpp"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -158,7 +152,6 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
       check(::write(go_write.get(), "g", 1), "write(go)");
       go_write.reset();
     }
-    if (box->cgroup_ && cg_fd < 0) box->cgroup_->attach(box->init_pid_);
 
     nlohmann::json msg = {{"t", t::spec},
                           {"spec", spec},

@@ -20,14 +20,7 @@
 #include "box/contain.hpp"
 #include "box/protocol.hpp"
 #include "util/error.hpp"
-
-
-// ASan builds only (the released init is static and uninstrumented).
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_SANITIZE_ADDRESS __attribute__((no_sanitize("address")))
-#else
-#define NO_SANITIZE_ADDRESS
-#endif
+#include "util/no_sanitize.hpp"
 
 namespace agentbox::init {
 namespace {

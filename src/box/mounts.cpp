@@ -99,15 +99,20 @@ void make_mount_point(const std::string& source, const std::string& target) {
   }
 }
 
+// Makes `to` (under to_dir) a symlink with the target of `from` (under from_dir).
+void copy_symlink_at(int from_dir, const std::string& from, int to_dir, const std::string& to) {
+  char target[4096];
+  const ssize_t n = ::readlinkat(from_dir, from.c_str(), target, sizeof target - 1);
+  if (n < 0) throw sys_error("readlink(" + from + ")");
+  target[n] = '\0';
+  if (::symlinkat(target, to_dir, to.c_str()) != 0) throw sys_error("symlink(" + to + ")");
+}
+
 // Copies a symlink as a symlink (merged-/usr hosts have /bin -> usr/bin).
 bool copy_if_symlink(const std::string& host, const std::string& box) {
   struct stat st {};
   if (::lstat(host.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return false;
-  char buf[4096];
-  ssize_t n = ::readlink(host.c_str(), buf, sizeof buf - 1);
-  if (n < 0) throw sys_error("readlink(" + host + ")");
-  buf[n] = '\0';
-  if (::symlink(buf, box.c_str()) != 0) throw sys_error("symlink(" + box + ")");
+  copy_symlink_at(AT_FDCWD, host, AT_FDCWD, box);
   return true;
 }
 
@@ -155,11 +160,7 @@ void build_etc(const BoxSpec& spec, Api api) {
     struct stat st {};
     if (::fstatat(host_dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
-      char target[4096];
-      const ssize_t n = ::readlinkat(host_dir.get(), name.c_str(), target, sizeof target - 1);
-      if (n < 0) throw sys_error("readlink(/etc/" + name + ")");
-      target[n] = '\0';
-      if (::symlinkat(target, box_dir.get(), name.c_str()) != 0) throw sys_error("symlink(/etc/" + name + ")");
+      copy_symlink_at(host_dir.get(), name, box_dir.get(), name);
     } else if (S_ISDIR(st.st_mode)) {
       if (::mkdirat(box_dir.get(), name.c_str(), 0755) != 0) throw sys_error("mkdir(/etc/" + name + ")");
       bind(std::string(kOld) + "/etc/" + name, etc + "/" + name, false, api);
