@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -117,8 +118,11 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
   // init builds the box (init waits for it before its cgroup namespace and anything of its own).
   // In host_uid mode init is cloned vfork-style (clone_init), which cannot go into a cgroup,
   // so the group is joined after the clone there too.
+  // A zygote's clone3 can go into the group like a user_ns clone.
+  const bool via_zygote = opts.zygote && spec.identity == IdentityMode::host_uid;
   const bool cgroup_later =
-      spec.use_cgroup && (!opts.cgroups->clones_into() || spec.identity == IdentityMode::host_uid);
+      spec.use_cgroup &&
+      (!opts.cgroups->clones_into() || (spec.identity == IdentityMode::host_uid && !via_zygote));
   if (spec.use_cgroup && !cgroup_later) box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
   auto [control_parent, control_child] = protocol::socket_pair();
   auto [events_parent, events_child] = protocol::socket_pair();
@@ -133,15 +137,33 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
     go_read.reset(p[0]);
     go_write.reset(p[1]);
   }
-  int pidfd = -1;
+  // What init gets first: through the zygote with the clone request (init starts on it without
+  // waiting for a message), else as the first message on its control socket.
+  const nlohmann::json start_msg = {{"t", t::spec},
+                                    {"spec", spec},
+                                    {"has_netns", opts.netns_fd >= 0},
+                                    {"legacy_mount_api", opts.legacy_mount_api},
+                                    {"await_cgroup", cgroup_later}};
+  const std::span<const int> netns_fds =
+      opts.netns_fd >= 0 ? std::span<const int>(&opts.netns_fd, 1) : std::span<const int>();
   try {
-    box->init_pid_ = clone_init(clone_flags(spec, opts, cg_fd >= 0), cg_fd, opts.init_path,
-                                control_child.get(), events_child.get(), go_read.get(), &pidfd);
+    const uint64_t flags = clone_flags(spec, opts, cg_fd >= 0);
+    if (via_zygote) {
+      Zygote::Init init = opts.zygote->clone_init(flags, cg_fd, control_child.get(), events_child.get(),
+                                                  start_msg, opts.netns_fd);
+      box->init_pid_ = init.pid;
+      box->pidfd_ = std::move(init.pidfd);
+      box->init_is_child_ = false;
+    } else {
+      int pidfd = -1;
+      box->init_pid_ = clone_init(flags, cg_fd, opts.init_path, control_child.get(), events_child.get(),
+                                  go_read.get(), &pidfd);
+      box->pidfd_.reset(pidfd);
+    }
   } catch (...) {
     if (box->cgroup_) box->cgroup_->destroy();
     throw;
   }
-  box->pidfd_.reset(pidfd);
   control_child.reset();
   events_child.reset();
 
@@ -152,17 +174,7 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
       check(::write(go_write.get(), "g", 1), "write(go)");
       go_write.reset();
     }
-
-    nlohmann::json msg = {{"t", t::spec},
-                          {"spec", spec},
-                          {"has_netns", opts.netns_fd >= 0},
-                          {"legacy_mount_api", opts.legacy_mount_api},
-                          {"await_cgroup", cgroup_later}};
-    if (opts.netns_fd >= 0) {
-      protocol::send(box->control_.get(), msg, {&opts.netns_fd, 1});
-    } else {
-      protocol::send(box->control_.get(), msg);
-    }
+    if (!via_zygote) protocol::send(box->control_.get(), start_msg, netns_fds);
     bool confirmed = true;
     if (cgroup_later) {
       box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
@@ -255,8 +267,16 @@ void Box::stop() {
   // Killing PID 1 of the namespace kills every process in it.
   if (pidfd_) {
     ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
-    siginfo_t si{};
-    while (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &si, WEXITED) != 0 && errno == EINTR) {
+    if (init_is_child_) {
+      siginfo_t si{};
+      while (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &si, WEXITED) != 0 && errno == EINTR) {
+      }
+    } else {
+      // Readable once init has exited, and with it every process of its pid namespace (the
+      // zygote reaps it): the cgroup is empty from then on.
+      pollfd p{pidfd_.get(), POLLIN, 0};
+      while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+      }
     }
   }
   control_.reset();

@@ -13,6 +13,7 @@
 
 #include "box/box_spec.hpp"
 #include "box/cgroup.hpp"
+#include "box/zygote.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
 
@@ -24,6 +25,8 @@ struct BoxStartOptions {
   CgroupDriver* cgroups = nullptr;   // required when spec.use_cgroup
   std::string cgroup_name;           // unique name of the box's group
   bool legacy_mount_api = false;     // force the mount(2) fallback (tests)
+  // Clone init from this zygote instead of clone+exec (host_uid boxes; the daemon's way).
+  Zygote* zygote = nullptr;
   std::chrono::milliseconds ready_timeout{10000};
 };
 
@@ -80,6 +83,7 @@ class Box {
   BoxSpec spec_;
   pid_t init_pid_ = -1;
   UniqueFd pidfd_;          // init's pidfd: signal and reap without pid reuse races
+  bool init_is_child_ = true;  // false when a zygote cloned it: then its end is polled, not reaped
   UniqueFd control_;        // request/reply with init (guarded by mu_)
   UniqueFd events_;         // exit events from init
   std::unique_ptr<Cgroup> cgroup_;

@@ -55,6 +55,10 @@ std::shared_ptr<Box> BoxManager::ensure(const std::string& account, const BoxSpe
   so.netns_fd = netns_fd;
   so.cgroups = opts_.cgroups;
   so.cgroup_name = "box-" + std::to_string(::getpid()) + "-" + std::to_string(++box_serial_);
+  if (opts_.zygote && spec.identity == IdentityMode::host_uid) {
+    if (!zygote_) zygote_ = Zygote::start(opts_.init_path);
+    so.zygote = zygote_.get();
+  }
   std::shared_ptr<Box> box = Box::start(spec, so);
 
   std::lock_guard lock(mu_);

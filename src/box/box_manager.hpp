@@ -19,6 +19,9 @@ namespace agentbox {
 struct BoxManagerOptions {
   std::string init_path = default_init_path();
   CgroupDriver* cgroups = nullptr;                 // required for specs with use_cgroup
+  // Host-uid boxes' inits are cloned by a zygote (box/zygote.hpp), started on first use;
+  // false: clone+exec per box.
+  bool zygote = true;
   std::chrono::milliseconds idle_timeout{15 * 60 * 1000};
   std::chrono::milliseconds sweep_interval{1000};  // how often idle boxes are looked for
   // A command started through spawn() ended (status: raw wait status).
@@ -70,6 +73,7 @@ class BoxManager {
   bool stopping_ = false;                           // guarded by mu_
   std::thread thread_;
   uint64_t box_serial_ = 0;                         // guarded by start_mu_
+  std::unique_ptr<Zygote> zygote_;                  // guarded by start_mu_
 };
 
 }  // namespace agentbox

@@ -35,7 +35,8 @@ struct ChildFailure {
 
 class Init {
  public:
-  Init(int control, int events) : control_(control), events_(events) {}
+  Init(int control, int events, std::optional<protocol::Message> first)
+      : control_(control), events_(events), first_(std::move(first)) {}
 
   int run() {
     sigset_t chld;
@@ -52,19 +53,25 @@ class Init {
  private:
   bool start() {
     protocol::Message m;
-    if (protocol::recv(control_, m) != protocol::RecvStatus::message) return false;
+    if (first_) {
+      m = std::move(*first_);
+      first_.reset();
+    } else if (protocol::recv(control_, m) != protocol::RecvStatus::message) {
+      return false;
+    }
     try {
       if (m.type() != t::spec) throw Error("init: expected a spec message");
       spec_ = m.body.at("spec").get<BoxSpec>();
       const int netns_fd = m.body.value("has_netns", false) && !m.fds.empty() ? m.fds[0].get() : -1;
       const auto api = mounts::choose_api(m.body.value("legacy_mount_api", false));
       const bool cgroup_later = m.body.value("await_cgroup", false);
+      const bool etc_template = m.body.value("etc_template", false);
       ContainResult r = contain(spec_, netns_fd, api, [&] {
         if (!cgroup_later) return;
         protocol::Message attached;
         if (protocol::recv(control_, attached) != protocol::RecvStatus::message || attached.type() != t::cgroup)
           throw Error("the daemon did not confirm the cgroup");
-      });
+      }, etc_template);
       m.fds.clear();  // the netns fd is no longer needed once joined
       protocol::send(control_, {{"t", t::ready}, {"landlock_abi", r.landlock_abi}});
       return true;
@@ -329,6 +336,7 @@ class Init {
   }
 
   int control_, events_;
+  std::optional<protocol::Message> first_;  // see run()
   UniqueFd sigfd_;
   BoxSpec spec_;
   std::set<pid_t> children_;
@@ -336,13 +344,13 @@ class Init {
 
 }  // namespace
 
-int run(int control_fd, int event_fd) {
+int run(int control_fd, int event_fd, std::optional<protocol::Message> first) {
   // The daemon placed these with dup2, which clears close-on-exec: without it every command
   // in the box would inherit both sockets and could forge replies and exit events.
   for (int fd : {control_fd, event_fd})
     if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return 1;
   try {
-    return Init(control_fd, event_fd).run();
+    return Init(control_fd, event_fd, std::move(first)).run();
   } catch (const std::exception& e) {
     try {
       protocol::send(control_fd, {{"t", protocol::t::error}, {"message", e.what()}});

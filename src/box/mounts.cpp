@@ -150,28 +150,60 @@ void copy_file_at(int from_dir, int to_dir, const char* name, const struct stat&
   }
 }
 
-void build_etc(const BoxSpec& spec, Api api) {
-  const std::string etc = std::string(kNew) + "/etc";
-  check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
-  UniqueFd host_dir(::open((std::string(kOld) + "/etc").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  UniqueFd box_dir(::open(etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!host_dir || !box_dir) throw sys_error("open(/etc)");
+// The host's allowlisted /etc entries (under host_etc) into the existing directory dest:
+// regular files copied, symlinks as symlinks, directories bound read-only.
+void fill_etc(const std::string& host_etc, const std::string& dest, Api api) {
+  UniqueFd host_dir(::open(host_etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dest_dir(::open(dest.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_dir || !dest_dir) throw sys_error("open(" + host_etc + ", " + dest + ")");
   for (const auto& name : etc_allowlist()) {
     struct stat st {};
     if (::fstatat(host_dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
-      copy_symlink_at(host_dir.get(), name, box_dir.get(), name);
+      copy_symlink_at(host_dir.get(), name, dest_dir.get(), name);
     } else if (S_ISDIR(st.st_mode)) {
-      if (::mkdirat(box_dir.get(), name.c_str(), 0755) != 0) throw sys_error("mkdir(/etc/" + name + ")");
-      bind(std::string(kOld) + "/etc/" + name, etc + "/" + name, false, api);
+      if (::mkdirat(dest_dir.get(), name.c_str(), 0755) != 0) throw sys_error("mkdir(/etc/" + name + ")");
+      bind(host_etc + "/" + name, dest + "/" + name, false, api);
     } else if (S_ISREG(st.st_mode)) {
-      copy_file_at(host_dir.get(), box_dir.get(), name.c_str(), st);
+      copy_file_at(host_dir.get(), dest_dir.get(), name.c_str(), st);
     }
   }
-  write_new_file(etc + "/passwd", passwd_file(spec));
-  write_new_file(etc + "/group", group_file(spec));
-  write_new_file(etc + "/hostname", spec.hostname + "\n");
-  write_new_file(etc + "/hosts", hosts_file(spec));
+}
+
+// What only this box has in /etc.
+std::vector<std::pair<const char*, std::string>> own_etc_files(const BoxSpec& spec) {
+  return {{"passwd", passwd_file(spec)},
+          {"group", group_file(spec)},
+          {"hostname", spec.hostname + "\n"},
+          {"hosts", hosts_file(spec)}};
+}
+
+void build_etc(const BoxSpec& spec, Api api) {
+  const std::string etc = std::string(kNew) + "/etc";
+  check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
+  fill_etc(std::string(kOld) + "/etc", etc, api);
+  for (const auto& [name, content] : own_etc_files(spec)) write_new_file(etc + "/" + name, content);
+}
+
+// /etc from the zygote's template (tree: its clone, taken before the host tree moved away):
+// attached read-only, then the box's own files bound over the template's empty ones. They are
+// written on the scratch tmpfs, which is detached with the old root at the end, so they show
+// only in /etc (and the box's root tmpfs can still be made read-only: a file unlinked while a
+// bind holds it would keep that remount busy).
+void build_etc_from_template(const BoxSpec& spec, const UniqueFd& tree) {
+  const std::string etc = std::string(kNew) + "/etc";
+  check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
+    throw sys_error("mount_setattr(/etc template)");
+  if (::move_mount(tree.get(), "", AT_FDCWD, etc.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    throw sys_error("move_mount(/etc template)");
+  for (const auto& [name, content] : own_etc_files(spec)) {
+    const std::string staged = std::string("/etc-") + name;  // in the scratch root
+    write_new_file(staged, content);
+    bind(staged, etc + "/" + name, false, Api::new_api);
+  }
 }
 
 void build_dev(const BoxSpec& spec) {
@@ -275,9 +307,29 @@ std::string hosts_file(const BoxSpec& spec) {
                      spec.hostname);
 }
 
-void apply_in_child(const BoxSpec& spec, Api api) {
+void build_etc_template(const std::string& dir) {
+  check(::mkdir(dir.c_str(), 0755), "mkdir(" + dir + ")");
+  fill_etc("/etc", dir, Api::new_api);
+  for (const char* name : {"passwd", "group", "hostname", "hosts"}) touch(dir + "/" + name);
+}
+
+void apply_in_child(const BoxSpec& spec, Api api, bool etc_template) {
   // Nothing mounted from here on may propagate back to the host.
   do_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
+
+  // The zygote's /etc template sits on a tmpfs over /tmp: clone it (with its binds), then
+  // take that tmpfs away so /tmp (scratch below, and bind sources) is the host's again.
+  // (A bind into /etc needs a mount point made there: the template is read-only, so such a
+  // box copies /etc.)
+  const bool binds_into_etc = std::any_of(spec.binds.begin(), spec.binds.end(), [](const BindMount& b) {
+    return b.target == "/etc" || b.target.rfind("/etc/", 0) == 0;
+  });
+  UniqueFd etc_tree;
+  if (etc_template && api == Api::new_api && !binds_into_etc) {
+    etc_tree.reset(::open_tree(AT_FDCWD, kEtcTemplate, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (!etc_tree) throw sys_error(std::string("open_tree(") + kEtcTemplate + ")");
+  }
+  if (etc_template) check(::umount2(kScratch, MNT_DETACH), "umount2(/etc template)");
 
   do_mount("tmpfs", kScratch, "tmpfs", kSafe, "mode=0755,size=64k");
   check(::chdir(kScratch), "chdir(scratch)");
@@ -288,7 +340,11 @@ void apply_in_child(const BoxSpec& spec, Api api) {
 
   do_mount("tmpfs", kNew, "tmpfs", kSafe, "mode=0755,size=1m");
   build_system_tree(spec, api);
-  build_etc(spec, api);
+  if (etc_tree) {
+    build_etc_from_template(spec, etc_tree);
+  } else {
+    build_etc(spec, api);
+  }
   mkdir_p(std::string(kNew) + "/proc");
   do_mount("proc", std::string(kNew) + "/proc", "proc", kSafe | MS_NOEXEC);
   build_dev(spec);

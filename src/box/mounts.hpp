@@ -23,8 +23,17 @@ std::string passwd_file(const BoxSpec& spec);
 std::string group_file(const BoxSpec& spec);
 std::string hosts_file(const BoxSpec& spec);
 
+// The shared /etc template of the daemon's boxes (box/etc_template.hpp): the allowlisted host
+// entries (files copied, symlinks as symlinks, directories bound read-only) in `dir`, with
+// empty files where each box binds its own passwd, group, hostname and hosts.
+inline constexpr const char* kEtcTemplate = "/tmp/etc";
+void build_etc_template(const std::string& dir);
+
 // Builds the root and pivots into it; afterwards nothing of the host tree is reachable but
 // what the spec names. Runs in init, in the box's own mount namespace, before privileges drop.
-void apply_in_child(const BoxSpec& spec, Api api);
+// etc_template: the namespace holds the zygote's /etc template at kEtcTemplate (on a tmpfs
+// mounted at /tmp): /etc is a clone of it plus the box's four files, instead of a copy of the
+// host's made here.
+void apply_in_child(const BoxSpec& spec, Api api, bool etc_template = false);
 
 }  // namespace agentbox::mounts

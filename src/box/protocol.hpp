@@ -32,6 +32,8 @@ inline constexpr const char* kill = "kill";                  // daemon → init
 inline constexpr const char* status = "status";              // both ways
 inline constexpr const char* ok = "ok";                      // init → daemon
 inline constexpr const char* exit = "exit";                  // init → daemon (events socket)
+inline constexpr const char* clone = "clone";                // daemon → zygote (+ init's sockets)
+inline constexpr const char* cloned = "cloned";              // zygote → daemon (+ init's pidfd)
 }  // namespace t
 
 struct Message {

@@ -146,6 +146,26 @@ def test_bob_cannot_see_alices_processes(world):
     assert w.alice.get(f"/execute/{p['id']}/status").json()["status"] == "killed"
 
 
+def test_the_boxs_init_gives_nothing_away(world):
+    """The daemon's inits are cloned by its zygote: inside a box, init is PID 1 named
+    agentbox-init, its environment, descriptors and memory are closed to the box's user (as
+    with an exec'd init), and no process of the host (the daemon, the zygote) is in view."""
+    w = world
+    code, out, err = sh(w.bob, "tr -d '\\0' < /proc/1/cmdline; echo; ps -eo pid=,comm=")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "agentbox-init"
+    assert [x.split()[1] for x in lines[1:]][:1] == ["agentbox-init"]
+    assert not any("agentbox-serve" in x or "zygote" in x for x in lines), out
+    for probe in ["cat /proc/1/environ", "ls /proc/1/fd", "head -c1 /proc/1/mem", "cat /proc/1/maps"]:
+        code, out, err = sh(w.bob, probe)
+        assert code != 0 and "Permission denied" in err, (probe, out, err)
+        assert "PATH=" not in out and "socket:" not in out, probe
+    # Control: the same reads of its own processes work for bob.
+    code, out, err = sh(w.bob, "cat /proc/self/environ | tr '\\0' '\\n' | grep -c . ; ls /proc/self/fd | wc -l")
+    assert code == 0 and all(int(n) > 0 for n in out.split()), (out, err)
+
+
 # ---- through the file routes ----------------------------------------------------------------
 
 def read_routes(w, path):

@@ -14,6 +14,7 @@
 
 #include "box/box.hpp"
 #include "box/cgroup.hpp"
+#include "box/zygote.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::testing {
@@ -54,6 +55,12 @@ inline BoxSpec make_spec(uid_t uid, const std::string& home) {
 inline std::unique_ptr<CgroupDriver>& cgroup_driver() {
   static std::unique_ptr<CgroupDriver> d = CgroupDriver::detect();
   return d;
+}
+
+// One zygote per test process, as the daemon has one (see BoxManager).
+inline Zygote& test_zygote() {
+  static std::unique_ptr<Zygote> z = Zygote::start(default_init_path());
+  return *z;
 }
 
 inline BoxStartOptions start_options(const std::string& tag) {

@@ -1,0 +1,127 @@
+#include "box/zygote.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "box/protocol.hpp"
+#include "util/error.hpp"
+
+namespace agentbox {
+namespace {
+
+namespace t = protocol::t;
+
+// The request never reached a live zygote, or its answer never came back.
+class ZygoteGone : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace
+
+std::unique_ptr<Zygote> Zygote::start(const std::string& init_path) {
+  std::unique_ptr<Zygote> z(new Zygote());
+  z->init_path_ = init_path;
+  z->launch();
+  return z;
+}
+
+// posix_spawn: glibc clones vfork-style, safe from a multi-threaded daemon. The zygote gets its
+// socket as fd 3 and nothing else of ours but stdio (a box's init keeps those, as before), a
+// clean environment, no blocked signals and default dispositions.
+void Zygote::launch() {
+  auto [ours, theirs] = protocol::socket_pair();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, theirs.get(), protocol::kInitControlFd);
+  posix_spawn_file_actions_addclosefrom_np(&fa, protocol::kInitControlFd + 1);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGCHLD, SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2})
+    sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  const char* argv[] = {"agentbox-init", "--zygote", nullptr};
+  const char* envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, init_path_.c_str(), &fa, &attr, const_cast<char**>(argv),
+                               const_cast<char**>(envp));
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw sys_error("posix_spawn(" + init_path_ + " --zygote)", rc);
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) {
+    const int err = errno;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    throw sys_error("pidfd_open(zygote)", err);
+  }
+  pid_ = pid;
+  pidfd_ = std::move(pidfd);
+  sock_ = std::move(ours);
+}
+
+Zygote::~Zygote() {
+  sock_.reset();  // it exits when its socket closes
+  if (pid_ > 0) {
+    // Bounded: a zygote that does not go within a second is killed.
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+Zygote::Init Zygote::clone_init(uint64_t flags, int cgroup_fd, int control, int events,
+                                const nlohmann::json& first, int netns_fd) {
+  std::lock_guard lock(mu_);
+  try {
+    return request(flags, cgroup_fd, control, events, first, netns_fd);
+  } catch (const ZygoteGone&) {
+    // Killed or crashed since the last box: reap it and start another, once.
+    if (pid_ > 0) {
+      ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+    }
+    launch();
+    return request(flags, cgroup_fd, control, events, first, netns_fd);
+  }
+}
+
+// Descriptors in order: control, events, then the netns and the cgroup when there are.
+Zygote::Init Zygote::request(uint64_t flags, int cgroup_fd, int control, int events,
+                             const nlohmann::json& first, int netns_fd) {
+  std::vector<int> fds = {control, events};
+  if (netns_fd >= 0) fds.push_back(netns_fd);
+  if (cgroup_fd >= 0) fds.push_back(cgroup_fd);
+  protocol::Message reply;
+  try {
+    protocol::send(sock_.get(),
+                   {{"t", t::clone}, {"flags", flags}, {"netns", netns_fd >= 0}, {"first", first}}, fds);
+    reply = protocol::recv_reply(sock_.get(), 10000, "zygote clone");
+  } catch (const Error& e) {
+    throw ZygoteGone(e.what());
+  }
+  if (reply.type() == t::error)
+    throw Error(reply.body.value("message", std::string("zygote: clone failed")), reply.body.value("errno", 0));
+  if (reply.type() != t::cloned || reply.fds.size() != 1) throw Error("zygote: unexpected reply " + reply.type());
+  Init init;
+  init.pid = reply.body.at("pid").get<pid_t>();
+  init.pidfd = std::move(reply.fds[0]);
+  return init;
+}
+
+}  // namespace agentbox
