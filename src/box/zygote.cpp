@@ -18,7 +18,7 @@ namespace {
 
 namespace t = protocol::t;
 
-// The request never reached a live zygote, or its answer never came back.
+// The request never reached a live zygote: nothing was cloned, asking another one is safe.
 class ZygoteGone : public Error {
  public:
   using Error::Error;
@@ -86,19 +86,24 @@ Zygote::~Zygote() {
 Zygote::Init Zygote::clone_init(uint64_t flags, int cgroup_fd, int control, int events,
                                 const nlohmann::json& first, int netns_fd) {
   std::lock_guard lock(mu_);
+  if (broken_) relaunch();
   try {
     return request(flags, cgroup_fd, control, events, first, netns_fd);
   } catch (const ZygoteGone&) {
-    // Killed or crashed since the last box: reap it and start another, once.
-    if (pid_ > 0) {
-      ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
-      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-      }
-      pid_ = -1;
-    }
-    launch();
+    relaunch();  // killed or crashed since the last box: once more with a new one
     return request(flags, cgroup_fd, control, events, first, netns_fd);
   }
+}
+
+void Zygote::relaunch() {
+  if (pid_ > 0) {
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+  broken_ = false;
+  launch();
 }
 
 // Descriptors in order: control, events, then the netns and the cgroup when there are.
@@ -107,13 +112,20 @@ Zygote::Init Zygote::request(uint64_t flags, int cgroup_fd, int control, int eve
   std::vector<int> fds = {control, events};
   if (netns_fd >= 0) fds.push_back(netns_fd);
   if (cgroup_fd >= 0) fds.push_back(cgroup_fd);
-  protocol::Message reply;
   try {
     protocol::send(sock_.get(),
                    {{"t", t::clone}, {"flags", flags}, {"netns", netns_fd >= 0}, {"first", first}}, fds);
-    reply = protocol::recv_reply(sock_.get(), 10000, "zygote clone");
   } catch (const Error& e) {
     throw ZygoteGone(e.what());
+  }
+  // Past this point the zygote may have cloned an init on these sockets: no second try with
+  // them (a stray init sees them close and exits); the next request gets a new zygote.
+  protocol::Message reply;
+  try {
+    reply = protocol::recv_reply(sock_.get(), 10000, "zygote clone");
+  } catch (const Error&) {
+    broken_ = true;
+    throw;
   }
   if (reply.type() == t::error)
     throw Error(reply.body.value("message", std::string("zygote: clone failed")), reply.body.value("errno", 0));

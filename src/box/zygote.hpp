@@ -35,7 +35,9 @@ class Zygote {
   // Clones a box init with clone3 `flags` (its namespaces; CLONE_INTO_CGROUP needs cgroup_fd),
   // control and events as its fds 3 and 4. The init starts on `first`, the message it would
   // otherwise wait for on its control socket (the box's spec), with netns_fd attached when
-  // >= 0. A zygote that died is started again once. Thread-safe: requests are serialized.
+  // >= 0. A zygote found dead is replaced and asked again, once; one that dies or stalls after
+  // taking the request fails this start and is replaced for the next. Thread-safe: requests
+  // are serialized.
   Init clone_init(uint64_t flags, int cgroup_fd, int control, int events, const nlohmann::json& first,
                   int netns_fd);
 
@@ -44,6 +46,7 @@ class Zygote {
  private:
   Zygote() = default;
   void launch();
+  void relaunch();  // reaps the current zygote (killing it if need be) and launches another
   Init request(uint64_t flags, int cgroup_fd, int control, int events, const nlohmann::json& first,
                int netns_fd);
 
@@ -51,6 +54,7 @@ class Zygote {
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd sock_;
+  bool broken_ = false;  // a request went unanswered: relaunch before the next
   std::mutex mu_;
 };
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -103,7 +104,11 @@ TEST_F(ZygoteTest, RefusesWhatIsNotABoxsClone) {
 
 TEST_F(ZygoteTest, AKilledZygoteIsReplacedOnTheNextStart) {
   const pid_t first = zygote->pid();
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, first, 0)));
+  ASSERT_TRUE(pidfd);
   ASSERT_EQ(::kill(first, SIGKILL), 0);
+  pollfd p{pidfd.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1) << "the zygote did not die";
   auto box = Box::start(spec, options("zyg-restart", zygote.get()));
   EXPECT_NE(zygote->pid(), first);
   EXPECT_TRUE(alive(zygote->pid()));
