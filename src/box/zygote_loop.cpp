@@ -8,10 +8,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstring>
 
 #include "box/etc_template.hpp"
-#include "box/init_loop.hpp"
+#include "box/init_in_place.hpp"
 #include "box/protocol.hpp"
 #include "util/error.hpp"
 
@@ -29,33 +28,7 @@ namespace t = protocol::t;
 constexpr uint64_t kAllowedFlags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
                                    CLONE_NEWNET | CLONE_PIDFD | CLONE_INTO_CGROUP;
 
-// The new init, in the child: its sockets become fds 3 and 4 (the netns, if any, 5), everything
-// else of the zygote's goes (its request socket is fd 3, overwritten here), and it looks like a
-// freshly exec'd init. It starts on the request's first message instead of waiting for one.
-[[noreturn]] void become_init(protocol::Message& m, bool has_netns, char** argv) {
-  // Above 5 first, so no dup2 below overwrites another's source.
-  int moved[3] = {-1, -1, -1};
-  for (size_t i = 0; i < (has_netns ? 3u : 2u); ++i) {
-    moved[i] = ::fcntl(m.fds[i].get(), F_DUPFD, 6);
-    if (moved[i] < 0 || ::dup2(moved[i], protocol::kInitControlFd + static_cast<int>(i)) < 0) ::_exit(126);
-  }
-  const int first_free = protocol::kInitEventFd + (has_netns ? 2 : 1);
-  ::syscall(SYS_close_range, first_free, ~0U, 0);
-  for (auto& fd : m.fds) (void)fd.release();  // closed just above (or now fds 3-5)
-  ::signal(SIGCHLD, SIG_DFL);  // the zygote lets the kernel reap; init reaps its own children
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // /proc/1/cmdline in the box: "agentbox-init", as when it was exec'd for the box.
-  for (char** a = argv + 1; *a; ++a) std::memset(*a, 0, std::strlen(*a));
-
-  protocol::Message first;
-  first.body = std::move(m.body["first"]);
-  if (has_netns) first.fds.emplace_back(protocol::kInitEventFd + 1);
-  ::_exit(run(protocol::kInitControlFd, protocol::kInitEventFd, std::move(first)));
-}
-
-void serve_clone(int sock, protocol::Message& m, char** argv, etc_template::Keeper& etc) {
+void serve_clone(int sock, protocol::Message& m, etc_template::Keeper& etc) {
   const uint64_t flags = m.body.value("flags", uint64_t{0}) | CLONE_PIDFD;
   if (flags & ~kAllowedFlags) throw Error("zygote: flags not allowed");
   const bool into_cgroup = flags & CLONE_INTO_CGROUP;
@@ -84,7 +57,7 @@ void serve_clone(int sock, protocol::Message& m, char** argv, etc_template::Keep
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pin) ::sched_setaffinity(0, sizeof all, &all);
   if (pid < 0) throw sys_error("clone3");
-  if (pid == 0) become_init(m, has_netns, argv);
+  if (pid == 0) become_init(m.fds[0].get(), m.fds[1].get(), has_netns ? m.fds[2].get() : -1, std::move(m.body["first"]));
   UniqueFd own_pidfd(pidfd);
   m = {};  // the new init's spec and descriptors are its own now
   const int fd = own_pidfd.get();
@@ -93,7 +66,7 @@ void serve_clone(int sock, protocol::Message& m, char** argv, etc_template::Keep
 
 }  // namespace
 
-int run_zygote(int sock, char** argv) {
+int run_zygote(int sock) {
   // Children are reaped by the kernel: the daemon follows each init through its pidfd.
   ::signal(SIGCHLD, SIG_IGN);
   etc_template::Keeper etc;
@@ -109,7 +82,7 @@ int run_zygote(int sock, char** argv) {
     try {
       if (protocol::recv(sock, m) != protocol::RecvStatus::message) return 0;  // the daemon is gone
       if (m.type() != t::clone) throw Error("zygote: unknown request " + m.type());
-      serve_clone(sock, m, argv, etc);
+      serve_clone(sock, m, etc);
     } catch (const Error& e) {
       try {
         protocol::send(sock, {{"t", t::error}, {"message", e.what()}, {"errno", e.code()}});

@@ -63,8 +63,8 @@ std::string proc_file(pid_t pid, const char* name) {
 }
 
 // An init cloned by the zygote starts out as one exec'd for its box would: the same
-// descriptors (nothing of the zygote's, in particular not its request socket), only PATH in
-// its environment, and "agentbox-init" as its whole command line.
+// descriptors (nothing of the zygote's, in particular not its request socket), nothing in its
+// environment but (exec'd) PATH, and "agentbox-init" as its whole command line.
 TEST_F(ZygoteTest, InitHoldsNothingOfTheZygote) {
   auto from_zygote = Box::start(spec, options("zyg-fds", zygote.get()));
   auto execd = Box::start(spec, options("exec-fds", nullptr));
@@ -72,8 +72,11 @@ TEST_F(ZygoteTest, InitHoldsNothingOfTheZygote) {
   const fs::path zygote_socket = fs::read_symlink("/proc/" + std::to_string(zygote->pid()) + "/fd/3");
   for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(from_zygote->init_pid()) + "/fd"))
     EXPECT_NE(fs::read_symlink(e.path()), zygote_socket) << "init holds the zygote's request socket";
+  EXPECT_EQ(proc_file(execd->init_pid(), "environ"),
+            std::string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") + '\0');
+  const std::string wiped = proc_file(from_zygote->init_pid(), "environ");
+  EXPECT_EQ(wiped.find_first_not_of('\0'), std::string::npos) << wiped;
   for (pid_t pid : {from_zygote->init_pid(), execd->init_pid()}) {
-    EXPECT_EQ(proc_file(pid, "environ"), std::string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") + '\0');
     const std::string cmdline = proc_file(pid, "cmdline");
     EXPECT_EQ(cmdline.substr(0, cmdline.find('\0')), "agentbox-init");
     EXPECT_EQ(cmdline.find_first_not_of('\0', cmdline.find('\0')), std::string::npos) << "argument left in " << cmdline;

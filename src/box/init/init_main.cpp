@@ -15,6 +15,6 @@ extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--zygote") == 0)
-    return agentbox::init::run_zygote(agentbox::protocol::kInitControlFd, argv);
+    return agentbox::init::run_zygote(agentbox::protocol::kInitControlFd);
   return agentbox::init::run(agentbox::protocol::kInitControlFd, agentbox::protocol::kInitEventFd);
 }
