@@ -3,6 +3,7 @@
 // capability, cannot gain any through a setuid binary, and leaves no core dumps.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -62,7 +63,8 @@ TEST(RedteamProc, EnvironOfInitAndOfHostProcessesIsUnreadable) {
   EXPECT_TRUE(Allowed(probe_outside({"read-file", agentbox_environ})));
 }
 
-// Whether needle is anywhere in the readable memory of pid (as root, through /proc/PID/mem).
+// Whether needle is anywhere in the readable memory of pid (as root, through /proc/PID/mem),
+// read 1 MiB at a time. Mappings over 1 GiB are reservations (a sanitizer's shadow), not data.
 bool memory_holds(pid_t pid, const std::string& needle) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   UniqueFd mem(::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
@@ -72,11 +74,15 @@ bool memory_holds(pid_t pid, const std::string& needle) {
     unsigned long start = 0, end = 0;
     char perms[5] = {};
     if (std::sscanf(line.c_str(), "%lx-%lx %4s", &start, &end, perms) != 3 || perms[0] != 'r') continue;
-    if (line.find("[vsyscall]") != std::string::npos) continue;
-    std::string data(end - start, '\0');
-    const ssize_t n = ::pread(mem.get(), data.data(), data.size(), static_cast<off_t>(start));
-    if (n > 0 && std::string_view(data.data(), static_cast<size_t>(n)).find(needle) != std::string_view::npos)
-      return true;
+    if (line.find("[vsyscall]") != std::string::npos || end - start > (1ul << 30)) continue;
+    constexpr unsigned long kChunk = 1 << 20;
+    std::string data(kChunk + needle.size(), '\0');
+    for (unsigned long at = start; at < end; at += kChunk) {  // chunks overlap by needle's length
+      const size_t want = std::min<unsigned long>(end - at, kChunk + needle.size());
+      const ssize_t n = ::pread(mem.get(), data.data(), want, static_cast<off_t>(at));
+      if (n > 0 && std::string_view(data.data(), static_cast<size_t>(n)).find(needle) != std::string_view::npos)
+        return true;
+    }
   }
   return false;
 }
