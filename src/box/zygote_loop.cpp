@@ -1,13 +1,11 @@
 #include "box/zygote_loop.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
 
 #include "box/etc_template.hpp"
 #include "box/init_in_place.hpp"
@@ -57,7 +55,8 @@ void serve_clone(int sock, protocol::Message& m, etc_template::Keeper& etc) {
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pin) ::sched_setaffinity(0, sizeof all, &all);
   if (pid < 0) throw sys_error("clone3");
-  if (pid == 0) become_init(m.fds[0].get(), m.fds[1].get(), has_netns ? m.fds[2].get() : -1, std::move(m.body["first"]));
+  if (pid == 0)
+    become_init(m.fds[0].get(), m.fds[1].get(), has_netns ? m.fds[2].get() : -1, std::move(m.body["first"]));
   UniqueFd own_pidfd(pidfd);
   m = {};  // the new init's spec and descriptors are its own now
   const int fd = own_pidfd.get();
@@ -83,9 +82,10 @@ int run_zygote(int sock) {
       if (protocol::recv(sock, m) != protocol::RecvStatus::message) return 0;  // the daemon is gone
       if (m.type() != t::clone) throw Error("zygote: unknown request " + m.type());
       serve_clone(sock, m, etc);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // a refused or malformed request, a failed clone
+      const auto* err = dynamic_cast<const Error*>(&e);
       try {
-        protocol::send(sock, {{"t", t::error}, {"message", e.what()}, {"errno", e.code()}});
+        protocol::send(sock, {{"t", t::error}, {"message", e.what()}, {"errno", err ? err->code() : 0}});
       } catch (...) {
         return 1;
       }
