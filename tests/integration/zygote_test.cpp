@@ -87,7 +87,7 @@ TEST_F(ZygoteTest, InitHoldsNothingOfTheZygote) {
 }
 
 // The zygote clones boxes, nothing else: a request to share its memory or descriptors, or to
-// make a user namespace, is refused, and it goes on serving.
+// make a user namespace, is refused, as is a malformed one, and it goes on serving.
 TEST_F(ZygoteTest, RefusesWhatIsNotABoxsClone) {
   auto [control, control_child] = protocol::socket_pair();
   auto [events, events_child] = protocol::socket_pair();
@@ -101,7 +101,13 @@ TEST_F(ZygoteTest, RefusesWhatIsNotABoxsClone) {
       EXPECT_NE(std::string(e.what()).find("not allowed"), std::string::npos) << e.what();
     }
   }
+  // A malformed request (its spec not an object) gets an error too, and the same zygote serves on.
+  const pid_t serving = zygote->pid();
+  EXPECT_THROW(zygote->clone_init(CLONE_NEWNS | CLONE_NEWPID, -1, control_child.get(), events_child.get(),
+                                  "not a spec", -1),
+               Error);
   auto box = Box::start(spec, options("zyg-after-refusal", zygote.get()));
+  EXPECT_EQ(zygote->pid(), serving);
   EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
 }
 
