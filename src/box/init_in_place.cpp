@@ -57,13 +57,14 @@ void wipe_caller_memory() {
 }  // namespace
 
 void become_init(int control, int events, int netns_fd, nlohmann::json first) {
-  // Above 5 first, so no dup2 below overwrites another's source.
+  // All above 5 first, so no dup2 below overwrites a source not yet placed.
   const int sources[3] = {control, events, netns_fd};
   const int count = netns_fd >= 0 ? 3 : 2;
-  for (int i = 0; i < count; ++i) {
-    const int moved = ::fcntl(sources[i], F_DUPFD, protocol::kInitEventFd + 2);
-    if (moved < 0 || ::dup2(moved, protocol::kInitControlFd + i) < 0) ::_exit(126);
-  }
+  int moved[3];
+  for (int i = 0; i < count; ++i)
+    if ((moved[i] = ::fcntl(sources[i], F_DUPFD, protocol::kInitEventFd + 2)) < 0) ::_exit(126);
+  for (int i = 0; i < count; ++i)
+    if (::dup2(moved[i], protocol::kInitControlFd + i) < 0) ::_exit(126);
   ::syscall(SYS_close_range, protocol::kInitControlFd + count, ~0U, 0);
   ::signal(SIGCHLD, SIG_DFL);
   sigset_t none;
