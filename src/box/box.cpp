@@ -76,8 +76,7 @@ NO_SANITIZE_ADDRESS int exec_init(void* arg) {
 pid_t clone_init(uint64_t flags, int cgroup_fd, const std::string& init_path, int control,
                  int events, int go_fd, int* pidfd) {
   const char* argv[] = {"agentbox-init", nullptr};
-  const char* envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                        nullptr};
+  const char* envp[] = {protocol::kInitPath, nullptr};
   InitExec child{init_path.c_str(), argv, envp, control, events, go_fd, nullptr};
 
   if (!(flags & (CLONE_NEWUSER | CLONE_INTO_CGROUP))) {
@@ -114,11 +113,9 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
   box->spec_ = spec;
 
   if (spec.use_cgroup && !opts.cgroups) throw Error("box: cgroups requested but no cgroup driver available");
-  // v2 can clone init straight into its group; otherwise the group is made and joined while
-  // init builds the box (init waits for it before its cgroup namespace and anything of its own).
-  // In host_uid mode init is cloned vfork-style (clone_init), which cannot go into a cgroup,
-  // so the group is joined after the clone there too.
-  // A zygote's clone3 can go into the group like a user_ns clone.
+  // A copying clone3 (the zygote's, or user_ns mode's) can put init straight into a v2 group.
+  // Otherwise (v1, or host_uid's vfork-style clone_init) the group is made and joined while
+  // init builds the box; init waits for it before its cgroup namespace and anything of its own.
   const bool via_zygote = opts.zygote && spec.identity == IdentityMode::host_uid;
   const bool cgroup_later =
       spec.use_cgroup &&

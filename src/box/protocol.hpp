@@ -16,6 +16,8 @@ namespace agentbox::protocol {
 
 inline constexpr int kInitControlFd = 3;
 inline constexpr int kInitEventFd = 4;
+// The whole environment agentbox-init is exec'd with (for a box or as the zygote).
+inline constexpr const char* kInitPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 inline constexpr size_t kMaxMessage = 256 * 1024;
 inline constexpr size_t kMaxFds = 4;
 

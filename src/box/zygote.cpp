@@ -53,7 +53,7 @@ void Zygote::launch() {
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   const char* argv[] = {"agentbox-init", "--zygote", nullptr};
-  const char* envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
+  const char* envp[] = {protocol::kInitPath, nullptr};
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, init_path_.c_str(), &fa, &attr, const_cast<char**>(argv),
                                const_cast<char**>(envp));
