@@ -15,6 +15,7 @@
 #include "cli/config_check.hpp"
 #include "cli/doctor.hpp"
 #include "cli/run_command.hpp"
+#include "util/error.hpp"
 #include "util/file_io.hpp"
 
 namespace {
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("run")) return agentbox::cli::run_in_box(run_opts);
     if (doctor->parsed()) return agentbox::run_doctor(::geteuid() == 0, std::cout);
     if (config_check->parsed()) return agentbox::cli::config_check(config_file);
-  } catch (const agentbox::cli::UsageError& e) {
+  } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

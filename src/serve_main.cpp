@@ -6,12 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/run_command.hpp"
-#include "cli/serve_command.hpp"
+#include "util/error.hpp"
+#include "server/serve.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"agentbox serve: the Open Terminal API with a box per user", "agentbox serve"};
-  agentbox::cli::ServeOptions o;
+  agentbox::server::ServeOptions o;
   app.add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")->type_name("FILE");
   app.add_option("--listen", o.listen, "Address to listen on (default 127.0.0.1:8000)")->type_name("ADDR:PORT");
   app.add_option("--state", o.state, "State directory (default ./agentbox-state)")->type_name("DIR");
@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return agentbox::cli::serve(o);
-  } catch (const agentbox::cli::UsageError& e) {
+    return agentbox::server::serve(o);
+  } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox serve: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

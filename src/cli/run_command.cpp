@@ -10,10 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <string_view>
 
 #include "box/box.hpp"
 #include "box/box_env.hpp"
@@ -40,12 +44,30 @@ struct Caller {
   std::string home;
 };
 
+// A name that is safe as /home/NAME: a login name's characters, no leading dot.
+bool usable_name(std::string_view n) {
+  if (n.empty() || n.size() > 32 || n[0] == '.' || n[0] == '-') return false;
+  return std::all_of(n.begin(), n.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-'; });
+}
+
+// Name and home from the local passwd file, read directly rather than through NSS: the CLI is
+// linked statically, and NSS modules cannot be loaded into it. An account known only to a
+// directory service is named by $USER; $HOME wins for the home, as in a shell.
 Caller who_calls() {
   Caller c{::getuid(), ::getgid(), "user", "/"};
-  if (const passwd* pw = ::getpwuid(c.uid)) {
-    c.name = pw->pw_name;
-    c.home = pw->pw_dir;
+  bool found = false;
+  if (std::FILE* f = std::fopen("/etc/passwd", "re")) {
+    while (const passwd* pw = ::fgetpwent(f)) {
+      if (pw->pw_uid != c.uid) continue;
+      found = usable_name(pw->pw_name);
+      if (found) c.name = pw->pw_name;
+      c.home = pw->pw_dir;
+      break;
+    }
+    std::fclose(f);
   }
+  if (const char* u = ::getenv("USER"); !found && u && usable_name(u)) c.name = u;
   if (const char* h = ::getenv("HOME"); h && *h == '/') c.home = h;
   return c;
 }

@@ -1,7 +1,6 @@
 #pragma once
 // `agentbox run`: a one-shot box for one person, no server (the bubblewrap-wrapper use case).
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,9 +28,5 @@ struct RunOptions {
 // command's own code, 128+N if it died of signal N, 125 if the box could not be made, 126/127
 // if the command could not be executed / found. Bad options throw UsageError (exit 2).
 int run_in_box(const RunOptions& opts);
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 }  // namespace agentbox::cli

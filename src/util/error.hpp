@@ -26,6 +26,12 @@ class Error : public std::runtime_error {
   int errno_;
 };
 
+// Bad input from the person at the command line or in a config file: a one-line message and
+// exit status 2 (the CLI's entry points catch it).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Builds "op: strerror(err)" and keeps err.
 Error sys_error(std::string_view op, int err = errno);
 

@@ -1,4 +1,4 @@
-#include "cli/serve_command.hpp"
+#include "server/serve.hpp"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -12,7 +12,6 @@
 
 #include "box/box_manager.hpp"
 #include "box/cgroup.hpp"
-#include "cli/run_command.hpp"
 #include "config/server_config.hpp"
 #include "exec/process_table.hpp"
 #include "server/account_boxes.hpp"
@@ -26,7 +25,7 @@
 #include "store/schema.hpp"
 #include "util/error.hpp"
 
-namespace agentbox::cli {
+namespace agentbox::server {
 
 namespace {
 
@@ -113,8 +112,8 @@ int serve(const ServeOptions& options) {
   };
   BoxManager manager(std::move(box_options));
 
-  server::CallerDirectory callers(accounts, config.state_dir);
-  server::AccountBoxes boxes(manager, accounts, callers, config.box);
+  CallerDirectory callers(accounts, config.state_dir);
+  AccountBoxes boxes(manager, accounts, callers, config.box);
 
   exec::ProcessTableOptions table_options;
   table_options.log_dir = config.state_dir + "/processes";
@@ -123,15 +122,15 @@ int serve(const ServeOptions& options) {
   exec::ProcessTable table(boxes, processes, table_options);
   link->set(&table);
 
-  server::Router router;
-  server::add_meta_routes(router, callers, boxes, kVersion);
-  server::add_execute_routes(router, callers, boxes, table);
-  server::FileRoutesOptions file_options;
+  Router router;
+  add_meta_routes(router, callers, boxes, kVersion);
+  add_execute_routes(router, callers, boxes, table);
+  FileRoutesOptions file_options;
   file_options.temp_dir = config.state_dir;  // archives are built next to the homes, not in /var/tmp
   file_options.upload_max_bytes = config.limits.body_bytes;
-  server::add_file_routes(router, callers, file_options);
+  add_file_routes(router, callers, file_options);
 
-  server::HttpServerOptions http;
+  HttpServerOptions http;
   http.api_key = api_key;
   http.body_limit = config.limits.body_bytes;
   http.header_timeout = config.limits.header_timeout;
@@ -146,7 +145,7 @@ int serve(const ServeOptions& options) {
   sigaddset(&stop_signals, SIGTERM);
   ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  server::HttpServer http_server(std::move(router), http);
+  HttpServer http_server(std::move(router), http);
   auto listener = http_server.listen(addr.host, addr.port);
   http_server.start();
   std::string host = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
@@ -161,4 +160,4 @@ int serve(const ServeOptions& options) {
   return 0;
 }
 
-}  // namespace agentbox::cli
+}  // namespace agentbox::server

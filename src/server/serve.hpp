@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-namespace agentbox::cli {
+namespace agentbox::server {
 
 struct ServeOptions {
   std::optional<std::string> config;  // --config FILE (else $AGENTBOX_CONFIG, else none)
@@ -15,4 +15,4 @@ struct ServeOptions {
 // Returns the exit status. Throws UsageError for bad configuration (exit 2 in main).
 int serve(const ServeOptions& options);
 
-}  // namespace agentbox::cli
+}  // namespace agentbox::server
