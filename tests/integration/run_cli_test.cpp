@@ -229,6 +229,22 @@ TEST(RunCli, OrdinaryUserGetsTheirOwnUidInside) {
   EXPECT_NE(lim.err.find("cgroups"), std::string::npos) << lim.err;
 }
 
+// The box's account name (and so its home, /home/NAME) is the caller's from /etc/passwd; an
+// account the file does not know is named by $USER, unless that is no safe login name.
+TEST(RunCli, OrdinaryUsersNameComesFromPasswdElseASafeUser) {
+  const auto name_and_home = [](uid_t uid, std::vector<std::string> env) {
+    TempDir home;
+    ::chown(home.path.c_str(), uid, uid);
+    Result r = run(box({"--", "sh", "-c", "id -un; echo $HOME; pwd"}), home.path, uid, "/", std::move(env));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(name_and_home(65534, {"USER=mallory"}), "nobody\n/home/nobody\n/home/nobody\n");
+  EXPECT_EQ(name_and_home(64999, {"USER=carol"}), "carol\n/home/carol\n/home/carol\n");
+  EXPECT_EQ(name_and_home(64999, {"USER=../../etc"}), "user\n/home/user\n/home/user\n");
+  EXPECT_EQ(name_and_home(64999, {}), "user\n/home/user\n/home/user\n");
+}
+
 // A real terminal: tmux runs `agentbox run --shell`; keys go in with send-keys.
 class Tmux {
  public:
