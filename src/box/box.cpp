@@ -18,6 +18,7 @@
 
 #include "box/box_spec_json.hpp"
 #include "box/identity.hpp"
+#include "box/mounts.hpp"
 #include "box/protocol.hpp"
 #include "util/file_io.hpp"
 #include "util/no_sanitize.hpp"
@@ -106,6 +107,19 @@ pid_t clone_init(uint64_t flags, int cgroup_fd, const std::string& init_path, in
   return static_cast<pid_t>(pid);
 }
 
+// The spec to an init cloned here, with the account's netns and, where this process may
+// build it, the box's /etc: made now, while init execs, it is off init's path.
+void send_spec(int control, const BoxSpec& spec, const BoxStartOptions& opts, nlohmann::json msg) {
+  std::vector<int> fds;
+  if (opts.netns_fd >= 0) fds.push_back(opts.netns_fd);
+  UniqueFd etc_tree;
+  if (spec.identity == IdentityMode::host_uid && !opts.legacy_mount_api && !mounts::binds_into_etc(spec))
+    etc_tree = mounts::build_etc_tree(spec);
+  msg["has_etc_tree"] = static_cast<bool>(etc_tree);
+  if (etc_tree) fds.push_back(etc_tree.get());
+  protocol::send(control, msg, fds);
+}
+
 }  // namespace
 
 std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts) {
@@ -141,8 +155,6 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
                                     {"has_netns", opts.netns_fd >= 0},
                                     {"legacy_mount_api", opts.legacy_mount_api},
                                     {"await_cgroup", cgroup_later}};
-  const std::span<const int> netns_fds =
-      opts.netns_fd >= 0 ? std::span<const int>(&opts.netns_fd, 1) : std::span<const int>();
   try {
     const uint64_t flags = clone_flags(spec, opts, cg_fd >= 0);
     if (via_zygote) {
@@ -171,7 +183,7 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
       check(::write(go_write.get(), "g", 1), "write(go)");
       go_write.reset();
     }
-    if (!via_zygote) protocol::send(box->control_.get(), start_msg, netns_fds);
+    if (!via_zygote) send_spec(box->control_.get(), spec, opts, start_msg);
     bool confirmed = true;
     if (cgroup_later) {
       box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);

@@ -27,10 +27,10 @@ auto step(const char* name, F&& f) {
 }  // namespace
 
 ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api,
-                      const std::function<void()>& await_cgroup, bool etc_template) {
+                      const std::function<void()>& await_cgroup, mounts::EtcSource etc) {
   ContainResult r;
   step("network", [&] { netns::apply_in_child(netns_fd); });
-  step("mounts", [&] { mounts::apply_in_child(spec, mount_api, etc_template); });
+  step("mounts", [&] { mounts::apply_in_child(spec, mount_api, etc); });
   // The box's cgroup: a namespace made once we are in it has that group as its root. Nothing
   // of the box's own runs before ready, so init may build the mounts while the daemon attaches.
   step("cgroup", await_cgroup);

@@ -15,9 +15,8 @@ struct ContainResult {
 // has set up what only the parent can (id maps; cgroup membership, or it is under way:
 // await_cgroup returns once the daemon says init is in the box's cgroup). Any failing step
 // throws and the box never reports ready (fail closed).
-// etc_template: the zygote's shared /etc template is in init's mount namespace (see
-// mounts::apply_in_child).
+// etc: where /etc comes from (see mounts::apply_in_child).
 ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api,
-                      const std::function<void()>& await_cgroup, bool etc_template = false);
+                      const std::function<void()>& await_cgroup, mounts::EtcSource etc = {});
 
 }  // namespace agentbox

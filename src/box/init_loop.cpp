@@ -62,17 +62,24 @@ class Init {
     try {
       if (m.type() != t::spec) throw Error("init: expected a spec message");
       spec_ = m.body.at("spec").get<BoxSpec>();
-      const int netns_fd = m.body.value("has_netns", false) && !m.fds.empty() ? m.fds[0].get() : -1;
+      // The descriptors that come with the spec, in this order: the netns to join, the /etc tree.
+      size_t next_fd = 0;
+      const auto take_fd = [&](const char* flag) {
+        return m.body.value(flag, false) && next_fd < m.fds.size() ? m.fds[next_fd++].get() : -1;
+      };
+      const int netns_fd = take_fd("has_netns");
+      mounts::EtcSource etc;
+      etc.tree_fd = take_fd("has_etc_tree");
+      etc.zygote_template = m.body.value("etc_template", false);
       const auto api = mounts::choose_api(m.body.value("legacy_mount_api", false));
       const bool cgroup_later = m.body.value("await_cgroup", false);
-      const bool etc_template = m.body.value("etc_template", false);
       ContainResult r = contain(spec_, netns_fd, api, [&] {
         if (!cgroup_later) return;
         protocol::Message attached;
         if (protocol::recv(control_, attached) != protocol::RecvStatus::message || attached.type() != t::cgroup)
           throw Error("the daemon did not confirm the cgroup");
-      }, etc_template);
-      m.fds.clear();  // the netns fd is no longer needed once joined
+      }, etc);
+      m.fds.clear();  // the netns and the /etc tree are no longer needed once joined / attached
       protocol::send(control_, {{"t", t::ready}, {"landlock_abi", r.landlock_abi}});
       return true;
     } catch (const std::exception& e) {

@@ -150,24 +150,31 @@ void copy_file_at(int from_dir, int to_dir, const char* name, const struct stat&
   }
 }
 
-// The host's allowlisted /etc entries (under host_etc) into the existing directory dest:
-// regular files copied, symlinks as symlinks, directories bound read-only.
-void fill_etc(const std::string& host_etc, const std::string& dest, Api api) {
+// The host's allowlisted /etc entries into the directory dest_dir: regular files copied,
+// symlinks as symlinks, and for each directory an empty one, handed to on_dir(name) (to bind).
+template <class OnDir>
+void fill_etc(int host_dir, int dest_dir, OnDir&& on_dir) {
+  for (const auto& name : etc_allowlist()) {
+    struct stat st {};
+    if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      copy_symlink_at(host_dir, name, dest_dir, name);
+    } else if (S_ISDIR(st.st_mode)) {
+      if (::mkdirat(dest_dir, name.c_str(), 0755) != 0) throw sys_error("mkdir(/etc/" + name + ")");
+      on_dir(name);
+    } else if (S_ISREG(st.st_mode)) {
+      copy_file_at(host_dir, dest_dir, name.c_str(), st);
+    }
+  }
+}
+
+// fill_etc from host_etc into dest (paths), the host's directories bound read-only.
+void fill_etc_bound(const std::string& host_etc, const std::string& dest, Api api) {
   UniqueFd host_dir(::open(host_etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   UniqueFd dest_dir(::open(dest.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!host_dir || !dest_dir) throw sys_error("open(" + host_etc + ", " + dest + ")");
-  for (const auto& name : etc_allowlist()) {
-    struct stat st {};
-    if (::fstatat(host_dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISLNK(st.st_mode)) {
-      copy_symlink_at(host_dir.get(), name, dest_dir.get(), name);
-    } else if (S_ISDIR(st.st_mode)) {
-      if (::mkdirat(dest_dir.get(), name.c_str(), 0755) != 0) throw sys_error("mkdir(/etc/" + name + ")");
-      bind(host_etc + "/" + name, dest + "/" + name, false, api);
-    } else if (S_ISREG(st.st_mode)) {
-      copy_file_at(host_dir.get(), dest_dir.get(), name.c_str(), st);
-    }
-  }
+  fill_etc(host_dir.get(), dest_dir.get(),
+           [&](const std::string& name) { bind(host_etc + "/" + name, dest + "/" + name, false, api); });
 }
 
 // What only this box has in /etc.
@@ -181,7 +188,7 @@ std::vector<std::pair<const char*, std::string>> own_etc_files(const BoxSpec& sp
 void build_etc(const BoxSpec& spec, Api api) {
   const std::string etc = std::string(kNew) + "/etc";
   check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
-  fill_etc(std::string(kOld) + "/etc", etc, api);
+  fill_etc_bound(std::string(kOld) + "/etc", etc, api);
   for (const auto& [name, content] : own_etc_files(spec)) write_new_file(etc + "/" + name, content);
 }
 
@@ -203,6 +210,26 @@ void build_etc_from_template(const BoxSpec& spec, const UniqueFd& tree) {
     const std::string staged = std::string("/etc-") + name;  // in the scratch root
     write_new_file(staged, content);
     bind(staged, etc + "/" + name, false, Api::new_api);
+  }
+}
+
+// /etc from the parent's tree (build_etc_tree): attached, then the host's allowlisted
+// directories bound onto the empty ones the parent made (one that appeared on the host since
+// has no mount point and is left out, as if it had appeared after the start).
+void attach_etc_tree(int tree, Api api) {
+  const std::string etc = std::string(kNew) + "/etc", host_etc = std::string(kOld) + "/etc";
+  check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
+  if (::move_mount(tree, "", AT_FDCWD, etc.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    throw sys_error("move_mount(/etc tree)");
+  UniqueFd host_dir(::open(host_etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd box_dir(::open(etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_dir || !box_dir) throw sys_error("open(" + host_etc + ", " + etc + ")");
+  for (const auto& name : etc_allowlist()) {
+    struct stat host_st {}, box_st {};
+    if (::fstatat(host_dir.get(), name.c_str(), &host_st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(host_st.st_mode) ||
+        ::fstatat(box_dir.get(), name.c_str(), &box_st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(box_st.st_mode))
+      continue;
+    bind(host_etc + "/" + name, etc + "/" + name, false, api);
   }
 }
 
@@ -309,27 +336,56 @@ std::string hosts_file(const BoxSpec& spec) {
 
 void build_etc_template(const std::string& dir) {
   check(::mkdir(dir.c_str(), 0755), "mkdir(" + dir + ")");
-  fill_etc("/etc", dir, Api::new_api);
+  fill_etc_bound("/etc", dir, Api::new_api);
   for (const char* name : {"passwd", "group", "hostname", "hosts"}) touch(dir + "/" + name);
 }
 
-void apply_in_child(const BoxSpec& spec, Api api, bool etc_template) {
+bool binds_into_etc(const BoxSpec& spec) {
+  return std::any_of(spec.binds.begin(), spec.binds.end(), [](const BindMount& b) {
+    return b.target == "/etc" || b.target.rfind("/etc/", 0) == 0;
+  });
+}
+
+UniqueFd build_etc_tree(const BoxSpec& spec) {
+  try {
+    UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
+    if (!fs) return {};
+    if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
+        ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "1m", 0) != 0 ||
+        ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+      return {};
+    UniqueFd tree(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+    if (!tree) return {};
+    UniqueFd host_dir(::open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!host_dir) return {};
+    fill_etc(host_dir.get(), tree.get(), [](const std::string&) {});
+    for (const auto& [name, content] : own_etc_files(spec)) {
+      UniqueFd fd(::openat(tree.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+      if (!fd) return {};
+      write_all(fd.get(), content);
+    }
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_RDONLY;
+    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) return {};
+    return tree;
+  } catch (const Error&) {
+    return {};  // init makes the copy, and reports what fails there
+  }
+}
+
+void apply_in_child(const BoxSpec& spec, Api api, EtcSource etc) {
   // Nothing mounted from here on may propagate back to the host.
   do_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
 
   // The zygote's /etc template sits on a tmpfs over /tmp: clone it (with its binds), then
   // take that tmpfs away so /tmp (scratch below, and bind sources) is the host's again.
-  // (A bind into /etc needs a mount point made there: the template is read-only, so such a
-  // box copies /etc.)
-  const bool binds_into_etc = std::any_of(spec.binds.begin(), spec.binds.end(), [](const BindMount& b) {
-    return b.target == "/etc" || b.target.rfind("/etc/", 0) == 0;
-  });
-  UniqueFd etc_tree;
-  if (etc_template && api == Api::new_api && !binds_into_etc) {
-    etc_tree.reset(::open_tree(AT_FDCWD, kEtcTemplate, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-    if (!etc_tree) throw sys_error(std::string("open_tree(") + kEtcTemplate + ")");
+  const bool copy_etc = binds_into_etc(spec) || api != Api::new_api;
+  UniqueFd etc_template;
+  if (etc.zygote_template && !copy_etc) {
+    etc_template.reset(::open_tree(AT_FDCWD, kEtcTemplate, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (!etc_template) throw sys_error(std::string("open_tree(") + kEtcTemplate + ")");
   }
-  if (etc_template) check(::umount2(kScratch, MNT_DETACH), "umount2(/etc template)");
+  if (etc.zygote_template) check(::umount2(kScratch, MNT_DETACH), "umount2(/etc template)");
 
   do_mount("tmpfs", kScratch, "tmpfs", kSafe, "mode=0755,size=64k");
   check(::chdir(kScratch), "chdir(scratch)");
@@ -340,8 +396,10 @@ void apply_in_child(const BoxSpec& spec, Api api, bool etc_template) {
 
   do_mount("tmpfs", kNew, "tmpfs", kSafe, "mode=0755,size=1m");
   build_system_tree(spec, api);
-  if (etc_tree) {
-    build_etc_from_template(spec, etc_tree);
+  if (etc_template) {
+    build_etc_from_template(spec, etc_template);
+  } else if (etc.tree_fd >= 0 && !copy_etc) {
+    attach_etc_tree(etc.tree_fd, api);
   } else {
     build_etc(spec, api);
   }

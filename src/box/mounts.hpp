@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "box/box_spec.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox::mounts {
 
@@ -29,11 +30,28 @@ std::string hosts_file(const BoxSpec& spec);
 inline constexpr const char* kEtcTemplate = "/tmp/etc";
 void build_etc_template(const std::string& dir);
 
+// A box with a bind into /etc needs a mount point made there, so it gets a copy of /etc made
+// by init: neither the read-only template nor a tree built outside.
+bool binds_into_etc(const BoxSpec& spec);
+
+// The /etc of one box, built by the parent that starts it without the zygote (while init
+// execs, so the copying is off init's path): a detached read-only tmpfs with the allowlisted
+// host files and symlinks, the box's own passwd, group, hostname and hosts, and empty
+// directories where init binds the host's allowlisted directories. Needs the new mount API
+// (fsopen, 5.2) and CAP_SYS_ADMIN of the initial user namespace; without them, or on any
+// failure, returns no fd and init copies /etc itself.
+UniqueFd build_etc_tree(const BoxSpec& spec);
+
+// Where a box's /etc comes from, when not from a copy init makes.
+struct EtcSource {
+  bool zygote_template = false;  // the zygote's template is at kEtcTemplate (on a tmpfs on /tmp)
+  int tree_fd = -1;              // a tree from build_etc_tree
+};
+
 // Builds the root and pivots into it; afterwards nothing of the host tree is reachable but
 // what the spec names. Runs in init, in the box's own mount namespace, before privileges drop.
-// etc_template: the namespace holds the zygote's /etc template at kEtcTemplate (on a tmpfs
-// mounted at /tmp): /etc is a clone of it plus the box's four files, instead of a copy of the
-// host's made here.
-void apply_in_child(const BoxSpec& spec, Api api, bool etc_template = false);
+// /etc is a clone of the zygote's template, or the parent's tree, with the box's own files;
+// else (or for a box that binds into /etc) a copy of the host's made here.
+void apply_in_child(const BoxSpec& spec, Api api, EtcSource etc = {});
 
 }  // namespace agentbox::mounts

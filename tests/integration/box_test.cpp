@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "support/box_fixture.hpp"
@@ -313,6 +315,32 @@ TEST_P(BoxTest, EtcNamesTheAccountAndHidesHostSecrets) {
   EXPECT_NE(o.out.find("'/etc/sudoers': No such file"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("tester:x:" + std::to_string(uid) + ":" + std::to_string(uid) + ":tester:/home/tester:/bin/bash"),
             std::string::npos) << o.out;
+}
+
+// /etc, however it was made (copied by init, built by the parent, cloned from the zygote's
+// template): the host's allowlisted files and directories, read-only.
+TEST_P(BoxTest, EtcHoldsTheHostsAllowlistedFilesAndDirectoriesReadOnly) {
+  auto box = Box::start(spec, options("etc-allow"));
+  Output o = run_piped(*box, {"sh", "-c", "cat /etc/nsswitch.conf; ls -A /etc/ld.so.conf.d; touch /etc/ld.so.conf.d/x /etc/x 2>&1"});
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator("/etc/ld.so.conf.d")) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  std::string expected = read_file("/etc/nsswitch.conf", 1 << 20);
+  for (const auto& n : names) expected += n + "\n";
+  expected += "touch: cannot touch '/etc/ld.so.conf.d/x': Read-only file system\n"
+              "touch: cannot touch '/etc/x': Read-only file system\n";
+  EXPECT_EQ(o.out, expected);
+}
+
+// A bind into /etc needs a mount point made in /etc, which is read-only when it comes from the
+// zygote's template or the parent's tree: such a box gets a copied /etc, and the bind works.
+TEST_P(BoxTest, ABindIntoEtcStillWorks) {
+  TempHome extra(uid);
+  std::ofstream(extra.dir / "f") << "extra\n";
+  spec.binds.push_back({extra.dir.string(), "/etc/agentbox-extra", false});
+  auto box = Box::start(spec, options("etc-bind"));
+  Output o = run_piped(*box, {"sh", "-c", "cat /etc/agentbox-extra/f /etc/hostname; getent passwd tester | cut -d: -f1"});
+  EXPECT_EQ(o.out, "extra\ntestbox\ntester\n") << o.err;
 }
 
 TEST_P(BoxTest, TmpIsPrivateAndSizeLimited) {

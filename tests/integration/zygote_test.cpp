@@ -192,17 +192,6 @@ TEST_F(ZygoteTest, EtcIsSharedYetFollowsTheHostsChanges) {
   EXPECT_NE(own.out.find("Read-only file system"), std::string::npos) << own.out;
 }
 
-// The template is read-only, so a box with a bind into /etc (which needs a mount point made
-// there) gets a copied /etc instead, and the bind works.
-TEST_F(ZygoteTest, ABindIntoEtcStillWorks) {
-  TempHome extra(uid);
-  std::ofstream(extra.dir / "f") << "extra\n";
-  spec.binds.push_back({extra.dir.string(), "/etc/agentbox-extra", false});
-  auto box = Box::start(spec, options("zyg-etc-bind", zygote.get()));
-  Output o = run_piped(*box, {"sh", "-c", "cat /etc/agentbox-extra/f /etc/hostname; getent passwd tester | cut -d: -f1"});
-  EXPECT_EQ(o.out, "extra\ntestbox\ntester\n") << o.err;
-}
-
 TEST_F(ZygoteTest, TheZygoteEndsWithItsOwner) {
   const pid_t pid = zygote->pid();
   auto box = Box::start(spec, options("zyg-owner", zygote.get()));
