@@ -184,26 +184,48 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
       go_write.reset();
     }
     if (!via_zygote) send_spec(box->control_.get(), spec, opts, start_msg);
-    bool confirmed = true;
     if (cgroup_later) {
       box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
       box->cgroup_->attach(box->init_pid_);
       try {
         protocol::send(box->control_.get(), {{"t", t::cgroup}});
       } catch (const Error&) {
-        confirmed = false;  // init gave up before it needed the cgroup: its reply says why
+        box->cgroup_confirmed_ = false;  // init gave up before it needed the cgroup: its reply says why
       }
     }
-    protocol::Message reply =
-        protocol::recv_reply(box->control_.get(), static_cast<int>(opts.ready_timeout.count()), "box start");
-    if (!confirmed && reply.type() == t::ready) throw Error("box start: init is ready without its cgroup");
-    if (reply.type() == t::error) throw Error(reply.body.value("message", "unknown error"));
-    if (reply.type() != t::ready) throw Error("box start: unexpected reply " + reply.type());
-    box->landlock_abi_ = reply.body.value("landlock_abi", 0);
+    box->ready_pending_ = true;
+    box->ready_timeout_ms_ = static_cast<int>(opts.ready_timeout.count());
   } catch (const Error& e) {
     throw e.wrap("box " + spec.name);
   }
+  if (opts.await_ready) box->take_ready();
   return box;
+}
+
+void Box::take_ready() {
+  if (!ready_pending_) return;
+  ready_pending_ = false;
+  try {
+    protocol::Message reply = protocol::recv_reply(control_.get(), ready_timeout_ms_, "box start");
+    if (!cgroup_confirmed_ && reply.type() == t::ready) throw Error("box start: init is ready without its cgroup");
+    if (reply.type() == t::error) throw Error(reply.body.value("message", "unknown error"));
+    if (reply.type() != t::ready) throw Error("box start: unexpected reply " + reply.type());
+    landlock_abi_ = reply.body.value("landlock_abi", 0);
+  } catch (const Error& e) {
+    throw e.wrap("box " + spec_.name);
+  }
+}
+
+protocol::Message Box::request(const nlohmann::json& msg, std::span<const int> fds, int timeout_ms,
+                               const char* what) {
+  try {
+    protocol::send(control_.get(), msg, fds);
+  } catch (const Error&) {
+    take_ready();  // an init that gave up at its start has closed its end: its error says why
+    throw;
+  }
+  take_ready();
+  return protocol::recv_reply(control_.get(), timeout_ms, what);
 }
 
 Box::~Box() {
@@ -219,8 +241,7 @@ SpawnResult Box::spawn(const SpawnRequest& req, std::span<const int> stdio) {
   if (stopped_) throw Error("spawn: box is stopped", ESRCH);
   const uint64_t id = next_id_++;
   nlohmann::json msg = {{"t", t::spawn}, {"id", id}, {"req", req}};
-  protocol::send(control_.get(), msg, req.tty ? std::span<const int>{} : stdio);
-  protocol::Message reply = protocol::recv_reply(control_.get(), 10000, "spawn");
+  protocol::Message reply = request(msg, req.tty ? std::span<const int>{} : stdio, 10000, "spawn");
   if (reply.type() == t::spawn_failed)
     throw SpawnError(reply.body.value("error", "spawn failed"), reply.body.value("errno", 0));
   if (reply.type() == t::error) throw Error("spawn: " + reply.body.value("message", "?"));
@@ -237,16 +258,14 @@ SpawnResult Box::spawn(const SpawnRequest& req, std::span<const int> stdio) {
 void Box::signal(pid_t pid, int sig) {
   std::lock_guard lock(mu_);
   if (stopped_) return;
-  protocol::send(control_.get(), {{"t", t::kill}, {"pid", pid}, {"sig", sig}});
-  protocol::Message reply = protocol::recv_reply(control_.get(), 5000, "kill");
+  protocol::Message reply = request({{"t", t::kill}, {"pid", pid}, {"sig", sig}}, {}, 5000, "kill");
   if (reply.type() != t::ok) throw Error("kill: " + reply.body.value("message", "?"));
 }
 
 int Box::process_count() {
   std::lock_guard lock(mu_);
   if (stopped_) return 0;
-  protocol::send(control_.get(), {{"t", t::status}});
-  protocol::Message reply = protocol::recv_reply(control_.get(), 5000, "status");
+  protocol::Message reply = request({{"t", t::status}}, {}, 5000, "status");
   return reply.body.value("procs", -1);
 }
 

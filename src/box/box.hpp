@@ -13,6 +13,7 @@
 
 #include "box/box_spec.hpp"
 #include "box/cgroup.hpp"
+#include "box/protocol.hpp"
 #include "box/zygote.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
@@ -28,6 +29,10 @@ struct BoxStartOptions {
   // Clone init from this zygote instead of clone+exec (host_uid boxes; the daemon's way).
   Zygote* zygote = nullptr;
   std::chrono::milliseconds ready_timeout{10000};
+  // false: start() returns once init has its spec, and the first request waits for init's
+  // ready (and throws its start error) before its own reply. `agentbox run` sends its command
+  // this way, so init runs it without waiting for a round trip through the parent.
+  bool await_ready = true;
 };
 
 struct SpawnResult {
@@ -49,7 +54,7 @@ class SpawnError : public Error {
 class Box {
  public:
   // Clones init into new namespaces, sets up what the parent must, sends the spec and waits
-  // for "ready". Throws agentbox::Error naming the failed step.
+  // for "ready" (unless opts.await_ready is false). Throws agentbox::Error naming the failed step.
   static std::unique_ptr<Box> start(const BoxSpec& spec, const BoxStartOptions& opts);
   ~Box();
   Box(const Box&) = delete;
@@ -74,11 +79,15 @@ class Box {
   bool stopped() const { return stopped_; }
 
   pid_t init_pid() const { return init_pid_; }
-  int landlock_abi() const { return landlock_abi_; }
+  int landlock_abi() const { return landlock_abi_; }  // known once init is ready
   const BoxSpec& spec() const { return spec_; }
 
  private:
   Box() = default;
+  // Reads init's answer to its spec if still unread: ready, or the start error (thrown).
+  void take_ready();
+  // Sends a request to init and returns its reply (after init's ready, if that is unread).
+  protocol::Message request(const nlohmann::json& msg, std::span<const int> fds, int timeout_ms, const char* what);
 
   BoxSpec spec_;
   pid_t init_pid_ = -1;
@@ -88,6 +97,9 @@ class Box {
   UniqueFd events_;         // exit events from init
   std::unique_ptr<Cgroup> cgroup_;
   int landlock_abi_ = 0;
+  bool ready_pending_ = false;    // init's answer to the spec is still unread (guarded by mu_)
+  bool cgroup_confirmed_ = true;  // init was told it is in its cgroup (or needed not be)
+  int ready_timeout_ms_ = 10000;
   uint64_t next_id_ = 1;
   bool stopped_ = false;
   std::mutex mu_;

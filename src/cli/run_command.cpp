@@ -288,6 +288,7 @@ int run_in_box(const RunOptions& o) {
     ensure_home(spec.home_source, spec);
     BoxStartOptions opts;
     opts.init_path = default_init_path();
+    opts.await_ready = false;  // the command goes with the spec; spawn reports a failed start
     if (spec.use_cgroup) {
       std::string why;
       cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
@@ -314,6 +315,9 @@ int run_in_box(const RunOptions& o) {
     }
     std::cerr << "agentbox: " << e.what() << "\n";
     return e.code() == ENOENT ? 127 : 126;
+  } catch (const std::exception& e) {
+    std::cerr << "agentbox: cannot start the box: " << e.what() << "\n";
+    return kExitBoxFailed;
   }
   return supervise(*box, child.pid, req.tty ? child.pty_master.get() : -1, sigfd);
 }

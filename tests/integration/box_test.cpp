@@ -206,6 +206,30 @@ TEST_P(BoxTest, ACgroupFailingAfterTheCloneFailsTheStartAndLeavesNoProcess) {
   EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
 }
 
+// A start that does not wait for init's ready (`agentbox run`'s): the first request gets the
+// ready first, or init's start error, named as a start error, not as the command's.
+TEST_P(BoxTest, AStartThatDoesNotWaitReportsInitsErrorAtTheFirstRequest) {
+  BoxStartOptions o = options("deferred");
+  o.await_ready = false;
+  auto box = Box::start(spec, o);
+  EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
+  EXPECT_GT(box->landlock_abi(), 0);
+
+  spec.binds.push_back({"/nonexistent-abx-source", "/mnt/abx", false});
+  o = options("deferred-bad");
+  o.await_ready = false;
+  auto bad = Box::start(spec, o);
+  try {
+    run_piped(*bad, {"true"});
+    ADD_FAILURE() << "a command ran in a box whose init failed";
+  } catch (const SpawnError& e) {
+    ADD_FAILURE() << "the start error was reported as the command's: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("box tester: mounts: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-abx-source"), std::string::npos) << e.what();
+  }
+}
+
 TEST_P(BoxTest, PtyModeGivesATerminalOfTheRequestedSize) {
   auto box = Box::start(spec, options("pty"));
   SpawnRequest req;

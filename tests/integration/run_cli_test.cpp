@@ -229,6 +229,18 @@ TEST(RunCli, OrdinaryUserGetsTheirOwnUidInside) {
   EXPECT_NE(lim.err.find("cgroups"), std::string::npos) << lim.err;
 }
 
+// A box whose init cannot start: exit 125 and a one-line reason, whether init fails before
+// or after it took the spec (the command is sent without waiting for init's ready).
+TEST(RunCli, ABoxThatCannotStartExits125) {
+  TempDir home;
+  for (const char* init : {"/bin/false", "/bin/true"}) {
+    Result r = run(box({"--", "true"}), home.path, 0, "/", {std::string("AGENTBOX_INIT=") + init});
+    EXPECT_EQ(r.code, 125) << init << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("agentbox: cannot start the box: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 // The box's account name (and so its home, /home/NAME) is the caller's from /etc/passwd; an
 // account the file does not know is named by $USER, unless that is no safe login name.
 TEST(RunCli, OrdinaryUsersNameComesFromPasswdElseASafeUser) {
