@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "util/error.hpp"
 #include "server/serve.hpp"
+#include "util/error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"agentbox serve: the Open Terminal API with a box per user", "agentbox serve"};
