@@ -46,9 +46,10 @@ void touch(const std::string& path, mode_t mode = 0644) {
   if (!fd) throw sys_error("create(" + path + ")");
 }
 
-void write_new_file(const std::string& path, const std::string& content, mode_t mode = 0644) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-  if (!fd) throw sys_error("create(" + path + ")");
+// Creates `name` under dir (AT_FDCWD: a path) holding content; it must not exist yet.
+void write_new_file(int dir, const std::string& name, const std::string& content, mode_t mode = 0644) {
+  UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd) throw sys_error("create(" + name + ")");
   write_all(fd.get(), content);
 }
 
@@ -189,7 +190,7 @@ void build_etc(const BoxSpec& spec, Api api) {
   const std::string etc = std::string(kNew) + "/etc";
   check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
   fill_etc_bound(std::string(kOld) + "/etc", etc, api);
-  for (const auto& [name, content] : own_etc_files(spec)) write_new_file(etc + "/" + name, content);
+  for (const auto& [name, content] : own_etc_files(spec)) write_new_file(AT_FDCWD, etc + "/" + name, content);
 }
 
 // /etc from the zygote's template (tree: its clone, taken before the host tree moved away):
@@ -208,7 +209,7 @@ void build_etc_from_template(const BoxSpec& spec, const UniqueFd& tree) {
     throw sys_error("move_mount(/etc template)");
   for (const auto& [name, content] : own_etc_files(spec)) {
     const std::string staged = std::string("/etc-") + name;  // in the scratch root
-    write_new_file(staged, content);
+    write_new_file(AT_FDCWD, staged, content);
     bind(staged, etc + "/" + name, false, Api::new_api);
   }
 }
@@ -359,11 +360,7 @@ UniqueFd build_etc_tree(const BoxSpec& spec) {
     UniqueFd host_dir(::open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!host_dir) return {};
     fill_etc(host_dir.get(), tree.get(), [](const std::string&) {});
-    for (const auto& [name, content] : own_etc_files(spec)) {
-      UniqueFd fd(::openat(tree.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
-      if (!fd) return {};
-      write_all(fd.get(), content);
-    }
+    for (const auto& [name, content] : own_etc_files(spec)) write_new_file(tree.get(), name, content);
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_RDONLY;
     if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) return {};
