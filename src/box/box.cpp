@@ -23,10 +23,6 @@
 #include "util/file_io.hpp"
 #include "util/no_sanitize.hpp"
 
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-
 namespace agentbox {
 namespace {
 
@@ -112,11 +108,14 @@ pid_t clone_init(uint64_t flags, int cgroup_fd, const std::string& init_path, in
 void send_spec(int control, const BoxSpec& spec, const BoxStartOptions& opts, nlohmann::json msg) {
   std::vector<int> fds;
   if (opts.netns_fd >= 0) fds.push_back(opts.netns_fd);
-  UniqueFd etc_tree;
+  mounts::EtcTree etc;
   if (spec.identity == IdentityMode::host_uid && !opts.legacy_mount_api && !mounts::binds_into_etc(spec))
-    etc_tree = mounts::build_etc_tree(spec);
-  msg["has_etc_tree"] = static_cast<bool>(etc_tree);
-  if (etc_tree) fds.push_back(etc_tree.get());
+    etc = mounts::build_etc_tree(spec);
+  msg["has_etc_tree"] = static_cast<bool>(etc.fd);
+  if (etc.fd) {
+    fds.push_back(etc.fd.get());
+    msg["etc_tree_dirs"] = etc.dirs;
+  }
   protocol::send(control, msg, fds);
 }
 

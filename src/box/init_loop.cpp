@@ -70,6 +70,7 @@ class Init {
       const int netns_fd = take_fd("has_netns");
       mounts::EtcSource etc;
       etc.tree_fd = take_fd("has_etc_tree");
+      if (etc.tree_fd >= 0) etc.tree_dirs = m.body.value("etc_tree_dirs", std::vector<std::string>{});
       etc.zygote_template = m.body.value("etc_template", false);
       const auto api = mounts::choose_api(m.body.value("legacy_mount_api", false));
       const bool cgroup_later = m.body.value("await_cgroup", false);

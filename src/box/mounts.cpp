@@ -87,13 +87,12 @@ void bind(const std::string& source, const std::string& target, bool writable, A
   do_mount(nullptr, target, nullptr, flags);
 }
 
-// Makes the mount point for a bind: a directory for directories, an empty file otherwise.
-void make_mount_point(const std::string& source, const std::string& target) {
-  struct stat st {};
-  if (::stat(source.c_str(), &st) != 0) throw sys_error("stat(" + source + ")");
+// Makes the mount point for a bind of something of this mode: a directory for directories,
+// an empty file otherwise.
+void make_mount_point(mode_t source_mode, const std::string& target) {
   auto slash = target.rfind('/');
   if (slash > 0) mkdir_p(target.substr(0, slash));
-  if (S_ISDIR(st.st_mode)) {
+  if (S_ISDIR(source_mode)) {
     if (::mkdir(target.c_str(), 0755) != 0 && errno != EEXIST) throw sys_error("mkdir(" + target + ")");
   } else {
     touch(target);
@@ -109,14 +108,6 @@ void copy_symlink_at(int from_dir, const std::string& from, int to_dir, const st
   if (::symlinkat(target, to_dir, to.c_str()) != 0) throw sys_error("symlink(" + to + ")");
 }
 
-// Copies a symlink as a symlink (merged-/usr hosts have /bin -> usr/bin).
-bool copy_if_symlink(const std::string& host, const std::string& box) {
-  struct stat st {};
-  if (::lstat(host.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return false;
-  copy_symlink_at(AT_FDCWD, host, AT_FDCWD, box);
-  return true;
-}
-
 bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
@@ -130,9 +121,13 @@ void pivot(const char* new_root, const char* put_old) {
 void build_system_tree(const BoxSpec& spec, Api api) {
   for (const auto& p : spec.system_paths) {
     const std::string host = kOld + p, box = kNew + p;
-    if (!exists(host)) continue;
-    if (copy_if_symlink(host, box)) continue;
-    make_mount_point(host, box);
+    struct stat st {};
+    if (::lstat(host.c_str(), &st) != 0) continue;  // not on this host
+    if (S_ISLNK(st.st_mode)) {
+      copy_symlink_at(AT_FDCWD, host, AT_FDCWD, box);  // as a symlink: merged-/usr has /bin -> usr/bin
+      continue;
+    }
+    make_mount_point(st.st_mode, box);
     bind(host, box, /*writable=*/false, api);
   }
 }
@@ -215,21 +210,19 @@ void build_etc_from_template(const BoxSpec& spec, const UniqueFd& tree) {
 }
 
 // /etc from the parent's tree (build_etc_tree): attached, then the host's allowlisted
-// directories bound onto the empty ones the parent made (one that appeared on the host since
-// has no mount point and is left out, as if it had appeared after the start).
-void attach_etc_tree(int tree, Api api) {
+// directories the parent named bound onto the empty ones it made for them (one that is no
+// longer a directory on the host is left out, as if it had changed after the start).
+void attach_etc_tree(int tree, const std::vector<std::string>& dirs, Api api) {
   const std::string etc = std::string(kNew) + "/etc", host_etc = std::string(kOld) + "/etc";
   check(::mkdir(etc.c_str(), 0755), "mkdir(" + etc + ")");
   if (::move_mount(tree, "", AT_FDCWD, etc.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
     throw sys_error("move_mount(/etc tree)");
   UniqueFd host_dir(::open(host_etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  UniqueFd box_dir(::open(etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!host_dir || !box_dir) throw sys_error("open(" + host_etc + ", " + etc + ")");
-  for (const auto& name : etc_allowlist()) {
-    struct stat host_st {}, box_st {};
-    if (::fstatat(host_dir.get(), name.c_str(), &host_st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(host_st.st_mode) ||
-        ::fstatat(box_dir.get(), name.c_str(), &box_st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(box_st.st_mode))
-      continue;
+  if (!host_dir) throw sys_error("open(" + host_etc + ")");
+  for (const auto& name : etc_allowlist()) {  // only allowlisted names, whatever dirs holds
+    if (std::find(dirs.begin(), dirs.end(), name) == dirs.end()) continue;
+    struct stat st {};
+    if (::fstatat(host_dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
     bind(host_etc + "/" + name, etc + "/" + name, false, api);
   }
 }
@@ -274,7 +267,11 @@ void build_home_and_binds(const BoxSpec& spec, Api api) {
   });
   for (const auto& b : binds) {
     const std::string host = kOld + b.source, box = kNew + b.target;
-    if (!exists(box)) make_mount_point(host, box);
+    if (!exists(box)) {
+      struct stat st {};
+      if (::stat(host.c_str(), &st) != 0) throw sys_error("stat(" + host + ")");
+      make_mount_point(st.st_mode, box);
+    }
     bind(host, box, b.writable, api);
   }
 }
@@ -347,7 +344,7 @@ bool binds_into_etc(const BoxSpec& spec) {
   });
 }
 
-UniqueFd build_etc_tree(const BoxSpec& spec) {
+EtcTree build_etc_tree(const BoxSpec& spec) {
   try {
     UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
     if (!fs) return {};
@@ -359,12 +356,13 @@ UniqueFd build_etc_tree(const BoxSpec& spec) {
     if (!tree) return {};
     UniqueFd host_dir(::open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!host_dir) return {};
-    fill_etc(host_dir.get(), tree.get(), [](const std::string&) {});
+    std::vector<std::string> dirs;
+    fill_etc(host_dir.get(), tree.get(), [&](const std::string& name) { dirs.push_back(name); });
     for (const auto& [name, content] : own_etc_files(spec)) write_new_file(tree.get(), name, content);
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_RDONLY;
     if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) return {};
-    return tree;
+    return {std::move(tree), std::move(dirs)};
   } catch (const Error&) {
     return {};  // init makes the copy, and reports what fails there
   }
@@ -396,7 +394,7 @@ void apply_in_child(const BoxSpec& spec, Api api, EtcSource etc) {
   if (etc_template) {
     build_etc_from_template(spec, etc_template);
   } else if (etc.tree_fd >= 0 && !copy_etc) {
-    attach_etc_tree(etc.tree_fd, api);
+    attach_etc_tree(etc.tree_fd, etc.tree_dirs, api);
   } else {
     build_etc(spec, api);
   }

@@ -40,12 +40,17 @@ bool binds_into_etc(const BoxSpec& spec);
 // directories where init binds the host's allowlisted directories. Needs the new mount API
 // (fsopen, 5.2) and CAP_SYS_ADMIN of the initial user namespace; without them, or on any
 // failure, returns no fd and init copies /etc itself.
-UniqueFd build_etc_tree(const BoxSpec& spec);
+struct EtcTree {
+  UniqueFd fd;
+  std::vector<std::string> dirs;  // the allowlisted directories left empty in it, to bind
+};
+EtcTree build_etc_tree(const BoxSpec& spec);
 
 // Where a box's /etc comes from, when not from a copy init makes.
 struct EtcSource {
   bool zygote_template = false;  // the zygote's template is at kEtcTemplate (on a tmpfs on /tmp)
   int tree_fd = -1;              // a tree from build_etc_tree
+  std::vector<std::string> tree_dirs;  // its EtcTree::dirs
 };
 
 // Builds the root and pivots into it; afterwards nothing of the host tree is reachable but

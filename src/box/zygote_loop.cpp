@@ -12,10 +12,6 @@
 #include "box/protocol.hpp"
 #include "util/error.hpp"
 
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-
 namespace agentbox::init {
 namespace {
 
