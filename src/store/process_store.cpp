@@ -50,37 +50,37 @@ ProcessStore::ProcessStore(Db db) : db_(std::move(db)) {}
 
 void ProcessStore::insert(const ProcessRecord& r) {
   std::lock_guard lock(mu_);
-  Statement st = db_.prepare(
+  auto st = db_.prepare_cached(
       "INSERT INTO processes (id, account, command, status, exit_code, started, ended, log_path) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-  st.bind(1, r.id).bind(2, r.account).bind(3, r.command).bind(4, to_string(r.status));
-  st.bind(5, r.exit_code).bind(6, r.started).bind(7, r.ended).bind(8, r.log_path);
-  st.step();
+  st->bind(1, r.id).bind(2, r.account).bind(3, r.command).bind(4, to_string(r.status));
+  st->bind(5, r.exit_code).bind(6, r.started).bind(7, r.ended).bind(8, r.log_path);
+  st->step();
 }
 
 bool ProcessStore::update(std::string_view id, ProcessStatus status, std::optional<int64_t> exit_code,
                           std::optional<int64_t> ended) {
   std::lock_guard lock(mu_);
-  Statement st = db_.prepare("UPDATE processes SET status = ?1, exit_code = ?2, ended = ?3 WHERE id = ?4");
-  st.bind(1, to_string(status)).bind(2, exit_code).bind(3, ended).bind(4, id);
-  st.step();
+  auto st = db_.prepare_cached("UPDATE processes SET status = ?1, exit_code = ?2, ended = ?3 WHERE id = ?4");
+  st->bind(1, to_string(status)).bind(2, exit_code).bind(3, ended).bind(4, id);
+  st->step();
   return db_.changes() > 0;
 }
 
 std::optional<ProcessRecord> ProcessStore::get(std::string_view account, std::string_view id) {
   std::lock_guard lock(mu_);
-  Statement st = db_.prepare(std::string(kSelectProcess) + "WHERE id = ?1 AND account = ?2");
-  st.bind(1, id).bind(2, account);
-  if (!st.step()) return std::nullopt;
-  return record_from_row(st);
+  auto st = db_.prepare_cached(std::string(kSelectProcess) + "WHERE id = ?1 AND account = ?2");
+  st->bind(1, id).bind(2, account);
+  if (!st->step()) return std::nullopt;
+  return record_from_row(*st);
 }
 
 std::vector<ProcessRecord> ProcessStore::list_by_account(std::string_view account) {
   std::lock_guard lock(mu_);
-  Statement st = db_.prepare(std::string(kSelectProcess) + "WHERE account = ?1 ORDER BY started, rowid");
-  st.bind(1, account);
+  auto st = db_.prepare_cached(std::string(kSelectProcess) + "WHERE account = ?1 ORDER BY started, rowid");
+  st->bind(1, account);
   std::vector<ProcessRecord> out;
-  while (st.step()) out.push_back(record_from_row(st));
+  while (st->step()) out.push_back(record_from_row(*st));
   return out;
 }
 

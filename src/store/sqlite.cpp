@@ -121,6 +121,18 @@ Statement Db::prepare(std::string_view sql) {
   return Statement(db_.get(), stmt);
 }
 
+CachedStatement Db::prepare_cached(std::string_view sql) {
+  auto it = cached_.find(std::string(sql));
+  if (it == cached_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                                &stmt, nullptr);
+    if (rc != SQLITE_OK) throw_db(db_.get(), "prepare(" + sql_excerpt(sql) + ")", rc);
+    it = cached_.emplace(std::string(sql), Statement(db_.get(), stmt)).first;
+  }
+  return CachedStatement(it->second);
+}
+
 int64_t Db::query_int64(std::string_view sql) {
   Statement st = prepare(sql);
   if (!st.step()) throw DbError("sqlite: " + sql_excerpt(sql) + ": no row", SQLITE_ERROR);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "util/error.hpp"
 
@@ -58,6 +59,22 @@ class Statement {
   std::unique_ptr<sqlite3_stmt, Finalizer> stmt_;
 };
 
+// A statement borrowed from its connection's cache (Db::prepare_cached). Letting go of it
+// resets it and clears its bindings, so a SELECT read to its end or not holds no read open
+// (which would keep the WAL from being checkpointed).
+class CachedStatement {
+ public:
+  explicit CachedStatement(Statement& st) : st_(&st) {}
+  ~CachedStatement() { st_->reset(); }
+  CachedStatement(const CachedStatement&) = delete;
+  CachedStatement& operator=(const CachedStatement&) = delete;
+  Statement& operator*() const { return *st_; }
+  Statement* operator->() const { return st_; }
+
+ private:
+  Statement* st_;
+};
+
 class Db {
  public:
   // Opens (creating if needed, mode 0600) the database at path in WAL mode with foreign keys
@@ -68,6 +85,9 @@ class Db {
   // Runs one or more statements that return no rows (schema, PRAGMA, BEGIN ...).
   void exec(std::string_view sql);
   Statement prepare(std::string_view sql);
+  // The same statement, compiled once per connection and kept: for what runs on every request
+  // (compiling is most of the cost of a one-row statement). One borrower at a time per text.
+  CachedStatement prepare_cached(std::string_view sql);
   // Convenience for single-value queries such as "PRAGMA user_version".
   int64_t query_int64(std::string_view sql);
 
@@ -81,6 +101,8 @@ class Db {
   explicit Db(sqlite3* db) : db_(db) {}
 
   std::unique_ptr<sqlite3, Closer> db_;
+  // After db_: destroyed first, so every statement is finalized before the connection closes.
+  std::unordered_map<std::string, Statement> cached_;
 };
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() ran. IMMEDIATE takes the write lock

@@ -128,5 +128,32 @@ TEST_F(StoreSchemaTest, ValuesRoundTripIncludingNullAndBytes) {
   EXPECT_FALSE(sel.step());
 }
 
+TEST_F(StoreSchemaTest, ACachedStatementIsResetWhenLetGoAndHoldsNoReadOpen) {
+  Db db = open_state_db(dir_);
+  db.exec("CREATE TABLE t (x INTEGER)");
+  db.exec("INSERT INTO t VALUES (1), (2), (3)");
+  const char* sql = "SELECT x FROM t WHERE x >= ?1 ORDER BY x";
+  {
+    auto st = db.prepare_cached(sql);
+    st->bind(1, int64_t{2});
+    ASSERT_TRUE(st->step());  // left after its first row
+    EXPECT_EQ(st->column_int64(0), 2);
+  }
+  {
+    // The same statement again, from its first row, its old binding gone (NULL matches nothing).
+    auto st = db.prepare_cached(sql);
+    EXPECT_FALSE(st->step());
+    st->reset();
+    st->bind(1, int64_t{1});
+    ASSERT_TRUE(st->step());
+    EXPECT_EQ(st->column_int64(0), 1);
+  }
+  // No read left open on the first connection: another one can checkpoint the whole WAL.
+  Db other = Db::open(dir_ + "/agentbox.db", std::chrono::milliseconds(100));
+  Statement checkpoint = other.prepare("PRAGMA wal_checkpoint(TRUNCATE)");
+  ASSERT_TRUE(checkpoint.step());
+  EXPECT_EQ(checkpoint.column_int64(0), 0) << "the checkpoint was blocked by a reader";
+}
+
 }  // namespace
 }  // namespace agentbox
