@@ -114,22 +114,18 @@ void Db::exec(std::string_view sql) {
   }
 }
 
-Statement Db::prepare(std::string_view sql) {
+Statement Db::compile(std::string_view sql, unsigned flags) {
   sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()), flags, &stmt, nullptr);
   if (rc != SQLITE_OK) throw_db(db_.get(), "prepare(" + sql_excerpt(sql) + ")", rc);
   return Statement(db_.get(), stmt);
 }
 
+Statement Db::prepare(std::string_view sql) { return compile(sql, 0); }
+
 CachedStatement Db::prepare_cached(std::string_view sql) {
   auto it = cached_.find(std::string(sql));
-  if (it == cached_.end()) {
-    sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                                &stmt, nullptr);
-    if (rc != SQLITE_OK) throw_db(db_.get(), "prepare(" + sql_excerpt(sql) + ")", rc);
-    it = cached_.emplace(std::string(sql), Statement(db_.get(), stmt)).first;
-  }
+  if (it == cached_.end()) it = cached_.emplace(std::string(sql), compile(sql, SQLITE_PREPARE_PERSISTENT)).first;
   return CachedStatement(it->second);
 }
 

@@ -99,6 +99,7 @@ class Db {
     void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
   };
   explicit Db(sqlite3* db) : db_(db) {}
+  Statement compile(std::string_view sql, unsigned flags);  // sqlite3_prepare_v3
 
   std::unique_ptr<sqlite3, Closer> db_;
   // After db_: destroyed first, so every statement is finalized before the connection closes.
