@@ -40,6 +40,7 @@
 #include "server/http_server.hpp"
 #include "server/response_writer.hpp"
 #include "store/schema.hpp"
+#include "support/raw_socket.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::server {
@@ -137,39 +138,17 @@ struct RawReply {
   std::string body;
 };
 
-UniqueFd connect_to(uint16_t port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  check(fd.get(), "socket");
-  timeval tv{30, 0};
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), "connect");
-  return fd;
-}
 
-bool send_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 RawReply raw_exchange(uint16_t port, const std::string& head,
                       const std::function<bool(std::string&)>& next = {}, bool keep = true,
                       const std::function<void(uint64_t, std::string_view)>& on_body = {}) {
-  UniqueFd fd = connect_to(port);
+  UniqueFd fd = testing::connect_loopback(port, 30);
   RawReply reply;
-  if (!send_all(fd.get(), head)) ADD_FAILURE() << "sending the head failed";
+  if (!testing::send_all(fd.get(), head)) ADD_FAILURE() << "sending the head failed";
   std::string piece;
   while (next && next(piece)) {
-    if (!send_all(fd.get(), piece)) break;  // the server may answer early (413) and close
+    if (!testing::send_all(fd.get(), piece)) break;  // the server may answer early (413) and close
   }
   std::string buf(1 << 20, '\0');
   bool in_body = false;

@@ -31,6 +31,7 @@
 #include "server/http_error.hpp"
 #include "server/http_server.hpp"
 #include "server/response_writer.hpp"
+#include "support/raw_socket.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::server {
@@ -123,30 +124,7 @@ Reply fetch(std::uint16_t port, http::verb method, std::string target, std::stri
   return c.request(method, std::move(target), std::move(body), headers);
 }
 
-// Raw sockets, for input Beast would never send. Blocking with 5 s send/receive timeouts.
-UniqueFd raw_connect(std::uint16_t port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  check(fd.get(), "socket");
-  timeval tv{5, 0};
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), "connect");
-  return fd;
-}
 
-bool send_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 // Everything the server sends until it closes (or 5 s pass).
 std::string read_all(int fd) {
@@ -331,17 +309,17 @@ TEST_F(HttpServerTest, AccessLogHasMethodPathStatusButNoKeyOrSecretQuery) {
 TEST_F(HttpServerTest, TooLargeBodyIs413WithoutReadingIt) {
   start(base_routes());
   // Only the header is sent: the answer must come from Content-Length alone.
-  auto fd = raw_connect(port_);
-  ASSERT_TRUE(send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+  auto fd = testing::connect_loopback(port_, 5);
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
                                      "\r\nContent-Length: 5000\r\n\r\n"));
   auto raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 413u) << raw;
   EXPECT_NE(raw.find(R"x({"detail":"Request body too large (limit 1024 bytes)"})x"), std::string::npos) << raw;
 
   // A chunked body has no length up front: the limit stops it while reading.
-  fd = raw_connect(port_);
+  fd = testing::connect_loopback(port_, 5);
   std::string chunk(600, 'a');
-  ASSERT_TRUE(send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
                                      "\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk + "\r\n258\r\n" +
                                      chunk + "\r\n0\r\n\r\n"));
   raw = read_all(fd.get());
@@ -358,9 +336,9 @@ TEST_F(HttpServerTest, StalledBodyIs408) {
   auto options = test_options();
   options.body_timeout = 300ms;
   start(base_routes(), options);
-  auto fd = raw_connect(port_);
+  auto fd = testing::connect_loopback(port_, 5);
   auto begin = Clock::now();
-  ASSERT_TRUE(send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
                                      "\r\nContent-Length: 10\r\n\r\nabc"));
   auto raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 408u) << raw;
@@ -374,7 +352,7 @@ TEST_F(HttpServerTest, ConnectionsOverTheCapAreClosedAtAccept) {
   start(base_routes(), options);
   Client first(port_);
   ASSERT_EQ(first.request(http::verb::get, "/items/1").status, 200u);
-  auto second = raw_connect(port_);
+  auto second = testing::connect_loopback(port_, 5);
   EXPECT_EQ(read_all(second.get()), "");
   EXPECT_EQ(counters().connections_rejected.load(), 1u);
   EXPECT_EQ(first.request(http::verb::get, "/items/2").status, 200u);  // the first one is unaffected
@@ -395,14 +373,14 @@ TEST_F(HttpServerTest, RouteBodyLimitOverridesAndSpoolsToAFile) {
 
 TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBody) {
   start(base_routes());
-  auto fd = raw_connect(port_);
-  ASSERT_TRUE(send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+  auto fd = testing::connect_loopback(port_, 5);
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
                                      "\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"));
   char buf[64];
   ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
   ASSERT_GT(n, 0);
   EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), "HTTP/1.1 100 Continue\r\n\r\n");
-  ASSERT_TRUE(send_all(fd.get(), "hello"));
+  ASSERT_TRUE(testing::send_all(fd.get(), "hello"));
   auto raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 200u) << raw;
   EXPECT_NE(raw.find(R"("body":"hello")"), std::string::npos) << raw;
@@ -410,13 +388,13 @@ TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBody) {
 
 TEST_F(HttpServerTest, TenMegabytesOfHeadersIs431AndTheServerServesTheNextClient) {
   start(base_routes());
-  auto fd = raw_connect(port_);
+  auto fd = testing::connect_loopback(port_, 5);
   std::string request = "GET /health HTTP/1.1\r\nHost: x\r\n";
   const std::string line = "X-Filler: " + std::string(1000, 'h') + "\r\n";
   while (request.size() < 10 * 1024 * 1024) request += line;
   request += "\r\n";
   // The send may be cut short once the server has answered; the answer must still arrive.
-  std::thread sender([&] { send_all(fd.get(), request); });
+  std::thread sender([&] { testing::send_all(fd.get(), request); });
   auto raw = read_all(fd.get());
   sender.join();
   EXPECT_EQ(status_of(raw), 431u) << raw.substr(0, 200);
@@ -433,8 +411,8 @@ TEST_F(HttpServerTest, MalformedRequestsAre400) {
   for (std::string bad : {"GARBAGE\r\n\r\n", "GET /health HTTP/1.1\r\nBad Header\r\n\r\n",
                           "GET http://evil.example/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                           "GET /items/a%00b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"}) {
-    auto fd = raw_connect(port_);
-    ASSERT_TRUE(send_all(fd.get(), bad));
+    auto fd = testing::connect_loopback(port_, 5);
+    ASSERT_TRUE(testing::send_all(fd.get(), bad));
     auto raw = read_all(fd.get());
     EXPECT_EQ(status_of(raw), 400u) << bad << " → " << raw;
     EXPECT_NE(raw.find("{\"detail\":"), std::string::npos) << raw;
@@ -449,12 +427,12 @@ TEST_F(HttpServerTest, SlowClientIsCutOffAtTheHeaderDeadlineWhileOthersAreServed
 
   std::promise<std::pair<std::string, Clock::duration>> slow_result;
   std::thread slow([&] {
-    auto fd = raw_connect(port_);
+    auto fd = testing::connect_loopback(port_, 5);
     const std::string request = "GET /health HTTP/1.1\r\nHost: slow\r\n\r\n";
     auto begin = Clock::now();
     std::string received;
     for (char c : request) {  // one byte a second, watching for the server's answer
-      if (!send_all(fd.get(), std::string(1, c))) break;
+      if (!testing::send_all(fd.get(), std::string(1, c))) break;
       pollfd p{fd.get(), POLLIN, 0};
       if (::poll(&p, 1, 1000) > 0) {
         received = read_all(fd.get());
@@ -585,8 +563,8 @@ TEST_F(HttpServerTest, AsyncHandlerLearnsWhenTheClientLeaves) {
   });
   start(std::move(r));
   {
-    auto fd = raw_connect(port_);
-    ASSERT_TRUE(send_all(fd.get(), std::string("GET /hang HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+    auto fd = testing::connect_loopback(port_, 5);
+    ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /hang HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
                                        "\r\n\r\n"));
     ASSERT_TRUE(entered.wait(5s));
   }  // the client closes its socket
@@ -659,8 +637,8 @@ TEST_F(HttpServerTest, StreamToAClientThatDoesNotReadIsDroppedAtTheQueueBound) {
   auto options = test_options();
   options.stream_queue_limit = 1024 * 1024;
   start(std::move(r), options);
-  auto fd = raw_connect(port_);  // sends the request, then never reads
-  ASSERT_TRUE(send_all(fd.get(), std::string("GET /flood HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+  auto fd = testing::connect_loopback(port_, 5);  // sends the request, then never reads
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /flood HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
                                      "\r\n\r\n"));
   EXPECT_TRUE(closed.wait(20s));
   producer.join();
@@ -792,8 +770,8 @@ TEST_F(HttpServerTest, StopClosesWhatIsStillBusyAfterTheGracePeriod) {
   auto options = test_options();
   options.shutdown_grace = 500ms;
   start(std::move(r), options);
-  auto fd = raw_connect(port_);
-  ASSERT_TRUE(send_all(fd.get(), std::string("GET /forever HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+  auto fd = testing::connect_loopback(port_, 5);
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /forever HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
                                      "\r\n\r\n"));
   ASSERT_TRUE(entered.wait(5s));
   auto begin = Clock::now();
