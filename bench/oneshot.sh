@@ -41,10 +41,13 @@ else
 fi
 cd "$work"
 
+# agentbox runs the issue's exact command, profile lookup included; a newcomer has no profile.
+profile=${HOME:-/root}/.config/agentbox/run.toml
+[[ -e $profile ]] && echo "oneshot.sh: note: $profile exists; agentbox's figures include what it adds"
 echo "oneshot: $rounds rounds x $runs runs (srt: $srt_runs per round); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= rounds; r++)); do
   hyperfine -N --style none --warmup 3 --runs "$runs" --export-json "$work/fast-$r.json" \
-    -n agentbox "$agentbox run --no-profile -- /bin/true" \
+    -n agentbox "$agentbox run -- /bin/true" \
     -n bwrap "$bwrap_cmd" \
     -n true "/bin/true"
   hyperfine -N --style none --warmup 1 --runs "$srt_runs" --export-json "$work/srt-$r.json" \
@@ -64,7 +67,7 @@ cpu_time() {  # NAME RUNS COMMAND...
 }
 if command -v perf >/dev/null; then
   read -ra bwrap_argv <<<"$bwrap_cmd"
-  cpu_time agentbox "$cpu_runs" "$agentbox" run --no-profile -- /bin/true
+  cpu_time agentbox "$cpu_runs" "$agentbox" run -- /bin/true
   cpu_time bwrap "$cpu_runs" "${bwrap_argv[@]}"
   cpu_time true "$cpu_runs" /bin/true
   cpu_time srt 5 "$srt" -c true

@@ -85,13 +85,10 @@ class Walker {
 }  // namespace
 
 std::optional<toml::table> read_toml_file(const std::string& path, bool missing_ok) {
-  std::string text;
-  try {
-    text = read_file(path, kMaxConfigBytes + 1);
-  } catch (const Error& e) {
-    if (missing_ok && e.code() == ENOENT) return std::nullopt;
-    throw;
-  }
+  std::optional<std::string> read = missing_ok ? read_file_if_exists(path, kMaxConfigBytes + 1)
+                                                : read_file(path, kMaxConfigBytes + 1);
+  if (!read) return std::nullopt;
+  const std::string& text = *read;
   if (text.size() > kMaxConfigBytes) throw Error(path + ": larger than 1 MiB, not a config file");
   try {
     return toml::parse(text, path);

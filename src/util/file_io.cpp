@@ -1,5 +1,6 @@
 #include "util/file_io.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -42,6 +43,13 @@ void write_all(int fd, std::string_view data) {
 
 std::string read_file(const std::string& path, size_t max) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw sys_error("open(" + path + ")");
+  return read_fd(fd.get(), max, path);
+}
+
+std::optional<std::string> read_file_if_exists(const std::string& path, size_t max) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd && errno == ENOENT) return std::nullopt;
   if (!fd) throw sys_error("open(" + path + ")");
   return read_fd(fd.get(), max, path);
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Small whole-file helpers for procfs, cgroupfs and config files. They throw agentbox::Error.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -7,6 +8,9 @@ namespace agentbox {
 
 // Reads a whole file (up to max bytes).
 std::string read_file(const std::string& path, size_t max = 1 << 20);
+// Same, but nullopt if the file does not exist. Returns instead of throwing: an optional file is
+// usually missing, and a static binary's first throw costs ~0.5 ms (libgcc sorts every FDE).
+std::optional<std::string> read_file_if_exists(const std::string& path, size_t max = 1 << 20);
 // Writes data to an existing file (no create, no truncate semantics beyond O_TRUNC): for
 // procfs/cgroupfs/sysfs knobs.
 void write_file(const std::string& path, std::string_view data);
