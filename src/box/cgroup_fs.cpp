@@ -65,8 +65,10 @@ void check_group_name(const std::string& name) {
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-void make_dir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) throw sys_error("mkdir(" + path + ")");
+bool make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == 0) return true;
+  if (errno != EEXIST) throw sys_error("mkdir(" + path + ")");
+  return false;
 }
 
 void check_writable(const std::string& dir) {

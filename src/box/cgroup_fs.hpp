@@ -16,8 +16,8 @@ void check_group_name(const std::string& name);
 
 bool exists(const std::string& path);
 // mkdir that accepts an existing directory (parents are shared; a group left by a crashed
-// daemon is taken over and gets its limits rewritten).
-void make_dir(const std::string& path);
+// daemon is taken over and gets its limits rewritten). True if it made the directory.
+bool make_dir(const std::string& path);
 // Throws unless this process may create groups in dir (an existing parent made by root is
 // not usable by an ordinary user).
 void check_writable(const std::string& dir);

@@ -101,12 +101,17 @@ void write_memory_limit(const std::string& dir, uint64_t bytes) {
   }
 }
 
-void write_limits(const V1Mounts& group, const Limits& limits) {
-  write_memory_limit(group.memory, limits.memory_bytes);
-  write_knob(group.pids + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
-  write_knob(group.cpu + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUsec));
+// A group the kernel just made holds its defaults (no memory limit, pids.max "max", a 100 ms
+// period without quota): only the limits asked for are written to it. Not an optimisation of
+// taste: each write to cpu.cfs_period_us or cpu.cfs_quota_us walks every cpu cgroup on the host
+// (the kernel's bandwidth check), so two needless writes made box starts grow with box count.
+// A group taken over from a crash gets every value rewritten.
+void write_limits(const V1Mounts& group, const Limits& limits, bool fresh) {
+  if (!fresh || limits.memory_bytes) write_memory_limit(group.memory, limits.memory_bytes);
+  if (!fresh || limits.pids) write_knob(group.pids + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
+  if (!fresh) write_knob(group.cpu + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUsec));
   const uint64_t quota = cpu_quota_usec(limits.cpu_millicores);
-  write_knob(group.cpu + "/cpu.cfs_quota_us", quota ? std::to_string(quota) : "-1");
+  if (!fresh || quota) write_knob(group.cpu + "/cpu.cfs_quota_us", quota ? std::to_string(quota) : "-1");
 }
 
 class CgroupV1 final : public Cgroup {
@@ -166,11 +171,12 @@ class CgroupV1Driver final : public CgroupDriver {
     }
     auto cgroup = std::make_unique<CgroupV1>(group);
     try {
+      bool fresh = true;
       for (const auto& dir : group.distinct()) {
         make_dir(std::filesystem::path(dir).parent_path());
-        make_dir(dir);
+        fresh = make_dir(dir) && fresh;
       }
-      write_limits(group, limits);
+      write_limits(group, limits, fresh);
     } catch (const Error& e) {
       try {
         cgroup->destroy();  // no half-configured group left behind

@@ -40,15 +40,22 @@ void enable_for_children(const std::string& dir) {
   if (!missing_controllers(subtree).empty()) write_knob(subtree, "+memory +pids +cpu");
 }
 
-void write_limits(const std::string& dir, const Limits& limits) {
+// A group the kernel just made holds its defaults ("max" everywhere, a 100 ms period): only the
+// limits asked for are written to it, as in v1 (a cpu.max write walks every cpu cgroup on the
+// host). A group taken over from a crash gets every value rewritten.
+void write_limits(const std::string& dir, const Limits& limits, bool fresh) {
   const bool mem = limits.memory_bytes != 0;
-  write_knob(dir + "/memory.max", mem ? std::to_string(limits.memory_bytes) : "max");
-  // No swap beyond the memory limit; kernels without swap accounting have no such file.
-  if (exists(dir + "/memory.swap.max")) write_knob(dir + "/memory.swap.max", mem ? "0" : "max");
-  write_knob(dir + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
+  if (!fresh || mem) {
+    write_knob(dir + "/memory.max", mem ? std::to_string(limits.memory_bytes) : "max");
+    // No swap beyond the memory limit; kernels without swap accounting have no such file.
+    if (exists(dir + "/memory.swap.max")) write_knob(dir + "/memory.swap.max", mem ? "0" : "max");
+  }
+  if (!fresh || limits.pids) write_knob(dir + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
   const uint64_t quota = cpu_quota_usec(limits.cpu_millicores);
-  write_knob(dir + "/cpu.max", (quota ? std::to_string(quota) : std::string("max")) + " " +
-                                   std::to_string(kCpuPeriodUsec));
+  if (!fresh || quota) {
+    write_knob(dir + "/cpu.max", (quota ? std::to_string(quota) : std::string("max")) + " " +
+                                     std::to_string(kCpuPeriodUsec));
+  }
 }
 
 class CgroupV2 final : public Cgroup {
@@ -108,8 +115,7 @@ class CgroupV2Driver final : public CgroupDriver {
     const std::string dir = parent_ + "/" + name;
     auto group = std::make_unique<CgroupV2>(dir);
     try {
-      make_dir(dir);
-      write_limits(dir, limits);
+      write_limits(dir, limits, make_dir(dir));
       group->open_dir();
     } catch (const Error& e) {
       try {

@@ -185,6 +185,38 @@ TEST_F(CgroupV1Real, LimitsAreWrittenToTheKernel) {
   EXPECT_EQ(trim(read_file(dir_of("cpu") + "/cpu.cfs_quota_us")), "50000");
 }
 
+TEST_F(CgroupV1Real, AGroupWithoutLimitsIsUnlimitedWithTheDefaultPeriod) {
+  // A new group is left at the kernel's defaults (nothing written): what the box relies on.
+  make_group(Limits{.memory_bytes = 0, .pids = 0, .cpu_millicores = 0});
+  EXPECT_GE(std::stoull(read_file(dir_of("memory") + "/memory.limit_in_bytes")), 1ull << 62);
+  EXPECT_EQ(trim(read_file(dir_of("pids") + "/pids.max")), "max");
+  EXPECT_EQ(trim(read_file(dir_of("cpu") + "/cpu.cfs_period_us")), "100000");
+  EXPECT_EQ(trim(read_file(dir_of("cpu") + "/cpu.cfs_quota_us")), "-1");
+}
+
+TEST_F(CgroupV1Real, AGroupLeftBehindIsTakenOverWithEveryValueRewritten) {
+  // As after a daemon crash: the group exists with someone's old limits and a changed period.
+  const std::string name = "test-" + std::to_string(::getpid()) + "-left";
+  for (const char* c : kControllers) {
+    const std::string dir = std::string(kRoot) + "/" + c + "/agentbox/" + name;
+    ASSERT_TRUE(fs::create_directory(dir)) << dir;
+  }
+  auto at = [&](const char* c, const char* knob) {
+    return std::string(kRoot) + "/" + c + "/agentbox/" + name + "/" + knob;
+  };
+  write_file(at("memory", "memory.limit_in_bytes"), "8388608");
+  write_file(at("pids", "pids.max"), "3");
+  write_file(at("cpu", "cpu.cfs_period_us"), "50000");
+  write_file(at("cpu", "cpu.cfs_quota_us"), "10000");
+
+  names_.push_back(name);
+  groups_.push_back(driver_->create(name, Limits{.memory_bytes = 0, .pids = 0, .cpu_millicores = 0}));
+  EXPECT_GE(std::stoull(read_file(at("memory", "memory.limit_in_bytes"))), 1ull << 62);
+  EXPECT_EQ(trim(read_file(at("pids", "pids.max"))), "max");
+  EXPECT_EQ(trim(read_file(at("cpu", "cpu.cfs_period_us"))), "100000");
+  EXPECT_EQ(trim(read_file(at("cpu", "cpu.cfs_quota_us"))), "-1");
+}
+
 TEST_F(CgroupV1Real, AttachedChildIsInEveryControllerAndCounted) {
   Cgroup& group = make_group(test_limits());
   const Child child = fork_gated([](int report) {

@@ -440,6 +440,26 @@ TEST_F(FakeCgroupfs, V1WritesUnlimitedValuesForNoLimit) {
   EXPECT_EQ(get("cpu/agentbox/box1/cpu.cfs_quota_us"), "-1");
 }
 
+// The kernel makes a new group unlimited; a knob write for a default is work (a cpu one walks
+// every cpu cgroup on the host). In a fake tree a new group has no knob files, so any write
+// would fail with ENOENT.
+TEST_F(FakeCgroupfs, V1NewGroupWithoutLimitsGetsNothingWritten) {
+  make_v1_mounts();
+  detect()->create("fresh", no_limits());
+  for (const char* c : {"memory", "pids", "cpu", "cpuacct"}) {
+    const std::string dir = at(std::string(c) + "/agentbox/fresh");
+    EXPECT_TRUE(fs::is_directory(dir)) << dir;
+    EXPECT_TRUE(fs::is_empty(dir)) << dir;
+  }
+}
+
+TEST_F(FakeCgroupfs, V2NewGroupWithoutLimitsGetsNothingWritten) {
+  make_v2_root();
+  detect()->create("fresh", no_limits());
+  EXPECT_TRUE(fs::is_directory(at("agentbox/fresh")));
+  EXPECT_TRUE(fs::is_empty(at("agentbox/fresh")));
+}
+
 TEST_F(FakeCgroupfs, V1WithoutSwapAccountingSetsSwappinessZero) {
   make_v1_mounts();
   make_v1_group("box1", /*with_memsw=*/false);
