@@ -173,6 +173,7 @@ class Bench {
     opts.netns_fd = netns_fd;
     if (daemon_way) opts.zygote = &zygote();
     opts.cgroups = cgroups_.get();
+    if (!daemon_way) opts.cgroup_use = CgroupUse::limits_only;  // as `agentbox run` does
     opts.cgroup_name = fmt::format("bench-{}-{}", ::getpid(), next_group_++);
     return Box::start(spec, opts);
   }

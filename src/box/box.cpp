@@ -133,7 +133,7 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
   const bool cgroup_later =
       spec.use_cgroup &&
       (!opts.cgroups->clones_into() || (spec.identity == IdentityMode::host_uid && !via_zygote));
-  if (spec.use_cgroup && !cgroup_later) box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
+  if (spec.use_cgroup && !cgroup_later) box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits, opts.cgroup_use);
   auto [control_parent, control_child] = protocol::socket_pair();
   auto [events_parent, events_child] = protocol::socket_pair();
   box->control_ = std::move(control_parent);
@@ -184,7 +184,7 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
     }
     if (!via_zygote) send_spec(box->control_.get(), spec, opts, start_msg);
     if (cgroup_later) {
-      box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits);
+      box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits, opts.cgroup_use);
       box->cgroup_->attach(box->init_pid_);
       try {
         protocol::send(box->control_.get(), {{"t", t::cgroup}});

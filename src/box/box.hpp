@@ -25,6 +25,8 @@ struct BoxStartOptions {
   int netns_fd = -1;                 // join this persistent netns; -1: a fresh one
   CgroupDriver* cgroups = nullptr;   // required when spec.use_cgroup
   std::string cgroup_name;           // unique name of the box's group
+  // limits_only: nobody reads this box's usage (`agentbox run`); see CgroupUse.
+  CgroupUse cgroup_use = CgroupUse::limits_and_usage;
   bool legacy_mount_api = false;     // force the mount(2) fallback (tests)
   // Clone init from this zygote instead of clone+exec (host_uid boxes; the daemon's way).
   Zygote* zygote = nullptr;

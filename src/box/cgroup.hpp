@@ -19,6 +19,11 @@ struct CgroupUsage {
   uint64_t oom_kills = 0;          // processes killed by this cgroup's memory limit
 };
 
+// What a group is for. Usage readings need every controller; a box whose usage nobody reads
+// (`agentbox run`) needs on v1 only the hierarchies whose limits it sets, and pids always (what
+// stops a fork bomb). Each v1 hierarchy joined costs a mkdir, an attach and an rmdir per box.
+enum class CgroupUse { limits_and_usage, limits_only };
+
 class Cgroup {
  public:
   virtual ~Cgroup() = default;
@@ -26,6 +31,7 @@ class Cgroup {
   virtual void attach(pid_t pid) = 0;
   // v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 when the driver has none (v1).
   virtual int clone_into_fd() const { return -1; }
+  // Readings of controllers the group was not made with (CgroupUse::limits_only) are 0.
   virtual CgroupUsage usage() const = 0;
   // Kills every task in the group (v2 cgroup.kill or a SIGKILL sweep) and removes the
   // directories, retrying briefly while the kernel finishes exiting tasks. Idempotent.
@@ -42,7 +48,8 @@ class CgroupDriver {
   // else (v1) it is attached after the clone, while init already builds the box.
   virtual bool clones_into() const { return false; }
   // Creates group `name` (unique per box) under agentbox's parent group with the limits.
-  virtual std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits) = 0;
+  virtual std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits,
+                                         CgroupUse use = CgroupUse::limits_and_usage) = 0;
 
   // Chooses v2 when the unified hierarchy at root has the memory, pids and cpu controllers
   // available to agentbox's parent group, else v1 when those controllers are mounted as v1

@@ -106,9 +106,15 @@ void write_memory_limit(const std::string& dir, uint64_t bytes) {
 // taste: each write to cpu.cfs_period_us or cpu.cfs_quota_us walks every cpu cgroup on the host
 // (the kernel's bandwidth check), so two needless writes made box starts grow with box count.
 // A group taken over from a crash gets every value rewritten.
+// Hierarchies the group was not made in (CgroupUse::limits_only) are skipped.
 void write_limits(const V1Mounts& group, const Limits& limits, bool fresh) {
-  if (!fresh || limits.memory_bytes) write_memory_limit(group.memory, limits.memory_bytes);
-  if (!fresh || limits.pids) write_knob(group.pids + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
+  if (!group.memory.empty() && (!fresh || limits.memory_bytes)) {
+    write_memory_limit(group.memory, limits.memory_bytes);
+  }
+  if (!fresh || limits.pids) {
+    write_knob(group.pids + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
+  }
+  if (group.cpu.empty()) return;
   if (!fresh) write_knob(group.cpu + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUsec));
   const uint64_t quota = cpu_quota_usec(limits.cpu_millicores);
   if (!fresh || quota) write_knob(group.cpu + "/cpu.cfs_quota_us", quota ? std::to_string(quota) : "-1");
@@ -124,11 +130,13 @@ class CgroupV1 final : public Cgroup {
 
   CgroupUsage usage() const override {
     CgroupUsage u;
-    u.memory_bytes = read_u64(dirs_.memory + "/memory.usage_in_bytes");
-    u.memory_peak_bytes = read_u64_or_zero(dirs_.memory + "/memory.max_usage_in_bytes");
+    if (!dirs_.memory.empty()) {
+      u.memory_bytes = read_u64(dirs_.memory + "/memory.usage_in_bytes");
+      u.memory_peak_bytes = read_u64_or_zero(dirs_.memory + "/memory.max_usage_in_bytes");
+      u.oom_kills = read_keyed_u64(dirs_.memory + "/memory.oom_control", "oom_kill");
+    }
     u.pids = read_u64(dirs_.pids + "/pids.current");
     if (!dirs_.cpuacct.empty()) u.cpu_usec = read_u64(dirs_.cpuacct + "/cpuacct.usage") / 1000;
-    u.oom_kills = read_keyed_u64(dirs_.memory + "/memory.oom_control", "oom_kill");
     return u;
   }
 
@@ -144,7 +152,7 @@ class CgroupV1 final : public Cgroup {
     for (const auto& dir : distinct_) remove_group_dir(dir, [&] { kill_listed(procs); });
   }
 
-  std::string path() const override { return dirs_.memory; }
+  std::string path() const override { return dirs_.memory.empty() ? dirs_.pids : dirs_.memory; }
 
  private:
   static std::string procs_file(const std::string& dir) {
@@ -162,12 +170,17 @@ class CgroupV1Driver final : public CgroupDriver {
 
   std::string kind() const override { return "v1"; }
 
-  std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits) override {
+  std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits, CgroupUse use) override {
     check_group_name(name);
     V1Mounts group;
     for (const char* c : kV1Controllers) {
       const std::string& mount = *mounts_.slot(c);
       if (!mount.empty()) *group.slot(c) = mount + "/agentbox/" + name;
+    }
+    if (use == CgroupUse::limits_only) {
+      if (!limits.memory_bytes) group.memory.clear();
+      if (!limits.cpu_millicores) group.cpu.clear();
+      group.cpuacct.clear();  // still joined through cpu where one mount holds both
     }
     auto cgroup = std::make_unique<CgroupV1>(group);
     try {

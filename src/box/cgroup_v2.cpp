@@ -110,7 +110,8 @@ class CgroupV2Driver final : public CgroupDriver {
   std::string kind() const override { return "v2"; }
   bool clones_into() const override { return true; }
 
-  std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits) override {
+  // One directory holds every controller: `use` changes nothing here.
+  std::unique_ptr<Cgroup> create(const std::string& name, const Limits& limits, CgroupUse) override {
     check_group_name(name);
     const std::string dir = parent_ + "/" + name;
     auto group = std::make_unique<CgroupV2>(dir);

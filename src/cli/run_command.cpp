@@ -295,6 +295,7 @@ int run_in_box(const RunOptions& o) {
       if (!cgroups) throw Error("cgroups unavailable: " + why + " (see agentbox doctor)");
       opts.cgroups = cgroups.get();
       opts.cgroup_name = "run-" + std::to_string(::getpid());
+      opts.cgroup_use = CgroupUse::limits_only;  // nothing reads a one-shot box's usage
     }
     box = Box::start(spec, opts);
   } catch (const UsageError&) {

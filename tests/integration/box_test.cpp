@@ -180,7 +180,7 @@ TEST_P(BoxTest, ACgroupFailingAfterTheCloneFailsTheStartAndLeavesNoProcess) {
     bool fail_create;
     explicit FailingDriver(bool f) : fail_create(f) {}
     std::string kind() const override { return "v1"; }
-    std::unique_ptr<Cgroup> create(const std::string&, const Limits&) override {
+    std::unique_ptr<Cgroup> create(const std::string&, const Limits&, CgroupUse) override {
       if (fail_create) throw Error("create refused by the test", EACCES);
       return std::make_unique<FailingGroup>(true);
     }

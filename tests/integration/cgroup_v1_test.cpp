@@ -217,6 +217,41 @@ TEST_F(CgroupV1Real, AGroupLeftBehindIsTakenOverWithEveryValueRewritten) {
   EXPECT_EQ(trim(read_file(at("cpu", "cpu.cfs_quota_us"))), "-1");
 }
 
+TEST_F(CgroupV1Real, ALimitsOnlyGroupHoldsItsTaskInPidsAloneAndStillLimitsIt) {
+  // `agentbox run` without --memory/--cpu: pids only (what stops a fork bomb), nothing else made.
+  names_.push_back("test-" + std::to_string(::getpid()) + "-pids-only");
+  const Limits limits{.memory_bytes = 0, .pids = 5, .cpu_millicores = 0};
+  groups_.push_back(driver_->create(names_.back(), limits, CgroupUse::limits_only));
+  Cgroup& group = *groups_.back();
+  for (const char* c : {"memory", "cpu", "cpuacct"}) EXPECT_FALSE(fs::exists(dir_of(c))) << c;
+  EXPECT_EQ(trim(read_file(dir_of("pids") + "/pids.max")), "5");
+
+  const Child child = fork_gated([](int report) {
+    int forked = 0;
+    while (forked < 20) {
+      const pid_t p = ::fork();
+      if (p == 0) {
+        for (;;) ::pause();
+      }
+      if (p < 0) break;
+      ++forked;
+    }
+    const char n = static_cast<char>('0' + forked);
+    if (::write(report, &n, 1) != 1) ::_exit(102);
+    for (;;) ::pause();
+  });
+  group.attach(child.pid);
+  EXPECT_EQ(cgroups_of(child.pid)["pids"], "/agentbox/" + names_.back());
+  EXPECT_NE(cgroups_of(child.pid)["memory"], "/agentbox/" + names_.back());
+  open_gate(child);
+  EXPECT_EQ(read_report(child, 1), "4");  // 5 tasks: the child and 4 of its children
+  EXPECT_EQ(group.usage().pids, 5u);
+  EXPECT_EQ(group.usage().memory_bytes, 0u) << "no memory group, no reading";
+  group.destroy();
+  const int status = wait_for(child.pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+}
+
 TEST_F(CgroupV1Real, AttachedChildIsInEveryControllerAndCounted) {
   Cgroup& group = make_group(test_limits());
   const Child child = fork_gated([](int report) {

@@ -498,6 +498,42 @@ TEST_F(FakeCgroupfs, V1AttachWritesThePidToEveryHierarchy) {
     EXPECT_EQ(get(std::string(c) + "/agentbox/box1/cgroup.procs"), "4242") << c;
 }
 
+// A box whose usage nobody reads (`agentbox run`) joins only the hierarchies it limits, and pids
+// always. Only pids' knob files exist here: touching another hierarchy would make its directory.
+TEST_F(FakeCgroupfs, V1LimitsOnlyGroupJoinsPidsAloneWhenNoOtherLimitIsSet) {
+  make_v1_mounts();
+  put_all("pids/agentbox/run1", {{"cgroup.procs", ""}, {"pids.max", "max\n"}, {"pids.current", "2\n"}});
+  Limits pids_only = no_limits();
+  pids_only.pids = 20;
+  auto group = detect()->create("run1", pids_only, CgroupUse::limits_only);
+  EXPECT_EQ(get("pids/agentbox/run1/pids.max"), "20");
+  group->attach(4242);
+  EXPECT_EQ(get("pids/agentbox/run1/cgroup.procs"), "4242");
+  const CgroupUsage u = group->usage();
+  EXPECT_EQ(u.pids, 2u);
+  EXPECT_EQ(u.memory_bytes, 0u);
+  EXPECT_EQ(group->path(), at("pids/agentbox/run1"));
+  for (const char* c : {"memory", "cpu", "cpuacct"}) {
+    EXPECT_FALSE(fs::exists(at(std::string(c) + "/agentbox/run1"))) << c;
+  }
+  group->destroy();
+  EXPECT_FALSE(fs::exists(at("pids/agentbox/run1")));
+}
+
+TEST_F(FakeCgroupfs, V1LimitsOnlyGroupJoinsTheHierarchiesOfTheLimitsItSets) {
+  make_v1_mounts();
+  make_v1_group("run1");
+  fs::remove_all(at("cpuacct/agentbox/run1"));
+  auto group = detect()->create("run1", box_limits(), CgroupUse::limits_only);
+  EXPECT_EQ(get("memory/agentbox/run1/memory.limit_in_bytes"), "67108864");
+  EXPECT_EQ(get("cpu/agentbox/run1/cpu.cfs_quota_us"), "50000");
+  group->attach(4242);
+  for (const char* c : {"memory", "pids", "cpu"}) {
+    EXPECT_EQ(get(std::string(c) + "/agentbox/run1/cgroup.procs"), "4242") << c;
+  }
+  EXPECT_FALSE(fs::exists(at("cpuacct/agentbox/run1"))) << "usage only: not joined";
+}
+
 TEST_F(FakeCgroupfs, V1CombinedCpuCpuacctMountIsOneGroupDir) {
   make_v1_mounts(/*combined_cpu=*/true);
   const std::string g = "cpu,cpuacct/agentbox/box1";
