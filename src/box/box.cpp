@@ -133,7 +133,9 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
   const bool cgroup_later =
       spec.use_cgroup &&
       (!opts.cgroups->clones_into() || (spec.identity == IdentityMode::host_uid && !via_zygote));
-  if (spec.use_cgroup && !cgroup_later) box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits, opts.cgroup_use);
+  if (spec.use_cgroup && !cgroup_later) {
+    box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits, opts.cgroup_use);
+  }
   auto [control_parent, control_child] = protocol::socket_pair();
   auto [events_parent, events_child] = protocol::socket_pair();
   box->control_ = std::move(control_parent);

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "config/bind_spec.hpp"
+#include "support/scratch_dir.hpp"
 #include "util/error.hpp"
 
 namespace agentbox {
@@ -21,14 +22,10 @@ using ::testing::HasSubstr;
 class RunProfileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/agentbox-run-profile-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    home_ = tmpl;
     std::filesystem::create_directories(home_ + "/.opam");
     std::filesystem::create_directories(home_ + "/src/project");
     std::filesystem::create_directories(home_ + "/data/ref");
   }
-  void TearDown() override { std::filesystem::remove_all(home_); }
 
   std::string write_profile(const std::string& text) {
     std::string path = home_ + "/run.toml";
@@ -46,7 +43,8 @@ class RunProfileTest : public ::testing::Test {
     return "";
   }
 
-  std::string home_;
+  testing::ScratchDir scratch_{"agentbox-run-profile"};
+  const std::string home_ = scratch_.path();
 };
 
 TEST_F(RunProfileTest, FullProfileIsRead) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "support/scratch_dir.hpp"
 #include "util/error.hpp"
 
 namespace agentbox {
@@ -22,13 +23,6 @@ using namespace std::chrono_literals;
 
 class ServerConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/agentbox-server-config-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   std::string write_config(const std::string& text, const std::string& name = "config.toml") {
     std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
@@ -44,7 +38,8 @@ class ServerConfigTest : public ::testing::Test {
     };
   }
 
-  std::string dir_;
+  testing::ScratchDir scratch_{"agentbox-server-config"};
+  const std::string dir_ = scratch_.path();
   std::map<std::string, std::string> env_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "store/account_name.hpp"
 #include "store/schema.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace agentbox {
 namespace {
@@ -79,14 +80,8 @@ TEST(AccountName, AwkwardIdsGiveValidDistinctNames) {
 
 class AccountStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/agentbox-accounts-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string dir_;
+  testing::ScratchDir scratch_{"agentbox-accounts"};
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(AccountStoreTest, FirstSightCreatesThenTheSameAccountComesBack) {

@@ -7,19 +7,13 @@
 #include <filesystem>
 
 #include "store/schema.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace agentbox {
 namespace {
 
 class ProcessStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/agentbox-processes-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   static ProcessRecord record(std::string id, std::string account, int64_t started) {
     ProcessRecord r;
     r.id = std::move(id);
@@ -30,7 +24,8 @@ class ProcessStoreTest : public ::testing::Test {
     return r;
   }
 
-  std::string dir_;
+  testing::ScratchDir scratch_{"agentbox-processes"};
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(ProcessStoreTest, InsertThenGetReturnsTheSameRecord) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "store/sqlite.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace agentbox {
 namespace {
@@ -17,14 +18,8 @@ using ::testing::HasSubstr;
 
 class StoreSchemaTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/agentbox-store-schema-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string dir_;
+  testing::ScratchDir scratch_{"agentbox-store-schema"};
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(StoreSchemaTest, FreshDatabaseIsWalPrivateAndAtLatestVersion) {

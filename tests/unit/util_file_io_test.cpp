@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/scratch_dir.hpp"
 #include "util/error.hpp"
 
 namespace agentbox {
@@ -14,14 +15,8 @@ namespace {
 
 class FileIoTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/agentbox-file-io-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string dir_;
+  testing::ScratchDir scratch_{"agentbox-file-io"};
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(FileIoTest, AnOptionalFileThatIsMissingIsNulloptAndOneThatExistsIsReadUpToMax) {
