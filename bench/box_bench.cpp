@@ -5,10 +5,11 @@
 //   warm    spawn /bin/true in one running box (pipes mode) and wait for its exit event,
 //           against a plain fork+exec+waitpid of /bin/true in this process
 //   density N boxes alive at once (the daemon's way, each in a network namespace of its own):
-//           PSS of their inits, kernel memory, 1st vs Nth start time
+//           PSS of their inits, kernel memory, 1st vs Nth start time; after a settling pause,
+//           so the first boxes do not reuse the kernel objects a phase just before freed
 // Must run as root (host_uid boxes with cgroups, like `agentbox run` as root).
 //
-//   box_bench [--cold N] [--warm N] [--density N] [--only cold|warm|density]
+//   box_bench [--cold N] [--warm N] [--density N] [--settle SECONDS] [--only cold|warm|density]
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -253,7 +254,14 @@ class Bench {
         yes_no(overhead <= 0.5));
   }
 
-  void density(int n) {
+  // Right after boxes were stopped (a phase before, or the previous run), the first new boxes
+  // reuse the kernel objects those freed, and only the later ones pay for fresh slab pages:
+  // back to back, the trend below came out 1.1-1.7x; after a pause of 25-30 s, 0.84-1.08x.
+  void density(int n, int settle_s) {
+    if (settle_s > 0) {
+      std::cout << fmt::format("\n(settling {} s before the density phase)\n", settle_s) << std::flush;
+      ::sleep(static_cast<unsigned>(settle_s));
+    }
     const Meminfo before = read_meminfo();
     std::vector<std::unique_ptr<Box>> boxes;
     std::vector<double> start_ms, start_cpu_ms;
@@ -401,7 +409,7 @@ void raise_nofile() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int cold_n = 200, warm_n = 1000, density_n = 500;
+  int cold_n = 200, warm_n = 1000, density_n = 500, settle_s = 30;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -413,11 +421,13 @@ int main(int argc, char** argv) {
       if (a == "--cold") cold_n = std::stoi(value());
       else if (a == "--warm") warm_n = std::stoi(value());
       else if (a == "--density") density_n = std::stoi(value());
+      else if (a == "--settle") settle_s = std::stoi(value());
       else if (a == "--only") only = value();
       else throw std::invalid_argument("unknown option " + a);
     } catch (const std::exception& e) {
       std::cerr << "box_bench: " << e.what()
-                << "\nusage: box_bench [--cold N] [--warm N] [--density N] [--only cold|warm|density]\n";
+                << "\nusage: box_bench [--cold N] [--warm N] [--density N] [--settle SECONDS]"
+                   " [--only cold|warm|density]\n";
       return 2;
     }
   }
@@ -433,7 +443,7 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("  {:<58} {:>12}  {:<14} {}\n", "metric", "value", "target", "met");
     if (only.empty() || only == "cold") bench.cold(cold_n);
     if (only.empty() || only == "warm") bench.warm(warm_n);
-    if (only.empty() || only == "density") bench.density(density_n);
+    if (only.empty() || only == "density") bench.density(density_n, settle_s);
   } catch (const std::exception& e) {
     std::cerr << "box_bench: " << e.what() << "\n";
     return 1;
