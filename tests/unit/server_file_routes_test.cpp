@@ -138,8 +138,6 @@ struct RawReply {
   std::string body;
 };
 
-
-
 RawReply raw_exchange(uint16_t port, const std::string& head,
                       const std::function<bool(std::string&)>& next = {}, bool keep = true,
                       const std::function<void(uint64_t, std::string_view)>& on_body = {}) {

@@ -124,8 +124,6 @@ Reply fetch(std::uint16_t port, http::verb method, std::string target, std::stri
   return c.request(method, std::move(target), std::move(body), headers);
 }
 
-
-
 // Everything the server sends until it closes (or 5 s pass).
 std::string read_all(int fd) {
   std::string out;
@@ -311,7 +309,7 @@ TEST_F(HttpServerTest, TooLargeBodyIs413WithoutReadingIt) {
   // Only the header is sent: the answer must come from Content-Length alone.
   auto fd = testing::connect_loopback(port_, 5);
   ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                     "\r\nContent-Length: 5000\r\n\r\n"));
+                                          "\r\nContent-Length: 5000\r\n\r\n"));
   auto raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 413u) << raw;
   EXPECT_NE(raw.find(R"x({"detail":"Request body too large (limit 1024 bytes)"})x"), std::string::npos) << raw;
@@ -320,8 +318,8 @@ TEST_F(HttpServerTest, TooLargeBodyIs413WithoutReadingIt) {
   fd = testing::connect_loopback(port_, 5);
   std::string chunk(600, 'a');
   ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                     "\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk + "\r\n258\r\n" +
-                                     chunk + "\r\n0\r\n\r\n"));
+                                          "\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk + "\r\n258\r\n" +
+                                          chunk + "\r\n0\r\n\r\n"));
   raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 413u) << raw;
   EXPECT_EQ(counters().body_too_large.load(), 2u);
@@ -339,7 +337,7 @@ TEST_F(HttpServerTest, StalledBodyIs408) {
   auto fd = testing::connect_loopback(port_, 5);
   auto begin = Clock::now();
   ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                     "\r\nContent-Length: 10\r\n\r\nabc"));
+                                          "\r\nContent-Length: 10\r\n\r\nabc"));
   auto raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 408u) << raw;
   EXPECT_LT(Clock::now() - begin, 3s);
@@ -375,7 +373,7 @@ TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBody) {
   start(base_routes());
   auto fd = testing::connect_loopback(port_, 5);
   ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                     "\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"));
+                                          "\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"));
   char buf[64];
   ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
   ASSERT_GT(n, 0);
@@ -565,7 +563,7 @@ TEST_F(HttpServerTest, AsyncHandlerLearnsWhenTheClientLeaves) {
   {
     auto fd = testing::connect_loopback(port_, 5);
     ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /hang HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                       "\r\n\r\n"));
+                                            "\r\n\r\n"));
     ASSERT_TRUE(entered.wait(5s));
   }  // the client closes its socket
   EXPECT_TRUE(closed.wait(5s));
@@ -639,7 +637,7 @@ TEST_F(HttpServerTest, StreamToAClientThatDoesNotReadIsDroppedAtTheQueueBound) {
   start(std::move(r), options);
   auto fd = testing::connect_loopback(port_, 5);  // sends the request, then never reads
   ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /flood HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                     "\r\n\r\n"));
+                                          "\r\n\r\n"));
   EXPECT_TRUE(closed.wait(20s));
   producer.join();
   EXPECT_LT(accepted_bytes.load(), 256ull * 1024 * 1024);
@@ -772,7 +770,7 @@ TEST_F(HttpServerTest, StopClosesWhatIsStillBusyAfterTheGracePeriod) {
   start(std::move(r), options);
   auto fd = testing::connect_loopback(port_, 5);
   ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /forever HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                     "\r\n\r\n"));
+                                          "\r\n\r\n"));
   ASSERT_TRUE(entered.wait(5s));
   auto begin = Clock::now();
   server_->stop();

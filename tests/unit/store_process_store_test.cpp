@@ -2,9 +2,7 @@
 #include "store/process_store.hpp"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 
 #include "store/schema.hpp"
 #include "support/scratch_dir.hpp"

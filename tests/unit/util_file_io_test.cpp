@@ -2,7 +2,6 @@
 #include "util/file_io.hpp"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
