@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -92,13 +93,14 @@ void write_knob(const std::string& path, std::string_view value) {
 uint64_t read_u64(const std::string& path) { return parse_u64(read_file(path, 4096), path); }
 
 uint64_t read_u64_or_zero(const std::string& path) {
-  if (!exists(path)) return 0;
-  return read_u64(path);
+  const std::optional<std::string> text = read_file_if_exists(path, 4096);
+  return text ? parse_u64(*text, path) : 0;
 }
 
 uint64_t read_keyed_u64(const std::string& path, std::string_view key) {
-  if (!exists(path)) return 0;
-  std::istringstream in(read_file(path, 64 << 10));
+  const std::optional<std::string> text = read_file_if_exists(path, 64 << 10);
+  if (!text) return 0;
+  std::istringstream in(*text);
   std::string k, v;
   while (in >> k >> v) {
     if (k == key) return parse_u64(v, path);
@@ -108,14 +110,9 @@ uint64_t read_keyed_u64(const std::string& path, std::string_view key) {
 
 std::vector<pid_t> read_pids(const std::string& path) {
   std::vector<pid_t> pids;
-  std::string text;
-  try {
-    text = read_file(path, 16 << 20);
-  } catch (const Error& e) {
-    if (e.code() == ENOENT) return pids;
-    throw;
-  }
-  std::istringstream in(text);
+  const std::optional<std::string> text = read_file_if_exists(path, 16 << 20);  // gone: no tasks
+  if (!text) return pids;
+  std::istringstream in(*text);
   for (long pid; in >> pid;) pids.push_back(static_cast<pid_t>(pid));
   return pids;
 }
