@@ -187,11 +187,20 @@ std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts
     if (!via_zygote) send_spec(box->control_.get(), spec, opts, start_msg);
     if (cgroup_later) {
       box->cgroup_ = opts.cgroups->create(opts.cgroup_name, spec.limits, opts.cgroup_use);
-      box->cgroup_->attach(box->init_pid_);
+      // Init may give up before it needs the cgroup (a mount that fails) and exit: then it can
+      // be neither attached (ESRCH) nor told, and its reply says why, as the start error.
       try {
-        protocol::send(box->control_.get(), {{"t", t::cgroup}});
-      } catch (const Error&) {
-        box->cgroup_confirmed_ = false;  // init gave up before it needed the cgroup: its reply says why
+        box->cgroup_->attach(box->init_pid_);
+      } catch (const Error& e) {
+        if (e.code() != ESRCH) throw;
+        box->cgroup_confirmed_ = false;
+      }
+      if (box->cgroup_confirmed_) {
+        try {
+          protocol::send(box->control_.get(), {{"t", t::cgroup}});
+        } catch (const Error&) {
+          box->cgroup_confirmed_ = false;  // init gave up before it needed the cgroup: its reply says why
+        }
       }
     }
     box->ready_pending_ = true;

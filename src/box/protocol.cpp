@@ -46,10 +46,21 @@ RecvStatus recv(int sock, Message& out, bool nonblocking) {
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
+  // A peer that closed with messages of ours unread resets the connection: the kernel reports
+  // ECONNRESET once, ahead of what the peer sent before closing. Read on after it, so that
+  // last message (an init's start error) is not lost; end of file follows it.
   ssize_t n;
-  do {
+  bool reset_seen = false;
+  for (;;) {
     n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (nonblocking ? MSG_DONTWAIT : 0));
-  } while (n < 0 && errno == EINTR);
+    if (n >= 0) break;
+    if (errno == EINTR) continue;
+    if (errno == ECONNRESET && !reset_seen) {
+      reset_seen = true;
+      continue;
+    }
+    break;
+  }
   if (n < 0) {
     if (errno == EAGAIN) return RecvStatus::would_block;
     if (errno == ECONNRESET) return RecvStatus::eof;

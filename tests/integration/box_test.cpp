@@ -206,6 +206,52 @@ TEST_P(BoxTest, ACgroupFailingAfterTheCloneFailsTheStartAndLeavesNoProcess) {
   EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
 }
 
+// Init can give up (here: a bind source that does not exist) and exit before the parent joins
+// it to its v1 cgroup, which the kernel then refuses with ESRCH. The start error reported is
+// init's own, whether the start waits for ready or the first request does.
+TEST_P(BoxTest, AnInitGoneBeforeItsCgroupIsJoinedReportsItsOwnStartError) {
+  struct LateGroup final : Cgroup {
+    void attach(pid_t pid) override {  // as the kernel answers once init has exited
+      for (int i = 0; i < 500 && !gone(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      throw Error("attach: the test's init has exited", ESRCH);
+    }
+    static bool gone(pid_t pid) {  // exited: reaped, or a zombie of ours
+      std::string stat;
+      try {
+        stat = read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+      } catch (const Error&) {
+        return true;
+      }
+      const size_t close = stat.rfind(')');
+      return close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0;
+    }
+    CgroupUsage usage() const override { return {}; }
+    void destroy() override {}
+    std::string path() const override { return "test"; }
+  };
+  struct LateDriver final : CgroupDriver {
+    std::string kind() const override { return "v1"; }
+    std::unique_ptr<Cgroup> create(const std::string&, const Limits&, CgroupUse) override {
+      return std::make_unique<LateGroup>();
+    }
+  };
+  spec.binds.push_back({"/nonexistent-abx-source", "/mnt/abx", false});
+  for (bool await_ready : {true, false}) {
+    LateDriver driver;
+    BoxStartOptions o = options("late-cgroup");
+    o.cgroups = &driver;
+    o.await_ready = await_ready;
+    try {
+      auto box = Box::start(spec, o);
+      run_piped(*box, {"true"});
+      ADD_FAILURE() << "a command ran in a box whose init failed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("mounts: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("/nonexistent-abx-source"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A start that does not wait for init's ready (`agentbox run`'s): the first request gets the
 // ready first, or init's start error, named as a start error, not as the command's.
 TEST_P(BoxTest, AStartThatDoesNotWaitReportsInitsErrorAtTheFirstRequest) {
