@@ -35,7 +35,7 @@
 
 #include "box/box.hpp"
 #include "box/cgroup.hpp"
-#include "box/netns.hpp"
+#include "box/contain/netns.hpp"
 #include "box/zygote.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"

@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "box/box_spec_json.hpp"
-#include "box/identity.hpp"
-#include "box/mounts.hpp"
+#include "box/contain/identity.hpp"
+#include "box/contain/mounts.hpp"
 #include "box/protocol.hpp"
 #include "util/file_io.hpp"
 #include "util/no_sanitize.hpp"

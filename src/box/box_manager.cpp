@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "box/netns.hpp"
+#include "box/contain/netns.hpp"
 
 namespace agentbox {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "box/host_support.hpp"
-#include "box/seccomp.hpp"
+#include "box/contain/seccomp.hpp"
 
 namespace agentbox {
 namespace {

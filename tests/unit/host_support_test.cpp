@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "box/host_support.hpp"
-#include "box/landlock.hpp"
+#include "box/contain/landlock.hpp"
 #include "cli/doctor.hpp"
 
 namespace agentbox {

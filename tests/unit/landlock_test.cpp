@@ -25,7 +25,7 @@
 
 #include <gtest/gtest.h>
 
-#include "box/landlock.hpp"
+#include "box/contain/landlock.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
 

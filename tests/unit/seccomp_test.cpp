@@ -35,7 +35,7 @@
 
 #include <gtest/gtest.h>
 
-#include "box/seccomp.hpp"
+#include "box/contain/seccomp.hpp"
 #include "util/error.hpp"
 
 extern char** environ;

@@ -3,9 +3,9 @@
 // once as `agentbox-init --zygote` (request socket on fd 3) and has it clone each box's init.
 #include <cstring>
 
-#include "box/init_loop.hpp"
+#include "box/init/init_loop.hpp"
 #include "box/protocol.hpp"
-#include "box/zygote_loop.hpp"
+#include "box/init/zygote_loop.hpp"
 
 #ifdef AGENTBOX_SANITIZE
 // LeakSanitizer needs ptrace, which the box's seccomp filter refuses; init is killed, not

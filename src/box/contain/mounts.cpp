@@ -1,4 +1,4 @@
-#include "box/mounts.hpp"
+#include "box/contain/mounts.hpp"
 
 #include <fcntl.h>
 #include <sys/mount.h>

@@ -1,4 +1,4 @@
-#include "box/seccomp.hpp"
+#include "box/contain/seccomp.hpp"
 
 #include <linux/netlink.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-#include "box/rlimits.hpp"
+#include "box/contain/rlimits.hpp"
 
 #include <algorithm>
 

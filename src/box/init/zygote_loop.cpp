@@ -1,4 +1,4 @@
-#include "box/zygote_loop.hpp"
+#include "box/init/zygote_loop.hpp"
 
 #include <linux/sched.h>
 #include <poll.h>
@@ -7,8 +7,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "box/etc_template.hpp"
-#include "box/init_in_place.hpp"
+#include "box/init/etc_template.hpp"
+#include "box/init/init_in_place.hpp"
 #include "box/protocol.hpp"
 #include "util/error.hpp"
 

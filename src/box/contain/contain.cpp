@@ -1,14 +1,14 @@
-#include "box/contain.hpp"
+#include "box/contain/contain.hpp"
 
 #include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "box/identity.hpp"
-#include "box/landlock.hpp"
-#include "box/netns.hpp"
-#include "box/rlimits.hpp"
-#include "box/seccomp.hpp"
+#include "box/contain/identity.hpp"
+#include "box/contain/landlock.hpp"
+#include "box/contain/netns.hpp"
+#include "box/contain/rlimits.hpp"
+#include "box/contain/seccomp.hpp"
 #include "util/error.hpp"
 
 namespace agentbox {

@@ -1,4 +1,4 @@
-#include "box/init_loop.hpp"
+#include "box/init/init_loop.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <set>
 
 #include "box/box_spec_json.hpp"
-#include "box/contain.hpp"
+#include "box/contain/contain.hpp"
 #include "box/protocol.hpp"
 #include "util/error.hpp"
 #include "util/no_sanitize.hpp"

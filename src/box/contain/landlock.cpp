@@ -1,4 +1,4 @@
-#include "box/landlock.hpp"
+#include "box/contain/landlock.hpp"
 
 #include <fcntl.h>
 #include <linux/landlock.h>

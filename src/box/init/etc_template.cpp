@@ -1,4 +1,4 @@
-#include "box/etc_template.hpp"
+#include "box/init/etc_template.hpp"
 
 #include <sched.h>
 #include <sys/inotify.h>
@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "box/mounts.hpp"
+#include "box/contain/mounts.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::etc_template {

@@ -1,4 +1,4 @@
-#include "box/init_in_place.hpp"
+#include "box/init/init_in_place.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "box/init_loop.hpp"
+#include "box/init/init_loop.hpp"
 #include "box/protocol.hpp"
 #include "util/file_io.hpp"
 

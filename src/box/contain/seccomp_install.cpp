@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-#include "box/seccomp.hpp"
+#include "box/contain/seccomp.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::seccomp_filter {

@@ -3,7 +3,7 @@
 #include <functional>
 
 #include "box/box_spec.hpp"
-#include "box/mounts.hpp"
+#include "box/contain/mounts.hpp"
 
 namespace agentbox {
 

@@ -1,4 +1,4 @@
-#include "box/netns.hpp"
+#include "box/contain/netns.hpp"
 
 #include <fcntl.h>
 #include <net/if.h>

@@ -1,4 +1,4 @@
-#include "box/identity.hpp"
+#include "box/contain/identity.hpp"
 
 #include <grp.h>
 #include <linux/capability.h>
