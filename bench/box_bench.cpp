@@ -364,13 +364,13 @@ class Bench {
   }
 
   static void spawn_and_wait(Box& box, const SpawnRequest& req, const int (&stdio)[3]) {
-    const pid_t pid = box.spawn(req, stdio).pid;
+    const uint64_t id = box.spawn(req, stdio).id;
     for (;;) {
       pollfd p{box.event_fd(), POLLIN, 0};
       if (::poll(&p, 1, 10000) <= 0) throw Error("warm: no exit event within 10 s");
       bool init_gone = false;
       for (const auto& e : box.read_events(&init_gone)) {
-        if (e.pid == pid) return;
+        if (e.id == id) return;
       }
       if (init_gone) throw Error("warm: the box's init exited");
     }

@@ -1,209 +1,307 @@
 #include "box/box_manager.hpp"
 
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <vector>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "box/box_error.hpp"
 #include "box/contain/netns.hpp"
+#include "box/start_steps.hpp"
 
 namespace agentbox {
 
-BoxManager::BoxManager(BoxManagerOptions opts) : opts_(std::move(opts)) {
-  epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
-  if (!epoll_) throw sys_error("epoll_create1");
-  wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake_) throw sys_error("eventfd");
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = wake_.get();
-  check(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev), "epoll_ctl(wake)");
-  thread_ = std::thread([this] { watch(); });
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// How long stop_all() waits for boxes to go.
+constexpr auto kStopAllWait = std::chrono::seconds(30);
+// Seconds a client is told to wait when every box slot is taken.
+constexpr int kRetryAfterFull = 30;
+
+}  // namespace
+
+struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
+  // One account: its strand and, on that strand only, everything else.
+  struct Slot {
+    explicit Slot(BoxStrand s) : strand(std::move(s)) {}
+    BoxStrand strand;
+    std::shared_ptr<BoxOwner> owner;       // the current box, if any
+    std::shared_ptr<const UniqueFd> netns;  // the account's network namespace (a start holds a copy)
+    Clock::time_point last_active = Clock::now();
+    bool retired = false;                  // removed from the map: work for it goes to a new slot
+    bool checking_idle = false;
+    std::vector<std::function<void()>> when_gone;  // stop() completions
+  };
+
+  Impl(asio::io_context& l, BoxManagerOptions o)
+      : loop(l), opts(std::move(o)), launcher(opts.launch_threads ? opts.launch_threads : 1),
+        sweep_strand(asio::make_strand(loop)), sweep(sweep_strand) {}
+
+  // ---- any thread
+
+  std::shared_ptr<Slot> slot_of(const std::string& account) {
+    std::lock_guard lock(mu);
+    auto& slot = slots[account];
+    if (!slot) slot = std::make_shared<Slot>(asio::make_strand(loop));
+    return slot;
+  }
+
+  // Runs fn(slot) on the account's strand; a slot retired meanwhile hands it to its successor.
+  template <class Fn>
+  void on_slot(const std::string& account, Fn fn) {
+    auto slot = slot_of(account);
+    asio::post(slot->strand, [self = shared_from_this(), account, slot, fn = std::move(fn)]() mutable {
+      if (slot->retired) return self->on_slot(account, std::move(fn));
+      fn(slot);
+    });
+  }
+
+  Zygote* zygote_for_launch() {
+    std::lock_guard lock(zygote_mu);
+    if (!opts.zygote || zygote_failed) return nullptr;
+    if (!zygote) {
+      try {
+        zygote = Zygote::start(opts.init_path);
+      } catch (const Error& e) {
+        zygote_failed = true;
+        step_failed(StartStep::zygote, e.what());
+        return nullptr;
+      }
+    }
+    return zygote.get();
+  }
+
+  // Takes one of max_active places, or says why not.
+  void reserve_place() {
+    size_t n = active.load();
+    do {
+      if (opts.max_active && n >= opts.max_active)
+        throw BoxUnavailable(fmt::format("{} boxes are running, the most this server allows; try again later", n),
+                             kRetryAfterFull);
+    } while (!active.compare_exchange_weak(n, n + 1));
+  }
+
+  void release_place() {
+    {
+      std::lock_guard lock(gone_mu);
+      --active;
+    }
+    gone_cv.notify_all();
+  }
+
+  // ---- the account's strand
+
+  std::shared_ptr<BoxOwner> ensure_owner(const std::string& account, const std::shared_ptr<Slot>& slot,
+                                         const BoxSpec& spec) {
+    if (slot->owner && slot->owner->accepting()) return slot->owner;
+    if (closing) throw BoxUnavailable("the server is stopping", 0);
+    reserve_place();
+    BoxOwner::Options oo;
+    oo.start_timeout = opts.start_timeout;
+    oo.request_timeout = opts.request_timeout;
+    auto owner = std::make_shared<BoxOwner>(
+        slot->strand, launcher.get_executor(), spec.name, oo,
+        [self = shared_from_this(), slot](const std::shared_ptr<BoxOwner>& gone, const std::string&) {
+          self->owner_gone(slot, gone);
+        });
+    slot->owner = owner;
+    launch(account, slot, owner, spec);
+    return owner;
+  }
+
+  // The blocking part of the start, on a launcher thread; the result goes back to the strand.
+  void launch(const std::string& account, const std::shared_ptr<Slot>& slot,
+              const std::shared_ptr<BoxOwner>& owner, const BoxSpec& spec) {
+    const bool hold = opts.hold_start && opts.hold_start(account);
+    asio::post(launcher, [self = shared_from_this(), slot, owner, spec, hold, netns = slot->netns]() mutable {
+      std::shared_ptr<LaunchedBox> box;
+      std::string error;
+      try {
+        if (!netns) netns = std::make_shared<const UniqueFd>(netns::create_persistent());
+        BoxStartOptions so;
+        so.init_path = self->opts.init_path;
+        so.netns_fd = netns->get();
+        so.cgroups = self->opts.cgroups;
+        so.cgroup_name = fmt::format("box-{}-{}", ::getpid(), ++self->box_serial);
+        so.zygote = spec.identity == IdentityMode::host_uid ? self->zygote_for_launch() : nullptr;
+        so.hold_before_ready = hold;
+        box = launch_box(spec, so);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      asio::post(slot->strand, [slot, owner, netns, box, error]() mutable {
+        if (!slot->netns && netns) slot->netns = netns;  // kept for the account's next boxes
+        if (!box) return owner->launch_failed(error);
+        // The owner takes the box; a shared_ptr held nowhere else gives it up.
+        owner->launched(std::make_unique<LaunchedBox>(std::move(*box)));
+      });
+    });
+  }
+
+  void owner_gone(const std::shared_ptr<Slot>& slot, const std::shared_ptr<BoxOwner>& gone) {
+    if (slot->owner == gone) slot->owner.reset();
+    slot->last_active = Clock::now();
+    release_place();
+    if (!slot->owner) {
+      auto when_gone = std::move(slot->when_gone);
+      slot->when_gone.clear();
+      for (auto& done : when_gone) done();
+    }
+  }
+
+  void check_idle(const std::string& account, const std::shared_ptr<Slot>& slot) {
+    const auto now = Clock::now();
+    auto owner = slot->owner;
+    if (!owner) {
+      if (now - slot->last_active < opts.netns_linger) return;
+      // Nothing of the account's is left here: give back its namespace and forget it.
+      {
+        std::lock_guard lock(mu);
+        if (auto it = slots.find(account); it != slots.end() && it->second == slot) slots.erase(it);
+      }
+      slot->retired = true;
+      slot->netns.reset();
+      return;
+    }
+    const auto last = std::max(slot->last_active, owner->last_event());
+    if (!owner->ready() || owner->live_commands() > 0 || now - last < opts.idle_timeout || slot->checking_idle)
+      return;
+    slot->checking_idle = true;
+    owner->count_processes([self = shared_from_this(), slot, owner](std::optional<int> n) {
+      slot->checking_idle = false;
+      if (slot->owner != owner) return;
+      if (!n) {
+        step_failed(StartStep::idle_check, "init did not say how many processes run");
+        return owner->stop("box stopped: its init did not answer the idle check");
+      }
+      // Background processes the user left running (a server, a build) keep the box alive.
+      if (*n == 0 && owner->live_commands() == 0) return owner->stop("");
+      slot->last_active = Clock::now();
+    });
+  }
+
+  void arm_sweep() {
+    sweep.expires_after(opts.sweep_interval);
+    sweep.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->closing) return;
+      std::vector<std::pair<std::string, std::shared_ptr<Slot>>> all;
+      {
+        std::lock_guard lock(self->mu);
+        all.assign(self->slots.begin(), self->slots.end());
+      }
+      for (auto& [account, slot] : all)
+        asio::post(slot->strand, [self, account = account, slot = slot] {
+          if (!slot->retired) self->check_idle(account, slot);
+        });
+      self->arm_sweep();
+    });
+  }
+
+  asio::io_context& loop;
+  const BoxManagerOptions opts;
+  asio::thread_pool launcher;
+  BoxStrand sweep_strand;
+  asio::steady_timer sweep;  // on sweep_strand
+
+  mutable std::mutex mu;
+  std::map<std::string, std::shared_ptr<Slot>> slots;  // guarded by mu
+
+  std::atomic<uint64_t> next_spawn{1};
+  std::atomic<uint64_t> box_serial{0};
+  std::atomic<size_t> active{0};  // owners not yet gone
+  std::atomic<bool> closing{false};
+  std::mutex gone_mu;  // with gone_cv: stop_all waits for active to reach 0
+  std::condition_variable gone_cv;
+
+  std::mutex zygote_mu;
+  std::unique_ptr<Zygote> zygote;  // guarded by zygote_mu
+  bool zygote_failed = false;      // guarded by zygote_mu
+};
+
+BoxManager::BoxManager(asio::io_context& loop, BoxManagerOptions opts)
+    : impl_(std::make_shared<Impl>(loop, std::move(opts))) {
+  asio::post(impl_->sweep_strand, [impl = impl_] { impl->arm_sweep(); });
 }
 
 BoxManager::~BoxManager() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  uint64_t one = 1;
-  (void)!::write(wake_.get(), &one, sizeof one);
-  thread_.join();
+  impl_->closing = true;
   stop_all();
+  asio::post(impl_->sweep_strand, [impl = impl_] { impl->sweep.cancel(); });
+  // Launches and stops still on the launcher threads finish; none may outlive the pool.
+  impl_->launcher.join();
+  std::lock_guard lock(impl_->zygote_mu);
+  impl_->zygote.reset();
 }
 
-std::shared_ptr<Box> BoxManager::ensure(const std::string& account, const BoxSpec& spec) {
-  if (auto box = find(account)) {
-    touch(account);
-    return box;
-  }
-  // Starts are serialized so two requests for one account make one box; a start takes
-  // milliseconds, and other accounts' running boxes are not blocked by it.
-  std::lock_guard start_lock(start_mu_);
-  if (auto box = find(account)) return box;
-
-  int netns_fd;
-  {
-    std::lock_guard lock(mu_);
-    auto& ns = netns_[account];
-    if (!ns) ns = netns::create_persistent();
-    netns_fd = ns.get();
-  }
-  BoxStartOptions so;
-  so.init_path = opts_.init_path;
-  so.netns_fd = netns_fd;
-  so.cgroups = opts_.cgroups;
-  so.cgroup_name = "box-" + std::to_string(::getpid()) + "-" + std::to_string(++box_serial_);
-  if (opts_.zygote && spec.identity == IdentityMode::host_uid) {
-    if (!zygote_) zygote_ = Zygote::start(opts_.init_path);
-    so.zygote = zygote_.get();
-  }
-  std::shared_ptr<Box> box = Box::start(spec, so);
-
-  std::lock_guard lock(mu_);
-  boxes_[account] = Entry{box, std::chrono::steady_clock::now(), 0};
-  by_event_fd_[box->event_fd()] = account;
-  add_to_epoll(account, *box);
-  return box;
+uint64_t BoxManager::spawn(const std::string& account, const BoxSpec& spec, SpawnRequest req,
+                           std::vector<UniqueFd> stdio, SpawnHandlers handlers) {
+  const uint64_t id = impl_->next_spawn++;
+  impl_->on_slot(account, [impl = impl_, account, spec, id, req = std::move(req), stdio = std::move(stdio),
+                           handlers = std::move(handlers)](const std::shared_ptr<Impl::Slot>& slot) mutable {
+    slot->last_active = Clock::now();
+    std::shared_ptr<BoxOwner> owner;
+    try {
+      owner = impl->ensure_owner(account, slot, spec);
+    } catch (...) {
+      return handlers.failed(std::current_exception());
+    }
+    owner->spawn(id, std::move(req), std::move(stdio), std::move(handlers));
+  });
+  return id;
 }
 
-void BoxManager::add_to_epoll(const std::string&, Box& box) {
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = box.event_fd();
-  check(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, box.event_fd(), &ev), "epoll_ctl(box)");
-}
-
-std::shared_ptr<Box> BoxManager::find(const std::string& account) {
-  std::lock_guard lock(mu_);
-  auto it = boxes_.find(account);
-  return it == boxes_.end() ? nullptr : it->second.box;
-}
-
-SpawnResult BoxManager::spawn(const std::string& account, const BoxSpec& spec,
-                              const SpawnRequest& req, std::span<const int> stdio) {
-  auto box = ensure(account, spec);
-  {
-    // Counted before the spawn so an exit reported immediately cannot go below zero.
-    std::lock_guard lock(mu_);
-    if (auto it = boxes_.find(account); it != boxes_.end()) ++it->second.live;
-  }
-  try {
-    return box->spawn(req, stdio);
-  } catch (...) {
-    std::lock_guard lock(mu_);
-    if (auto it = boxes_.find(account); it != boxes_.end()) --it->second.live;
-    throw;
-  }
+void BoxManager::signal(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) {
+  if (!done) done = [](bool) {};
+  impl_->on_slot(account, [id, sig, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
+    if (!slot->owner) return done(false);
+    slot->owner->signal(id, sig, done);
+  });
 }
 
 void BoxManager::touch(const std::string& account) {
-  std::lock_guard lock(mu_);
-  if (auto it = boxes_.find(account); it != boxes_.end())
-    it->second.last_active = std::chrono::steady_clock::now();
+  impl_->on_slot(account, [](const std::shared_ptr<Impl::Slot>& slot) { slot->last_active = Clock::now(); });
 }
 
-void BoxManager::stop(const std::string& account) { remove(account, true); }
+void BoxManager::stop(const std::string& account, std::function<void()> done) {
+  if (!done) done = [] {};
+  impl_->on_slot(account, [done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
+    if (!slot->owner) return done();
+    slot->when_gone.push_back(done);
+    slot->owner->stop("");
+  });
+}
 
 void BoxManager::stop_all() {
-  std::vector<std::string> accounts;
+  std::vector<std::shared_ptr<Impl::Slot>> all;
   {
-    std::lock_guard lock(mu_);
-    for (const auto& [a, e] : boxes_) accounts.push_back(a);
+    std::lock_guard lock(impl_->mu);
+    for (auto& [account, slot] : impl_->slots) all.push_back(slot);
   }
-  for (const auto& a : accounts) remove(a, true);
+  for (auto& slot : all)
+    asio::post(slot->strand, [slot] {
+      if (slot->owner) slot->owner->stop("");
+    });
+  std::unique_lock lock(impl_->gone_mu);
+  impl_->gone_cv.wait_for(lock, kStopAllWait, [&] { return impl_->active.load() == 0; });
 }
 
-size_t BoxManager::running() const {
-  std::lock_guard lock(mu_);
-  return boxes_.size();
-}
+size_t BoxManager::running() const { return impl_->active.load(); }
 
-void BoxManager::remove(const std::string& account, bool notify) {
-  std::shared_ptr<Box> box;
-  {
-    std::lock_guard lock(mu_);
-    auto it = boxes_.find(account);
-    if (it == boxes_.end()) return;
-    box = it->second.box;
-    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, box->event_fd(), nullptr);
-    by_event_fd_.erase(box->event_fd());
-    boxes_.erase(it);
-  }
-  box->stop();  // outside the lock: it waits for init to die
-  if (notify && opts_.on_stopped) opts_.on_stopped(account);
-}
-
-void BoxManager::handle_events(const std::string& account) {
-  std::shared_ptr<Box> box = find(account);
-  if (!box) return;
-  bool init_gone = false;
-  const auto events = box->read_events(&init_gone);
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = boxes_.find(account); it != boxes_.end()) {
-      it->second.live -= static_cast<int>(events.size());
-      if (it->second.live < 0) it->second.live = 0;
-      it->second.last_active = std::chrono::steady_clock::now();
-    }
-  }
-  if (opts_.on_exit)
-    for (const auto& e : events) opts_.on_exit(account, e.pid, e.status);
-  if (init_gone) remove(account, true);
-}
-
-void BoxManager::sweep_idle() {
-  const auto now = std::chrono::steady_clock::now();
-  std::vector<std::pair<std::string, std::shared_ptr<Box>>> candidates;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [a, e] : boxes_)
-      if (e.live == 0 && now - e.last_active >= opts_.idle_timeout) candidates.emplace_back(a, e.box);
-  }
-  for (const auto& [account, box] : candidates) {
-    // Background processes the user left running (a server, a build) keep the box alive.
-    int procs = -1;
-    try {
-      procs = box->process_count();
-    } catch (const Error&) {
-      procs = 0;  // init is not answering: the box is gone anyway
-    }
-    if (procs == 0) {
-      remove(account, true);
-    } else {
-      touch(account);
-    }
-  }
-}
-
-void BoxManager::watch() {
-  auto next_sweep = std::chrono::steady_clock::now() + opts_.sweep_interval;
-  for (;;) {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-    }
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        next_sweep - std::chrono::steady_clock::now());
-    epoll_event evs[64];
-    const int n = ::epoll_wait(epoll_.get(), evs, 64, std::max<int>(0, static_cast<int>(wait.count())));
-    for (int i = 0; i < n; ++i) {
-      if (evs[i].data.fd == wake_.get()) continue;
-      std::string account;
-      {
-        std::lock_guard lock(mu_);
-        auto it = by_event_fd_.find(evs[i].data.fd);
-        if (it == by_event_fd_.end()) continue;
-        account = it->second;
-      }
-      handle_events(account);
-    }
-    if (std::chrono::steady_clock::now() >= next_sweep) {
-      sweep_idle();
-      next_sweep = std::chrono::steady_clock::now() + opts_.sweep_interval;
-    }
-  }
+size_t BoxManager::accounts_held() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->slots.size();
 }
 
 }  // namespace agentbox

@@ -1,79 +1,75 @@
 #pragma once
-// Many boxes at once, one per account (DESIGN §3, "Lifecycle"): a box starts on first use,
-// keeps the account's persistent network namespace across restarts, reports the exits of the
-// commands it runs, and stops after an idle timeout (its home stays). One internal thread
-// watches every box's event socket; callbacks run on that thread and must not block.
-#include <chrono>
-#include <condition_variable>
-#include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <thread>
+// The daemon's boxes, one per account (DESIGN §3, "Lifecycle"). Each account has a strand on the
+// box loop; its box's owner (BoxOwner) and everything done to that box run there, so accounts
+// never wait on one another. A box starts on first use: the blocking part of a start (network
+// namespace, cgroup, the zygote's clone) runs on the manager's launcher threads, and starts of
+// different accounts run side by side; requests queue in the new owner meanwhile. A box stops
+// after its idle timeout when nothing runs in it (its home stays); an account whose box is gone
+// gives back its network namespace after netns_linger. At most max_active boxes run at once.
+#include <boost/asio/io_context.hpp>
 
-#include "box/box.hpp"
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "box/box_owner.hpp"
+#include "box/cgroup.hpp"
+#include "box/launch.hpp"
 
 namespace agentbox {
 
 struct BoxManagerOptions {
   std::string init_path = default_init_path();
-  CgroupDriver* cgroups = nullptr;                 // required for specs with use_cgroup
+  CgroupDriver* cgroups = nullptr;  // required for specs with use_cgroup
   // Host-uid boxes' inits are cloned by a zygote (box/zygote.hpp), started on first use;
   // false: clone+exec per box.
   bool zygote = true;
   std::chrono::milliseconds idle_timeout{15 * 60 * 1000};
-  std::chrono::milliseconds sweep_interval{1000};  // how often idle boxes are looked for
-  // A command started through spawn() ended (status: raw wait status).
-  std::function<void(const std::string& account, pid_t pid, int status)> on_exit;
-  // A box went away (idle stop, stop(), or its init died).
-  std::function<void(const std::string& account)> on_stopped;
+  std::chrono::milliseconds sweep_interval{1000};     // how often idle boxes are looked for
+  std::chrono::milliseconds start_timeout{30000};     // a start that takes longer fails
+  std::chrono::milliseconds request_timeout{10000};   // init must answer a request within this
+  // An account without a box keeps its network namespace this long, then releases it (a new
+  // one is made on its next start).
+  std::chrono::milliseconds netns_linger{15 * 60 * 1000};
+  size_t max_active = 0;       // boxes starting or running at once; 0: no cap
+  unsigned launch_threads = 2;  // threads for the blocking part of starts and stops
+  // Test hook: boxes of these accounts contain themselves and never answer their start.
+  std::function<bool(const std::string& account)> hold_start;
 };
 
 class BoxManager {
  public:
-  explicit BoxManager(BoxManagerOptions opts);
-  ~BoxManager();  // stops every box
+  // Runs on `loop`, which must outlive the manager and be running while it is used.
+  BoxManager(boost::asio::io_context& loop, BoxManagerOptions opts);
+  // Stops every box (bounded wait); call from outside the loop's threads.
+  ~BoxManager();
   BoxManager(const BoxManager&) = delete;
   BoxManager& operator=(const BoxManager&) = delete;
 
-  // The account's running box, started from spec if there is none. Counts as activity.
-  std::shared_ptr<Box> ensure(const std::string& account, const BoxSpec& spec);
-  // The running box or nullptr.
-  std::shared_ptr<Box> find(const std::string& account);
-  // Spawns in the account's box (starting it if needed) and tracks the process for idle checks.
-  SpawnResult spawn(const std::string& account, const BoxSpec& spec, const SpawnRequest& req,
-                    std::span<const int> stdio = {});
-  // Marks activity (API use), postponing the idle stop.
+  // Starts req in account's box, starting the box from spec first if it has none. Returns the
+  // spawn's id at once; the handlers run later on the account's strand. Pipes mode: stdio
+  // holds stdin, stdout, stderr, which the command gets (closed here once sent).
+  uint64_t spawn(const std::string& account, const BoxSpec& spec, SpawnRequest req,
+                 std::vector<UniqueFd> stdio, SpawnHandlers handlers);
+  // Signals the process group of spawn `id` in account's box; done(false) when nothing was
+  // signalled (it had ended, or the box is gone). done runs on the account's strand.
+  void signal(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done = {});
+  // Counts as activity (API use), postponing the idle stop.
   void touch(const std::string& account);
-  void stop(const std::string& account);
+  // Stops the account's box; done (may be empty) once it is gone or if there was none.
+  void stop(const std::string& account, std::function<void()> done = {});
+  // Stops every box and waits for them to go (bounded); not from a loop thread.
   void stop_all();
-  size_t running() const;
+
+  size_t running() const;       // boxes starting, running or stopping
+  size_t accounts_held() const;  // accounts with state kept (a box or a network namespace)
 
  private:
-  struct Entry {
-    std::shared_ptr<Box> box;
-    std::chrono::steady_clock::time_point last_active;
-    int live = 0;  // spawned commands that have not exited
-  };
-
-  void watch();  // the event thread
-  void add_to_epoll(const std::string& account, Box& box);
-  void handle_events(const std::string& account);
-  void sweep_idle();
-  void remove(const std::string& account, bool notify);
-
-  BoxManagerOptions opts_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> boxes_;              // guarded by mu_
-  std::map<std::string, UniqueFd> netns_;           // guarded by mu_: outlives boxes
-  std::map<int, std::string> by_event_fd_;          // guarded by mu_
-  std::mutex start_mu_;                             // one start at a time per manager
-  UniqueFd epoll_, wake_;
-  bool stopping_ = false;                           // guarded by mu_
-  std::thread thread_;
-  uint64_t box_serial_ = 0;                         // guarded by start_mu_
-  std::unique_ptr<Zygote> zygote_;                  // guarded by start_mu_
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace agentbox

@@ -10,11 +10,18 @@
 
 namespace agentbox::protocol {
 
-void send(int sock, const nlohmann::json& body, std::span<const int> fds) {
-  const std::string data = body.dump();
-  if (data.size() > kMaxMessage) throw Error("protocol: message too large", E2BIG);
-  if (fds.size() > kMaxFds) throw Error("protocol: too many descriptors");
+namespace {
 
+// sendmsg of data with fds; -1 with errno on failure (EINTR retried).
+ssize_t send_once(int sock, std::string_view data, std::span<const int> fds, int flags) {
+  if (data.size() > kMaxMessage) {
+    errno = E2BIG;
+    return -1;
+  }
+  if (fds.size() > kMaxFds) {
+    errno = EINVAL;
+    return -1;
+  }
   iovec iov{const_cast<char*>(data.data()), data.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
   msghdr msg{};
@@ -29,10 +36,28 @@ void send(int sock, const nlohmann::json& body, std::span<const int> fds) {
     c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
     std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
   }
-  for (;;) {
-    if (::sendmsg(sock, &msg, MSG_NOSIGNAL) >= 0) return;
-    if (errno != EINTR) throw sys_error("sendmsg(" + body.value("t", std::string("?")) + ")");
+  ssize_t n;
+  do {
+    n = ::sendmsg(sock, &msg, MSG_NOSIGNAL | flags);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+}  // namespace
+
+void send(int sock, const nlohmann::json& body, std::span<const int> fds) {
+  const std::string data = body.dump();
+  if (send_once(sock, data, fds, 0) < 0) {
+    if (errno == E2BIG) throw Error("protocol: message too large", E2BIG);
+    throw sys_error("sendmsg(" + body.value("t", std::string("?")) + ")");
   }
+}
+
+bool try_send(int sock, std::string_view data, std::span<const int> fds) {
+  if (send_once(sock, data, fds, MSG_DONTWAIT) >= 0) return true;
+  if (errno == EAGAIN) return false;
+  if (errno == E2BIG) throw Error("protocol: message too large", E2BIG);
+  throw sys_error("sendmsg");
 }
 
 RecvStatus recv(int sock, Message& out, bool nonblocking) {
@@ -81,7 +106,7 @@ RecvStatus recv(int sock, Message& out, bool nonblocking) {
   if (n == 0) return RecvStatus::eof;
   if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) throw Error("protocol: truncated message");
   out.body = nlohmann::json::parse(buf.get(), buf.get() + n, nullptr, /*allow_exceptions=*/false);
-  if (!out.body.is_object() || !out.body.contains("t")) throw Error("protocol: malformed message");
+  if (out.body.is_discarded()) throw Error("protocol: a message that is not JSON");
   return RecvStatus::message;
 }
 

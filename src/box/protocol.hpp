@@ -1,9 +1,9 @@
 #pragma once
-// The daemon ⇄ agentbox-init message set. Each box has two SOCK_SEQPACKET socketpairs:
-//   control (fd 3 in init): request → one reply, strictly in turn (spec [cgroup] /ready, spawn,
-//                           kill, status)
-//   events  (fd 4 in init): init → daemon only (exit of a spawned process)
-// Each message is one JSON object with a "t" (type) field; descriptors ride along as SCM_RIGHTS.
+// How the daemon, the zygote and a box's init talk: SOCK_SEQPACKET socketpairs, one JSON object
+// per message, descriptors riding along as SCM_RIGHTS. Each box has two:
+//   control (fd 3 in init): the start, then requests and their replies
+//   events  (fd 4 in init): init → daemon only (exits)
+// What the messages are is box/messages.hpp; this is the transport.
 #include <optional>
 #include <span>
 #include <vector>
@@ -21,31 +21,16 @@ inline constexpr const char* kInitPath = "PATH=/usr/local/sbin:/usr/local/bin:/u
 inline constexpr size_t kMaxMessage = 256 * 1024;
 inline constexpr size_t kMaxFds = 4;
 
-// Message types.
-namespace t {
-inline constexpr const char* spec = "spec";                  // daemon → init (+ netns fd)
-inline constexpr const char* cgroup = "cgroup";              // daemon → init: now in its cgroup
-inline constexpr const char* ready = "ready";                // init → daemon
-inline constexpr const char* error = "error";                // init → daemon: a failed step
-inline constexpr const char* spawn = "spawn";                // daemon → init (+ 3 stdio fds)
-inline constexpr const char* spawned = "spawned";            // init → daemon (+ pty master)
-inline constexpr const char* spawn_failed = "spawn_failed";  // init → daemon
-inline constexpr const char* kill = "kill";                  // daemon → init
-inline constexpr const char* status = "status";              // both ways
-inline constexpr const char* ok = "ok";                      // init → daemon
-inline constexpr const char* exit = "exit";                  // init → daemon (events socket)
-inline constexpr const char* clone = "clone";                // daemon → zygote (+ init's sockets)
-inline constexpr const char* cloned = "cloned";              // zygote → daemon (+ init's pidfd)
-}  // namespace t
-
 struct Message {
   nlohmann::json body;
   std::vector<UniqueFd> fds;
-  std::string type() const { return body.value("t", ""); }
 };
 
 // Sends one message (blocking, retries EINTR). Throws agentbox::Error.
 void send(int sock, const nlohmann::json& body, std::span<const int> fds = {});
+// Sends one serialized message without waiting: false when the socket is full (EAGAIN), so
+// an event loop can wait for room. Throws agentbox::Error on anything else.
+bool try_send(int sock, std::string_view data, std::span<const int> fds = {});
 
 enum class RecvStatus { message, eof, would_block };
 // Receives one message. With nonblocking, returns would_block when none is queued.

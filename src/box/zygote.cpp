@@ -10,13 +10,11 @@
 
 #include <vector>
 
-#include "box/protocol.hpp"
+#include "box/start_steps.hpp"
 #include "util/error.hpp"
 
 namespace agentbox {
 namespace {
-
-namespace t = protocol::t;
 
 // The request never reached a live zygote: nothing was cloned, asking another one is safe.
 class ZygoteGone : public Error {
@@ -84,15 +82,20 @@ Zygote::~Zygote() {
 }
 
 Zygote::Init Zygote::clone_init(uint64_t flags, int cgroup_fd, int control, int events,
-                                const nlohmann::json& first, int netns_fd) {
-  std::lock_guard lock(mu_);
-  if (broken_) relaunch();
-  try {
-    return request(flags, cgroup_fd, control, events, first, netns_fd);
-  } catch (const ZygoteGone&) {
-    relaunch();  // killed or crashed since the last box: once more with a new one
-    return request(flags, cgroup_fd, control, events, first, netns_fd);
+                                const protocol::StartBox& start, int netns_fd) {
+  Init init;
+  {
+    std::lock_guard lock(mu_);
+    if (broken_) relaunch();
+    try {
+      init = request(flags, cgroup_fd, control, events, start, netns_fd);
+    } catch (const ZygoteGone&) {
+      relaunch();  // killed or crashed since the last box: once more with a new one
+      init = request(flags, cgroup_fd, control, events, start, netns_fd);
+    }
   }
+  if (!init.etc_template_error.empty()) step_failed(StartStep::etc_template, init.etc_template_error);
+  return init;
 }
 
 void Zygote::relaunch() {
@@ -108,31 +111,40 @@ void Zygote::relaunch() {
 
 // Descriptors in order: control, events, then the netns and the cgroup when there are.
 Zygote::Init Zygote::request(uint64_t flags, int cgroup_fd, int control, int events,
-                             const nlohmann::json& first, int netns_fd) {
+                             const protocol::StartBox& start, int netns_fd) {
   std::vector<int> fds = {control, events};
   if (netns_fd >= 0) fds.push_back(netns_fd);
   if (cgroup_fd >= 0) fds.push_back(cgroup_fd);
+  protocol::CloneInit req;
+  req.flags = flags;
+  req.start = start;
+  req.start.has_netns = netns_fd >= 0;
   try {
-    protocol::send(sock_.get(),
-                   {{"t", t::clone}, {"flags", flags}, {"netns", netns_fd >= 0}, {"first", first}}, fds);
+    protocol::send_message(sock_.get(), req, fds);
   } catch (const Error& e) {
     throw ZygoteGone(e.what());
   }
   // Past this point the zygote may have cloned an init on these sockets: no second try with
   // them (a stray init sees them close and exits); the next request gets a new zygote.
   protocol::Message reply;
+  protocol::ZygoteReply answer;
   try {
     reply = protocol::recv_reply(sock_.get(), 10000, "zygote clone");
+    answer = protocol::decode<protocol::ZygoteReply>(reply.body);
   } catch (const Error&) {
     broken_ = true;
     throw;
   }
-  if (reply.type() == t::error)
-    throw Error(reply.body.value("message", std::string("zygote: clone failed")), reply.body.value("errno", 0));
-  if (reply.type() != t::cloned || reply.fds.size() != 1) throw Error("zygote: unexpected reply " + reply.type());
+  if (const auto* failed = std::get_if<protocol::CloneFailed>(&answer)) throw Error(failed->message, failed->err);
+  const auto& cloned = std::get<protocol::Cloned>(answer);
+  if (reply.fds.size() != 1) {
+    broken_ = true;
+    throw Error("zygote: no pidfd with the clone");
+  }
   Init init;
-  init.pid = reply.body.at("pid").get<pid_t>();
+  init.pid = cloned.pid;
   init.pidfd = std::move(reply.fds[0]);
+  init.etc_template_error = cloned.etc_template_error;
   return init;
 }
 

@@ -14,8 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "box/messages.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox {
@@ -31,14 +30,14 @@ class Zygote {
   struct Init {
     pid_t pid = -1;   // in the caller's pid namespace; a child of the zygote, not the caller's
     UniqueFd pidfd;
+    std::string etc_template_error;  // the zygote has no /etc template: init copies /etc
   };
   // Clones a box init with clone3 `flags` (its namespaces; CLONE_INTO_CGROUP needs cgroup_fd),
-  // control and events as its fds 3 and 4. The init starts on `first`, the message it would
-  // otherwise wait for on its control socket (the box's spec), with netns_fd attached when
-  // >= 0. A zygote found dead is replaced and asked again, once; one that dies or stalls after
-  // taking the request fails this start and is replaced for the next. Thread-safe: requests
-  // are serialized.
-  Init clone_init(uint64_t flags, int cgroup_fd, int control, int events, const nlohmann::json& first,
+  // control and events as its fds 3 and 4. The init starts on `start`, the message it would
+  // otherwise wait for on its control socket, with netns_fd attached when >= 0. A zygote found
+  // dead is replaced and asked again, once; one that dies or stalls after taking the request
+  // fails this start and is replaced for the next. Thread-safe: requests are serialized.
+  Init clone_init(uint64_t flags, int cgroup_fd, int control, int events, const protocol::StartBox& start,
                   int netns_fd);
 
   pid_t pid() const { return pid_; }
@@ -47,7 +46,7 @@ class Zygote {
   Zygote() = default;
   void launch();
   void relaunch();  // reaps the current zygote (killing it if need be) and launches another
-  Init request(uint64_t flags, int cgroup_fd, int control, int events, const nlohmann::json& first,
+  Init request(uint64_t flags, int cgroup_fd, int control, int events, const protocol::StartBox& start,
                int netns_fd);
 
   std::string init_path_;

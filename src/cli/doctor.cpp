@@ -1,11 +1,14 @@
 #include "cli/doctor.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
-#include "box/host_support.hpp"
 #include "box/contain/seccomp.hpp"
+#include "box/host_support.hpp"
+#include "box/start_steps.hpp"
+#include "cli/trial_start.hpp"
 
 namespace agentbox {
 namespace {
@@ -76,6 +79,28 @@ void print_summary(const std::vector<HostFeature>& features, bool as_root, std::
       << '\n';
 }
 
+// The start steps (box/start_steps.hpp) and what two real starts did with them.
+bool print_trials(bool as_root, std::ostream& out) {
+  out << "\nbox start steps (required: the box does not start without it; optional: falls back):\n";
+  for (const auto& s : start_steps())
+    out << fmt::format("  {:<19} {:<9} {}\n", s.name, s.need == StepNeed::required ? "required" : "optional",
+                       s.without);
+  bool ok = true;
+  out << "\ntrial box starts (each runs /bin/true):\n";
+  for (const auto& t : trial_starts(as_root)) {
+    if (!t.ok) {
+      out << "  " << t.how << ": FAILED: " << t.error << '\n';
+      ok = false;
+      continue;
+    }
+    out << "  " << t.how << ": ok (clone " << to_string(t.plan.clone) << ", cgroup " << to_string(t.plan.cgroup)
+        << ", /etc " << to_string(t.plan.etc) << ", mounts " << (t.plan.legacy_mounts ? "mount(2)" : "new API")
+        << ")\n";
+    for (const auto& f : t.fallbacks) out << "    fell back: " << f << '\n';
+  }
+  return ok;
+}
+
 }  // namespace
 
 int run_doctor(bool as_root, std::ostream& out) {
@@ -85,6 +110,13 @@ int run_doctor(bool as_root, std::ostream& out) {
   print_summary(features, as_root, out);
 
   bool ok = true;
+  const bool required_present = std::none_of(features.begin(), features.end(),
+                                             [](const HostFeature& f) { return f.required && !f.present; });
+  // A trial needs what is required; without it the missing lines below say enough.
+  if (required_present && !print_trials(as_root, out)) {
+    out << "\nmissing: a working box start (see the trial above)\n";
+    ok = false;
+  }
   for (const auto& f : features) {
     if (f.required && !f.present) {
       if (ok) out << '\n';

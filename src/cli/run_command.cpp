@@ -200,7 +200,7 @@ bool pump(int from, int to) {
 }
 
 // Waits for the command's exit while relaying the terminal and forwarding signals.
-int supervise(Box& box, pid_t pid, int pty, const UniqueFd& sigfd) {
+int supervise(Box& box, uint64_t child, int pty, const UniqueFd& sigfd) {
   std::optional<RawTerminal> raw;
   if (pty >= 0) {
     raw.emplace(STDIN_FILENO);
@@ -223,14 +223,14 @@ int supervise(Box& box, pid_t pid, int pty, const UniqueFd& sigfd) {
         if (si.ssi_signo == SIGWINCH) {
           if (pty >= 0) copy_window_size(STDOUT_FILENO, pty);
         } else if (si.ssi_signo != SIGPIPE) {
-          box.signal(pid, static_cast<int>(si.ssi_signo));
+          box.signal(child, static_cast<int>(si.ssi_signo));
         }
       }
     }
     if (p[0].revents & (POLLIN | POLLHUP)) {
       bool init_gone = false;
       for (const auto& e : box.read_events(&init_gone))
-        if (e.pid == pid) status = e.status;
+        if (e.id == child) status = e.status;
       if (!status && init_gone) throw Error("the box's init exited unexpectedly");
     }
   }
@@ -320,7 +320,7 @@ int run_in_box(const RunOptions& o) {
     std::cerr << "agentbox: cannot start the box: " << e.what() << "\n";
     return kExitBoxFailed;
   }
-  return supervise(*box, child.pid, req.tty ? child.pty_master.get() : -1, sigfd);
+  return supervise(*box, child.id, req.tty ? child.pty_master.get() : -1, sigfd);
 }
 
 }  // namespace agentbox::cli

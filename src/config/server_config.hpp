@@ -47,6 +47,8 @@ struct ServerConfig {
     uid_t uid_base = 1000000;                      // first uid; slot 0 is `agentbox run`'s
     uint32_t uid_count = 65536;                    // uids in the range, slot 0 included
     std::chrono::seconds idle_timeout{900};        // a box with no activity stops after this
+    std::chrono::seconds start_timeout{30};        // a box start that takes longer fails
+    size_t max_active = 1000;                      // boxes starting or running at once
   } accounts;
 
   Limits box = default_server_box_limits();

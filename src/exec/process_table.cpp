@@ -6,18 +6,21 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <thread>
+#include <set>
+#include <shared_mutex>
+#include <unordered_map>
 
 #include "exec/output_log.hpp"
 #include "exec/process_id.hpp"
@@ -29,6 +32,7 @@ namespace agentbox::exec {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using Descriptor = asio::posix::stream_descriptor;
+using Strand = asio::strand<asio::io_context::executor_type>;
 using namespace std::chrono_literals;
 
 namespace {
@@ -73,7 +77,7 @@ void fill_output(ProcessView& v, LogRead&& r) {
 
 }  // namespace
 
-struct ProcessTable::Impl {
+struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   struct Stream {
     std::unique_ptr<Descriptor> desc;  // pty master (also written for input) or a pipe
     StreamType type = StreamType::output;
@@ -84,12 +88,14 @@ struct ProcessTable::Impl {
 
   // One process. Which thread may touch what is said per group.
   struct Proc {
+    explicit Proc(Strand s) : strand(std::move(s)) {}
+
     // Set by start() before the process is published, then constant.
+    Strand strand;  // its account's
     std::string id, account, command;
-    pid_t pid = 0;
     bool tty = true;
     std::shared_ptr<OutputLog> log;
-    UniqueFd pty_fd, stdout_fd, stderr_fd, stdin_fd;  // handed to the loop by setup()
+    UniqueFd pty_fd, stdout_fd, stderr_fd, stdin_fd;  // handed to the strand by setup()
 
     // Guarded by Impl::mu.
     ProcessStatus status = ProcessStatus::running;
@@ -102,7 +108,8 @@ struct ProcessTable::Impl {
     bool box_gone = false;        // the box stopped: no exit will come
     bool stdin_open = true;
 
-    // Loop thread only.
+    // Its strand only.
+    uint64_t spawn = 0;  // the box's id for it: what signals name (set once it started)
     Stream streams[2];
     int open_streams = 0;
     std::unique_ptr<Descriptor> stdin_pipe;  // pipes mode
@@ -137,78 +144,76 @@ struct ProcessTable::Impl {
     std::weak_ptr<Proc> proc;
     std::function<void(std::optional<ProcessView>)> done;
     std::atomic<int> state{pending};
-    std::unique_ptr<asio::steady_timer> timer;  // loop thread only
+    std::unique_ptr<asio::steady_timer> timer;  // the process's strand only
   };
 
-  Impl(BoxPort& b, ProcessStore& s, ProcessTableOptions o)
-      : boxes(b), store(s), opts(std::move(o)), read_buf(kReadBuffer) {
+  Impl(asio::io_context& l, BoxPort& b, ProcessStore& s, ProcessTableOptions o)
+      : loop(l), boxes(b), store(s), opts(std::move(o)), purge_strand(asio::make_strand(loop)) {
     std::error_code ec;
     std::filesystem::create_directories(opts.log_dir, ec);
     if (ec) throw Error("create " + opts.log_dir + ": " + ec.message(), ec.value());
     check(::chmod(opts.log_dir.c_str(), 0700), "chmod(" + opts.log_dir + ")");
     store.mark_running_as_lost(unix_now());
-    work.emplace(io.get_executor());
-    thread = std::thread([this] { run(); });
-    post([this] { purge(); });
   }
 
-  ~Impl() {
-    asio::post(io, [this] { shutdown(); });
-    thread.join();
-  }
-
-  // ---- the loop thread -------------------------------------------------------------------
-
-  void run() {
-    // Writing to a stdin pipe whose reader is gone must answer EPIPE, not kill the daemon.
-    sigset_t pipe_signal;
-    sigemptyset(&pipe_signal);
-    sigaddset(&pipe_signal, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
-    for (;;) {
-      try {
-        io.run();
-        return;
-      } catch (...) {
-        // A handler failed (store error, allocation): the loop must keep serving the rest.
-      }
+  // Nothing below touches boxes or store after this returns; handlers still queued on the
+  // loop find `stopping` and do nothing, and the processes' descriptors are closed.
+  void shut_down() {
+    {
+      std::unique_lock lock(alive_mu);
+      stopping = true;
     }
-  }
-
-  // Runs fn on the loop unless the table is shutting down.
-  template <class Fn>
-  void post(Fn fn) {
-    asio::post(io, [this, fn = std::move(fn)]() mutable {
-      if (!stopping) fn();
-    });
-  }
-
-  void shutdown() {
-    stopping = true;
     std::vector<std::shared_ptr<Proc>> all;
     {
       std::lock_guard lock(mu);
       for (auto& [id, p] : procs) all.push_back(p);
     }
-    for (auto& p : all) {
-      close_io(*p);
-      for (auto& w : p->waiters) w->timer.reset();
-      p->waiters.clear();
-      p->kill_done.clear();
-    }
-    purge_timer.reset();
-    work.reset();
+    for (auto& p : all)
+      asio::post(p->strand, [p] {
+        close_io(*p);
+        for (auto& w : p->waiters) w->timer.reset();
+        p->waiters.clear();
+        p->kill_done.clear();
+      });
+    asio::post(purge_strand, [self = shared_from_this()] { self->purge_timer.reset(); });
   }
 
+  // Runs fn now unless the table is shutting down; shut_down() waits for it meanwhile.
+  template <class Fn>
+  void guarded(Fn&& fn) {
+    std::shared_lock lock(alive_mu);
+    if (stopping) return;
+    try {
+      fn();
+    } catch (...) {
+      // A failing handler (store error, allocation) must not take the loop down.
+    }
+  }
+
+  // Runs fn on ex, guarded, with the table kept alive meanwhile.
+  template <class Executor, class Fn>
+  void post(const Executor& ex, Fn fn) {
+    asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+  }
+
+  Strand strand_for(const std::string& account) {
+    std::lock_guard lock(mu);
+    auto it = strands.find(account);
+    if (it == strands.end()) it = strands.emplace(account, asio::make_strand(loop)).first;
+    return it->second;
+  }
+
+  // ---- a process's strand ----------------------------------------------------------------
+
   void setup(const std::shared_ptr<Proc>& p, std::optional<std::string> stdin_data,
-             std::optional<std::chrono::milliseconds> timeout, std::optional<int> early_exit) {
+             std::optional<std::chrono::milliseconds> timeout) {
     if (p->tty) {
-      p->streams[0] = {std::make_unique<Descriptor>(io, p->pty_fd.release()), StreamType::output, true};
+      p->streams[0] = {std::make_unique<Descriptor>(p->strand, p->pty_fd.release()), StreamType::output, true};
       p->open_streams = 1;
     } else {
-      p->streams[0] = {std::make_unique<Descriptor>(io, p->stdout_fd.release()), StreamType::stdout_pipe, true};
-      p->streams[1] = {std::make_unique<Descriptor>(io, p->stderr_fd.release()), StreamType::stderr_pipe, true};
-      p->stdin_pipe = std::make_unique<Descriptor>(io, p->stdin_fd.release());
+      p->streams[0] = {std::make_unique<Descriptor>(p->strand, p->stdout_fd.release()), StreamType::stdout_pipe, true};
+      p->streams[1] = {std::make_unique<Descriptor>(p->strand, p->stderr_fd.release()), StreamType::stderr_pipe, true};
+      p->stdin_pipe = std::make_unique<Descriptor>(p->strand, p->stdin_fd.release());
       p->open_streams = 2;
     }
     for (int i = 0; i < p->open_streams; ++i) arm_read(p, i);
@@ -218,38 +223,41 @@ struct ProcessTable::Impl {
       queue_input(p, std::move(*stdin_data));
     }
     if (timeout) {
-      p->timeout_timer = std::make_unique<asio::steady_timer>(io, *timeout);
-      p->timeout_timer->async_wait([this, p](const boost::system::error_code& ec) {
-        if (!ec) loop_kill(p, false, nullptr);
+      p->timeout_timer = std::make_unique<asio::steady_timer>(p->strand, *timeout);
+      p->timeout_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
+        if (!ec) self->guarded([&] { self->loop_kill(p, false, nullptr); });
       });
     }
-    if (early_exit) handle_exit(p, *early_exit);
   }
 
   void arm_read(const std::shared_ptr<Proc>& p, int i) {
-    p->streams[i].desc->async_wait(Descriptor::wait_read, [this, p, i](const boost::system::error_code& ec) {
+    p->streams[i].desc->async_wait(Descriptor::wait_read, [self = shared_from_this(), p, i](const boost::system::error_code& ec) {
       if (ec || !p->streams[i].desc) return;  // closed by finish() or shutdown
-      const bool eof = read_available(p, i);
-      if (eof) {
-        p->streams[i].open = false;
-        on_stream_eof(p);
-      } else if (p->streams[i].desc) {
-        arm_read(p, i);
-      }
+      self->guarded([&] {
+        const bool eof = self->read_available(p, i);
+        if (eof) {
+          p->streams[i].open = false;
+          self->on_stream_eof(p);
+        } else if (p->streams[i].desc) {
+          self->arm_read(p, i);
+        }
+      });
     });
   }
 
   // Reads what the stream has now into the log; true at EOF. A pty master answers EIO once
-  // no process holds the terminal any more: that is its EOF.
+  // no process holds the terminal any more: that is its EOF. At most kReadsPerWakeup reads, then
+  // the strand's other work (this account's answers) gets its turn.
   bool read_available(const std::shared_ptr<Proc>& p, int i) {
     Stream& s = p->streams[i];
+    thread_local std::vector<char> buf(kReadBuffer);
     bool got = false, eof = false;
     for (int k = 0; k < kReadsPerWakeup; ++k) {
-      const ssize_t n = ::read(s.desc->native_handle(), read_buf.data(), read_buf.size());
+      const ssize_t n = ::read(s.desc->native_handle(), buf.data(), buf.size());
       if (n > 0) {
-        p->log->append(s.type, std::string_view(read_buf.data(), static_cast<size_t>(n)));
+        p->log->append(s.type, std::string_view(buf.data(), static_cast<size_t>(n)));
         got = true;
-        if (static_cast<size_t>(n) < read_buf.size()) break;
+        if (static_cast<size_t>(n) < buf.size()) break;
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -269,19 +277,22 @@ struct ProcessTable::Impl {
       exited = p->exited;
       gone = p->box_gone;
     }
-    if (exited) {
+    if (exited || gone) {
       finish(p);
-    } else if (gone) {
-      arm_drain(p);  // an exit may still be on its way; otherwise it ends as killed
     }
   }
 
-  void handle_exit(const std::shared_ptr<Proc>& p, int raw_status) {
+  // Its box reported how it ended (tagged with its spawn's id, so it is this process's).
+  void handle_end(const std::shared_ptr<Proc>& p, SpawnEnd end) {
     {
       std::lock_guard lock(mu);
-      if (p->status != ProcessStatus::running || p->exited) return;
-      p->exited = true;
-      p->raw_status = raw_status;
+      if (p->status != ProcessStatus::running || p->exited || p->box_gone) return;
+      if (end.exited) {
+        p->exited = true;
+        p->raw_status = end.status;
+      } else {
+        p->box_gone = true;  // everything in the box is dead: its output reaches EOF now
+      }
     }
     if (p->timeout_timer) p->timeout_timer.reset();
     if (p->open_streams == 0) {
@@ -293,24 +304,13 @@ struct ProcessTable::Impl {
 
   void arm_drain(const std::shared_ptr<Proc>& p) {
     if (p->drain_timer) return;
-    p->drain_timer = std::make_unique<asio::steady_timer>(io, opts.drain_grace);
-    p->drain_timer->async_wait([this, p](const boost::system::error_code& ec) {
-      if (!ec) finish(p);
+    p->drain_timer = std::make_unique<asio::steady_timer>(p->strand, opts.drain_grace);
+    p->drain_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
+      if (!ec) self->guarded([&] { self->finish(p); });
     });
   }
 
-  void box_stopped(const std::shared_ptr<Proc>& p) {
-    {
-      std::lock_guard lock(mu);
-      if (p->status != ProcessStatus::running || p->exited) return;
-      p->box_gone = true;
-    }
-    // Its output reaches EOF now that everything in the box is dead; a process of a new box
-    // of the same account keeps its output open and is left alone.
-    if (p->open_streams == 0) arm_drain(p);
-  }
-
-  void close_io(Proc& p) {
+  static void close_io(Proc& p) {
     for (auto& s : p.streams) {
       s.desc.reset();
       s.open = false;
@@ -342,13 +342,13 @@ struct ProcessTable::Impl {
       p->ended = ended;
       p->finished_at = Clock::now();
       p->stdin_open = false;
-      if (auto it = by_pid.find({p->account, p->pid}); it != by_pid.end() && it->second == p) by_pid.erase(it);
     }
     close_io(*p);
     try {
       store.update(p->id, status, code, ended);
-    } catch (...) {
+    } catch (const std::exception& e) {
       // The memory copy answers until eviction; a lost update only shows after a restart.
+      report_store_failure("update", e);
     }
     auto waiters = std::move(p->waiters);
     p->waiters.clear();
@@ -365,6 +365,16 @@ struct ProcessTable::Impl {
     } catch (...) {
       // A caller's callback must not take the loop down.
     }
+  }
+
+  // Said once per distinct failure: a store that keeps failing does not fill the log.
+  void report_store_failure(const char* what, const std::exception& e) {
+    std::string message = std::string("process store: ") + what + ": " + e.what();
+    {
+      std::lock_guard lock(mu);
+      if (!reported.insert(message).second) return;
+    }
+    if (opts.on_error) opts.on_error(message);
   }
 
   // ---- waits -----------------------------------------------------------------------------
@@ -398,9 +408,9 @@ struct ProcessTable::Impl {
       complete(w);
       return;
     }
-    w->timer = std::make_unique<asio::steady_timer>(io, w->deadline);
-    w->timer->async_wait([this, w](const boost::system::error_code& ec) {
-      if (!ec) complete(w);
+    w->timer = std::make_unique<asio::steady_timer>(p->strand, w->deadline);
+    w->timer->async_wait([self = shared_from_this(), w](const boost::system::error_code& ec) {
+      if (!ec) self->guarded([&] { self->complete(w); });
     });
     p->waiters.push_back(w);
     if (p->waiters.size() >= p->prune_mark) {
@@ -430,7 +440,7 @@ struct ProcessTable::Impl {
 
   void send_signal(const Proc& p, int sig) {
     try {
-      boxes.signal(p.account, p.pid, sig);
+      boxes.signal(p.account, p.spawn, sig);
     } catch (...) {
       // The box is going away; the escalation timer still ends the process.
     }
@@ -460,16 +470,18 @@ struct ProcessTable::Impl {
   }
 
   void arm_kill_timer(const std::shared_ptr<Proc>& p) {
-    p->kill_timer = std::make_unique<asio::steady_timer>(io, opts.kill_grace);
-    p->kill_timer->async_wait([this, p](const boost::system::error_code& ec) {
+    p->kill_timer = std::make_unique<asio::steady_timer>(p->strand, opts.kill_grace);
+    p->kill_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
       if (ec) return;
-      if (p->kill_stage == 1) {
-        p->kill_stage = 2;
-        send_signal(*p, SIGKILL);
-        arm_kill_timer(p);
-      } else {
-        finish(p);  // KILL got no exit either (box unreachable): the wait stays bounded
-      }
+      self->guarded([&] {
+        if (p->kill_stage == 1) {
+          p->kill_stage = 2;
+          self->send_signal(*p, SIGKILL);
+          self->arm_kill_timer(p);
+        } else {
+          self->finish(p);  // KILL got no exit either (box unreachable): the wait stays bounded
+        }
+      });
     });
   }
 
@@ -481,34 +493,33 @@ struct ProcessTable::Impl {
     if (!p->writing) write_next(p);
   }
 
+  void close_stdin(const std::shared_ptr<Proc>& p) {
+    if (!p->stdin_pipe) return;
+    p->stdin_pipe.reset();
+    std::lock_guard lock(mu);
+    p->stdin_open = false;
+  }
+
   void write_next(const std::shared_ptr<Proc>& p) {
     Descriptor* target = input_target(*p);
     if (!target) return;
     if (p->input_queue.empty()) {
       p->writing = false;
-      if (p->close_stdin_when_written && p->stdin_pipe) {
-        p->stdin_pipe.reset();
-        std::lock_guard lock(mu);
-        p->stdin_open = false;
-      }
+      if (p->close_stdin_when_written) close_stdin(p);
       return;
     }
     p->writing = true;
     asio::async_write(*target, asio::buffer(p->input_queue.front()),
-                      [this, p](const boost::system::error_code& ec, size_t) {
+                      [self = shared_from_this(), p](const boost::system::error_code& ec, size_t) {
                         p->writing = false;
                         if (ec) {
                           // The reader is gone (EPIPE) or the process finished.
                           p->input_queue.clear();
-                          if (!p->tty && p->stdin_pipe) {
-                            p->stdin_pipe.reset();
-                            std::lock_guard lock(mu);
-                            p->stdin_open = false;
-                          }
+                          if (!p->tty) self->close_stdin(p);
                           return;
                         }
                         p->input_queue.pop_front();
-                        write_next(p);
+                        self->write_next(p);
                       });
   }
 
@@ -518,10 +529,10 @@ struct ProcessTable::Impl {
     const int64_t cutoff = unix_now() - static_cast<int64_t>(opts.retention.count());
     try {
       for (const auto& path : store.purge_ended_before_returning_logs(cutoff)) OutputLog::remove(path);
-    } catch (...) {
-      // Tried again next round.
+    } catch (const std::exception& e) {
+      report_store_failure("purge (tried again next round)", e);
     }
-    std::vector<std::shared_ptr<Proc>> evicted;  // released here, on the loop thread
+    std::vector<std::shared_ptr<Proc>> evicted;
     {
       std::lock_guard lock(mu);
       const auto now = Clock::now();
@@ -534,10 +545,14 @@ struct ProcessTable::Impl {
           ++it;
         }
       }
+      // Strands of accounts with nothing in memory go too (a new one is made on next use).
+      std::erase_if(strands, [&](const auto& entry) {
+        return std::none_of(procs.begin(), procs.end(), [&](const auto& p) { return p.second->account == entry.first; });
+      });
     }
-    purge_timer = std::make_unique<asio::steady_timer>(io, opts.purge_interval);
-    purge_timer->async_wait([this](const boost::system::error_code& ec) {
-      if (!ec && !stopping) purge();
+    purge_timer = std::make_unique<asio::steady_timer>(purge_strand, opts.purge_interval);
+    purge_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->guarded([&] { self->purge(); });
     });
   }
 
@@ -586,15 +601,39 @@ struct ProcessTable::Impl {
     return v;
   }
 
-  void end_spawning_locked(const std::string& account) {
-    auto it = spawning.find(account);
-    if (it == spawning.end() || --it->second > 0) return;
-    spawning.erase(it);
-    // Exits parked while nothing of ours was being spawned belong to other users of the box.
-    std::erase_if(parked, [&](const auto& e) { return e.first.first == account; });
+  // The process's part once its box says it runs: record it, publish it, start reading.
+  void started(const std::shared_ptr<Proc>& p, SpawnResult spawned, const std::string& log_path,
+               std::optional<std::string> stdin_data, std::optional<std::chrono::milliseconds> timeout,
+               const std::function<void(StartOutcome)>& done) {
+    p->spawn = spawned.id;
+    p->pty_fd = std::move(spawned.pty_master);
+    ProcessRecord rec;
+    rec.id = p->id;
+    rec.account = p->account;
+    rec.command = p->command;
+    rec.started = unix_now();
+    rec.log_path = log_path;
+    try {
+      if (p->tty && !p->pty_fd) throw Error("spawn: no terminal for the command");
+      for (int fd : {p->pty_fd.get(), p->stdout_fd.get(), p->stderr_fd.get(), p->stdin_fd.get()})
+        if (fd >= 0) set_nonblocking(fd);
+      store.insert(rec);
+    } catch (...) {
+      // Not recorded means not started: nobody could ever see or stop it.
+      send_signal(*p, SIGKILL);
+      OutputLog::remove(log_path);
+      call_quietly(done, StartOutcome{{}, std::current_exception()});
+      return;
+    }
+    {
+      std::lock_guard lock(mu);
+      procs[p->id] = p;
+    }
+    setup(p, std::move(stdin_data), timeout);
+    call_quietly(done, StartOutcome{p->id, nullptr});
   }
 
-  std::string start(StartRequest req) {
+  void start(StartRequest req, std::function<void(StartOutcome)> done) {
     std::shared_ptr<OutputLog> log;
     std::string id, log_path;
     for (int attempt = 0;; ++attempt) {
@@ -608,131 +647,67 @@ struct ProcessTable::Impl {
       }
     }
 
-    auto p = std::make_shared<Proc>();
+    auto p = std::make_shared<Proc>(strand_for(req.box.name));
     p->id = id;
-    p->account = req.account;
+    p->account = req.box.name;
     p->command = req.command;
     p->tty = req.spawn.tty;
     p->log = log;
     p->stdin_open = req.spawn.tty || !req.stdin_data;
 
-    UniqueFd child_in, child_out, child_err;
+    std::vector<UniqueFd> stdio;
     if (!p->tty) {
+      UniqueFd child_in, child_out, child_err;
       make_pipe(child_in, p->stdin_fd);
       make_pipe(p->stdout_fd, child_out);
       make_pipe(p->stderr_fd, child_err);
-    }
-    {
-      std::lock_guard lock(mu);
-      ++spawning[req.account];
-    }
-    SpawnResult spawned;
-    try {
-      const int stdio[3] = {child_in.get(), child_out.get(), child_err.get()};
-      spawned = boxes.spawn(req.account, req.spawn,
-                            p->tty ? std::span<const int>{} : std::span<const int>(stdio, 3));
-    } catch (...) {
-      {
-        std::lock_guard lock(mu);
-        end_spawning_locked(req.account);
-      }
-      OutputLog::remove(log_path);
-      throw;
-    }
-    child_in.reset();
-    child_out.reset();
-    child_err.reset();
-    p->pid = spawned.pid;
-    p->pty_fd = std::move(spawned.pty_master);
-
-    ProcessRecord rec;
-    rec.id = id;
-    rec.account = req.account;
-    rec.command = req.command;
-    rec.started = unix_now();
-    rec.log_path = log_path;
-    try {
-      if (p->tty && !p->pty_fd) throw Error("spawn: no terminal for the command");
-      for (int fd : {p->pty_fd.get(), p->stdout_fd.get(), p->stderr_fd.get(), p->stdin_fd.get()})
-        if (fd >= 0) set_nonblocking(fd);
-      store.insert(rec);
-    } catch (...) {
-      // Not recorded means not started: nobody could ever see or stop it.
-      send_signal(*p, SIGKILL);
-      {
-        std::lock_guard lock(mu);
-        end_spawning_locked(req.account);
-      }
-      OutputLog::remove(log_path);
-      throw;
+      stdio.push_back(std::move(child_in));
+      stdio.push_back(std::move(child_out));
+      stdio.push_back(std::move(child_err));
     }
 
-    std::lock_guard lock(mu);
-    procs[id] = p;
-    std::optional<int> early_exit;
-    if (auto it = parked.find({p->account, p->pid}); it != parked.end()) {
-      early_exit = it->second;
-      parked.erase(it);
-    } else {
-      by_pid[{p->account, p->pid}] = p;
-    }
-    end_spawning_locked(req.account);
-    // Posted under mu: an on_exit that finds the process posts after this.
-    post([this, p, stdin_data = std::move(req.stdin_data), timeout = req.timeout, early_exit]() mutable {
-      setup(p, std::move(stdin_data), timeout, early_exit);
-    });
-    return id;
+    // The box calls these on its own strand; the process's work moves to the account's.
+    auto self = shared_from_this();
+    SpawnHandlers h;
+    h.started = [self, p, log_path, stdin_data = req.stdin_data, timeout = req.timeout, done](SpawnResult r) {
+      auto result = std::make_shared<SpawnResult>(std::move(r));
+      self->post(p->strand, [self, p, result, log_path, stdin_data, timeout, done]() mutable {
+        self->started(p, std::move(*result), log_path, std::move(stdin_data), timeout, done);
+      });
+    };
+    h.failed = [self, log_path, done](std::exception_ptr error) {
+      OutputLog::remove(log_path);
+      call_quietly(done, StartOutcome{{}, error});
+    };
+    h.ended = [self, p](SpawnEnd end) { self->post(p->strand, [self, p, end] { self->handle_end(p, end); }); };
+    boxes.spawn(req.box, std::move(req.spawn), std::move(stdio), std::move(h));
   }
 
+  asio::io_context& loop;
   BoxPort& boxes;
   ProcessStore& store;
   const ProcessTableOptions opts;
+  Strand purge_strand;
+  std::unique_ptr<asio::steady_timer> purge_timer;  // purge_strand only
 
-  asio::io_context io;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
-  bool stopping = false;                          // loop thread only
-  std::unique_ptr<asio::steady_timer> purge_timer;  // loop thread only
-  std::vector<char> read_buf;                     // loop thread only
+  std::shared_mutex alive_mu;  // shared by every handler at work; unique once by shut_down
+  bool stopping = false;       // guarded by alive_mu
 
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<Proc>> procs;                    // by id
-  std::map<std::pair<std::string, pid_t>, std::shared_ptr<Proc>> by_pid;  // exit not seen yet
-  std::map<std::string, int> spawning;                                   // spawns in flight
-  std::map<std::pair<std::string, pid_t>, int> parked;                   // exits before start() recorded
-
-  std::thread thread;  // last: started when everything above exists
+  std::map<std::string, std::shared_ptr<Proc>> procs;  // by id
+  std::unordered_map<std::string, Strand> strands;     // by account
+  std::set<std::string> reported;                      // failures said once
 };
 
-ProcessTable::ProcessTable(BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts)
-    : impl_(std::make_unique<Impl>(boxes, store, std::move(opts))) {}
-
-ProcessTable::~ProcessTable() = default;
-
-std::string ProcessTable::start(StartRequest req) { return impl_->start(std::move(req)); }
-
-void ProcessTable::on_exit(const std::string& account, pid_t pid, int status) {
-  Impl& im = *impl_;
-  std::lock_guard lock(im.mu);
-  if (auto it = im.by_pid.find({account, pid}); it != im.by_pid.end()) {
-    auto p = it->second;
-    im.by_pid.erase(it);
-    im.post([&im, p, status] { im.handle_exit(p, status); });
-  } else if (im.spawning.count(account)) {
-    im.parked[{account, pid}] = status;  // start() has not recorded this pid yet
-  }
+ProcessTable::ProcessTable(asio::io_context& loop, BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts)
+    : impl_(std::make_shared<Impl>(loop, boxes, store, std::move(opts))) {
+  impl_->post(impl_->purge_strand, [impl = impl_.get()] { impl->purge(); });
 }
 
-void ProcessTable::on_box_stopped(const std::string& account) {
-  Impl& im = *impl_;
-  std::vector<std::shared_ptr<Impl::Proc>> affected;
-  {
-    std::lock_guard lock(im.mu);
-    for (auto& [id, p] : im.procs)
-      if (p->account == account && p->status == ProcessStatus::running) affected.push_back(p);
-  }
-  im.post([&im, affected = std::move(affected)] {
-    for (auto& p : affected) im.box_stopped(p);
-  });
+ProcessTable::~ProcessTable() { impl_->shut_down(); }
+
+void ProcessTable::start(StartRequest req, std::function<void(StartOutcome)> done) {
+  impl_->start(std::move(req), std::move(done));
 }
 
 std::vector<ProcessSummary> ProcessTable::list(const std::string& account) {
@@ -776,9 +751,9 @@ std::shared_ptr<ProcessTable::Wait> ProcessTable::wait(const std::string& accoun
   w->done = std::move(done);
   if (auto p = im.find(account, id)) {
     w->proc = p;
-    im.post([&im, p, w] { im.start_wait(p, w); });
+    im.post(p->strand, [&im, p, w] { im.start_wait(p, w); });
   } else {
-    im.post([&im, w] { im.complete(w); });  // from the store, or nullopt
+    im.post(im.strand_for(account), [&im, w] { im.complete(w); });  // from the store, or nullopt
   }
   return w;
 }
@@ -795,7 +770,7 @@ InputResult ProcessTable::input(const std::string& account, const std::string& i
     }
   }
   if (!p) return im.store.get(account, id) ? InputResult::exited : InputResult::not_found;
-  im.post([&im, p, bytes = std::move(bytes)]() mutable { im.queue_input(p, std::move(bytes)); });
+  im.post(p->strand, [&im, p, bytes = std::move(bytes)]() mutable { im.queue_input(p, std::move(bytes)); });
   return InputResult::ok;
 }
 
@@ -803,9 +778,9 @@ void ProcessTable::kill(const std::string& account, const std::string& id, bool 
                         std::function<void(bool found)> done) {
   Impl& im = *impl_;
   if (auto p = im.find(account, id)) {
-    im.post([&im, p, force, done = std::move(done)]() mutable { im.loop_kill(p, force, std::move(done)); });
+    im.post(p->strand, [&im, p, force, done = std::move(done)]() mutable { im.loop_kill(p, force, std::move(done)); });
   } else {
-    im.post([&im, account, id, done = std::move(done)]() mutable {
+    im.post(im.strand_for(account), [&im, account, id, done = std::move(done)]() mutable {
       bool found = false;
       try {
         found = im.store.get(account, id).has_value();  // finished earlier: its record stays as is

@@ -1,16 +1,19 @@
 #pragma once
 // ProcessTable: the commands run through /execute, per account (DESIGN §5). Each process has an
 // id, an owner account, a status, an exit code and an output log (output_log.hpp) with absolute
-// byte offsets. Output is read and long-polls wait on the table's own event-loop thread, never
-// on a blocked thread, so thousands of waits cost a timer each. Every lookup is scoped to one
-// account: another account's id is "not found", never "forbidden" (ids are not an oracle).
+// byte offsets. Output is read and long-polls wait on the box loop (util/event_loop.hpp), never
+// on a blocked thread, so thousands of waits cost a timer each; each account's processes run on
+// a strand of their own, so one account's flood of output holds at most one loop thread and
+// never delays another account's answers. Every lookup is scoped to one account: another
+// account's id is "not found", never "forbidden" (ids are not an oracle).
 //
 // Lifecycle of a process: start() spawns it through the BoxPort; its output is collected until
-// the command has exited (on_exit) and its output has drained (EOF, or a short grace after the
-// exit when a background child keeps the terminal open); then it is finished: status done
-// (exit_code = exit status, or -signal when a signal ended it) or killed (kill() or timeout).
-// A finished process stays queryable for `retention`, across daemon restarts (ProcessStore +
-// the log file); one that was running when the daemon stopped reads back as "lost".
+// the command has exited (its spawn's `ended`, which the box tags with the spawn's id) and its
+// output has drained (EOF, or a short grace after the exit when a background child keeps the
+// terminal open); then it is finished: status done (exit_code = exit status, or -signal when a
+// signal ended it) or killed (kill(), timeout, or its box went away). A finished process stays
+// queryable for `retention`, across daemon restarts (ProcessStore + the log file); one that was
+// running when the daemon stopped reads back as "lost".
 #include <sys/types.h>
 
 #include <chrono>
@@ -22,21 +25,23 @@
 #include <string>
 #include <vector>
 
-#include "box/box.hpp"
+#include <boost/asio/io_context.hpp>
+
+#include "box/box_owner.hpp"
 #include "store/process_store.hpp"
 
 namespace agentbox::exec {
 
-// Where the table's commands run: the daemon's BoxManager (server/), a fake in tests.
+// Where the table's commands run: the daemon's boxes (exec/account_boxes.hpp), a fake in tests.
 class BoxPort {
  public:
   virtual ~BoxPort() = default;
-  // Starts req in account's box (starting the box if needed). Pipes mode: stdio = in, out, err.
-  // Throws SpawnError when the command could not be executed, Error otherwise.
-  virtual SpawnResult spawn(const std::string& account, const SpawnRequest& req,
-                            std::span<const int> stdio) = 0;
-  // Signals the process group led by pid in account's box (no-op if the box is gone).
-  virtual void signal(const std::string& account, pid_t pid, int sig) = 0;
+  // Starts req in the box `spec` describes (starting it if needed); the handlers report its
+  // start and end (box/box_owner.hpp). Pipes mode: stdio = in, out, err. Returns the spawn's id.
+  virtual uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
+                         SpawnHandlers handlers) = 0;
+  // Signals the process group of spawn `id` in account's box (nothing if it has ended).
+  virtual void signal(const std::string& account, uint64_t id, int sig) = 0;
 };
 
 struct OutputChunk {
@@ -58,7 +63,7 @@ struct ProcessView : ProcessSummary {  // the process object of API.md
 };
 
 struct StartRequest {
-  std::string account;                      // Account::name
+  BoxSpec box;                              // the account's box (box.name: the account)
   std::string command;                      // as the client sent it (shown in listings)
   SpawnRequest spawn;                       // argv, env, cwd, tty: built by the caller
   std::optional<std::string> stdin_data;    // written to the command's input; pipes: then closed
@@ -79,28 +84,34 @@ struct ProcessTableOptions {
   std::chrono::milliseconds kill_grace{3000};     // TERM → KILL after this
   std::chrono::milliseconds drain_grace{200};     // after exit, wait this long for output EOF
   std::chrono::milliseconds purge_interval{60000}; // how often expired records and logs go
+  // Where a failure of the store that loses no answer is reported (once each): the daemon's log.
+  std::function<void(const std::string&)> on_error;
 };
 
 enum class InputResult { ok, not_found, exited, closed };
 
+// What start() reports: the new process's id, or why it did not start (SpawnError: the
+// command could not run; BoxUnavailable: its box could not serve; Error: anything else).
+struct StartOutcome {
+  std::string id;
+  std::exception_ptr error;
+};
+
 class ProcessTable {
  public:
-  // Starts the event-loop thread; marks records left "running" by a previous daemon "lost".
-  ProcessTable(BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts);
-  // Stops the thread; running commands are left to their boxes (their records read back as
-  // "lost" next time). on_exit/on_box_stopped must not be called any more by then.
+  // Runs on `loop` (which must outlive the table); marks records left "running" by a previous
+  // daemon "lost".
+  ProcessTable(boost::asio::io_context& loop, BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts);
+  // Running commands are left to their boxes (their records read back as "lost" next time);
+  // nothing of the table runs after this returns. Not from a loop thread.
   ~ProcessTable();
   ProcessTable(const ProcessTable&) = delete;
   ProcessTable& operator=(const ProcessTable&) = delete;
 
-  // Starts a command; returns its id. Throws SpawnError / Error (nothing is recorded then).
-  std::string start(StartRequest req);
-
-  // From BoxManager: a spawned command exited (raw wait status). Safe from any thread, and
-  // safe when it arrives before start() returned.
-  void on_exit(const std::string& account, pid_t pid, int status);
-  // From BoxManager: the account's box went away; its running processes end as killed.
-  void on_box_stopped(const std::string& account);
+  // Starts a command; done reports its id once it runs and is recorded, or why it did not
+  // start (nothing is recorded then). done runs on a loop thread, once. Throws Error only when
+  // its output log cannot be made (then nothing was started).
+  void start(StartRequest req, std::function<void(StartOutcome)> done);
 
   // The account's processes (running and retained), oldest first.
   std::vector<ProcessSummary> list(const std::string& account);
@@ -108,7 +119,7 @@ class ProcessTable {
   std::optional<ProcessView> get(const std::string& account, const std::string& id,
                                  const ReadSpec& read);
 
-  // Long-poll: calls done once, on the table's thread, with the view when the process has
+  // Long-poll: calls done once, on a loop thread, with the view when the process has
   // finished, or (when until_output) as soon as output past read.offset exists, or at
   // deadline with the view as it is; done(nullopt) when there is no such process. The handle
   // cancels the wait (done is not called after cancel() returns, unless it was already
@@ -125,7 +136,7 @@ class ProcessTable {
                              std::function<void(std::optional<ProcessView>)> done);
 
   // Writes bytes to the command's input (pty or stdin pipe). ok means queued: the bytes are
-  // written on the table's thread, in order. exited: the command has ended (or is from an
+  // written on the loop, in order. exited: the command has ended (or is from an
   // earlier run); closed: pipes mode and its stdin was closed (after stdin_data, or EPIPE).
   InputResult input(const std::string& account, const std::string& id, std::string bytes);
 
@@ -139,7 +150,7 @@ class ProcessTable {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with the handlers it queues on the loop
 };
 
 }  // namespace agentbox::exec

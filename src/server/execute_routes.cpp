@@ -3,11 +3,10 @@
 #include <csignal>
 #include <filesystem>
 
-#include "box/box_env.hpp"
 #include "exec/input_escapes.hpp"
-#include "exec/plain_command.hpp"
 #include "fs/dir_list.hpp"
 #include "fs/fs_error.hpp"
+#include "box/box_error.hpp"
 #include "server/http_error.hpp"
 #include "server/json_body.hpp"
 #include "server/query_params.hpp"
@@ -107,16 +106,33 @@ void answer(const std::shared_ptr<ResponseWriter>& writer, const std::optional<e
 }
 
 // Long-poll helper: answers now when there is nothing to wait for, else when the table says.
-void wait_and_answer(exec::ProcessTable& table, const Caller& caller, const std::string& id,
+void wait_and_answer(exec::ProcessTable& table, const std::string& account, const std::string& id,
                      const exec::ReadSpec& read, bool until_output, std::chrono::milliseconds wait,
                      const std::shared_ptr<ResponseWriter>& writer) {
   if (wait.count() == 0) {
-    answer(writer, table.get(caller.account.name, id, read));
+    answer(writer, table.get(account, id, read));
     return;
   }
-  auto handle = table.wait(caller.account.name, id, read, until_output, steady_clock::now() + wait,
+  auto handle = table.wait(account, id, read, until_output, steady_clock::now() + wait,
                            [writer](std::optional<exec::ProcessView> view) { answer(writer, view); });
   writer->on_close([handle] { handle->cancel(); });
+}
+
+// Why a command did not start, as the client should see it.
+Response start_error_response(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const SpawnError& e) {
+    return error_response(http::status::bad_request, std::string("Command could not start: ") + e.what());
+  } catch (const BoxUnavailable&) {
+    return response_for_exception(std::current_exception(), "POST /execute");
+  } catch (const Error& e) {
+    if (e.code() == E2BIG)
+      return error_response(http::status::payload_too_large, "Command and environment are too large to start");
+    return response_for_exception(std::current_exception(), "POST /execute");
+  } catch (...) {
+    return response_for_exception(std::current_exception(), "POST /execute");
+  }
 }
 
 std::string sse_event(std::string_view event, const json& data, std::optional<uint64_t> id) {
@@ -215,7 +231,7 @@ json process_json(const exec::ProcessView& view) {
           {"next_offset", view.next_offset}};
 }
 
-void add_execute_routes(Router& router, CallerDirectory& callers, AccountBoxes& boxes,
+void add_execute_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                         exec::ProcessTable& table, ExecuteRoutesOptions options) {
   router.add(http::verb::get, "/execute", [&callers, &table](const Request& req) {
     Caller caller = callers.resolve(req);
@@ -240,41 +256,21 @@ void add_execute_routes(Router& router, CallerDirectory& callers, AccountBoxes& 
     if (!is_directory(*caller.home, cwd))
       throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
 
-    BoxSpec spec = boxes.spec_for(caller.account);
-    auto env = base_env(spec, body.pty);
-    env["PWD"] = cwd.shown;
-    for (auto& [k, v] : body.env) env[k] = v;
-
     exec::StartRequest start;
-    start.account = caller.account.name;
+    start.box = boxes.spec_for(caller.account);
     start.command = body.command;
-    std::vector<std::string> shell_argv = {spec.shell, "-c", body.command};
-    // bash's builtin list decides what needs it; another shell always runs the command.
-    auto words = std::filesystem::path(spec.shell).filename() == "bash"
-                     ? exec::plain_command_words(body.command, env)
-                     : std::nullopt;
-    if (words) {
-      start.spawn.argv = std::move(*words);
-      start.spawn.shell_fallback = std::move(shell_argv);
-    } else {
-      start.spawn.argv = std::move(shell_argv);
-    }
-    start.spawn.env = env_strings(env);
-    start.spawn.cwd = cwd.shown;
-    start.spawn.tty = body.pty;
+    start.spawn = exec::shell_spawn_request(start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
     start.stdin_data = std::move(body.stdin_data);
     if (body.timeout)
       start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
-    std::string id;
-    try {
-      id = table.start(std::move(start));
-    } catch (const SpawnError& e) {
-      throw HttpError(http::status::bad_request, std::string("Command could not start: ") + e.what());
-    } catch (const Error& e) {
-      if (e.code() != E2BIG) throw;
-      throw HttpError(http::status::payload_too_large, "Command and environment are too large to start");
-    }
-    wait_and_answer(table, caller, id, read, /*until_output=*/false, wait, writer);
+    // The box answers on the loop; the request waits there, holding no thread.
+    table.start(std::move(start), [&table, account = caller.account.name, read, wait, writer](exec::StartOutcome started) {
+      if (started.error) {
+        writer->send(start_error_response(started.error));
+        return;
+      }
+      wait_and_answer(table, account, started.id, read, /*until_output=*/false, wait, writer);
+    });
   });
 
   router.add_async(http::verb::get, "/execute/{id}/status",
@@ -284,7 +280,7 @@ void add_execute_routes(Router& router, CallerDirectory& callers, AccountBoxes& 
     // With an explicit offset a poll also ends when new output arrives (paging a live log);
     // without one it waits for the end, as Open Terminal's does.
     bool until_output = req.query_param("offset").has_value();
-    wait_and_answer(table, caller, req.param("id"), read, until_output, wait_of(req), writer);
+    wait_and_answer(table, caller.account.name, req.param("id"), read, until_output, wait_of(req), writer);
   });
 
   router.add(http::verb::post, "/execute/{id}/input", [&callers, &table](const Request& req) {

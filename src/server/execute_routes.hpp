@@ -3,7 +3,7 @@
 // (API.md Part A) and the live stream GET /execute/{id}/stream (Part B). Long-polls and the
 // stream wait inside exec::ProcessTable; no io thread blocks.
 #include "exec/process_table.hpp"
-#include "server/account_boxes.hpp"
+#include "exec/account_boxes.hpp"
 #include "server/caller.hpp"
 #include "server/router.hpp"
 
@@ -13,7 +13,7 @@ struct ExecuteRoutesOptions {
   std::chrono::seconds stream_keepalive{15};  // SSE comment sent after this much silence
 };
 
-void add_execute_routes(Router& router, CallerDirectory& callers, AccountBoxes& boxes,
+void add_execute_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                         exec::ProcessTable& table, ExecuteRoutesOptions options = {});
 
 // The process object of API.md, as JSON.

@@ -1,5 +1,6 @@
 #include "server/http_error.hpp"
 
+#include "box/box_error.hpp"
 #include "fs/fs_error.hpp"
 #include "server/access_log.hpp"
 
@@ -37,6 +38,10 @@ Response response_for_exception(std::exception_ptr error, std::string_view conte
     return error_response(e.status(), e.detail());
   } catch (const FsError& e) {  // its message names paths only as the box sees them
     return error_response(status_of(e.kind()), e.what());
+  } catch (const BoxUnavailable& e) {  // the caller's own box: says what and when to retry
+    Response r = error_response(http::status::service_unavailable, e.what());
+    if (e.retry_after() > 0) r.headers.set(http::field::retry_after, std::to_string(e.retry_after()));
+    return r;
   } catch (const std::exception& e) {
     http_logger()->error("{}: unhandled exception: {}", context, e.what());
   } catch (...) {

@@ -72,7 +72,7 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
       limits.empty() ? std::string("none") : fmt::format("{}", fmt::join(limits, ", ")));
 }
 
-void add_meta_routes(Router& router, CallerDirectory& callers, AccountBoxes& boxes,
+void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                      std::string version) {
   RouteOptions open;
   open.is_public = true;

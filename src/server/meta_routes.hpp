@@ -3,13 +3,13 @@
 // GET /health, GET /api/config, GET /openapi.json (public) and GET /system (the system prompt).
 #include <string>
 
-#include "server/account_boxes.hpp"
+#include "exec/account_boxes.hpp"
 #include "server/caller.hpp"
 #include "server/router.hpp"
 
 namespace agentbox::server {
 
-void add_meta_routes(Router& router, CallerDirectory& callers, AccountBoxes& boxes,
+void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                      std::string version);
 
 // The text of GET /system for a box: what a model should know before it runs anything.

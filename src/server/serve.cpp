@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <shared_mutex>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -14,7 +13,8 @@
 #include "box/cgroup.hpp"
 #include "config/server_config.hpp"
 #include "exec/process_table.hpp"
-#include "server/account_boxes.hpp"
+#include "box/start_steps.hpp"
+#include "exec/account_boxes.hpp"
 #include "server/caller.hpp"
 #include "server/execute_routes.hpp"
 #include "server/file_routes.hpp"
@@ -24,6 +24,7 @@
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
 #include "util/error.hpp"
+#include "util/event_loop.hpp"
 
 namespace agentbox::server {
 
@@ -53,25 +54,6 @@ void raise_fd_limit() {
   }
 }
 
-// BoxManager reports exits on its own thread before the table exists and while boxes stop
-// after it is gone: callbacks reach it only under this lock, cleared before it is destroyed.
-class TableLink {
- public:
-  void set(exec::ProcessTable* table) {
-    std::unique_lock lock(mu_);
-    table_ = table;
-  }
-  template <class Fn>
-  void with(Fn&& fn) {
-    std::shared_lock lock(mu_);
-    if (table_) fn(*table_);
-  }
-
- private:
-  std::shared_mutex mu_;
-  exec::ProcessTable* table_ = nullptr;
-};
-
 }  // namespace
 
 int serve(const ServeOptions& options) {
@@ -100,27 +82,46 @@ int serve(const ServeOptions& options) {
                         UidRange{config.accounts.uid_base, config.accounts.uid_count});
   ProcessStore processes(open_state_db(config.state_dir));
 
+  // Optional steps that fall back (box/start_steps.hpp) say so once, in the log.
+  set_step_report_sink([](const StartStepInfo& step, std::string_view reason) {
+    spdlog::warn("{} unavailable ({}); instead {}", step.name, reason, step.without);
+  });
+
+  // Block the stop signals in every thread (the loop and io threads inherit the mask, so
+  // they must come after) and wait for them here.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // The box loop: every box's owner and every process's output, waits and timers.
+  EventLoop loop;
   BoxManagerOptions box_options;
   box_options.cgroups = cgroups.get();
   box_options.idle_timeout = config.accounts.idle_timeout;
-  auto link = std::make_shared<TableLink>();
-  box_options.on_exit = [link](const std::string& account, pid_t pid, int status) {
-    link->with([&](exec::ProcessTable& t) { t.on_exit(account, pid, status); });
-  };
-  box_options.on_stopped = [link](const std::string& account) {
-    link->with([&](exec::ProcessTable& t) { t.on_box_stopped(account); });
-  };
-  BoxManager manager(std::move(box_options));
+  box_options.netns_linger = config.accounts.idle_timeout;
+  box_options.start_timeout = config.accounts.start_timeout;
+  box_options.max_active = config.accounts.max_active;
+  if (const char* held = ::getenv("AGENTBOX_TEST_HOLD_START"); held && *held) {
+    // Test hook (tests/e2e): boxes of accounts whose external id starts with this never
+    // answer their start, so a test can show one stuck account harms no other.
+    box_options.hold_start = [&accounts, prefix = std::string(held)](const std::string& name) {
+      auto account = accounts.find_by_name(name);
+      return account && account->external_id.starts_with(prefix);
+    };
+  }
+  BoxManager manager(loop.context(), std::move(box_options));
 
   CallerDirectory callers(accounts, config.state_dir);
-  AccountBoxes boxes(manager, accounts, callers, config.box);
+  exec::AccountBoxes boxes(manager, config.state_dir, config.box);
 
   exec::ProcessTableOptions table_options;
   table_options.log_dir = config.state_dir + "/processes";
   table_options.output_cap = config.exec.output_cap;
   table_options.retention = config.exec.retention;
-  exec::ProcessTable table(boxes, processes, table_options);
-  link->set(&table);
+  table_options.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
+  exec::ProcessTable table(loop.context(), boxes, processes, table_options);
 
   Router router;
   add_meta_routes(router, callers, boxes, kVersion);
@@ -137,14 +138,6 @@ int serve(const ServeOptions& options) {
   http.cors_origins = config.cors_origins;
   http.spool_dir = config.state_dir;
 
-  // Block the stop signals in every thread (the io threads inherit the mask) and wait for
-  // them here.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
   HttpServer http_server(std::move(router), http);
   auto listener = http_server.listen(addr.host, addr.port);
   http_server.start();
@@ -156,7 +149,6 @@ int serve(const ServeOptions& options) {
   ::sigwait(&stop_signals, &sig);
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
-  link->set(nullptr);
   return 0;
 }
 

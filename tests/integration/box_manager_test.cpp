@@ -1,140 +1,226 @@
-// BoxManager: one box per account, exits reported, idle stop that spares busy boxes, and a
-// network namespace that outlives the box.
+// BoxManager over real boxes: one box per account, exits reported to the spawn that started
+// them, starts of many accounts side by side, a stuck start that fails only its own account,
+// idle stop that spares busy boxes, a network namespace that outlives the box and is given back
+// once the account is idle, and the cap on running boxes.
 #include "box/box_manager.hpp"
 
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <filesystem>
+#include <future>
 #include <thread>
 
+#include "box/box_error.hpp"
 #include "support/box_fixture.hpp"
+#include "util/event_loop.hpp"
 
 namespace agentbox {
 namespace {
 
 using namespace agentbox::testing;
 using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
-struct Recorder {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::pair<std::string, int>> exits;  // account, raw status
-  std::vector<std::string> stopped;
-
-  template <class Pred>
-  bool wait(Pred p, std::chrono::milliseconds t = 10s) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, t, p);
-  }
+// One command run through the manager: what its handlers reported.
+struct Command {
+  std::promise<pid_t> started;  // the pid, or the failure
+  std::promise<SpawnEnd> ended;
+  std::shared_future<pid_t> pid = started.get_future().share();
+  std::shared_future<SpawnEnd> end = ended.get_future().share();
+  UniqueFd out;  // the read end of its stdout
 };
 
-BoxManagerOptions options(Recorder& rec, std::chrono::milliseconds idle = 60s) {
-  BoxManagerOptions o;
-  o.cgroups = cgroup_driver().get();
-  o.idle_timeout = idle;
-  o.sweep_interval = 50ms;
-  o.on_exit = [&rec](const std::string& a, pid_t, int status) {
-    std::lock_guard lock(rec.mu);
-    rec.exits.emplace_back(a, status);
-    rec.cv.notify_all();
-  };
-  o.on_stopped = [&rec](const std::string& a) {
-    std::lock_guard lock(rec.mu);
-    rec.stopped.push_back(a);
-    rec.cv.notify_all();
-  };
-  return o;
-}
-
-SpawnRequest quiet(std::vector<std::string> argv) {
-  SpawnRequest r;
-  r.argv = std::move(argv);
-  r.env = {"PATH=/usr/bin:/bin", "HOME=/home/tester"};
-  r.tty = false;
+// Starts argv with its stdout in a pipe.
+std::shared_ptr<Command> run(BoxManager& m, const std::string& account, const BoxSpec& spec,
+                         std::vector<std::string> argv) {
+  auto r = std::make_shared<Command>();
+  int p[2];
+  EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  r->out.reset(p[0]);
+  std::vector<UniqueFd> stdio;
+  stdio.emplace_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  stdio.emplace_back(p[1]);
+  stdio.emplace_back(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  SpawnHandlers h;
+  h.started = [r](SpawnResult s) { r->started.set_value(s.pid); };
+  h.failed = [r](std::exception_ptr e) { r->started.set_exception(e); };
+  h.ended = [r](SpawnEnd e) { r->ended.set_value(e); };
+  m.spawn(account, spec, piped_request(std::move(argv)), std::move(stdio), std::move(h));
   return r;
 }
 
-TEST(BoxManagerTest, OneBoxPerAccountAndExitsAreReported) {
-  Recorder rec;
-  BoxManager m(options(rec));
-  uid_t ua = test_uid(), ub = test_uid();
-  TempHome ha(ua), hb(ub);
-  BoxSpec sa = make_spec(ua, ha.dir), sb = make_spec(ub, hb.dir);
-
-  auto a1 = m.ensure("alice", sa);
-  auto a2 = m.ensure("alice", sa);
-  auto b = m.ensure("bob", sb);
-  EXPECT_EQ(a1.get(), a2.get());
-  EXPECT_NE(a1.get(), b.get());
-  EXPECT_EQ(m.running(), 2u);
-
-  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  const int fds[3] = {devnull.get(), devnull.get(), devnull.get()};
-  m.spawn("alice", sa, quiet({"sh", "-c", "exit 3"}), fds);
-  m.spawn("bob", sb, quiet({"sh", "-c", "exit 4"}), fds);
-  ASSERT_TRUE(rec.wait([&] { return rec.exits.size() == 2; }));
-  std::map<std::string, int> codes;
-  for (auto& [a, st] : rec.exits) codes[a] = exit_status(st);
-  EXPECT_EQ(codes["alice"], 3);
-  EXPECT_EQ(codes["bob"], 4);
+// The command's exit code (waits for it), or -1 when its box went away first.
+int exit_code(const std::shared_ptr<Command>& r, std::chrono::seconds t = 20s) {
+  if (r->end.wait_for(t) != std::future_status::ready) return -2;
+  const SpawnEnd e = r->end.get();
+  return e.exited ? exit_status(e.status) : -1;
 }
 
-TEST(BoxManagerTest, ManyBoxesAtOnce) {
-  Recorder rec;
-  BoxManager m(options(rec));
-  std::vector<std::unique_ptr<TempHome>> homes;
-  for (int i = 0; i < 20; ++i) {
-    uid_t u = test_uid();
-    homes.push_back(std::make_unique<TempHome>(u));
-    m.ensure("acct" + std::to_string(i), make_spec(u, homes.back()->dir));
+std::string output(const std::shared_ptr<Command>& r) {
+  exit_code(r);
+  return drain(r->out.get());
+}
+
+template <class Pred>
+bool eventually(Pred p, std::chrono::milliseconds t = 10s) {
+  for (const auto end = Clock::now() + t; Clock::now() < end; std::this_thread::sleep_for(20ms))
+    if (p()) return true;
+  return p();
+}
+
+size_t open_fds() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"), {}));
+}
+
+class BoxManagerTest : public ::testing::Test {
+ protected:
+  BoxManagerOptions options(std::chrono::milliseconds idle = 60s) {
+    BoxManagerOptions o;
+    o.cgroups = cgroup_driver().get();
+    o.idle_timeout = idle;
+    o.sweep_interval = 50ms;
+    return o;
   }
-  EXPECT_EQ(m.running(), 20u);
+
+  struct Account {
+    std::string name;
+    uid_t uid = test_uid();
+    TempHome home{uid};
+    BoxSpec spec = make_spec(uid, home.dir);
+    explicit Account(std::string n) : name(std::move(n)) {}
+  };
+  std::vector<std::unique_ptr<Account>> accounts(const std::string& prefix, int n) {
+    std::vector<std::unique_ptr<Account>> out;
+    for (int i = 0; i < n; ++i) out.push_back(std::make_unique<Account>(prefix + std::to_string(i)));
+    return out;
+  }
+
+  EventLoop loop{2};
+};
+
+TEST_F(BoxManagerTest, OneBoxPerAccountAndExitsReachTheirCommand) {
+  BoxManager m(loop.context(), options());
+  Account a("alice"), b("bob");
+  auto a1 = run(m, a.name, a.spec, {"sh", "-c", "readlink /proc/self/ns/pid; exit 3"});
+  auto a2 = run(m, a.name, a.spec, {"sh", "-c", "readlink /proc/self/ns/pid; exit 5"});
+  auto b1 = run(m, b.name, b.spec, {"sh", "-c", "readlink /proc/self/ns/pid; exit 4"});
+  const std::string ns_a1 = output(a1), ns_a2 = output(a2), ns_b = output(b1);
+  EXPECT_EQ(exit_code(a1), 3);
+  EXPECT_EQ(exit_code(a2), 5);
+  EXPECT_EQ(exit_code(b1), 4);
+  EXPECT_EQ(ns_a1, ns_a2) << "two boxes for one account";
+  EXPECT_NE(ns_a1, ns_b) << "two accounts share a box";
+  EXPECT_EQ(m.running(), 2u);
+}
+
+// 50 accounts' first commands at once: every box starts, every command runs.
+TEST_F(BoxManagerTest, FiftyAccountsStartingAtOnceAllRun) {
+  BoxManager m(loop.context(), options());
+  auto all = accounts("many", 50);
+  std::vector<std::shared_ptr<Command>> runs;
+  for (auto& a : all) runs.push_back(run(m, a->name, a->spec, {"sh", "-c", "exit 7"}));
+  for (auto& r : runs) EXPECT_EQ(exit_code(r, 60s), 7);
+  EXPECT_EQ(m.running(), 50u);
   m.stop_all();
   EXPECT_EQ(m.running(), 0u);
 }
 
-TEST(BoxManagerTest, IdleBoxStopsButHomeStaysAndBusyBoxLives) {
-  Recorder rec;
-  BoxManager m(options(rec, 300ms));
-  uid_t ua = test_uid(), ub = test_uid();
-  TempHome ha(ua), hb(ub);
-  BoxSpec sa = make_spec(ua, ha.dir), sb = make_spec(ub, hb.dir);
-  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  const int fds[3] = {devnull.get(), devnull.get(), devnull.get()};
+// A box whose init never answers its start: its account's command fails with the reason once
+// the start timeout passes, while twenty other accounts start and run meanwhile; a later
+// request of the stuck account tries a new start.
+TEST_F(BoxManagerTest, AStuckStartFailsOnlyItsOwnAccount) {
+  BoxManagerOptions o = options();
+  o.start_timeout = 6s;
+  o.hold_start = [](const std::string& account) { return account == "stuck"; };
+  BoxManager m(loop.context(), o);
+  Account stuck("stuck");
+  const auto t0 = Clock::now();
+  auto held = run(m, stuck.name, stuck.spec, {"true"});
+  auto others = accounts("bystander", 20);
+  std::vector<std::shared_ptr<Command>> runs;
+  for (auto& a : others) runs.push_back(run(m, a->name, a->spec, {"sh", "-c", "exit 9"}));
+  for (auto& r : runs) EXPECT_EQ(exit_code(r, 30s), 9);
+  EXPECT_LT(Clock::now() - t0, 6s) << "the others waited for the stuck start";
+  EXPECT_EQ(held->pid.wait_for(0s), std::future_status::timeout) << "the stuck start answered early";
 
-  m.spawn("idle", sa, quiet({"sh", "-c", "echo kept > ~/file"}), fds);
-  // The busy account's command exits at once but leaves a background process running.
-  m.spawn("busy", sb, quiet({"sh", "-c", "sleep 3 >/dev/null 2>&1 &"}), fds);
-
-  ASSERT_TRUE(rec.wait([&] { return !rec.stopped.empty(); }, 5s));
-  {
-    std::lock_guard lock(rec.mu);
-    EXPECT_EQ(rec.stopped, std::vector<std::string>{"idle"});
+  ASSERT_EQ(held->pid.wait_for(10s), std::future_status::ready);
+  try {
+    held->pid.get();
+    ADD_FAILURE() << "a start that never answered ran its command";
+  } catch (const BoxUnavailable& e) {
+    EXPECT_EQ(std::string(e.what()), "box tester did not start within 6 s");
+    EXPECT_GT(e.retry_after(), 0);
   }
-  EXPECT_EQ(m.find("idle"), nullptr);
-  EXPECT_NE(m.find("busy"), nullptr) << "a box with a running background process was stopped";
-  EXPECT_TRUE(std::filesystem::exists(ha.dir / "file"));
-
-  // Once the background process ends, the busy box goes idle too.
-  ASSERT_TRUE(rec.wait([&] { return rec.stopped.size() == 2; }, 10s));
-  EXPECT_EQ(m.running(), 0u);
+  EXPECT_GE(Clock::now() - t0, 6s);
+  EXPECT_TRUE(eventually([&] { return m.running() == 20u; })) << "the stuck box was not cleaned up";
+  auto again = run(m, stuck.name, stuck.spec, {"true"});
+  EXPECT_THROW(again->pid.get(), BoxUnavailable);
 }
 
-TEST(BoxManagerTest, NetworkNamespaceOutlivesTheBox) {
-  Recorder rec;
-  BoxManager m(options(rec));
-  uid_t u = test_uid();
-  TempHome h(u);
-  BoxSpec s = make_spec(u, h.dir);
-  auto ns_of = [&] { return run_piped(*m.ensure("net", s), {"readlink", "/proc/self/ns/net"}).out; };
-  const std::string first = ns_of();
+TEST_F(BoxManagerTest, IdleBoxStopsButHomeStaysAndBusyBoxLives) {
+  BoxManager m(loop.context(), options(300ms));
+  Account idle("idle"), busy("busy");
+  EXPECT_EQ(exit_code(run(m, idle.name, idle.spec, {"sh", "-c", "echo kept > ~/file"})), 0);
+  // The busy account's command exits at once but leaves a background process running.
+  EXPECT_EQ(exit_code(run(m, busy.name, busy.spec, {"sh", "-c", "sleep 3 >/dev/null 2>&1 &"})), 0);
+  ASSERT_TRUE(eventually([&] { return m.running() == 1u; }, 2500ms)) << m.running();
+  EXPECT_TRUE(std::filesystem::exists(idle.home.dir / "file"));
+  // Once the background process ends, the busy box goes idle too.
+  EXPECT_TRUE(eventually([&] { return m.running() == 0u; }, 10s));
+}
+
+// The account's network namespace outlives its box; once the account has had no box for
+// netns_linger, the namespace is given back (a descriptor less) and the next box gets a new one.
+TEST_F(BoxManagerTest, NetworkNamespaceOutlivesTheBoxThenIsGivenBack) {
+  BoxManagerOptions o = options();
+  o.netns_linger = 500ms;
+  BoxManager m(loop.context(), o);
+  Account a("net");
+  const std::string first = output(run(m, a.name, a.spec, {"readlink", "/proc/self/ns/net"}));
   ASSERT_NE(first.find("net:["), std::string::npos) << first;
-  m.stop("net");
-  EXPECT_EQ(ns_of(), first);
+  std::promise<void> stopped;
+  m.stop(a.name, [&] { stopped.set_value(); });
+  stopped.get_future().wait();
+  EXPECT_EQ(output(run(m, a.name, a.spec, {"readlink", "/proc/self/ns/net"})), first);
   // Only loopback, and it is up.
-  Output o = run_piped(*m.ensure("net", s), {"cat", "/proc/net/dev"});
-  EXPECT_NE(o.out.find("lo:"), std::string::npos);
-  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), ':'), 1) << o.out;
+  const std::string dev = output(run(m, a.name, a.spec, {"cat", "/proc/net/dev"}));
+  EXPECT_NE(dev.find("lo:"), std::string::npos);
+  EXPECT_EQ(std::count(dev.begin(), dev.end(), ':'), 1) << dev;
+
+  EXPECT_EQ(m.accounts_held(), 1u);
+  const size_t fds_with_netns = open_fds();
+  std::promise<void> stopped_again;
+  m.stop(a.name, [&] { stopped_again.set_value(); });
+  stopped_again.get_future().wait();
+  EXPECT_TRUE(eventually([&] { return m.accounts_held() == 0u; }, 5s));
+  EXPECT_LT(open_fds(), fds_with_netns) << "the namespace's descriptor was kept";
+  EXPECT_EQ(exit_code(run(m, a.name, a.spec, {"true"})), 0) << "a new namespace for the next box";
+}
+
+// max_active boxes at most: the next account is refused with a reason and a Retry-After, and is
+// served once a box stops.
+TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
+  BoxManagerOptions o = options();
+  o.max_active = 2;
+  BoxManager m(loop.context(), o);
+  auto all = accounts("capped", 3);
+  EXPECT_EQ(exit_code(run(m, all[0]->name, all[0]->spec, {"true"})), 0);
+  EXPECT_EQ(exit_code(run(m, all[1]->name, all[1]->spec, {"true"})), 0);
+  auto refused = run(m, all[2]->name, all[2]->spec, {"true"});
+  try {
+    refused->pid.get();
+    ADD_FAILURE() << "a third box started with max_active = 2";
+  } catch (const BoxUnavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("2 boxes are running"), std::string::npos) << e.what();
+    EXPECT_GT(e.retry_after(), 0);
+  }
+  // An account that has a box is still served.
+  EXPECT_EQ(exit_code(run(m, all[0]->name, all[0]->spec, {"true"})), 0);
+  std::promise<void> stopped;
+  m.stop(all[1]->name, [&] { stopped.set_value(); });
+  stopped.get_future().wait();
+  EXPECT_EQ(exit_code(run(m, all[2]->name, all[2]->spec, {"true"})), 0);
 }
 
 }  // namespace

@@ -297,7 +297,7 @@ TEST_P(BoxTest, PtyModeGivesATerminalOfTheRequestedSize) {
   EXPECT_NE(out.find("/dev/pts/0"), std::string::npos) << out;
   EXPECT_NE(out.find("33 101"), std::string::npos) << out;
   EXPECT_NE(out.find("interactive\r\n"), std::string::npos) << out;
-  EXPECT_EQ(exit_status(wait_exit(*box, r.pid)), 0);
+  EXPECT_EQ(exit_status(wait_exit(*box, r.id)), 0);
 }
 
 TEST_P(BoxTest, CtrlCInThePtyInterruptsTheForegroundCommand) {
@@ -308,7 +308,7 @@ TEST_P(BoxTest, CtrlCInThePtyInterruptsTheForegroundCommand) {
   SpawnResult r = box->spawn(req);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(::write(r.pty_master.get(), "\x03", 1), 1);
-  const int st = wait_exit(*box, r.pid, 5000);
+  const int st = wait_exit(*box, r.id, 5000);
   ASSERT_TRUE(WIFSIGNALED(st)) << st;
   EXPECT_EQ(WTERMSIG(st), SIGINT);
 }
@@ -329,8 +329,8 @@ TEST_P(BoxTest, SignalReachesTheWholeProcessGroup) {
   char buf[16];
   ASSERT_GT(::read(out_r.get(), buf, sizeof buf), 0);
   EXPECT_EQ(box->process_count(), 3);  // sh and two sleeps
-  box->signal(r.pid, SIGTERM);
-  const int st = wait_exit(*box, r.pid, 5000);
+  box->signal(r.id, SIGTERM);
+  const int st = wait_exit(*box, r.id, 5000);
   ASSERT_TRUE(WIFSIGNALED(st));
   EXPECT_EQ(WTERMSIG(st), SIGTERM);
   for (int i = 0; i < 50 && box->process_count() != 0; ++i)

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "box/box_manager.hpp"
+#include "util/event_loop.hpp"
 #include "store/schema.hpp"
 #include "support/box_fixture.hpp"
 #include "util/file_io.hpp"
@@ -28,29 +29,33 @@ using namespace agentbox::testing;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// The table's BoxPort over a real BoxManager, one fixed spec per account (the production
-// adapter lives in server/).
+// The table's BoxPort over a real BoxManager, one fixed spec per account (the daemon's adapter
+// is exec/account_boxes.hpp).
 class ManagerPort : public BoxPort {
  public:
   explicit ManagerPort(BoxManager& m) : m_(m) {}
-  void add(const std::string& account, BoxSpec spec) { specs_[account] = std::move(spec); }
-  SpawnResult spawn(const std::string& account, const SpawnRequest& req, std::span<const int> stdio) override {
-    return m_.spawn(account, specs_.at(account), req, stdio);
+  uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio, SpawnHandlers h) override {
+    return m_.spawn(spec.name, spec, std::move(req), std::move(stdio), std::move(h));
   }
-  void signal(const std::string& account, pid_t pid, int sig) override {
-    if (auto box = m_.find(account)) box->signal(pid, sig);
-  }
+  void signal(const std::string& account, uint64_t id, int sig) override { m_.signal(account, id, sig); }
 
  private:
   BoxManager& m_;
-  std::map<std::string, BoxSpec> specs_;  // filled before any spawn
 };
 
-// BoxManager's callbacks reach the table through this, so the table can go first.
-struct TableLink {
-  std::mutex mu;
-  ProcessTable* table = nullptr;
-};
+// Starts r and waits for the table to report its id; a start that fails fails the test.
+std::string started(ProcessTable& table, StartRequest r) {
+  std::promise<StartOutcome> p;
+  auto f = p.get_future();
+  table.start(std::move(r), [&p](StartOutcome o) { p.set_value(std::move(o)); });
+  if (f.wait_for(30s) != std::future_status::ready) {
+    ADD_FAILURE() << "start did not report";
+    return {};
+  }
+  StartOutcome o = f.get();
+  if (o.error) std::rethrow_exception(o.error);
+  return o.id;
+}
 
 std::string text_of(const ProcessView& v, const std::string& type = {}) {
   std::string s;
@@ -68,18 +73,12 @@ class ProcessTableTest : public ::testing::Test {
     BoxManagerOptions mo;
     mo.cgroups = cgroup_driver().get();
     mo.idle_timeout = 600s;
-    mo.on_exit = [this](const std::string& a, pid_t pid, int status) {
-      std::lock_guard lock(link_.mu);
-      if (link_.table) link_.table->on_exit(a, pid, status);
-    };
-    mo.on_stopped = [this](const std::string& a) {
-      std::lock_guard lock(link_.mu);
-      if (link_.table) link_.table->on_box_stopped(a);
-    };
-    manager_ = std::make_unique<BoxManager>(std::move(mo));
+    manager_ = std::make_unique<BoxManager>(loop_.context(), std::move(mo));
     port_ = std::make_unique<ManagerPort>(*manager_);
-    port_->add("alice", make_spec(alice_uid_, alice_home_.dir));
-    port_->add("bob", make_spec(bob_uid_, bob_home_.dir));
+    // The account is the spec's name as the table sees it; the port keys boxes by it too.
+    specs_["alice"] = make_spec(alice_uid_, alice_home_.dir);
+    specs_["bob"] = make_spec(bob_uid_, bob_home_.dir);
+    for (auto& [account, spec] : specs_) spec.name = account;
     store_ = std::make_unique<ProcessStore>(open_state_db(state_));
     opts_.log_dir = state_ + "/logs";
     opts_.kill_grace = 300ms;
@@ -87,7 +86,7 @@ class ProcessTableTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    drop_table();
+    table_.reset();
     manager_.reset();  // stops every box and what still runs in them
     store_.reset();
     fs::remove_all(state_);
@@ -98,17 +97,8 @@ class ProcessTableTest : public ::testing::Test {
     return *table_;
   }
   void make_table() {
-    drop_table();
-    table_ = std::make_unique<ProcessTable>(*port_, *store_, opts_);
-    std::lock_guard lock(link_.mu);
-    link_.table = table_.get();
-  }
-  void drop_table() {
-    {
-      std::lock_guard lock(link_.mu);
-      link_.table = nullptr;
-    }
     table_.reset();
+    table_ = std::make_unique<ProcessTable>(loop_.context(), *port_, *store_, opts_);
   }
 
   std::string start(const std::string& account, const std::string& command, bool tty = true,
@@ -116,15 +106,15 @@ class ProcessTableTest : public ::testing::Test {
                     std::optional<std::chrono::milliseconds> timeout = {},
                     std::vector<std::string> extra_env = {}) {
     StartRequest r;
-    r.account = account;
+    r.box = specs_.at(account);
     r.command = command;
     r.spawn.argv = {"/bin/sh", "-c", command};
-    r.spawn.env = {"PATH=/usr/bin:/bin", "HOME=/home/tester", "TERM=dumb"};
+    r.spawn.env = {"PATH=/usr/bin:/bin", "HOME=/home/" + account, "TERM=dumb"};
     r.spawn.env.insert(r.spawn.env.end(), extra_env.begin(), extra_env.end());
     r.spawn.tty = tty;
     r.stdin_data = std::move(stdin_data);
     r.timeout = timeout;
-    return table().start(std::move(r));
+    return started(table(), std::move(r));
   }
 
   // A blocking wait for tests; fails the test if done is not called in time.
@@ -162,10 +152,11 @@ class ProcessTableTest : public ::testing::Test {
     return f.get();
   }
 
+  EventLoop loop_{2};
   std::string state_;
   uid_t alice_uid_ = test_uid(), bob_uid_ = test_uid();
   TempHome alice_home_{alice_uid_}, bob_home_{bob_uid_};
-  TableLink link_;
+  std::map<std::string, BoxSpec> specs_;
   std::unique_ptr<BoxManager> manager_;
   std::unique_ptr<ManagerPort> port_;
   std::unique_ptr<ProcessStore> store_;
@@ -482,34 +473,46 @@ TEST_F(ProcessTableTest, StoppedBoxEndsItsProcessesAsKilled) {
   EXPECT_EQ(table().get("bob", other, {})->status, ProcessStatus::running);
 }
 
-// A BoxPort without a box whose "command" writes and exits inside spawn(), before start() has
-// recorded its pid: the exit must not be lost. Exits of pids nobody is starting are dropped.
-class EarlyExitPort : public BoxPort {
+// A BoxPort without a box whose "command" writes, starts and exits at once, on another thread,
+// in the worst order a box can report: its end arrives while its start is still on the way to
+// the table. The exit is the command's (it names its spawn), so it must be neither lost nor
+// given to another process.
+class InstantPort : public BoxPort {
  public:
-  ProcessTable* table = nullptr;
-  bool exit_early = true;
-  pid_t next_pid = 100;
-  SpawnResult spawn(const std::string& account, const SpawnRequest&, std::span<const int> stdio) override {
-    write_all(stdio[1], "early\n");
-    SpawnResult r;
-    r.pid = next_pid++;
-    if (exit_early) table->on_exit(account, r.pid, 3 << 8);  // raw status of "exit 3"
-    return r;
+  int code = 3;
+  uint64_t spawn(const BoxSpec&, SpawnRequest, std::vector<UniqueFd> stdio, SpawnHandlers h) override {
+    const uint64_t id = ++next_;
+    write_all(stdio[1].get(), "early " + std::to_string(code) + "\n");
+    threads_.emplace_back([h = std::move(h), id, code = code]() mutable {
+      SpawnResult r;
+      r.id = id;
+      r.pid = 100;  // every command gets the same pid: a box that reuses pids at once
+      h.started(std::move(r));
+      h.ended(SpawnEnd{true, code << 8});
+    });
+    return id;
   }
-  void signal(const std::string&, pid_t, int) override {}
+  void signal(const std::string&, uint64_t, int) override {}
+  ~InstantPort() override {
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  uint64_t next_ = 0;
+  std::vector<std::thread> threads_;
 };
 
-TEST(ProcessTableRaceTest, AnExitBeforeStartReturnsIsKeptAndAStrayOneIsNot) {
+TEST(ProcessTableRaceTest, AnExitRightAfterTheStartReachesItsOwnProcessEvenWithTheSamePid) {
   char tmpl[] = "/tmp/abx-exec-race-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   {
+    EventLoop loop(2);
     ProcessStore store(open_state_db(dir));
-    EarlyExitPort port;
+    InstantPort port;
     ProcessTableOptions opts;
     opts.log_dir = dir + "/logs";
-    ProcessTable table(port, store, opts);
-    port.table = &table;
+    ProcessTable table(loop.context(), port, store, opts);
 
     auto finished = [&](const std::string& id) {
       std::promise<std::optional<ProcessView>> p;
@@ -520,28 +523,21 @@ TEST(ProcessTableRaceTest, AnExitBeforeStartReturnsIsKeptAndAStrayOneIsNot) {
     };
 
     StartRequest r;
-    r.account = "alice";
+    r.box.name = "alice";
     r.command = "fake";
     r.spawn.tty = false;
-    const std::string id = table.start(r);
-    auto v = finished(id);
-    ASSERT_TRUE(v);
-    EXPECT_EQ(v->status, ProcessStatus::done);
-    EXPECT_EQ(v->exit_code, 3);
-    EXPECT_EQ(text_of(*v, "stdout"), "early\n");
-
-    // An exit for a pid no start() is waiting for (another user of the box) is not kept
-    // for a later process that happens to get that pid.
-    port.exit_early = false;
-    table.on_exit("alice", port.next_pid, 0);
-    const std::string later = table.start(r);
-    std::this_thread::sleep_for(300ms);
-    EXPECT_EQ(table.get("alice", later, {})->status, ProcessStatus::running);
-    table.on_exit("alice", port.next_pid - 1, 0);
-    v = finished(later);
-    ASSERT_TRUE(v);
-    EXPECT_EQ(v->status, ProcessStatus::done);
-    EXPECT_EQ(v->exit_code, 0);
+    std::vector<std::string> ids;
+    for (int code : {3, 4, 5}) {
+      port.code = code;
+      ids.push_back(started(table, r));
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto v = finished(ids[i]);
+      ASSERT_TRUE(v);
+      EXPECT_EQ(v->status, ProcessStatus::done);
+      EXPECT_EQ(v->exit_code, 3 + static_cast<int>(i)) << "an exit reached another process of the same pid";
+      EXPECT_EQ(text_of(*v, "stdout"), "early " + std::to_string(3 + i) + "\n");
+    }
   }
   fs::remove_all(dir);
 }

@@ -8,8 +8,10 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <filesystem>
@@ -20,7 +22,7 @@
 #include <thread>
 
 #include "box/box.hpp"
-#include "box/protocol.hpp"
+#include "box/messages.hpp"
 #include "support/box_fixture.hpp"
 #include "util/file_io.hpp"
 
@@ -87,28 +89,68 @@ TEST_F(ZygoteTest, InitHoldsNothingOfTheZygote) {
 }
 
 // The zygote clones boxes, nothing else: a request to share its memory or descriptors, or to
-// make a user namespace, is refused, as is a malformed one, and it goes on serving.
+// make a user namespace, is refused, and it goes on serving.
 TEST_F(ZygoteTest, RefusesWhatIsNotABoxsClone) {
   auto [control, control_child] = protocol::socket_pair();
   auto [events, events_child] = protocol::socket_pair();
-  const nlohmann::json first = {{"t", "spec"}};
+  protocol::StartBox start;
+  start.spec = spec;
   for (uint64_t bad : {uint64_t{CLONE_VM}, uint64_t{CLONE_FILES}, uint64_t{CLONE_NEWUSER}, uint64_t{CLONE_SIGHAND},
                        uint64_t{CLONE_PARENT}, uint64_t{CLONE_NEWNS | CLONE_THREAD}}) {
     try {
-      zygote->clone_init(bad, -1, control_child.get(), events_child.get(), first, -1);
+      zygote->clone_init(bad, -1, control_child.get(), events_child.get(), start, -1);
       ADD_FAILURE() << "cloned with flags " << std::hex << bad;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("not allowed"), std::string::npos) << e.what();
     }
   }
-  // A malformed request (its spec not an object) gets an error too, and the same zygote serves on.
   const pid_t serving = zygote->pid();
-  EXPECT_THROW(zygote->clone_init(CLONE_NEWNS | CLONE_NEWPID, -1, control_child.get(), events_child.get(),
-                                  "not a spec", -1),
-               Error);
   auto box = Box::start(spec, options("zyg-after-refusal", zygote.get()));
   EXPECT_EQ(zygote->pid(), serving);
   EXPECT_EQ(exit_status(run_piped(*box, {"true"}).status), 0);
+}
+
+// Messages that break the schema (not JSON, another version, an unknown type, a field of the
+// wrong kind) are answered with CloneFailed and clone nothing; the zygote serves on.
+TEST(ZygoteSessionTest, MalformedRequestsAreRefusedAndTheZygoteServesOn) {
+  auto [ours, theirs] = protocol::socket_pair();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, theirs.get(), protocol::kInitControlFd);
+  const std::string init = default_init_path();
+  const char* argv[] = {"agentbox-init", "--zygote", nullptr};
+  const char* envp[] = {protocol::kInitPath, nullptr};
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, init.c_str(), &fa, nullptr, const_cast<char**>(argv), const_cast<char**>(envp)), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  theirs.reset();
+
+  auto [control, control_child] = protocol::socket_pair();
+  auto [events, events_child] = protocol::socket_pair();
+  const int fds[2] = {control_child.get(), events_child.get()};
+  nlohmann::json good = protocol::encode(protocol::CloneInit{CLONE_NEWNS, {}});
+  nlohmann::json other_version = good, unknown_type = good, wrong_kind = good;
+  other_version["v"] = protocol::kVersion + 1;
+  unknown_type["t"] = "fork";
+  wrong_kind["flags"] = "all of them";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", "{{{"},
+      {"another version", other_version.dump()},
+      {"an unknown type", unknown_type.dump()},
+      {"a field of the wrong kind", wrong_kind.dump()},
+  };
+  for (const auto& [what, data] : cases) {
+    ASSERT_TRUE(protocol::try_send(ours.get(), data, fds)) << what;
+    protocol::Message reply = protocol::recv_reply(ours.get(), 5000, "zygote");
+    auto answer = protocol::decode<protocol::ZygoteReply>(reply.body);
+    ASSERT_TRUE(std::holds_alternative<protocol::CloneFailed>(answer)) << what << ": " << reply.body.dump();
+    EXPECT_TRUE(reply.fds.empty()) << what << ": a pidfd came with a refusal";
+  }
+  EXPECT_EQ(::kill(pid, 0), 0) << "the zygote did not survive the malformed requests";
+  ours.reset();  // it exits when its socket closes
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(ZygoteTest, AKilledZygoteIsReplacedOnTheNextStart) {

@@ -77,15 +77,15 @@ struct Output {
   int status = -1;  // raw wait status
 };
 
-// Waits for pid's exit event on box (other events are dropped).
-inline int wait_exit(Box& box, pid_t pid, int timeout_ms = 10000) {
+// Waits for the exit of spawn `id` on box (other events are dropped).
+inline int wait_exit(Box& box, uint64_t id, int timeout_ms = 10000) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     pollfd p{box.event_fd(), POLLIN, 0};
     ::poll(&p, 1, 100);
     bool gone = false;
     for (const auto& e : box.read_events(&gone))
-      if (e.pid == pid) return e.status;
+      if (e.id == id) return e.status;
     if (gone) return -2;
   }
   return -1;
@@ -117,7 +117,7 @@ inline Output run_request(Box& box, SpawnRequest req, const std::string& input =
   Output o;
   o.out = drain(out_r.get());
   o.err = drain(err_r.get());
-  o.status = wait_exit(box, r.pid);
+  o.status = wait_exit(box, r.id);
   return o;
 }
 

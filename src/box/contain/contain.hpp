@@ -14,9 +14,8 @@ struct ContainResult {
 // Runs in agentbox-init (PID 1 of the box's new namespaces), single-threaded, after the daemon
 // has set up what only the parent can (id maps; cgroup membership, or it is under way:
 // await_cgroup returns once the daemon says init is in the box's cgroup). Any failing step
-// throws and the box never reports ready (fail closed).
-// etc: where /etc comes from (see mounts::apply_in_child).
-ContainResult contain(const BoxSpec& spec, int netns_fd, mounts::Api mount_api,
-                      const std::function<void()>& await_cgroup, mounts::EtcSource etc = {});
+// throws, named as in box/start_steps.hpp, and the box never reports ready (fail closed).
+ContainResult contain(const BoxSpec& spec, int netns_fd, bool legacy_mounts, const mounts::EtcFrom& etc,
+                      const std::function<void()>& await_cgroup);
 
 }  // namespace agentbox

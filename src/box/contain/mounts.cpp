@@ -18,6 +18,10 @@
 namespace agentbox::mounts {
 namespace {
 
+// Which kernel mount API makes the binds: the new one (open_tree + mount_setattr, which sets
+// flags on every submount) or the classic mount(2) for kernels before 5.12.
+enum class Api { new_api, legacy };
+
 // The scratch root: any directory that exists on every host. We mount over it only inside the
 // box's private mount namespace, then pivot into it so the host tree sits at /oldroot while the
 // box root is assembled at /newroot (bind sources are read through /oldroot).
@@ -278,15 +282,6 @@ void build_home_and_binds(const BoxSpec& spec, Api api) {
 
 }  // namespace
 
-Api choose_api(bool force_legacy) {
-  if (force_legacy) return Api::legacy;
-  // mount_setattr exists since 5.12; probing with an invalid fd tells ENOSYS from EBADF.
-  mount_attr attr{};
-  if (::mount_setattr(-1, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0 && errno == ENOSYS)
-    return Api::legacy;
-  return Api::new_api;
-}
-
 const std::vector<std::string>& etc_allowlist() {
   static const std::vector<std::string> names = {
       // name service and libc
@@ -338,49 +333,40 @@ void build_etc_template(const std::string& dir) {
   for (const char* name : {"passwd", "group", "hostname", "hosts"}) touch(dir + "/" + name);
 }
 
-bool binds_into_etc(const BoxSpec& spec) {
-  return std::any_of(spec.binds.begin(), spec.binds.end(), [](const BindMount& b) {
-    return b.target == "/etc" || b.target.rfind("/etc/", 0) == 0;
-  });
-}
-
 EtcTree build_etc_tree(const BoxSpec& spec) {
-  try {
-    UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
-    if (!fs) return {};
-    if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
-        ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "1m", 0) != 0 ||
-        ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
-      return {};
-    UniqueFd tree(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
-    if (!tree) return {};
-    UniqueFd host_dir(::open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!host_dir) return {};
-    std::vector<std::string> dirs;
-    fill_etc(host_dir.get(), tree.get(), [&](const std::string& name) { dirs.push_back(name); });
-    for (const auto& [name, content] : own_etc_files(spec)) write_new_file(tree.get(), name, content);
-    mount_attr attr{};
-    attr.attr_set = MOUNT_ATTR_RDONLY;
-    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) return {};
-    return {std::move(tree), std::move(dirs)};
-  } catch (const Error&) {
-    return {};  // init makes the copy, and reports what fails there
-  }
+  UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
+  if (!fs) throw sys_error("fsopen(tmpfs)");
+  if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
+      ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "1m", 0) != 0 ||
+      ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+    throw sys_error("fsconfig(tmpfs)");
+  UniqueFd tree(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+  if (!tree) throw sys_error("fsmount(tmpfs)");
+  UniqueFd host_dir(::open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_dir) throw sys_error("open(/etc)");
+  std::vector<std::string> dirs;
+  fill_etc(host_dir.get(), tree.get(), [&](const std::string& name) { dirs.push_back(name); });
+  for (const auto& [name, content] : own_etc_files(spec)) write_new_file(tree.get(), name, content);
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+    throw sys_error("mount_setattr(/etc tree, ro)");
+  return {std::move(tree), std::move(dirs)};
 }
 
-void apply_in_child(const BoxSpec& spec, Api api, EtcSource etc) {
+void apply_in_child(const BoxSpec& spec, bool legacy_mounts, const EtcFrom& etc) {
+  const Api api = legacy_mounts ? Api::legacy : Api::new_api;
   // Nothing mounted from here on may propagate back to the host.
   do_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
 
-  // The zygote's /etc template sits on a tmpfs over /tmp: clone it (with its binds), then
-  // take that tmpfs away so /tmp (scratch below, and bind sources) is the host's again.
-  const bool copy_etc = binds_into_etc(spec) || api != Api::new_api;
+  // The zygote's /etc template sits on a tmpfs over /tmp: clone it (with its binds) if this box
+  // uses it, then take that tmpfs away so /tmp (scratch below, and bind sources) is the host's.
   UniqueFd etc_template;
-  if (etc.zygote_template && !copy_etc) {
+  if (etc.source == EtcSource::zygote_template) {
     etc_template.reset(::open_tree(AT_FDCWD, kEtcTemplate, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
     if (!etc_template) throw sys_error(std::string("open_tree(") + kEtcTemplate + ")");
   }
-  if (etc.zygote_template) check(::umount2(kScratch, MNT_DETACH), "umount2(/etc template)");
+  if (etc.template_mounted) check(::umount2(kScratch, MNT_DETACH), "umount2(/etc template)");
 
   do_mount("tmpfs", kScratch, "tmpfs", kSafe, "mode=0755,size=64k");
   check(::chdir(kScratch), "chdir(scratch)");
@@ -393,7 +379,7 @@ void apply_in_child(const BoxSpec& spec, Api api, EtcSource etc) {
   build_system_tree(spec, api);
   if (etc_template) {
     build_etc_from_template(spec, etc_template);
-  } else if (etc.tree_fd >= 0 && !copy_etc) {
+  } else if (etc.source == EtcSource::parent_tree && etc.tree_fd >= 0) {
     attach_etc_tree(etc.tree_fd, etc.tree_dirs, api);
   } else {
     build_etc(spec, api);

@@ -5,8 +5,6 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include "box/contain/mounts.hpp"
 #include "util/error.hpp"
 
@@ -31,7 +29,7 @@ Keeper::Keeper() {
     if (::inotify_add_watch(watch_.get(), "/etc", kChanges) < 0) throw sys_error("inotify_add_watch(/etc)");
     build();
   } catch (const Error& e) {
-    std::fprintf(stderr, "agentbox-init --zygote: no shared /etc template, boxes copy /etc: %s\n", e.what());
+    error_ = e.what();  // the daemon reports it with the first box that would have used it
     ready_ = false;
   }
 }
@@ -48,6 +46,7 @@ void Keeper::build() {
   check(::mount(nullptr, kMount, nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr),
         "remount(/etc template, ro)");
   ready_ = true;
+  error_.clear();
 }
 
 void Keeper::refresh() {
@@ -59,7 +58,7 @@ void Keeper::refresh() {
   try {
     build();
   } catch (const Error& e) {
-    std::fprintf(stderr, "agentbox-init --zygote: /etc template not rebuilt, boxes copy /etc: %s\n", e.what());
+    error_ = std::string("rebuild after a change of /etc: ") + e.what();
   }
 }
 

@@ -56,7 +56,7 @@ void wipe_caller_memory() {
 
 }  // namespace
 
-void become_init(int control, int events, int netns_fd, nlohmann::json first) {
+void become_init(int control, int events, int netns_fd, protocol::StartBox start) {
   // All above 5 first, so no dup2 below overwrites a source not yet placed.
   const int sources[3] = {control, events, netns_fd};
   const int count = netns_fd >= 0 ? 3 : 2;
@@ -72,10 +72,9 @@ void become_init(int control, int events, int netns_fd, nlohmann::json first) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   wipe_caller_memory();
 
-  protocol::Message m;
-  m.body = std::move(first);
-  if (netns_fd >= 0) m.fds.emplace_back(protocol::kInitEventFd + 1);
-  ::_exit(run(protocol::kInitControlFd, protocol::kInitEventFd, std::move(m)));
+  std::vector<UniqueFd> fds;
+  if (netns_fd >= 0) fds.emplace_back(protocol::kInitEventFd + 1);
+  ::_exit(run(protocol::kInitControlFd, protocol::kInitEventFd, FirstMessage{std::move(start), std::move(fds)}));
 }
 
 }  // namespace agentbox::init

@@ -1,7 +1,7 @@
 #pragma once
 // Turning a fresh clone into a box's init without an exec: what the zygote's child does for each
 // of the daemon's boxes (box/zygote.hpp).
-#include <nlohmann/json.hpp>
+#include "box/messages.hpp"
 
 namespace agentbox::init {
 
@@ -9,7 +9,7 @@ namespace agentbox::init {
 // is closed; signals are unblocked and SIGCHLD is back to its default; the command line beyond
 // argv[0] and the whole environment block of the process this is a copy of are wiped from
 // memory (whatever process is cloned, its secrets stay out of the box, even in init's memory). Then
-// init runs on `first`, the message it would otherwise wait for. Never returns.
-[[noreturn]] void become_init(int control, int events, int netns_fd, nlohmann::json first);
+// init runs on `start`, the message it would otherwise wait for. Never returns.
+[[noreturn]] void become_init(int control, int events, int netns_fd, protocol::StartBox start);
 
 }  // namespace agentbox::init

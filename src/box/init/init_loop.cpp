@@ -14,18 +14,16 @@
 
 #include <cctype>
 #include <cstring>
-#include <set>
+#include <map>
+#include <variant>
 
-#include "box/box_spec_json.hpp"
 #include "box/contain/contain.hpp"
-#include "box/protocol.hpp"
+#include "box/messages.hpp"
 #include "util/error.hpp"
 #include "util/no_sanitize.hpp"
 
 namespace agentbox::init {
 namespace {
-
-namespace t = protocol::t;
 
 // What a spawned child tells init through its CLOEXEC pipe when it could not exec.
 struct ChildFailure {
@@ -35,7 +33,7 @@ struct ChildFailure {
 
 class Init {
  public:
-  Init(int control, int events, std::optional<protocol::Message> first)
+  Init(int control, int events, std::optional<FirstMessage> first)
       : control_(control), events_(events), first_(std::move(first)) {}
 
   int run() {
@@ -52,41 +50,49 @@ class Init {
 
  private:
   bool start() {
-    protocol::Message m;
-    if (first_) {
-      m = std::move(*first_);
-      first_.reset();
-    } else if (protocol::recv(control_, m) != protocol::RecvStatus::message) {
-      return false;
-    }
     try {
-      if (m.type() != t::spec) throw Error("init: expected a spec message");
-      spec_ = m.body.at("spec").get<BoxSpec>();
-      // The descriptors that come with the spec, in this order: the netns to join, the /etc tree.
+      FirstMessage first = take_first();
+      const protocol::StartBox& m = first.start;
+      spec_ = m.spec;
+      // The descriptors that come with the start, in this order: the netns to join, the /etc tree.
       size_t next_fd = 0;
-      const auto take_fd = [&](const char* flag) {
-        return m.body.value(flag, false) && next_fd < m.fds.size() ? m.fds[next_fd++].get() : -1;
+      const auto take_fd = [&](bool present) {
+        return present && next_fd < first.fds.size() ? first.fds[next_fd++].get() : -1;
       };
-      const int netns_fd = take_fd("has_netns");
-      mounts::EtcSource etc;
-      etc.tree_fd = take_fd("has_etc_tree");
-      if (etc.tree_fd >= 0) etc.tree_dirs = m.body.value("etc_tree_dirs", std::vector<std::string>{});
-      etc.zygote_template = m.body.value("etc_template", false);
-      const auto api = mounts::choose_api(m.body.value("legacy_mount_api", false));
-      const bool cgroup_later = m.body.value("await_cgroup", false);
-      ContainResult r = contain(spec_, netns_fd, api, [&] {
-        if (!cgroup_later) return;
-        protocol::Message attached;
-        if (protocol::recv(control_, attached) != protocol::RecvStatus::message || attached.type() != t::cgroup)
+      const int netns_fd = take_fd(m.has_netns);
+      mounts::EtcFrom etc;
+      etc.source = m.etc;
+      etc.template_mounted = m.etc_template_mounted;
+      etc.tree_fd = take_fd(m.etc == EtcSource::parent_tree);
+      etc.tree_dirs = m.etc_tree_dirs;
+      ContainResult r = contain(spec_, netns_fd, m.legacy_mounts, etc, [&] {
+        if (!m.await_cgroup) return;
+        protocol::Message joined;
+        if (protocol::recv(control_, joined) != protocol::RecvStatus::message)
           throw Error("the daemon did not confirm the cgroup");
-      }, etc);
-      m.fds.clear();  // the netns and the /etc tree are no longer needed once joined / attached
-      protocol::send(control_, {{"t", t::ready}, {"landlock_abi", r.landlock_abi}});
+        protocol::decode_as<protocol::CgroupJoined>(joined.body);
+      });
+      first.fds.clear();  // the netns and the /etc tree are no longer needed once joined / attached
+      // Test hook: a box that never answers its start (the daemon must time it out alone).
+      if (m.hold_before_ready)
+        for (;;) ::pause();
+      protocol::send_message(control_, protocol::Ready{r.landlock_abi});
       return true;
     } catch (const std::exception& e) {
-      protocol::send(control_, {{"t", t::error}, {"message", e.what()}});
+      protocol::send_message(control_, protocol::StartFailed{e.what()});
       return false;
     }
+  }
+
+  FirstMessage take_first() {
+    if (first_) {
+      FirstMessage f = std::move(*first_);
+      first_.reset();
+      return f;
+    }
+    protocol::Message m;
+    if (protocol::recv(control_, m) != protocol::RecvStatus::message) throw Error("init: no start message");
+    return FirstMessage{protocol::decode_as<protocol::StartBox>(m.body), std::move(m.fds)};
   }
 
   int serve() {
@@ -106,24 +112,32 @@ class Init {
   }
 
   void handle(protocol::Message& m) {
-    const std::string type = m.type();
+    uint64_t id = 0;
     try {
-      if (type == t::spawn) return spawn(m);
-      if (type == t::kill) return kill(m.body);
-      if (type == t::status) {
-        return protocol::send(control_, {{"t", t::status}, {"procs", count_processes()}});
-      }
-      throw Error("init: unknown request " + type);
+      auto request = protocol::decode<protocol::InitRequest>(m.body);
+      std::visit([&](auto& r) {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (!std::is_same_v<R, protocol::CgroupJoined>) id = r.id;
+      }, request);
+      if (auto* spawn_req = std::get_if<protocol::Spawn>(&request)) return spawn(*spawn_req, m.fds);
+      if (auto* sig = std::get_if<protocol::Signal>(&request)) return signal(*sig);
+      if (auto* count = std::get_if<protocol::CountProcesses>(&request))
+        return protocol::send_message(control_, protocol::ProcessCount{count->id, count_processes()});
+      throw Error("init: " + protocol::type_of(m.body) + " is not a request after the start");
     } catch (const std::exception& e) {
-      protocol::send(control_, {{"t", t::error}, {"message", e.what()}});
+      // The id, even of a request that did not decode, so the daemon can tell which failed.
+      if (id == 0 && m.body.is_object() && m.body.contains("id") && m.body["id"].is_number_unsigned())
+        id = m.body["id"].get<uint64_t>();
+      protocol::send_message(control_, protocol::Refused{id, e.what()});
     }
   }
 
-  void spawn(protocol::Message& m) {
-    const uint64_t id = m.body.value("id", uint64_t{0});
-    const auto req = m.body.at("req").get<SpawnRequest>();
+  void spawn(const protocol::Spawn& m, std::vector<UniqueFd>& stdio) {
+    const uint64_t id = m.id;
+    const SpawnRequest& req = m.req;
     if (req.argv.empty()) throw Error("spawn: empty argv");
-    if (!req.tty && m.fds.size() != 3) throw Error("spawn: pipes mode needs 3 descriptors");
+    if (!req.tty && stdio.size() != 3) throw Error("spawn: pipes mode needs 3 descriptors");
+    if (children_by_spawn_.count(id)) throw Error("spawn: id " + std::to_string(id) + " is in use");
 
     UniqueFd master;
     std::string slave_path;
@@ -164,7 +178,7 @@ class Init {
     // cost). It runs on its own stack and only makes system calls; we sleep until it execs.
     ChildArgs child{req.tty,
                     slave_path.c_str(),
-                    req.tty ? nullptr : &m,
+                    req.tty ? nullptr : &stdio,
                     cwd.c_str(),
                     file.c_str(),
                     argv.data(),
@@ -190,19 +204,16 @@ class Init {
       const std::string what = f.stage == ChildFailure::cwd    ? "cwd " + cwd
                                : f.stage == ChildFailure::exec ? req.argv[0]
                                                                : std::string("terminal");
-      protocol::send(control_, {{"t", t::spawn_failed},
-                                {"id", id},
-                                {"error", what + ": " + std::strerror(f.err)},
-                                {"errno", f.err},
-                                {"stage", static_cast<int>(f.stage)}});
+      protocol::send_message(control_, protocol::SpawnFailed{id, what + ": " + std::strerror(f.err), f.err});
       return;
     }
-    children_.insert(pid);
+    children_[pid] = id;
+    children_by_spawn_[id] = pid;
     if (req.tty) {
       const int fd = master.get();
-      protocol::send(control_, {{"t", t::spawned}, {"id", id}, {"pid", pid}}, {&fd, 1});
+      protocol::send_message(control_, protocol::Spawned{id, pid}, {&fd, 1});
     } else {
-      protocol::send(control_, {{"t", t::spawned}, {"id", id}, {"pid", pid}});
+      protocol::send_message(control_, protocol::Spawned{id, pid});
     }
   }
 
@@ -210,7 +221,7 @@ class Init {
   struct ChildArgs {
     bool tty;
     const char* slave_path;
-    protocol::Message* pipes;  // pipes mode: fds[0..2] become stdin, stdout, stderr
+    const std::vector<UniqueFd>* pipes;  // pipes mode: [0..2] become stdin, stdout, stderr
     const char* cwd;
     const char* file;          // resolved executable
     char** argv;
@@ -269,7 +280,7 @@ class Init {
       if (slave > 2) ::close(slave);
     } else {
       for (int fd = 0; fd < 3; ++fd)
-        if (::dup2(c.pipes->fds[fd].get(), fd) < 0) child_failed(c.err_fd, ChildFailure::tty);
+        if (::dup2((*c.pipes)[fd].get(), fd) < 0) child_failed(c.err_fd, ChildFailure::tty);
     }
     if (::chdir(c.cwd) != 0) child_failed(c.err_fd, ChildFailure::cwd);
     ::umask(022);
@@ -310,13 +321,22 @@ class Init {
     return {};  // not found: execve("") fails with ENOENT, as execvp would
   }
 
-  void kill(const nlohmann::json& body) {
-    const int pid = body.at("pid").get<int>(), sig = body.at("sig").get<int>();
-    if (pid <= 1 || sig < 0 || sig > 64) throw Error("kill: bad pid or signal");
-    // The whole process group the command leads; the pid alone if it left its group.
-    if (::kill(-pid, sig) != 0 && (errno != ESRCH || ::kill(pid, sig) != 0) && errno != ESRCH)
-      throw sys_error("kill");
-    protocol::send(control_, {{"t", t::ok}});
+  // Only a command of ours that has not been reaped: its pid (and group) cannot have been
+  // reused, so the signal reaches what the daemon means.
+  void signal(const protocol::Signal& m) {
+    if (m.sig < 0 || m.sig > 64) throw Error("signal: bad signal number");
+    auto it = children_by_spawn_.find(m.spawn);
+    bool delivered = false;
+    if (it != children_by_spawn_.end()) {
+      const pid_t pid = it->second;
+      // The whole process group the command leads; the pid alone if it left its group.
+      if (::kill(-pid, m.sig) == 0 || (errno == ESRCH && ::kill(pid, m.sig) == 0)) {
+        delivered = true;
+      } else if (errno != ESRCH) {
+        throw sys_error("kill");
+      }
+    }
+    protocol::send_message(control_, protocol::Signalled{m.id, delivered});
   }
 
   void reap() {
@@ -327,8 +347,12 @@ class Init {
       int status = 0;
       const pid_t pid = ::waitpid(-1, &status, WNOHANG);
       if (pid <= 0) break;
-      if (children_.erase(pid))
-        protocol::send(events_, {{"t", t::exit}, {"pid", pid}, {"status", status}});
+      auto it = children_.find(pid);
+      if (it == children_.end()) continue;  // an orphan re-parented to init
+      const uint64_t spawn = it->second;
+      children_.erase(it);
+      children_by_spawn_.erase(spawn);
+      protocol::send_message(events_, protocol::Exited{spawn, status});
     }
   }
 
@@ -344,15 +368,16 @@ class Init {
   }
 
   int control_, events_;
-  std::optional<protocol::Message> first_;  // see run()
+  std::optional<FirstMessage> first_;  // see run()
   UniqueFd sigfd_;
   BoxSpec spec_;
-  std::set<pid_t> children_;
+  std::map<pid_t, uint64_t> children_;           // commands not yet reaped → their Spawn id
+  std::map<uint64_t, pid_t> children_by_spawn_;  // the same, by Spawn id
 };
 
 }  // namespace
 
-int run(int control_fd, int event_fd, std::optional<protocol::Message> first) {
+int run(int control_fd, int event_fd, std::optional<FirstMessage> first) {
   // The daemon placed these with dup2, which clears close-on-exec: without it every command
   // in the box would inherit both sockets and could forge replies and exit events.
   for (int fd : {control_fd, event_fd})
@@ -361,7 +386,7 @@ int run(int control_fd, int event_fd, std::optional<protocol::Message> first) {
     return Init(control_fd, event_fd, std::move(first)).run();
   } catch (const std::exception& e) {
     try {
-      protocol::send(control_fd, {{"t", protocol::t::error}, {"message", e.what()}});
+      protocol::send_message(control_fd, protocol::StartFailed{e.what()});
     } catch (...) {
     }
     return 1;

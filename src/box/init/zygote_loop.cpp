@@ -9,13 +9,11 @@
 
 #include "box/init/etc_template.hpp"
 #include "box/init/init_in_place.hpp"
-#include "box/protocol.hpp"
+#include "box/messages.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::init {
 namespace {
-
-namespace t = protocol::t;
 
 // What a request may ask for: the namespaces of a box and a group to be born in. Nothing that
 // would share anything with the zygote (CLONE_VM, CLONE_FILES, ...) or map users.
@@ -23,14 +21,19 @@ constexpr uint64_t kAllowedFlags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | C
                                    CLONE_NEWNET | CLONE_PIDFD | CLONE_INTO_CGROUP;
 
 void serve_clone(int sock, protocol::Message& m, etc_template::Keeper& etc) {
-  const uint64_t flags = m.body.value("flags", uint64_t{0}) | CLONE_PIDFD;
+  auto req = protocol::decode_as<protocol::CloneInit>(m.body);
+  const uint64_t flags = req.flags | CLONE_PIDFD;
   if (flags & ~kAllowedFlags) throw Error("zygote: flags not allowed");
   const bool into_cgroup = flags & CLONE_INTO_CGROUP;
-  const bool has_netns = m.body.value("netns", false);
+  const bool has_netns = req.start.has_netns;
   if (m.fds.size() != 2u + has_netns + into_cgroup) throw Error("zygote: wrong number of descriptors");
-  if (!m.body.contains("first")) throw Error("zygote: no first message for init");
   etc.refresh();  // a change not yet seen by the poll below
-  m.body["first"]["etc_template"] = etc.ready();
+  protocol::Cloned reply;
+  req.start.etc_template_mounted = etc.mounted();
+  if (req.start.etc == EtcSource::zygote_template && !etc.ready()) {
+    req.start.etc = EtcSource::init_copy;
+    reply.etc_template_error = etc.error().empty() ? "no template" : etc.error();
+  }
 
   int pidfd = -1;
   clone_args args{};
@@ -51,12 +54,12 @@ void serve_clone(int sock, protocol::Message& m, etc_template::Keeper& etc) {
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pin) ::sched_setaffinity(0, sizeof all, &all);
   if (pid < 0) throw sys_error("clone3");
-  if (pid == 0)
-    become_init(m.fds[0].get(), m.fds[1].get(), has_netns ? m.fds[2].get() : -1, std::move(m.body["first"]));
+  if (pid == 0) become_init(m.fds[0].get(), m.fds[1].get(), has_netns ? m.fds[2].get() : -1, std::move(req.start));
   UniqueFd own_pidfd(pidfd);
-  m = {};  // the new init's spec and descriptors are its own now
+  m = {};  // the new init's descriptors are its own now
+  reply.pid = static_cast<pid_t>(pid);
   const int fd = own_pidfd.get();
-  protocol::send(sock, {{"t", t::cloned}, {"pid", pid}}, {&fd, 1});
+  protocol::send_message(sock, reply, {&fd, 1});
 }
 
 }  // namespace
@@ -76,12 +79,11 @@ int run_zygote(int sock) {
     protocol::Message m;
     try {
       if (protocol::recv(sock, m) != protocol::RecvStatus::message) return 0;  // the daemon is gone
-      if (m.type() != t::clone) throw Error("zygote: unknown request " + m.type());
       serve_clone(sock, m, etc);
     } catch (const std::exception& e) {  // a refused or malformed request, a failed clone
       const auto* err = dynamic_cast<const Error*>(&e);
       try {
-        protocol::send(sock, {{"t", t::error}, {"message", e.what()}, {"errno", err ? err->code() : 0}});
+        protocol::send_message(sock, protocol::CloneFailed{e.what(), err ? err->code() : 0});
       } catch (...) {
         return 1;
       }

@@ -1,9 +1,7 @@
 #pragma once
-// agentbox-init --zygote: serve clone requests on sock until it closes (see box/zygote.hpp).
-// Each request is {"t":"clone","flags":N,"netns":B,"first":SPEC} with the new init's control and
-// events sockets, then the netns (when B) and, for CLONE_INTO_CGROUP, the group's directory
-// attached; the reply {"t":"cloned","pid":N} carries the new init's pidfd. The child becomes
-// that init (init_in_place.hpp).
+// agentbox-init --zygote: serve CloneInit requests (box/messages.hpp) on sock until it closes
+// (see box/zygote.hpp). Each clone's child becomes that box's init (init_in_place.hpp) and
+// starts on the request's StartBox; the reply, Cloned, carries its pidfd.
 namespace agentbox::init {
 
 int run_zygote(int sock);

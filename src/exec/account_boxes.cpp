@@ -1,0 +1,57 @@
+#include "exec/account_boxes.hpp"
+
+#include <filesystem>
+
+#include "box/box_env.hpp"
+#include "exec/plain_command.hpp"
+
+namespace agentbox::exec {
+
+AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits)
+    : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits) {}
+
+BoxSpec AccountBoxes::spec_for(const Account& account) const {
+  BoxSpec spec;
+  spec.name = account.name;
+  spec.hostname = "agentbox";
+  spec.uid = account.uid;
+  spec.gid = account.gid;
+  spec.identity = IdentityMode::host_uid;
+  spec.home_source = state_dir_ + "/" + account.home_dir;
+  spec.home_target = "/home/" + account.name;
+  spec.limits = limits_;
+  spec.use_cgroup = true;
+  return spec;
+}
+
+uint64_t AccountBoxes::spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
+                             SpawnHandlers handlers) {
+  return manager_.spawn(spec.name, spec, std::move(req), std::move(stdio), std::move(handlers));
+}
+
+void AccountBoxes::signal(const std::string& account, uint64_t id, int sig) { manager_.signal(account, id, sig); }
+
+SpawnRequest shell_spawn_request(const BoxSpec& spec, const ShellCommand& command) {
+  auto env = base_env(spec, command.tty);
+  env["PWD"] = command.cwd;
+  for (const auto& [k, v] : command.env) env[k] = v;
+
+  SpawnRequest req;
+  std::vector<std::string> shell_argv = {spec.shell, "-c", command.command};
+  // bash's builtin list decides what needs it; another shell always runs the command.
+  auto words = std::filesystem::path(spec.shell).filename() == "bash"
+                   ? plain_command_words(command.command, env)
+                   : std::nullopt;
+  if (words) {
+    req.argv = std::move(*words);
+    req.shell_fallback = std::move(shell_argv);
+  } else {
+    req.argv = std::move(shell_argv);
+  }
+  req.env = env_strings(env);
+  req.cwd = command.cwd;
+  req.tty = command.tty;
+  return req;
+}
+
+}  // namespace agentbox::exec

@@ -1,0 +1,45 @@
+#pragma once
+// The daemon's BoxPort: an account's box (BoxManager), described by the spec its account and the
+// configured limits make, and the command a request's shell line becomes in it. ProcessTable
+// spawns through this; the routes ask it what an account's box is (the system prompt, /execute).
+#include <map>
+#include <string>
+
+#include "box/box_manager.hpp"
+#include "exec/process_table.hpp"
+#include "store/account_store.hpp"
+
+namespace agentbox::exec {
+
+class AccountBoxes : public BoxPort {
+ public:
+  // state_dir holds the accounts' homes (Account::home_dir is relative to it).
+  AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits);
+
+  // The box an account gets: its name, uid, home; the configured limits; loopback-only network.
+  BoxSpec spec_for(const Account& account) const;
+
+  uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
+                 SpawnHandlers handlers) override;
+  void signal(const std::string& account, uint64_t id, int sig) override;
+  void touch(const std::string& account) { manager_.touch(account); }
+
+ private:
+  BoxManager& manager_;
+  std::string state_dir_;
+  Limits limits_;
+};
+
+// What a shell command line from the API becomes in a box (POST /execute).
+struct ShellCommand {
+  std::string command;                     // the line, as the client sent it
+  std::string cwd;                         // as the box sees it
+  std::map<std::string, std::string> env;  // the request's variables, over the box's own
+  bool tty = true;
+};
+
+// The spawn request: the box's base environment with PWD and the request's variables; the words
+// themselves when bash would exec them directly (exec/plain_command.hpp), else SHELL -c LINE.
+SpawnRequest shell_spawn_request(const BoxSpec& spec, const ShellCommand& command);
+
+}  // namespace agentbox::exec
