@@ -72,7 +72,7 @@ class Daemon:
     api_key=None lets the daemon generate one into STATE/api_key (read back after start).
     """
 
-    def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600):
+    def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600, env=None):
         self.workdir = workdir
         self.state_dir = state_dir or os.path.join(workdir, "state")
         self.config_path = None
@@ -81,6 +81,7 @@ class Daemon:
             with open(self.config_path, "w") as f:
                 f.write(config_text)
         self.api_key = api_key
+        self.extra_env = env or {}  # e.g. a test hook (AGENTBOX_TEST_HOLD_START)
         self.lifetime = lifetime
         self.proc = None
         self.url = None
@@ -104,6 +105,7 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
         if self.api_key:
             env["AGENTBOX_API_KEY"] = self.api_key
+        env.update(self.extra_env)
         cmd = ["timeout", "--foreground", "-k", "10", str(self.lifetime), agentbox_bin(), "serve",
                "--listen", "127.0.0.1:0", "--state", self.state_dir]
         if self.config_path:

@@ -11,6 +11,12 @@
 #include <future>
 #include <thread>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <sched.h>
+#include <sys/wait.h>
+
 #include "box/box_error.hpp"
 #include "support/box_fixture.hpp"
 #include "util/event_loop.hpp"
@@ -221,6 +227,76 @@ TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
   m.stop(all[1]->name, [&] { stopped.set_value(); });
   stopped.get_future().wait();
   EXPECT_EQ(exit_code(run(m, all[2]->name, all[2]->spec, {"true"})), 0);
+}
+
+// Makes the next pid the box's pid namespace hands out `next` (as root, from outside: a child
+// that joins the namespace has a child there write ns_last_pid).
+void set_next_pid(pid_t init_pid, pid_t next) {
+  UniqueFd ns(::open(("/proc/" + std::to_string(init_pid) + "/ns/pid").c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(ns);
+  const pid_t joiner = ::fork();
+  ASSERT_GE(joiner, 0);
+  if (joiner == 0) {
+    if (::setns(ns.get(), CLONE_NEWPID) != 0) ::_exit(1);
+    const pid_t writer = ::fork();  // the first process of ours inside
+    if (writer == 0) {
+      const std::string last = std::to_string(next - 1);
+      const int fd = ::open("/proc/sys/kernel/ns_last_pid", O_WRONLY);
+      ::_exit(fd >= 0 && ::write(fd, last.data(), last.size()) == static_cast<ssize_t>(last.size()) ? 0 : 2);
+    }
+    int st = 0;
+    ::waitpid(writer, &st, 0);
+    ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 3);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(joiner, &st, 0), joiner);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "could not set ns_last_pid: " << st;
+}
+
+// A pid the box's kernel reuses at once for the next command: each exit still reaches the
+// command that started it (exits are tagged with the spawn's id, never matched by pid).
+TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {
+  uid_t uid = test_uid();
+  TempHome home(uid);
+  auto launched = launch_box(make_spec(uid, home.dir), start_options("pid-reuse"));
+  const pid_t init_pid = launched->init_pid;
+  boost::asio::thread_pool blocking(1);
+  BoxStrand strand = boost::asio::make_strand(loop.context());
+  std::promise<void> gone;
+  auto owner = std::make_shared<BoxOwner>(strand, blocking.get_executor(), "reuse", BoxOwner::Options{},
+                                          [&](const std::shared_ptr<BoxOwner>&, const std::string&) { gone.set_value(); });
+  auto on_strand = [&](auto fn) {
+    std::promise<void> done;
+    boost::asio::post(strand, [&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  };
+  on_strand([&] { owner->launched(std::move(launched)); });
+  auto start = [&](uint64_t id, const char* code) {
+    auto r = std::make_shared<Command>();
+    SpawnHandlers h;
+    h.started = [r](SpawnResult s) { r->started.set_value(s.pid); };
+    h.failed = [r](std::exception_ptr e) { r->started.set_exception(e); };
+    h.ended = [r](SpawnEnd e) { r->ended.set_value(e); };
+    std::vector<UniqueFd> stdio;
+    for (int i = 0; i < 3; ++i) stdio.emplace_back(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    on_strand([&] { owner->spawn(id, piped_request({"sh", "-c", std::string("exit ") + code}), std::move(stdio), h); });
+    return r;
+  };
+
+  auto first = start(1, "3");
+  const pid_t reused = first->pid.get();
+  EXPECT_EQ(exit_code(first), 3);
+  set_next_pid(init_pid, reused);
+  auto second = start(2, "4");
+  EXPECT_EQ(second->pid.get(), reused) << "the kernel did not reuse the pid: the test proves nothing";
+  EXPECT_EQ(exit_code(second), 4);
+  EXPECT_EQ(exit_code(first), 3);
+  on_strand([&] { owner->stop(""); });
+  gone.get_future().wait();
+  blocking.join();
 }
 
 }  // namespace

@@ -1,0 +1,131 @@
+"""One user's box cannot hold up another's: a box start that never finishes fails only its own
+user's request, with a reason and a Retry-After, while other users' commands and file calls go
+on; many users arriving at once all get their boxes; and above [accounts] max_active a new box
+is refused with 503 rather than starting."""
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import EXEC_WAIT, run, sh, text_of
+
+STUCK_PREFIX = "stuck-"
+
+
+@pytest.fixture(scope="module")
+def held_daemon(tmp_path_factory):
+    """A daemon whose boxes for users named stuck-* never answer their start (test hook)."""
+    from conftest import Daemon, new_workdir, remove_workdir
+    import secrets
+    workdir = new_workdir("held")
+    d = Daemon(workdir, api_key=secrets.token_hex(16), lifetime=600,
+               config_text="[accounts]\nstart_timeout = 5\n",
+               env={"AGENTBOX_TEST_HOLD_START": STUCK_PREFIX})
+    try:
+        d.start()
+        yield d
+    finally:
+        d.stop()
+        remove_workdir(workdir)
+
+
+def test_a_stuck_box_start_fails_only_its_own_user(held_daemon):
+    stuck = held_daemon.client(user=f"{STUCK_PREFIX}{uuid.uuid4().hex[:8]}")
+    result = {}
+
+    def stuck_request():
+        t0 = time.monotonic()
+        result["response"] = stuck.post("/execute", params={"wait": 20}, json={"command": "echo never"})
+        result["took"] = time.monotonic() - t0
+
+    t = threading.Thread(target=stuck_request)
+    t0 = time.monotonic()
+    t.start()
+    time.sleep(0.3)  # its start is under way (and stuck) before the others arrive
+
+    errors = []
+
+    def bystander(i):
+        try:
+            with held_daemon.client(user=f"bystander-{i}-{uuid.uuid4().hex[:6]}") as c:
+                code, out, _ = sh(c, f"echo {i}")
+                assert (code, out) == (0, f"{i}\n")
+                r = c.post("/files/write", json={"path": "note.txt", "content": f"note {i}"})
+                assert r.status_code == 200, r.text
+                r = c.get("/files/read", params={"path": "note.txt"})
+                assert r.status_code == 200 and r.json()["content"] == f"note {i}", r.text
+                r = c.get("/files/list", params={"directory": "."})
+                assert r.status_code == 200, r.text
+        except Exception as e:  # noqa: BLE001 - reported below with the user's number
+            errors.append(f"bystander {i}: {e!r}")
+
+    others = [threading.Thread(target=bystander, args=(i,)) for i in range(20)]
+    for o in others:
+        o.start()
+    for o in others:
+        o.join(60)
+    others_took = time.monotonic() - t0
+    assert not errors, errors
+    assert others_took < 5, f"20 other users took {others_took:.1f} s next to a stuck start"
+    assert t.is_alive(), "the stuck user's request was answered before its start timed out"
+
+    t.join(30)
+    r = result["response"]
+    assert r.status_code == 503, r.text
+    assert "did not start within 5 s" in r.json()["detail"], r.text
+    assert int(r.headers["retry-after"]) > 0
+    assert 5 <= result["took"] < 15, result["took"]
+
+    # The daemon serves the stuck user's files meanwhile (they need no box) ...
+    r = stuck.get("/files/list", params={"directory": "."})
+    assert r.status_code == 200, r.text
+    # ... and every other user on.
+    with held_daemon.client(user=f"after-{uuid.uuid4().hex[:8]}") as c:
+        assert sh(c, "echo after")[:2] == (0, "after\n")
+    stuck.close()
+
+
+def test_fifty_users_first_commands_at_once_all_run(daemon):
+    results, errors = {}, []
+    barrier = threading.Barrier(50)
+
+    def first(i):
+        user = f"crowd-{i}-{uuid.uuid4().hex[:6]}"
+        try:
+            with daemon.client(user=user) as c:
+                barrier.wait(30)
+                p = run(c, 'printf %s "$USER"', pty=False, wait=EXEC_WAIT)
+                assert p["status"] == "done" and p["exit_code"] == 0, p
+                results[user] = text_of(p, ("stdout",))
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{user}: {e!r}")
+
+    threads = [threading.Thread(target=first, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert len(results) == 50
+    # Each user ran in their own box, as their own account.
+    names = set(results.values())
+    assert len(names) == 50, results
+    for user, name in results.items():
+        assert name.startswith(user.split("-")[0]), (user, name)
+
+
+def test_above_max_active_a_new_box_is_refused_with_503(make_daemon):
+    d = make_daemon(tag="cap", config_text="[accounts]\nmax_active = 2\n").start()
+    a, b, c = (d.client(user=f"cap{i}-{uuid.uuid4().hex[:6]}") for i in range(3))
+    assert sh(a, "true")[0] == 0
+    assert sh(b, "true")[0] == 0
+    r = c.post("/execute", params={"wait": 5}, json={"command": "true"})
+    assert r.status_code == 503, r.text
+    assert "2 boxes are running" in r.json()["detail"], r.text
+    assert int(r.headers["retry-after"]) > 0
+    # Those with a box are served; files need no box.
+    assert sh(a, "echo still")[:2] == (0, "still\n")
+    assert c.get("/files/list", params={"directory": "."}).status_code == 200
+    for x in (a, b, c):
+        x.close()
