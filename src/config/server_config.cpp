@@ -20,6 +20,8 @@ namespace {
 // The largest usable uid: (uid_t)-1 means "no change" to setresuid and friends.
 constexpr uint64_t kMaxUid = 0xFFFFFFFEull;
 constexpr size_t kApiKeyBytes = 32;
+// More would let one account's file operations crowd out everyone else's (and its descriptors).
+constexpr int64_t kMaxFileOps = 64;
 
 void require_api_key_text(std::string_view key) {
   if (key.empty()) throw Error("api key is empty");
@@ -42,7 +44,7 @@ void set_api_key(ServerConfig& c, std::string_view text) {
   c.api_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 15> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 19> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -61,6 +63,20 @@ constexpr std::array<TomlField<ServerConfig>, 15> kFields = {{
      }},
     {"accounts.idle_timeout",
      [](ServerConfig& c, const toml::node& v) { c.accounts.idle_timeout = toml_seconds(v); }},
+    {"accounts.max_active",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.max_active = static_cast<size_t>(toml_integer(v, 1, INT32_MAX));
+     }},
+    {"accounts.start_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.accounts.start_timeout = toml_seconds(v); }},
+    {"accounts.file_ops",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.file_ops = static_cast<size_t>(toml_integer(v, 1, kMaxFileOps));
+     }},
+    {"accounts.open_homes",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.open_homes = static_cast<size_t>(toml_integer(v, 1, INT32_MAX));
+     }},
     {"box.memory", [](ServerConfig& c, const toml::node& v) { c.box.memory_bytes = toml_size(v); }},
     {"box.pids",
      [](ServerConfig& c, const toml::node& v) {

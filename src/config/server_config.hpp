@@ -9,6 +9,7 @@
 //   cors_origins = ["*"]
 //   [limits]   body = "100M"  header_timeout = 10
 //   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
+//              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
 //   [exec]     output_cap = "16M"  retention = 3600
 //   [policy.default]                # reserved for the egress policy; no keys yet
@@ -17,6 +18,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -47,8 +49,10 @@ struct ServerConfig {
     uid_t uid_base = 1000000;                      // first uid; slot 0 is `agentbox run`'s
     uint32_t uid_count = 65536;                    // uids in the range, slot 0 included
     std::chrono::seconds idle_timeout{900};        // a box with no activity stops after this
-    std::chrono::seconds start_timeout{30};        // a box start that takes longer fails
-    size_t max_active = 1000;                      // boxes starting or running at once
+    size_t max_active = 1000;                      // boxes running at once; above it new ones get 503
+    std::chrono::seconds start_timeout{30};        // a box start may take this long, then the account's requests fail
+    size_t file_ops = 2;                           // file operations running at once per account, 1-64
+    size_t open_homes = 256;                       // home directory descriptors kept open (least recently used)
   } accounts;
 
   Limits box = default_server_box_limits();

@@ -36,8 +36,12 @@ void create_home(const std::string& path, uid_t uid, gid_t gid) {
 
 }  // namespace
 
-CallerDirectory::CallerDirectory(AccountStore& accounts, std::string state_dir)
-    : accounts_(accounts), state_dir_(std::move(state_dir)) {
+CallerDirectory::CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits)
+    : accounts_(accounts),
+      state_dir_(std::move(state_dir)),
+      home_idle_(limits.home_idle),
+      homes_(limits.open_homes),
+      known_(limits.known_ids) {
   ensure_dir(state_dir_, 0700);
   // Search permission only: the daemon reaches each home by name, no one lists them.
   ensure_dir(state_dir_ + "/homes", 0711);
@@ -47,17 +51,30 @@ std::string CallerDirectory::host_home(const Account& account) const {
   return state_dir_ + "/" + account.home_dir;
 }
 
+CallerDirectory::CacheSizes CallerDirectory::cache_sizes() {
+  std::lock_guard lock(mu_);
+  return {homes_.size(), known_.size()};
+}
+
 std::shared_ptr<const ConfinedDir> CallerDirectory::home_of(const Account& account) {
+  const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
-    if (auto it = homes_.find(account.name); it != homes_.end()) return it->second;
+    // Idle homes go even below the bound: a held descriptor keeps a directory (and the
+    // filesystem under it) busy after its account has left.
+    homes_.evict_oldest_while([&](const std::string&, const Home& h) { return now - h.used >= home_idle_; });
+    if (Home* found = homes_.find(account.name)) {
+      found->used = now;
+      return found->dir;
+    }
   }
   std::string host = host_home(account);
   create_home(host, account.uid, account.gid);
   auto home = std::make_shared<const ConfinedDir>(
       ConfinedDir::open_home(host, "/home/" + account.name, account.uid, account.gid));
   std::lock_guard lock(mu_);
-  return homes_.emplace(account.name, std::move(home)).first->second;
+  // Another request may have opened it meanwhile: theirs stays, so one ConfinedDir per account.
+  return homes_.insert(account.name, Home{std::move(home), now}).dir;
 }
 
 Account CallerDirectory::account_of(std::string_view external_id) {
@@ -65,19 +82,24 @@ Account CallerDirectory::account_of(std::string_view external_id) {
   const auto now = static_cast<int64_t>(::time(nullptr));
   {
     std::lock_guard lock(mu_);
-    if (auto it = known_.find(external_id); it != known_.end()) {
-      if (now - it->second.touched < kTouchEvery) return it->second.account;
-      it->second.touched = now;
-      Account account = it->second.account;
+    if (Known* known = known_.find(external_id)) {
+      if (now - known->touched < kTouchEvery) return known->account;
+      known->touched = now;
+      Account account = known->account;
       // One UPDATE a minute per account, under our lock: rare enough not to matter.
       accounts_.touch(account.name, now);
       return account;
     }
   }
   Account account = accounts_.get_or_create(external_id);
-  accounts_.touch(account.name, now);
+  // A new account was created with last_seen = now: no second write for it.
+  int64_t touched = account.last_seen;
+  if (now - touched >= kTouchEvery) {
+    accounts_.touch(account.name, now);
+    touched = now;
+  }
   std::lock_guard lock(mu_);
-  known_.emplace(std::string(external_id), Known{account, now});
+  known_.insert(std::string(external_id), Known{account, touched});
   return account;
 }
 

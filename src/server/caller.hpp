@@ -2,6 +2,8 @@
 // Who a request is for: the account named by X-User-Id (created on first sight, with its own
 // uid and home), its confined home and the session's working directory (X-Session-Id). Every
 // route that touches a box or a file starts with CallerDirectory::resolve().
+#include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +13,7 @@
 #include "fs/confined_dir.hpp"
 #include "server/request.hpp"
 #include "store/account_store.hpp"
+#include "util/lru_cache.hpp"
 
 namespace agentbox::server {
 
@@ -22,10 +25,19 @@ struct Caller {
   std::string cwd;                          // the session's cwd as the box sees it (default box_home)
 };
 
+// What CallerDirectory keeps in memory. Past these bounds it forgets the least recently used
+// entries and loads them again on the next request: the store and the homes on disk are the
+// truth, so any number of user ids costs the daemon a bounded number of descriptors.
+struct CallerCacheLimits {
+  size_t open_homes = 256;               // home directory descriptors kept open ([accounts] open_homes)
+  size_t known_ids = 4096;               // external id → account entries kept
+  std::chrono::seconds home_idle{600};   // a home unused this long is closed (at the next request)
+};
+
 class CallerDirectory {
  public:
   // state_dir holds homes/NAME for every account.
-  CallerDirectory(AccountStore& accounts, std::string state_dir);
+  CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits = {});
 
   // The caller of req. HttpError 400 without a non-empty X-User-Id. Creates the account and
   // its home (owned by the account's uid, 0700) on first sight; records activity.
@@ -39,22 +51,39 @@ class CallerDirectory {
   // Host path of the account's home.
   std::string host_home(const Account& account) const;
 
+  // Entries held now, never above CallerCacheLimits: for /metrics and tests.
+  struct CacheSizes {
+    size_t open_homes = 0;
+    size_t known_ids = 0;
+  };
+  CacheSizes cache_sizes();
+
  private:
+  // The account's home, opened again if it was dropped from homes_. A request holds its own
+  // reference, so dropping one never closes a home in use.
   std::shared_ptr<const ConfinedDir> home_of(const Account& account);
-  // The account for an external id: from memory after the first request (accounts never
-  // change), so the hot path does no SQL; last_seen is written at most once a minute.
+  // The account for an external id: from memory while it is in known_ (accounts never change),
+  // so the hot path does no SQL; last_seen is written at most once a minute.
   Account account_of(std::string_view external_id);
 
-  AccountStore& accounts_;
-  std::string state_dir_;
-  std::mutex mu_;  // guards homes_ and cwds_
-  std::map<std::string, std::shared_ptr<const ConfinedDir>> homes_;  // by account name
-  std::map<std::pair<std::string, std::string>, std::string> cwds_;  // (account, session) → cwd
+  struct Home {
+    std::shared_ptr<const ConfinedDir> dir;
+    std::chrono::steady_clock::time_point used;
+  };
   struct Known {
     Account account;
     int64_t touched = 0;  // unix seconds of the last last_seen write
   };
-  std::map<std::string, Known, std::less<>> known_;  // by external id
+  template <class V>
+  using StringKeyed = LruCache<std::string, V, TransparentStringHash, std::equal_to<>>;
+
+  AccountStore& accounts_;
+  std::string state_dir_;
+  std::chrono::seconds home_idle_;
+  std::mutex mu_;  // guards homes_, known_ and cwds_
+  StringKeyed<Home> homes_;    // by account name
+  StringKeyed<Known> known_;   // by external id
+  std::map<std::pair<std::string, std::string>, std::string> cwds_;  // (account, session) → cwd
 };
 
 }  // namespace agentbox::server

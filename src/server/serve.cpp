@@ -113,7 +113,7 @@ int serve(const ServeOptions& options) {
   }
   BoxManager manager(loop.context(), std::move(box_options));
 
-  CallerDirectory callers(accounts, config.state_dir);
+  CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes});
   exec::AccountBoxes boxes(manager, config.state_dir, config.box);
 
   exec::ProcessTableOptions table_options;

@@ -53,6 +53,10 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.accounts.uid_base, 1000000u);
   EXPECT_EQ(c.accounts.uid_count, 65536u);
   EXPECT_EQ(c.accounts.idle_timeout, 900s);
+  EXPECT_EQ(c.accounts.max_active, 1000u);
+  EXPECT_EQ(c.accounts.start_timeout, 30s);
+  EXPECT_EQ(c.accounts.file_ops, 2u);
+  EXPECT_EQ(c.accounts.open_homes, 256u);
   EXPECT_EQ(c.box.memory_bytes, 2ull << 30);
   EXPECT_EQ(c.box.pids, 1024u);
   EXPECT_EQ(c.box.cpu_millicores, 2000u);
@@ -74,6 +78,10 @@ header_timeout = 5
 uid_base = 2000000
 uid_count = 100
 idle_timeout = 60
+max_active = 50
+start_timeout = 5
+file_ops = 8
+open_homes = 1000
 [box]
 memory = "1G"
 pids = 256
@@ -94,6 +102,10 @@ retention = 60
   EXPECT_EQ(c.accounts.uid_base, 2000000u);
   EXPECT_EQ(c.accounts.uid_count, 100u);
   EXPECT_EQ(c.accounts.idle_timeout, 60s);
+  EXPECT_EQ(c.accounts.max_active, 50u);
+  EXPECT_EQ(c.accounts.start_timeout, 5s);
+  EXPECT_EQ(c.accounts.file_ops, 8u);
+  EXPECT_EQ(c.accounts.open_homes, 1000u);
   EXPECT_EQ(c.box.memory_bytes, 1ull << 30);
   EXPECT_EQ(c.box.pids, 256u);
   EXPECT_EQ(c.box.cpu_millicores, 500u);
@@ -179,6 +191,47 @@ pids = "lots"
       path + ": box.cpu: invalid cpu \"0\": must be at least 1m (one thousandth of a core) (line 10)",
       path + ": box.pids: expected an integer, not a string (line 11)"));
   for (const std::string& e : errors) EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST_F(ServerConfigTest, AccountBoundsTakeTheirSmallestAndLargestValues) {
+  ServerConfig c = load_server_config(
+      write_config("[accounts]\nmax_active = 1\nstart_timeout = 1\nfile_ops = 1\nopen_homes = 1\n"), env_of({}));
+  EXPECT_EQ(c.accounts.max_active, 1u);
+  EXPECT_EQ(c.accounts.start_timeout, 1s);
+  EXPECT_EQ(c.accounts.file_ops, 1u);
+  EXPECT_EQ(c.accounts.open_homes, 1u);
+  c = load_server_config(write_config("[accounts]\nfile_ops = 64\nmax_active = 100000\nopen_homes = 100000\n"),
+                         env_of({}));
+  EXPECT_EQ(c.accounts.file_ops, 64u);
+  EXPECT_EQ(c.accounts.max_active, 100000u);
+  EXPECT_EQ(c.accounts.open_homes, 100000u);
+}
+
+TEST_F(ServerConfigTest, BadAccountBoundsNameTheirKey) {
+  std::string path = write_config(R"([accounts]
+max_active = 0
+start_timeout = 0
+file_ops = 0
+open_homes = 0
+)");
+  EXPECT_THAT(validate_config_file(path), ElementsAre(
+      path + ": accounts.max_active: must be between 1 and 2147483647, not 0 (line 2)",
+      path + ": accounts.start_timeout: must be between 1 and 2147483647, not 0 (line 3)",
+      path + ": accounts.file_ops: must be between 1 and 64, not 0 (line 4)",
+      path + ": accounts.open_homes: must be between 1 and 2147483647, not 0 (line 5)"));
+
+  path = write_config(R"([accounts]
+max_active = "many"
+start_timeout = -5
+file_ops = 65
+open_homes = 2.5
+)");
+  EXPECT_THAT(validate_config_file(path), ElementsAre(
+      path + ": accounts.max_active: expected an integer, not a string (line 2)",
+      path + ": accounts.start_timeout: must be between 1 and 2147483647, not -5 (line 3)",
+      path + ": accounts.file_ops: must be between 1 and 64, not 65 (line 4)",
+      path + ": accounts.open_homes: expected an integer, not a float (line 5)"));
+  EXPECT_THROW(load_server_config(path, env_of({})), Error);
 }
 
 TEST_F(ServerConfigTest, UidRangeMustFitBelowTheLargestUid) {

@@ -1,12 +1,16 @@
 // The caller of a request: X-User-Id is required, names one account with its own home owned
-// by its uid, and the session cwd is kept per (account, session), never across accounts.
+// by its uid, and the session cwd is kept per (account, session), never across accounts. What
+// the directory keeps in memory is bounded, however many user ids it has seen.
 #include "server/caller.hpp"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "fs/fs_error.hpp"
 #include "server/http_error.hpp"
@@ -16,6 +20,7 @@ namespace agentbox::server {
 namespace {
 
 using ::testing::HasSubstr;
+using namespace std::chrono_literals;
 
 struct CallerTest : ::testing::Test {
   std::filesystem::path state = [] {
@@ -103,6 +108,99 @@ TEST_F(CallerTest, SessionCwdMustBeAnExistingDirectoryInsideTheHome) {
   }
   Caller no_session = callers.resolve(request("alice"));
   EXPECT_THROW(callers.set_cwd(no_session, "."), HttpError);
+}
+
+// Small caches over a uid range large enough for thousands of accounts.
+struct CallerBoundsTest : ::testing::Test {
+  std::filesystem::path state = [] {
+    char tmpl[] = "/tmp/abx-caller-bounds-XXXXXX";
+    return std::filesystem::path(::mkdtemp(tmpl));
+  }();
+  AccountStore accounts{open_state_db(state), UidRange{4200000, 10000}};
+
+  ~CallerBoundsTest() override { std::filesystem::remove_all(state); }
+
+  static Request request(const std::string& user) {
+    Request req;
+    req.headers.set("X-User-Id", user);
+    return req;
+  }
+
+  static size_t open_fds() {
+    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                             std::filesystem::directory_iterator()));
+  }
+
+  // A file the account wrote into its home, read back through caller.home.
+  static std::string read_through_home(const Caller& caller, const std::string& name) {
+    UniqueFd fd = caller.home->open(caller.home->path(name), O_RDONLY);
+    char buf[64];
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+  }
+};
+
+TEST_F(CallerBoundsTest, ThousandsOfUsersKeepOpenDescriptorsBounded) {
+  CallerDirectory callers(accounts, state, {.open_homes = 50});
+  callers.resolve(request("warm-up"));  // the database's own files are open from here on
+  const size_t before = open_fds();
+  for (int i = 0; i < 2000; ++i) callers.resolve(request("user-" + std::to_string(i)));
+  const size_t after = open_fds();
+  EXPECT_LE(after, before + 50) << "one descriptor per user ever seen: " << before << " -> " << after;
+  EXPECT_EQ(callers.cache_sizes().open_homes, 50u);
+  EXPECT_EQ(accounts.list().size(), 2001u) << "every user still got an account";
+}
+
+TEST_F(CallerBoundsTest, AnEvictedHomeOpensAgainAndAHeldOneKeepsWorking) {
+  CallerDirectory callers(accounts, state, {.open_homes = 10});
+  Caller first = callers.resolve(request("first"));
+  {
+    std::ofstream(callers.host_home(first.account) + "/note") << "kept";
+  }
+  for (int i = 0; i < 50; ++i) callers.resolve(request("other-" + std::to_string(i)));
+
+  // A request still holding the evicted home (in flight) keeps a working descriptor.
+  EXPECT_EQ(read_through_home(first, "note"), "kept");
+  // The next request opens it again: same account, same home.
+  Caller again = callers.resolve(request("first"));
+  EXPECT_NE(again.home.get(), first.home.get()) << "evicted, so opened anew";
+  EXPECT_EQ(again.account.name, first.account.name);
+  EXPECT_EQ(again.account.uid, first.account.uid);
+  EXPECT_EQ(again.box_home, first.box_home);
+  EXPECT_EQ(read_through_home(again, "note"), "kept");
+  EXPECT_EQ(callers.resolve(request("first")).home.get(), again.home.get()) << "cached again";
+}
+
+TEST_F(CallerBoundsTest, KnownIdsAreBoundedAndAMissAsksTheStore) {
+  CallerDirectory callers(accounts, state, {.open_homes = 10, .known_ids = 20});
+  Caller first = callers.resolve(request("first"));
+  for (int i = 0; i < 100; ++i) callers.resolve(request("other-" + std::to_string(i)));
+  EXPECT_EQ(callers.cache_sizes().known_ids, 20u);
+  EXPECT_EQ(callers.cache_sizes().open_homes, 10u);
+
+  Caller again = callers.resolve(request("first"));
+  EXPECT_EQ(again.account.name, first.account.name) << "the store, not a new account";
+  EXPECT_EQ(again.account.uid, first.account.uid);
+  EXPECT_EQ(accounts.list().size(), 101u);
+}
+
+TEST_F(CallerBoundsTest, RecentlyUsedHomesStayWhileOthersAreEvicted) {
+  CallerDirectory callers(accounts, state, {.open_homes = 4});
+  Caller busy = callers.resolve(request("busy"));
+  for (int i = 0; i < 20; ++i) {
+    callers.resolve(request("other-" + std::to_string(i)));
+    ASSERT_EQ(callers.resolve(request("busy")).home.get(), busy.home.get()) << i;
+  }
+}
+
+TEST_F(CallerBoundsTest, AnIdleHomeIsClosedEvenBelowTheBound) {
+  CallerDirectory callers(accounts, state, {.home_idle = 1s});
+  std::weak_ptr<const ConfinedDir> idle = callers.resolve(request("idle")).home;
+  ASSERT_FALSE(idle.expired());
+  std::this_thread::sleep_for(1100ms);
+  callers.resolve(request("someone-else"));
+  EXPECT_TRUE(idle.expired()) << "unused for longer than home_idle: its descriptor is closed";
+  EXPECT_EQ(callers.cache_sizes().open_homes, 1u);
 }
 
 }  // namespace
