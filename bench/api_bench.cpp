@@ -13,12 +13,15 @@
 //             client with a 4 MiB buffer (curl's 16 KiB reads cost as much CPU as the copy);
 //             and, as the loopback ceiling, the same file from a minimal sendfile(2) server
 //             in this process through both clients
+//   fairness  (only when asked for) one user's 4 concurrent greps, in a loop, over N sparse
+//             16 MiB files, while another user calls GET /files/list every 20 ms for --seconds:
+//             the second user's p50/p99/max latency, on one line
 // The daemon is started (and stopped) by bench/api_bench.sh; this program only talks to it.
 //
-//   api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view]
+//   api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view,fairness]
 //             [--clients 1,8,32] [--seconds 10] [--rounds 5] [--oneshots 100]
 //             [--procs 100] [--users 10] [--polls 5000] [--input-gaps 0,20]
-//             [--view-runs 5] [--view-mib 1024]
+//             [--view-runs 5] [--view-mib 1024] [--sparse-files 300]
 // The API key comes from AGENTBOX_API_KEY.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -828,6 +831,79 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
   row("/files/view / reference throughput (recv client)", fmt::format("{:.0f}%", 100 * raw_rate / raw_ref_rate));
 }
 
+// ---------------------------------------------------------------------------------------------
+// 4. fair sharing of the file routes
+
+// Files that cost their owner no disk and a reader 16 MiB of zeros each: the cheapest way for one
+// user to make greps slow. While that user greps them (as many at once as the file routes have
+// threads), another user's GET /files/list should not wait for those greps.
+void bench_fairness(const Endpoint& ep, int files, double seconds) {
+  constexpr int kGreps = 4;
+  const std::string alice = "bench-fair-alice", bob = "bench-fair-bob";
+  std::cout << fmt::format("fair sharing: {} concurrent greps by one user over {} sparse 16 MiB files, in a loop;\n"
+                           "  another user's GET /files/list every 20 ms meanwhile, {} s\n", kGreps, files, seconds);
+  Client client(ep);
+  client.run(alice, {{"command", fmt::format("mkdir -p fair && cd fair && for i in $(seq 1 {}); do "
+                                             "truncate -s 16M f$i; done", files)},
+                     {"pty", false}}, 300);
+  Reply warm = client.call(http::verb::get, "/files/list", bob);  // bob's account exists before timing
+  if (warm.status != 200) throw Error(fmt::format("GET /files/list: {} {}", warm.status, warm.detail()));
+
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::string failure;
+  std::vector<std::vector<double>> grep_ms(kGreps);
+  std::vector<std::thread> greps;
+  for (int g = 0; g < kGreps; ++g) {
+    greps.emplace_back([&, g] {
+      try {
+        Client c(ep);
+        while (!stop) {
+          auto t0 = Clock::now();
+          Reply r = c.call(http::verb::get, "/files/grep?query=needle&path=fair", alice);
+          if (r.status != 200) throw Error(fmt::format("GET /files/grep: {} {}", r.status, r.detail()));
+          grep_ms[g].push_back(ms_between(t0, Clock::now()));
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu);
+        if (failure.empty()) failure = e.what();
+        stop = true;
+      }
+    });
+  }
+  std::vector<double> list_ms;
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  try {
+    Client c(ep);
+    while (!stop && Clock::now() < end) {
+      auto t0 = Clock::now();
+      Reply r = c.call(http::verb::get, "/files/list", bob);
+      if (r.status != 200) throw Error(fmt::format("GET /files/list: {} {}", r.status, r.detail()));
+      list_ms.push_back(ms_between(t0, Clock::now()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu);
+    if (failure.empty()) failure = e.what();
+  }
+  const double elapsed_s = ms_between(start, Clock::now()) / 1000;
+  stop = true;
+  for (auto& t : greps) t.join();
+  if (!failure.empty()) throw Error("fairness: " + failure);
+
+  std::vector<double> all_greps;
+  for (const auto& g : grep_ms) all_greps.insert(all_greps.end(), g.begin(), g.end());
+  const double p99 = percentile(list_ms, 99);
+  std::cout << fmt::format("  other user's GET /files/list: p50 {} p99 {} max {} ({} calls in {:.1f} s); "
+                           "greps done {} (median {}); p99 < 250 ms: {}\n",
+                           ms(percentile(list_ms, 50)), ms(p99),
+                           ms(list_ms.empty() ? 0 : *std::max_element(list_ms.begin(), list_ms.end())),
+                           list_ms.size(), elapsed_s, all_greps.size(), ms(median(all_greps)),
+                           yes_no(!list_ms.empty() && p99 < 250))
+            << std::flush;
+}
+
 void raise_nofile() {
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
@@ -844,10 +920,10 @@ std::vector<int> int_list(const std::string& s) {
 }
 
 constexpr const char* kUsage =
-    "usage: api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view]\n"
+    "usage: api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view,fairness]\n"
     "       [--clients 1,8,32] [--seconds 10] [--rounds 5] [--oneshots 100]\n"
     "       [--procs 100] [--users 10] [--polls 5000] [--input-gaps 0,20]\n"
-    "       [--view-runs 5] [--view-mib 1024]\n"
+    "       [--view-runs 5] [--view-mib 1024] [--sparse-files 300]\n"
     "       (API key from AGENTBOX_API_KEY)\n";
 
 }  // namespace
@@ -857,7 +933,7 @@ int main(int argc, char** argv) {
   Daemon daemon;
   std::string state_dir, only = "exec,longpoll,view", clients = "1,8,32", gaps = "0,20";
   double seconds = 10;
-  int rounds = 5, oneshots = 100, view_runs = 5, view_mib = 1024;
+  int rounds = 5, oneshots = 100, view_runs = 5, view_mib = 1024, sparse_files = 300;
   size_t procs = 100, users = 10, polls = 5000;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -880,12 +956,14 @@ int main(int argc, char** argv) {
       else if (a == "--input-gaps") gaps = value();
       else if (a == "--view-runs") view_runs = std::stoi(value());
       else if (a == "--view-mib") view_mib = std::stoi(value());
+      else if (a == "--sparse-files") sparse_files = std::stoi(value());
       else throw std::invalid_argument("unknown option " + a);
     }
     if (ep.port == 0 || daemon.pid <= 0 || state_dir.empty())
       throw std::invalid_argument("--port, --pid and --state are required");
-    if (rounds < 1 || procs == 0 || users == 0 || polls < procs)
-      throw std::invalid_argument("--rounds, --procs, --users must be positive and --polls >= --procs");
+    if (rounds < 1 || procs == 0 || users == 0 || polls < procs || sparse_files < 1)
+      throw std::invalid_argument(
+          "--rounds, --procs, --users, --sparse-files must be positive and --polls >= --procs");
     const char* key = std::getenv("AGENTBOX_API_KEY");
     if (!key || !*key) throw std::invalid_argument("AGENTBOX_API_KEY is not set");
     ep.key = key;
@@ -900,6 +978,7 @@ int main(int argc, char** argv) {
     if (wanted("longpoll"))
       for (int gap : int_list(gaps)) bench_longpoll(ep, daemon, procs, users, polls, gap);
     if (wanted("view")) bench_view(ep, daemon, state_dir, view_runs, view_mib);
+    if (wanted("fairness")) bench_fairness(ep, sparse_files, seconds);
   } catch (const std::exception& e) {
     std::cerr << "api_bench: " << e.what() << "\n";
     return 1;

@@ -3,6 +3,8 @@
 #   1. exec round trip of `true` at 1, 8 and 32 clients, against a bwrap one-shot of /bin/true
 #   2. 5,000 long-polls parked on 100 running processes: daemon RSS, delay after input
 #   3. GET /files/view of a 1 GiB file against cat of the same file
+#   (4. only with API_BENCH_ARGS="--only fairness": one user's 4 concurrent greps over 300 sparse
+#    16 MiB files while another user's GET /files/list is timed)
 # Builds what it needs (Release), starts one daemon on 127.0.0.1 with a temporary state
 # directory, runs the three, and removes everything again (the daemon is stopped on any exit).
 #

@@ -4,11 +4,16 @@
 #include <fnmatch.h>
 #include <re2/re2.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "fs/content_type.hpp"
-#include "fs/file_read.hpp"
 #include "fs/fs_error.hpp"
 #include "fs/utf8.hpp"
 
@@ -25,35 +30,107 @@ std::unique_ptr<RE2> compile(const GrepOptions& opt) {
   return re;
 }
 
+// True when the file has a hole (reads as zeros that take no disk) before its end. A
+// filesystem without SEEK_HOLE support reports the end of the file, so its files are read.
+bool has_hole(int fd, off_t size) {
+  off_t hole = ::lseek(fd, 0, SEEK_HOLE);
+  return hole >= 0 && hole < size;
+}
+
+// The lines of a file fed block by block, each without its "\n" or "\r\n". A line that ends in
+// the block it started in is handed on from the block itself; one that spans blocks is gathered
+// in carry_. Only a line's first `max` bytes are kept either way, so memory is bounded by one
+// block plus `max`.
+class LineSplitter {
+ public:
+  explicit LineSplitter(size_t max) : max_(std::max<size_t>(max, 1)) {}
+
+  // Calls on_line(number, line) for each line `block` ends; stops and returns false as soon as
+  // on_line does.
+  template <class OnLine>
+  bool feed(std::string_view block, OnLine& on_line) {
+    for (size_t nl; (nl = block.find('\n')) != std::string_view::npos;) {
+      if (!end_line(block.substr(0, nl), on_line)) return false;
+      block.remove_prefix(nl + 1);
+    }
+    keep(block);
+    return true;
+  }
+
+  // The last line, when the file does not end with "\n" (as before: "a\n" is one line).
+  template <class OnLine>
+  void finish(OnLine& on_line) {
+    if (!carry_.empty()) end_line({}, on_line);
+  }
+
+ private:
+  // Adds to carry_ a piece of a line that goes on in the next block.
+  void keep(std::string_view piece) {
+    size_t room = max_ - carry_.size();
+    if (piece.size() > room) cut_ = true;
+    carry_.append(piece.substr(0, room));
+  }
+
+  template <class OnLine>
+  bool end_line(std::string_view last_piece, OnLine& on_line) {
+    std::string_view line = last_piece;
+    bool cut = false;
+    if (!carry_.empty()) {
+      keep(last_piece);
+      line = carry_;
+      cut = cut_;
+    } else if (line.size() > max_) {
+      line = line.substr(0, max_);
+      cut = true;
+    }
+    // A cut line's '\r' is in the part dropped, if it has one.
+    if (!cut && line.ends_with('\r')) line.remove_suffix(1);
+    bool more = on_line(number_++, line);
+    carry_.clear();
+    cut_ = false;
+    return more;
+  }
+
+  const size_t max_;
+  std::string carry_;  // the start of a line the last block did not end: at most max_ bytes
+  bool cut_ = false;   // carry_'s line had bytes past max_
+  uint64_t number_ = 1;
+};
+
 class Search {
  public:
-  Search(const GrepOptions& opt, GrepResult& out) : opt_(opt), re_(compile(opt)), out_(out) {}
+  Search(const GrepOptions& opt, GrepResult& out)
+      : opt_(opt), re_(compile(opt)), out_(out), block_(kGrepBlockBytes) {}
 
   // Searches the open regular file `fd` shown as `shown`. Returns false once the results are
   // complete (one match past max_results was seen).
   bool file(int fd, const std::string& shown) {
+    // Decided from the inode alone: a big or sparse file costs no reading.
     struct stat st;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<uint64_t>(st.st_size) > opt_.max_file_bytes)
+        static_cast<uint64_t>(st.st_size) > opt_.max_file_bytes || has_hole(fd, st.st_size))
       return true;
-    std::string text;
-    try {
-      read_up_to(fd, text, opt_.max_file_bytes, shown);
-    } catch (const Error&) {
-      return true;  // unreadable: skipped, as Open Terminal does
+    bool complete = false;
+    auto on_line = [&](uint64_t number, std::string_view line) {
+      if (!RE2::PartialMatch(line, *re_)) return true;
+      complete = !add(shown, number, line);
+      return !complete && opt_.match_per_line;  // false: this file is done
+    };
+    LineSplitter lines(opt_.max_scanned_line_bytes);
+    // Up to max_file_bytes, as before: the file may have grown since fstat.
+    for (uint64_t offset = 0; offset < opt_.max_file_bytes;) {
+      size_t want =
+          static_cast<size_t>(std::min<uint64_t>(block_.size(), opt_.max_file_bytes - offset));
+      std::optional<size_t> got = read_block(fd, offset, want);
+      if (!got) return true;  // unreadable: the rest is skipped, as Open Terminal skips such files
+      std::string_view data(block_.data(), *got);
+      if (offset == 0 && looks_binary(data, data.size() < kSniffBytes)) return true;
+      if (!lines.feed(data, on_line)) return !complete;
+      offset += *got;
+      if (*got < want) break;  // end of file
     }
-    if (looks_binary(text, text.size() < kSniffBytes)) return true;
-    std::string_view rest = text;
-    for (uint64_t line = 1; !rest.empty(); ++line) {
-      size_t nl = rest.find('\n');
-      std::string_view l = rest.substr(0, nl);
-      rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
-      if (l.ends_with('\r')) l.remove_suffix(1);
-      if (!RE2::PartialMatch(l, *re_)) continue;
-      if (!add(shown, line, l)) return false;
-      if (!opt_.match_per_line) break;
-    }
-    return true;
+    lines.finish(on_line);
+    return !complete;
   }
 
  private:
@@ -71,9 +148,24 @@ class Search {
     return true;
   }
 
+  // Reads `want` bytes at `offset` into block_, fewer only at the end of the file; nullopt when
+  // the read fails.
+  std::optional<size_t> read_block(int fd, uint64_t offset, size_t want) {
+    size_t got = 0;
+    while (got < want) {
+      ssize_t n = ::pread(fd, block_.data() + got, want - got, static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return std::nullopt;
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    return got;
+  }
+
   const GrepOptions& opt_;
   std::unique_ptr<RE2> re_;
   GrepResult& out_;
+  std::vector<char> block_;  // one block of the file being searched, reused for every file
 };
 
 bool included(const GrepOptions& opt, const std::string& name) {

@@ -19,6 +19,9 @@ struct GrepOptions {
   int max_results = 50;                   // 1..500
   uint64_t max_file_bytes = 16ull << 20;  // larger files are skipped
   size_t max_line_bytes = 1000;  // a longer matching line is cut to this (whole UTF-8 chars)
+  // Only the first this many bytes of a line are searched (and held in memory): a match must
+  // lie within them, and `$` also matches where they end.
+  size_t max_scanned_line_bytes = 2 << 20;
   WalkLimits limits;
 };
 
@@ -35,9 +38,16 @@ struct GrepResult {
   bool truncated = false;  // more matches exist, or a walk limit was reached
 };
 
-// Searches `p`: a file, or every regular file below a directory (symlinks are not followed;
-// binary files, whose first 8 KiB hold a NUL or invalid UTF-8, are skipped). Missing path:
-// not_found "Search path not found: ..."; invalid regex: bad_request "Invalid regex: ...".
+// Searches `p`: a file, or every regular file below a directory (symlinks are not followed).
+// Skipped before any data is read: files over max_file_bytes and files with a hole (sparse: they
+// cost a reader time, not their owner disk). Skipped after the first block: binary files, whose
+// first 8 KiB hold a NUL or invalid UTF-8. Files are read kGrepBlockBytes at a time, so a grep
+// holds one block and one line (max_scanned_line_bytes) whatever the file size; a read error
+// ends that file's search (matches already found stay). Missing path: not_found "Search path
+// not found: ..."; invalid regex: bad_request "Invalid regex: ...".
 GrepResult grep_files(const ConfinedDir& home, const HomePath& p, const GrepOptions& opt);
+
+// How much of a file grep reads at a time.
+inline constexpr size_t kGrepBlockBytes = 64 << 10;
 
 }  // namespace agentbox

@@ -1,7 +1,5 @@
 #include "server/blocking_pool.hpp"
 
-#include <boost/asio/post.hpp>
-
 #include <fcntl.h>
 
 #include <exception>
@@ -10,13 +8,6 @@
 #include "util/error.hpp"
 
 namespace agentbox::server {
-
-BlockingPool::BlockingPool(unsigned threads)
-    : threads_(threads == 0 ? 1 : threads), pool_(threads_) {}
-
-BlockingPool::~BlockingPool() { pool_.join(); }
-
-void BlockingPool::post(std::function<void()> job) { boost::asio::post(pool_, std::move(job)); }
 
 AsyncHandler offload(std::shared_ptr<BlockingPool> pool, Handler handler) {
   return offload(std::move(pool), BlockingWork(
@@ -30,7 +21,10 @@ AsyncHandler offload(std::shared_ptr<BlockingPool> pool, BlockingWork work) {
   return [pool = std::move(pool), shared](const Request& req, std::shared_ptr<ResponseWriter> writer) {
     // The copy travels with the job: req is only valid during this call.
     auto owned = std::make_shared<Request>(copy_request(req));
-    pool->post([shared, owned, writer = std::move(writer)] {
+    // The account is the header as sent: resolving the caller is the job's work, not the io
+    // thread's.
+    std::string account(req.header("X-User-Id").value_or(""));
+    pool->post(account, [shared, owned, writer = std::move(writer)] {
       if (!writer->is_open()) return;  // the client left while the job waited
       try {
         (*shared)(*owned, writer);

@@ -287,7 +287,8 @@ constexpr BytesRoute kBytesRoutes[] = {
 }  // namespace
 
 void add_file_routes(Router& router, CallerDirectory& callers, const FileRoutesOptions& options) {
-  auto pool = options.pool ? options.pool : std::make_shared<BlockingPool>(4);
+  auto pool = options.pool;
+  if (!pool) pool = std::make_shared<BlockingPool>(options.threads, options.per_account_ops);
   auto ctx = std::make_shared<FileContext>(FileContext{callers, options});
   ctx->options.pool.reset();
 

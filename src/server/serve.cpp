@@ -129,6 +129,7 @@ int serve(const ServeOptions& options) {
   FileRoutesOptions file_options;
   file_options.temp_dir = config.state_dir;  // archives are built next to the homes, not in /var/tmp
   file_options.upload_max_bytes = config.limits.body_bytes;
+  file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
   add_file_routes(router, callers, file_options);
 
   HttpServerOptions http;

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 
 #include "fs/atomic_file.hpp"
 #include "fs/confined_dir.hpp"
+#include "fs/content_type.hpp"
 #include "fs/dir_list.hpp"
 #include "fs/entry_ops.hpp"
 #include "fs/file_read.hpp"
@@ -28,6 +30,7 @@
 #include "fs/glob_search.hpp"
 #include "fs/grep_search.hpp"
 #include "fs/upload_writer.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox {
 namespace {
@@ -675,6 +678,134 @@ TEST_F(FsTest, GrepCatastrophicRegexStaysLinear) {
   r = grep_files(*dir_, p("evil.txt"), o);
   ASSERT_EQ(r.matches.size(), 1u);
   EXPECT_EQ(r.matches[0].content.size(), 1000u);  // long lines are cut
+}
+
+// Grep reads files block by block (kGrepBlockBytes): lines that span blocks, end in "\r\n"
+// split over two blocks, or end the file without "\n" are found as in one piece.
+TEST_F(FsTest, GrepFindsLinesAcrossBlockBoundariesAndAtTheEnd) {
+  const size_t block = kGrepBlockBytes;
+  // Appends filler lines to `s` until it is exactly `size` bytes long.
+  auto pad = [](std::string& s, size_t size) {
+    while (s.size() + 10 <= size) s += "filler 00\n";
+    if (s.size() < size) s += std::string(size - s.size() - 1, '.') + "\n";
+  };
+  std::string text;
+  pad(text, block - 10);
+  text += "xx needle-spans-the-block-end\n";  // starts in the first block, ends in the second
+  pad(text, 2 * block - 10);
+  text += "crlf $$$$\r";  // its '\r' is the second block's last byte,
+  text += "\n";           // its '\n' the third block's first
+  text += std::string(3 * block, 'y') + " needle long\n";  // one line over four blocks
+  text += "last needle";                                 // no final newline
+  ASSERT_EQ(text[2 * block - 1], '\r');
+  put("blocks.txt", text);
+  auto line_of = [&](const std::string& s, std::string_view needle) {
+    return static_cast<uint64_t>(std::count(s.begin(), s.begin() + s.find(needle), '\n')) + 1;
+  };
+
+  GrepOptions o;
+  o.query = "needle";
+  GrepResult r = grep_files(*dir_, p("blocks.txt"), o);
+  ASSERT_EQ(r.matches.size(), 3u);
+  EXPECT_EQ(r.matches[0].line, line_of(text, "xx needle"));
+  EXPECT_EQ(r.matches[0].content, "xx needle-spans-the-block-end");
+  EXPECT_EQ(r.matches[1].line, line_of(text, "yyy"));
+  EXPECT_EQ(r.matches[1].content, std::string(1000, 'y'));  // shown cut as before
+  EXPECT_EQ(r.matches[2].line, line_of(text, "last needle"));
+  EXPECT_EQ(r.matches[2].content, "last needle");
+
+  // The "\r" of a "\r\n" split over two blocks is not part of the line: `$` matches before it.
+  o.query = R"(\$\$\$\$$)";
+  r = grep_files(*dir_, p("blocks.txt"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].line, line_of(text, "crlf"));
+  EXPECT_EQ(r.matches[0].content, "crlf $$$$");
+
+  // A last line without "\n" that ends in "\r"; a file that is one block exactly.
+  put("crlf-end.txt", "a\r\nneedle\r");
+  o.query = "needle$";
+  r = grep_files(*dir_, p("crlf-end.txt"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].line, 2u);
+  EXPECT_EQ(r.matches[0].content, "needle");
+  std::string exact;
+  pad(exact, block - 10);
+  exact += "needle 00\n";
+  put("exact.txt", exact);
+  ASSERT_EQ(stdfs::file_size(host("exact.txt")), block);
+  o.query = "needle";
+  r = grep_files(*dir_, p("exact.txt"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].line, line_of(exact, "needle"));
+}
+
+TEST_F(FsTest, GrepSearchesOnlyTheFirstScannedBytesOfAVeryLongLine) {
+  GrepOptions o;
+  o.query = "needle";
+  o.max_scanned_line_bytes = 100;
+  put("long.txt", std::string(95, 'a') + "needle\n" +   // "needle" ends past the bound: not found
+                      std::string(150, 'b') + "needle\n" +  // wholly past it: not found
+                      "needle\n");                          // line numbers still count every line
+  GrepResult r = grep_files(*dir_, p("long.txt"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].line, 3u);
+  o.query = "a+need";
+  r = grep_files(*dir_, p("long.txt"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].line, 1u);
+  // By default a line is searched up to 2 MiB, across 32 blocks.
+  o = {};
+  o.query = "needle$";
+  put("long2.txt", std::string((2 << 20) - 6, 'c') + "needle\n");
+  r = grep_files(*dir_, p("long2.txt"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].line, 1u);
+}
+
+TEST_F(FsTest, GrepDecidesBinaryOnTheFirstBlockAlone) {
+  // A NUL in the sniffed head: binary, however much text follows.
+  put("nul-head.txt", "x\n" + std::string(1, '\0') + "\n" + std::string(1 << 20, 'z') + "\nneedle\n");
+  // A NUL after it: text, the NUL is just a byte of its line.
+  put("nul-later.txt", std::string(kSniffBytes, 'z') + "\n" + std::string(1, '\0') + "needle\n");
+  GrepOptions o;
+  o.query = "needle";
+  GrepResult r = grep_files(*dir_, p("~"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].file, "/home/alice/nul-later.txt");
+  EXPECT_EQ(r.matches[0].line, 2u);
+  EXPECT_TRUE(grep_files(*dir_, p("nul-head.txt"), o).matches.empty());
+}
+
+TEST_F(FsTest, GrepSkipsSparseAndOversizedFilesBeforeReadingThem) {
+  // Text, then a hole, then a matching line: sparse files cost a reader time and their owner no
+  // disk, so grep skips them, whatever their head looks like.
+  {
+    UniqueFd fd(::open(host("sparse.txt").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ASSERT_TRUE(fd);
+    std::string head;
+    while (head.size() < 64 << 10) head += "some text\n";
+    ASSERT_EQ(::pwrite(fd.get(), head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+    const std::string tail = "needle after the hole\n";
+    ASSERT_EQ(::pwrite(fd.get(), tail.data(), tail.size(), 4 << 20), static_cast<ssize_t>(tail.size()));
+    ASSERT_EQ(::fchown(fd.get(), kUid, kGid), 0);
+    // The test means nothing on a filesystem that stores the zeros.
+    ASSERT_LT(::lseek(fd.get(), 0, SEEK_HOLE), (4 << 20) + static_cast<off_t>(tail.size()))
+        << "the scratch filesystem does not keep holes";
+  }
+  put("dense.txt", "needle in a dense file\n");
+  GrepOptions o;
+  o.query = "needle";
+  GrepResult r = grep_files(*dir_, p("~"), o);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].file, "/home/alice/dense.txt");
+  EXPECT_TRUE(grep_files(*dir_, p("sparse.txt"), o).matches.empty());
+  o.query = "some text";
+  EXPECT_TRUE(grep_files(*dir_, p("sparse.txt"), o).matches.empty());  // its head too
+
+  // Larger than max_file_bytes: skipped, as before.
+  o.query = "needle";
+  o.max_file_bytes = 10;
+  EXPECT_TRUE(grep_files(*dir_, p("dense.txt"), o).matches.empty());
 }
 
 TEST_F(FsTest, GlobWalksWithDoubleStarExcludeAndType) {

@@ -1003,8 +1003,9 @@ TEST_F(FileRoutesTest, PoolThreadsGetTheirIdentityBack) {
   };
   auto rv = std::make_shared<Rendezvous>();
   const int threads = static_cast<int>(pool_->threads());
+  // One job per key: a key runs at most per_account() jobs at once, and every thread must come.
   for (int t = 0; t < threads; ++t)
-    pool_->post([rv, threads] {
+    pool_->post("probe-" + std::to_string(t), [rv, threads] {
       std::unique_lock lock(rv->mu);
       rv->fsuids.push_back(FsIdentity::current_fsuid());
       ++rv->arrived;
@@ -1051,6 +1052,58 @@ TEST_F(FileRoutesTest, SlowFileWorkDoesNotHoldTheIoThread) {
   }
   cv.notify_all();
   slow.join();
+}
+
+TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
+  // alice's file work blocks; she may hold 2 of the 3 threads, so bob is still served, and her
+  // own further requests wait their turn instead of taking the last thread.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int blocked = 0;
+  Router router;
+  auto pool = std::make_shared<BlockingPool>(3, 2);
+  router.add_async(http::verb::get, "/slow", offload(pool, Handler([&](const Request&) {
+                     std::unique_lock lock(mu);
+                     ++blocked;
+                     cv.notify_all();
+                     cv.wait_for(lock, 10s, [&] { return release; });
+                     return Response::json({{"slow", true}});
+                   })));
+  add_file_routes(router, *callers_, {.pool = pool, .temp_dir = spool_});
+  HttpServerOptions ho;
+  ho.threads = 1;
+  ho.api_key = kKey;
+  ho.spool_dir = spool_;
+  servers_.push_back(std::make_unique<HttpServer>(std::move(router), ho));
+  uint16_t port = servers_.back()->listen("127.0.0.1", 0).port;
+  servers_.back()->start();
+
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 4; ++i)
+    slow.emplace_back([&] { EXPECT_EQ(fetch(port, http::verb::get, "/slow", as("alice")).status, 200u); });
+  int blocked_then = 0;
+  {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, 5s, [&] { return blocked >= 2; });
+    lock.unlock();
+    std::this_thread::sleep_for(200ms);  // time for a third to start, were it allowed
+    lock.lock();
+    blocked_then = blocked;
+  }
+  auto t0 = Clock::now();
+  Reply list = fetch(port, http::verb::get, "/files/list", as("bob"));
+  auto bob_took = Clock::now() - t0;
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& t : slow) t.join();
+  EXPECT_EQ(blocked_then, 2);
+  EXPECT_EQ(list.status, 200u);
+  EXPECT_LT(bob_took, 2s);
+  EXPECT_EQ(blocked, 4);
 }
 
 }  // namespace
