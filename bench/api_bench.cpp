@@ -16,12 +16,19 @@
 //   fairness  (only when asked for) one user's 4 concurrent greps, in a loop, over N sparse
 //             16 MiB files, while another user calls GET /files/list every 20 ms for --seconds:
 //             the second user's p50/p99/max latency, on one line
+//   firstexec (only when asked for) N users never seen before arrive at once (--crowds 1,10,50),
+//             each with its first POST /execute?wait=20 of `true`, which starts that user's box:
+//             p50/p99/max of those first execs over --rounds crowds of each size
+//   flood     (only when asked for) one user's exec round trip of `true`, alone and while
+//             another user runs --floods commands that write output as fast as they can:
+//             p50/p99 both ways
 // The daemon is started (and stopped) by bench/api_bench.sh; this program only talks to it.
 //
-//   api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view,fairness]
+//   api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view,fairness,firstexec,flood]
 //             [--clients 1,8,32] [--seconds 10] [--rounds 5] [--oneshots 100]
 //             [--procs 100] [--users 10] [--polls 5000] [--input-gaps 0,20]
-//             [--view-runs 5] [--view-mib 1024] [--sparse-files 300]
+//             [--view-runs 5] [--view-mib 1024] [--sparse-files 300] [--crowds 1,10,50]
+//             [--floods 4]
 // The API key comes from AGENTBOX_API_KEY.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -904,6 +911,110 @@ void bench_fairness(const Endpoint& ep, int files, double seconds) {
             << std::flush;
 }
 
+// ---------------------------------------------------------------------------------------------
+// 5. first exec of users arriving at once
+
+void bench_firstexec(const Endpoint& ep, const std::vector<int>& crowds, int rounds) {
+  std::cout << fmt::format("first exec: N new users at once, each POST /execute?wait=20 of `true` (its box starts);\n"
+                           "  {} crowd(s) of each size\n", rounds);
+  // Names no earlier run used: each user's first exec is its box's start.
+  const std::string nonce = fmt::format("{:x}", Clock::now().time_since_epoch().count() & 0xffffffff);
+  for (int n : crowds) {
+    std::vector<double> samples, walls;
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<std::vector<double>> took(n);
+      std::latch ready(n), go(1);
+      std::mutex mu;
+      std::string failure;
+      std::vector<std::thread> threads;
+      for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+          const std::string user = fmt::format("bench-first-{}-{}-{}-{}", nonce, n, r, i);
+          try {
+            Client c(ep);
+            c.call(http::verb::get, "/health", user);  // connected before the start line
+            ready.count_down();
+            go.wait();
+            auto t0 = Clock::now();
+            c.run(user, {{"command", "true"}}, 20);
+            took[i].push_back(ms_between(t0, Clock::now()));
+          } catch (const std::exception& e) {
+            std::lock_guard lock(mu);
+            if (failure.empty()) failure = fmt::format("user {}: {}", user, e.what());
+          }
+        });
+      }
+      ready.wait();
+      auto t0 = Clock::now();
+      go.count_down();
+      for (auto& t : threads) t.join();
+      walls.push_back(ms_between(t0, Clock::now()));
+      if (!failure.empty()) throw Error("firstexec: " + failure);
+      for (const auto& t : took) samples.insert(samples.end(), t.begin(), t.end());
+    }
+    std::cout << fmt::format("  {:>2} users at once: first exec p50 {} p99 {} max {} ({} samples); all done in {} (median)\n",
+                             n, ms(percentile(samples, 50)), ms(percentile(samples, 99)),
+                             ms(*std::max_element(samples.begin(), samples.end())), samples.size(),
+                             ms(median(walls)))
+              << std::flush;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. one user's output flood against another's answers
+
+// Round trips of `true` for `user`, sequential, for `seconds`.
+std::vector<double> exec_round_trips(const Endpoint& ep, const std::string& user, double seconds) {
+  Client c(ep);
+  std::vector<double> out;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (Clock::now() < end) {
+    auto t0 = Clock::now();
+    c.run(user, {{"command", "true"}}, 5);
+    out.push_back(ms_between(t0, Clock::now()));
+  }
+  return out;
+}
+
+void bench_flood(const Endpoint& ep, int floods, double seconds) {
+  const std::string flooder = "bench-flood-alice", victim = "bench-flood-bob";
+  std::cout << fmt::format("output flood: one user's exec round trip of `true`, alone and while another user's {}\n"
+                           "  commands write output as fast as they can (pipes), {} s each\n", floods, seconds);
+  Client a(ep);
+  a.run(flooder, {{"command", "true"}}, 20);
+  exec_round_trips(ep, victim, 1);  // the victim's box is up
+  const std::vector<double> quiet = exec_round_trips(ep, victim, seconds);
+  std::vector<std::string> ids;
+  for (int i = 0; i < floods; ++i) {
+    Reply r = a.call(http::verb::post, "/execute", flooder,
+                     {{"command", "yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"},
+                      {"pty", false}});
+    if (r.status != 200) throw Error(fmt::format("POST /execute (flood): {} {}", r.status, r.detail()));
+    ids.push_back(r.body.value("id", ""));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<double> flooded;
+  uint64_t bytes_before = 0, bytes_after = 0;
+  for (const auto& id : ids) bytes_before += a.call(http::verb::get, "/execute/" + id + "/status?tail=1", flooder).body.value("next_offset", uint64_t{0});
+  auto t0 = Clock::now();
+  std::string failure;
+  try {
+    flooded = exec_round_trips(ep, victim, seconds);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const double flood_s = ms_between(t0, Clock::now()) / 1000;
+  for (const auto& id : ids) bytes_after += a.call(http::verb::get, "/execute/" + id + "/status?tail=1", flooder).body.value("next_offset", uint64_t{0});
+  for (const auto& id : ids) a.call(http::verb::delete_, "/execute/" + id + "?force=true", flooder);
+  if (!failure.empty()) throw Error("flood: " + failure);
+  std::cout << fmt::format("  alone:   p50 {} p99 {} ({} execs)\n", ms(percentile(quiet, 50)), ms(percentile(quiet, 99)),
+                           quiet.size())
+            << fmt::format("  flooded: p50 {} p99 {} ({} execs) while the flood read {:.0f} MiB/s into the logs\n",
+                           ms(percentile(flooded, 50)), ms(percentile(flooded, 99)), flooded.size(),
+                           static_cast<double>(bytes_after - bytes_before) / (1 << 20) / flood_s)
+            << std::flush;
+}
+
 void raise_nofile() {
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
@@ -920,10 +1031,12 @@ std::vector<int> int_list(const std::string& s) {
 }
 
 constexpr const char* kUsage =
-    "usage: api_bench --port P --pid DAEMON_PID --state DIR [--only exec,longpoll,view,fairness]\n"
+    "usage: api_bench --port P --pid DAEMON_PID --state DIR\n"
+    "       [--only exec,longpoll,view,fairness,firstexec,flood]\n"
     "       [--clients 1,8,32] [--seconds 10] [--rounds 5] [--oneshots 100]\n"
     "       [--procs 100] [--users 10] [--polls 5000] [--input-gaps 0,20]\n"
-    "       [--view-runs 5] [--view-mib 1024] [--sparse-files 300]\n"
+    "       [--view-runs 5] [--view-mib 1024] [--sparse-files 300] [--crowds 1,10,50]\n"
+    "       [--floods 4]\n"
     "       (API key from AGENTBOX_API_KEY)\n";
 
 }  // namespace
@@ -931,9 +1044,9 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   Endpoint ep;
   Daemon daemon;
-  std::string state_dir, only = "exec,longpoll,view", clients = "1,8,32", gaps = "0,20";
+  std::string state_dir, only = "exec,longpoll,view", clients = "1,8,32", gaps = "0,20", crowds = "1,10,50";
   double seconds = 10;
-  int rounds = 5, oneshots = 100, view_runs = 5, view_mib = 1024, sparse_files = 300;
+  int rounds = 5, oneshots = 100, view_runs = 5, view_mib = 1024, sparse_files = 300, floods = 4;
   size_t procs = 100, users = 10, polls = 5000;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -957,6 +1070,8 @@ int main(int argc, char** argv) {
       else if (a == "--view-runs") view_runs = std::stoi(value());
       else if (a == "--view-mib") view_mib = std::stoi(value());
       else if (a == "--sparse-files") sparse_files = std::stoi(value());
+      else if (a == "--crowds") crowds = value();
+      else if (a == "--floods") floods = std::stoi(value());
       else throw std::invalid_argument("unknown option " + a);
     }
     if (ep.port == 0 || daemon.pid <= 0 || state_dir.empty())
@@ -979,6 +1094,8 @@ int main(int argc, char** argv) {
       for (int gap : int_list(gaps)) bench_longpoll(ep, daemon, procs, users, polls, gap);
     if (wanted("view")) bench_view(ep, daemon, state_dir, view_runs, view_mib);
     if (wanted("fairness")) bench_fairness(ep, sparse_files, seconds);
+    if (wanted("firstexec")) bench_firstexec(ep, int_list(crowds), rounds);
+    if (wanted("flood")) bench_flood(ep, floods, seconds);
   } catch (const std::exception& e) {
     std::cerr << "api_bench: " << e.what() << "\n";
     return 1;

@@ -11,7 +11,9 @@
 #   bench/api_bench.sh [BUILD_DIR]      (default: build-bench next to bench/; run as root)
 # Environment: API_BENCH_ARGS, extra options for api_bench (for a short check:
 # "--seconds 2 --rounds 2 --oneshots 20 --polls 500 --view-mib 128 --view-runs 3");
-# JOBS, build parallelism (default: ninja's); NO_BUILD=1 uses BUILD_DIR as it is.
+# JOBS, build parallelism (default: ninja's); NO_BUILD=1 uses BUILD_DIR as it is;
+# API_BENCH_BIN, the api_bench to drive it with (default BUILD_DIR/api_bench: a baseline build of
+# an older commit is measured with the current client, bench/sharing.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +32,8 @@ if [[ ${NO_BUILD:-0} != 1 ]]; then
   cmake --build "$build" --target agentbox agentbox-serve agentbox-init api_bench ${JOBS:+-j "$JOBS"} >/dev/null
 fi
 build=$(cd "$build" && pwd)
-[[ -x $build/agentbox && -x $build/api_bench ]] || { echo "api_bench.sh: $build has no agentbox/api_bench" >&2; exit 2; }
+client=${API_BENCH_BIN:-$build/api_bench}
+[[ -x $build/agentbox && -x $client ]] || { echo "api_bench.sh: no $build/agentbox or $client" >&2; exit 2; }
 
 state=$(mktemp -d /tmp/agentbox-apibench-XXXXXX)
 log=$(mktemp /tmp/agentbox-apibench-log-XXXXXX)
@@ -78,7 +81,7 @@ echo "reproduce: bench/api_bench.sh $build${API_BENCH_ARGS:+  (API_BENCH_ARGS=\"
 echo
 rc=0
 # shellcheck disable=SC2086  # API_BENCH_ARGS is a list of options
-"$build/api_bench" --port "$port" --pid "$pid" --state "$state" ${API_BENCH_ARGS:-} || rc=$?
+"$client" --port "$port" --pid "$pid" --state "$state" ${API_BENCH_ARGS:-} || rc=$?
 echo
 echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at the end"
 if ! kill -0 "$pid" 2>/dev/null; then

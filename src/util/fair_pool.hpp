@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -27,39 +28,22 @@ class FairPool {
 
   // 0 for either counts as 1.
   FairPool(unsigned threads, unsigned per_key_limit);
-  ~FairPool();  // runs every queued job, then joins the workers
+  // Runs every queued job, then joins the workers. Safe from one of its own jobs too (a job
+  // whose captures held the last owner of the pool): that worker is let go instead of joined,
+  // and the pool's state lives until it has finished.
+  ~FairPool();
   FairPool(const FairPool&) = delete;
   FairPool& operator=(const FairPool&) = delete;
 
   // Queues `job` behind the earlier jobs of `key`.
   void post(const std::string& key, Job job);
 
-  unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
-  unsigned per_key_limit() const { return per_key_limit_; }
+  unsigned threads() const;
+  unsigned per_key_limit() const;
 
  private:
-  struct Key {
-    std::deque<Job> queued;
-    unsigned running = 0;
-    uint64_t last_start = 0;  // starts_ when it last started a job; 0: not since it (re)appeared
-    bool in_turn = false;     // listed in turns_
-  };
-
-  void work();
-  // Removes and returns the key whose job starts next.
-  std::string take_turn();
-  // Lists `name` for a turn if it has queued work, is under its cap and is not listed yet.
-  void offer_turn(const std::string& name, Key& key);
-
-  const unsigned per_key_limit_;
-  std::mutex mu_;  // guards everything below
-  std::condition_variable wake_;
-  std::unordered_map<std::string, Key> keys_;  // keys with queued or running jobs only
-  std::deque<std::string> turns_;              // keys that may start a job now, in turn order
-  size_t queued_ = 0;                          // jobs waiting, all keys
-  uint64_t starts_ = 0;                        // jobs started so far, all keys
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;  // last: started once the state above exists
+  struct State;
+  std::shared_ptr<State> state_;  // shared with the workers
 };
 
 }  // namespace agentbox

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -227,6 +228,39 @@ TEST(FairPool, AnIdlePoolWaitsWithoutSpinning) {
   std::this_thread::sleep_for(300ms);
   EXPECT_LT(cpu_ms() - before, 30.0);  // four spinning threads would burn ~600 ms on 2 cores
   EXPECT_TRUE(ran.load());
+}
+
+// The server's pool is owned through what its jobs hold (a response's session owns the routes,
+// which own the pool), so the last owner can go away inside a job, on a worker thread. That
+// worker cannot join itself: it is let go, finishes the queue with the others, and nothing is
+// lost or used after its end (ASan would see it).
+TEST(FairPool, APoolReleasedInsideItsOwnJobFinishesTheQueue) {
+  auto pool = std::make_shared<FairPool>(2, 1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::atomic<int> ran{0};
+  std::promise<void> all_ran;
+  for (int i = 0; i < 4; ++i)
+    pool->post("other", [&] {
+      if (++ran == 5) all_ran.set_value();
+    });
+  // This job holds the only other reference and drops it last: ~FairPool runs on its thread.
+  pool->post("owner", [&, keep = pool]() mutable {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return go; });
+    lock.unlock();
+    keep.reset();
+    if (++ran == 5) all_ran.set_value();
+  });
+  pool.reset();  // the job's copy is now the last
+  {
+    std::lock_guard lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  EXPECT_EQ(all_ran.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(ran.load(), 5);
 }
 
 TEST(FairPool, ZeroThreadsOrLimitCountAsOne) {
