@@ -75,9 +75,9 @@ if [[ -z $port ]]; then
   exit 1
 fi
 
-echo "api bench: agentbox serve pid $pid on 127.0.0.1:$port, state $state"
+echo "api bench: agentbox serve pid $pid on 127.0.0.1:$port, a temporary state directory"
 echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
-echo "reproduce: bench/api_bench.sh $build${API_BENCH_ARGS:+  (API_BENCH_ARGS=\"$API_BENCH_ARGS\")}"
+echo "reproduce: bench/api_bench.sh ${build#"$root"/}${API_BENCH_ARGS:+  (API_BENCH_ARGS=\"$API_BENCH_ARGS\")}"
 echo
 rc=0
 # shellcheck disable=SC2086  # API_BENCH_ARGS is a list of options

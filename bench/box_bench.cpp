@@ -438,7 +438,8 @@ int main(int argc, char** argv) {
   raise_nofile();
   try {
     Bench bench;
-    std::cout << fmt::format("box_bench: init {}, cgroup driver {}\n", default_init_path(),
+    std::cout << fmt::format("box_bench: init {}, cgroup driver {}\n",
+                             std::filesystem::path(default_init_path()).filename().string(),
                              bench.cgroup_kind());
     std::cout << fmt::format("  {:<58} {:>12}  {:<14} {}\n", "metric", "value", "target", "met");
     if (only.empty() || only == "cold") bench.cold(cold_n);

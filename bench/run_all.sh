@@ -22,7 +22,7 @@ cmake --build "$build" --target agentbox agentbox-serve agentbox-init box_bench 
   echo "host:   $(uname -r), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(free -g | awk '/^Mem:/ {print $2 " GiB RAM"}')"
   echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
   echo "tools:  $(hyperfine --version), $(bwrap --version), srt $("$here/node_modules/.bin/srt" --version 2>/dev/null || echo '?'), $(perf --version 2>/dev/null || echo 'no perf')"
-  echo "build:  Release, $build"
+  echo "build:  Release, ${build#"$root"/}"
   echo
   echo "== 1. one-shot: run /bin/true in a fresh sandbox (hyperfine, wall time per command)"
   "$here/oneshot.sh" "$build"

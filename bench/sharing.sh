@@ -36,7 +36,7 @@ if [[ ! -x $baseline/agentbox-serve ]]; then
 fi
 
 measure() {  # DIR LABEL
-  echo "-- $2 ($1)"
+  echo "-- $2 (${1#"$root"/})"
   NO_BUILD=1 API_BENCH_BIN="$build/api_bench" \
     API_BENCH_ARGS="--only firstexec,fairness,flood --crowds 1,10,50 --rounds 1 --seconds $seconds" \
     "$here/api_bench.sh" "$1" | grep -vE '^(api bench:|reproduce:|$)'

@@ -4,6 +4,7 @@ Every daemon runs under `timeout` (a bounded lifetime even if pytest dies), with
 dir under /tmp, and is stopped with SIGTERM at the end; whatever it started and left behind
 (boxes, commands) is killed by pid and reported. See README.md.
 """
+import contextlib
 import ctypes
 import json
 import os
@@ -202,17 +203,26 @@ def remove_workdir(path):
     subprocess.run(["rm", "-rf", "--one-file-system", path], check=False, timeout=120)
 
 
-@pytest.fixture(scope="session")
-def daemon():
-    """The daemon most tests share (API key from the environment)."""
-    workdir = new_workdir("main")
-    d = Daemon(workdir, api_key=secrets.token_hex(16), lifetime=900)
+@contextlib.contextmanager
+def running_daemon(tag, **kw):
+    """A started daemon with its own workdir and API key, stopped and removed afterwards (for
+    module- and session-wide fixtures; Daemon's keyword arguments pass through)."""
+    workdir = new_workdir(tag)
+    kw.setdefault("api_key", secrets.token_hex(16))
+    d = Daemon(workdir, **kw)
     try:
         d.start()
         yield d
     finally:
         d.stop()
         remove_workdir(workdir)
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    """The daemon most tests share (API key from the environment)."""
+    with running_daemon("main", lifetime=900) as d:
+        yield d
 
 
 @pytest.fixture

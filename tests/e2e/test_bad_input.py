@@ -1,5 +1,4 @@
 """Hostile and broken requests: each is refused cleanly and the daemon keeps serving."""
-import secrets
 import socket
 import threading
 import time
@@ -7,8 +6,7 @@ import time
 import httpx
 import pytest
 
-from conftest import (Daemon, assert_alive, new_workdir, raw_request, recv_all, remove_workdir,
-                      sh, status_of_raw, text_of)
+from conftest import assert_alive, raw_request, recv_all, running_daemon, sh, status_of_raw, text_of
 
 
 def request_head(daemon, method="GET", path="/health", extra=b""):
@@ -128,15 +126,9 @@ def test_overlong_user_id_is_400(daemon, clients):
 
 @pytest.fixture(scope="module")
 def limited():
-    workdir = new_workdir("limits")
-    d = Daemon(workdir, api_key=secrets.token_hex(16), lifetime=300,
-               config_text='[limits]\nbody = "1M"\nheader_timeout = 2\n[exec]\noutput_cap = "1M"\n')
-    try:
-        d.start()
+    with running_daemon("limits", lifetime=300,
+                        config_text='[limits]\nbody = "1M"\nheader_timeout = 2\n[exec]\noutput_cap = "1M"\n') as d:
         yield d
-    finally:
-        d.stop()
-        remove_workdir(workdir)
 
 
 def test_body_over_the_limit_is_413(limited):

@@ -8,26 +8,26 @@ import uuid
 
 import pytest
 
-from conftest import EXEC_WAIT, run, sh, text_of
+from conftest import EXEC_WAIT, run, running_daemon, sh, text_of
 
 STUCK_PREFIX = "stuck-"
 
 
 @pytest.fixture(scope="module")
-def held_daemon(tmp_path_factory):
+def held_daemon():
     """A daemon whose boxes for users named stuck-* never answer their start (test hook)."""
-    from conftest import Daemon, new_workdir, remove_workdir
-    import secrets
-    workdir = new_workdir("held")
-    d = Daemon(workdir, api_key=secrets.token_hex(16), lifetime=600,
-               config_text="[accounts]\nstart_timeout = 5\n",
-               env={"AGENTBOX_TEST_HOLD_START": STUCK_PREFIX})
-    try:
-        d.start()
+    with running_daemon("held", lifetime=600, config_text="[accounts]\nstart_timeout = 5\n",
+                        env={"AGENTBOX_TEST_HOLD_START": STUCK_PREFIX}) as d:
         yield d
-    finally:
-        d.stop()
-        remove_workdir(workdir)
+
+
+def run_all(fn, n, timeout=120):
+    """fn(i) for i in range(n), each on a thread of its own, all at once; waits for them."""
+    threads = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
 
 
 def test_a_stuck_box_start_fails_only_its_own_user(held_daemon):
@@ -60,11 +60,7 @@ def test_a_stuck_box_start_fails_only_its_own_user(held_daemon):
         except Exception as e:  # noqa: BLE001 - reported below with the user's number
             errors.append(f"bystander {i}: {e!r}")
 
-    others = [threading.Thread(target=bystander, args=(i,)) for i in range(20)]
-    for o in others:
-        o.start()
-    for o in others:
-        o.join(60)
+    run_all(bystander, 20, timeout=60)
     others_took = time.monotonic() - t0
     assert not errors, errors
     assert others_took < 5, f"20 other users took {others_took:.1f} s next to a stuck start"
@@ -101,11 +97,7 @@ def test_fifty_users_first_commands_at_once_all_run(daemon):
         except Exception as e:  # noqa: BLE001
             errors.append(f"{user}: {e!r}")
 
-    threads = [threading.Thread(target=first, args=(i,)) for i in range(50)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_all(first, 50)
     assert not errors, errors
     assert len(results) == 50
     # Each user ran in their own box, as their own account.

@@ -117,6 +117,13 @@ class BoxOwnerTest : public ::testing::Test {
     on_strand([this] { owner_->launched(std::move(launched_)); });
   }
 
+  // An owner whose box has started.
+  void ready_box(BoxOwner::Options o = {}) {
+    make_owner(o);
+    launch();
+    reply(protocol::Ready{7});
+  }
+
   void spawn(uint64_t id, SpawnLog& log) {
     on_strand([&, id] { owner_->spawn(id, command(), {}, handlers_for(log)); });
   }
@@ -164,9 +171,7 @@ class BoxOwnerTest : public ::testing::Test {
 // the second one's exit is read before its Spawned reply: each exit still reaches its own
 // command, after that command's start.
 TEST_F(BoxOwnerTest, ExitsReachTheirSpawnWhateverThePidAndTheOrder) {
-  make_owner();
-  launch();
-  reply(protocol::Ready{7});
+  ready_box();
   SpawnLog& first = new_log();
   SpawnLog& second = new_log();
   spawn(1, first);
@@ -223,9 +228,7 @@ TEST_F(BoxOwnerTest, AStartInitNeverAnswersFailsItsRequestsAfterTheTimeout) {
 TEST_F(BoxOwnerTest, ARequestInitDoesNotAnswerStopsTheBox) {
   BoxOwner::Options o;
   o.request_timeout = 300ms;
-  make_owner(o);
-  launch();
-  reply(protocol::Ready{7});
+  ready_box(o);
   SpawnLog& running = new_log();
   SpawnLog& stuck = new_log();
   spawn(1, running);
@@ -241,9 +244,7 @@ TEST_F(BoxOwnerTest, ARequestInitDoesNotAnswerStopsTheBox) {
 }
 
 TEST_F(BoxOwnerTest, AReplyThatBreaksTheSchemaStopsTheBox) {
-  make_owner();
-  launch();
-  reply(protocol::Ready{7});
+  ready_box();
   SpawnLog& a = new_log();
   spawn(1, a);
   next_request();
@@ -256,9 +257,7 @@ TEST_F(BoxOwnerTest, AReplyThatBreaksTheSchemaStopsTheBox) {
 }
 
 TEST_F(BoxOwnerTest, AReplyForAnotherRequestStopsTheBox) {
-  make_owner();
-  launch();
-  reply(protocol::Ready{7});
+  ready_box();
   SpawnLog& a = new_log();
   spawn(1, a);
   next_request();
@@ -281,9 +280,7 @@ TEST_F(BoxOwnerTest, AFailedStartFailsWhatWaitsWithInitsReason) {
 }
 
 TEST_F(BoxOwnerTest, InitsDeathEndsRunningCommandsAsGone) {
-  make_owner();
-  launch();
-  reply(protocol::Ready{7});
+  ready_box();
   SpawnLog& a = new_log();
   spawn(1, a);
   next_request();
@@ -298,9 +295,7 @@ TEST_F(BoxOwnerTest, InitsDeathEndsRunningCommandsAsGone) {
 }
 
 TEST_F(BoxOwnerTest, SignalsAndCountsAreAnsweredByTheirIds) {
-  make_owner();
-  launch();
-  reply(protocol::Ready{7});
+  ready_box();
   std::promise<bool> delivered;
   std::promise<std::optional<int>> count;
   on_strand([&] {

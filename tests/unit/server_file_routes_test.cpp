@@ -252,6 +252,11 @@ class FileRoutesTest : public ::testing::Test {
     o.temp_dir = spool_;
     Router router;
     add_file_routes(router, *callers_, o);
+    return serve(std::move(router), io_threads);
+  }
+
+  // A server of these routes; its port.
+  uint16_t serve(Router router, unsigned io_threads) {
     HttpServerOptions ho;
     ho.threads = io_threads;
     ho.api_key = kKey;
@@ -1032,13 +1037,7 @@ TEST_F(FileRoutesTest, SlowFileWorkDoesNotHoldTheIoThread) {
                      return Response::json({{"slow", true}});
                    })));
   add_file_routes(router, *callers_, {.pool = pool, .temp_dir = spool_});
-  HttpServerOptions ho;
-  ho.threads = 1;
-  ho.api_key = kKey;
-  ho.spool_dir = spool_;
-  servers_.push_back(std::make_unique<HttpServer>(std::move(router), ho));
-  uint16_t port = servers_.back()->listen("127.0.0.1", 0).port;
-  servers_.back()->start();
+  const uint16_t port = serve(std::move(router), 1);
 
   std::thread slow([&] { EXPECT_EQ(fetch(port, http::verb::get, "/slow", as("alice")).status, 200u); });
   std::this_thread::sleep_for(100ms);
@@ -1071,13 +1070,7 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
                      return Response::json({{"slow", true}});
                    })));
   add_file_routes(router, *callers_, {.pool = pool, .temp_dir = spool_});
-  HttpServerOptions ho;
-  ho.threads = 1;
-  ho.api_key = kKey;
-  ho.spool_dir = spool_;
-  servers_.push_back(std::make_unique<HttpServer>(std::move(router), ho));
-  uint16_t port = servers_.back()->listen("127.0.0.1", 0).port;
-  servers_.back()->start();
+  const uint16_t port = serve(std::move(router), 1);
 
   std::vector<std::thread> slow;
   for (int i = 0; i < 4; ++i)
