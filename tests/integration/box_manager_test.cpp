@@ -234,13 +234,14 @@ TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
 void set_next_pid(pid_t init_pid, pid_t next) {
   UniqueFd ns(::open(("/proc/" + std::to_string(init_pid) + "/ns/pid").c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(ns);
+  // Made before the fork: the children of a multi-threaded process only make system calls.
+  const std::string last = std::to_string(next - 1);
   const pid_t joiner = ::fork();
   ASSERT_GE(joiner, 0);
   if (joiner == 0) {
     if (::setns(ns.get(), CLONE_NEWPID) != 0) ::_exit(1);
     const pid_t writer = ::fork();  // the first process of ours inside
     if (writer == 0) {
-      const std::string last = std::to_string(next - 1);
       const int fd = ::open("/proc/sys/kernel/ns_last_pid", O_WRONLY);
       ::_exit(fd >= 0 && ::write(fd, last.data(), last.size()) == static_cast<ssize_t>(last.size()) ? 0 : 2);
     }
