@@ -121,3 +121,29 @@ def test_above_max_active_a_new_box_is_refused_with_503(make_daemon):
     assert c.get("/files/list", params={"directory": "."}).status_code == 200
     for x in (a, b, c):
         x.close()
+
+
+def test_one_users_output_flood_does_not_starve_anothers_answers(clients):
+    """alice's commands write output as fast as they can; bob's commands still finish and are
+    answered promptly (the output is read on alice's own strand of the loop, a bounded amount
+    per wake-up), and alice's output really is being read meanwhile."""
+    alice, bob = clients.user("flooder"), clients.user("bystander")
+    assert sh(bob, "true")[0] == 0  # bob's box is up before the flood
+    floods = [run(alice, "yes 0123456789abcdefghijklmnopqrstuvwxyz", pty=False, wait=0)["id"]
+              for _ in range(4)]
+    try:
+        def offsets():
+            return sum(alice.get(f"/execute/{i}/status", params={"tail": 1}).json()["next_offset"]
+                       for i in floods)
+        before = offsets()
+        took = []
+        for i in range(10):
+            t0 = time.monotonic()
+            code, out, _ = sh(bob, f"echo {i}")
+            took.append(time.monotonic() - t0)
+            assert (code, out) == (0, f"{i}\n")
+        assert offsets() > before + (1 << 20), "the flood was not being read: the test proves nothing"
+        assert max(took) < 5, f"bob waited {max(took):.1f} s behind alice's output"
+    finally:
+        for i in floods:
+            alice.delete(f"/execute/{i}", params={"force": "true"})
