@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "box/box.hpp"
 #include "box/launch.hpp"
+#include "box/spawn_result.hpp"
 
 namespace agentbox {
 
