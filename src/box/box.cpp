@@ -76,10 +76,10 @@ SpawnResult Box::spawn(const SpawnRequest& req, std::span<const int> stdio) {
   return r;
 }
 
-bool Box::signal(uint64_t spawn, int sig) {
+bool Box::signal(uint64_t spawn, int sig, bool whole_session) {
   if (stopped_) return false;
   const uint64_t id = next_id_++;
-  auto reply = request(protocol::encode(protocol::Signal{id, spawn, sig}), {}, 5000, "signal");
+  auto reply = request(protocol::encode(protocol::Signal{id, spawn, sig, whole_session}), {}, 5000, "signal");
   const auto* signalled = std::get_if<protocol::Signalled>(&reply);
   if (!signalled || signalled->id != id) throw Error("signal: unexpected reply");
   return signalled->delivered;
@@ -92,6 +92,15 @@ int Box::process_count() {
   const auto* count = std::get_if<protocol::ProcessCount>(&reply);
   if (!count || count->id != id) throw Error("count: unexpected reply");
   return count->count;
+}
+
+std::vector<protocol::ListeningPort> Box::list_ports() {
+  if (stopped_) return {};
+  const uint64_t id = next_id_++;
+  auto reply = request(protocol::encode(protocol::ListPorts{id}), {}, 5000, "list ports");
+  auto* ports = std::get_if<protocol::Ports>(&reply);
+  if (!ports || ports->id != id) throw Error("list ports: unexpected reply");
+  return std::move(ports->ports);
 }
 
 std::vector<ExitEvent> Box::read_events(bool* init_gone) {

@@ -36,9 +36,11 @@ class Box {
   // Starts a command. Pipes mode: stdio holds 3 fds (in, out, err) that become the command's.
   // Throws SpawnError when the command could not be executed.
   SpawnResult spawn(const SpawnRequest& req, std::span<const int> stdio = {});
-  // Signals the process group of the command started as spawn `id`; false when it had already
-  // ended (nothing was signalled).
-  bool signal(uint64_t id, int sig);
+  // Signals the process group of the command started as spawn `id` (whole_session: every
+  // process of its session); false when it had already ended (nothing was signalled).
+  bool signal(uint64_t id, int sig, bool whole_session = false);
+  // The TCP listeners in the box.
+  std::vector<protocol::ListeningPort> list_ports();
   // Processes inside besides init.
   int process_count();
 

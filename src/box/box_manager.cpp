@@ -262,11 +262,37 @@ uint64_t BoxManager::spawn(const std::string& account, const BoxSpec& spec, Spaw
   return id;
 }
 
-void BoxManager::signal(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) {
+void BoxManager::signal(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done,
+                        bool whole_session) {
   if (!done) done = [](bool) {};
-  impl_->on_slot(account, [id, sig, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
+  impl_->on_slot(account, [id, sig, whole_session, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
     if (!slot->owner) return done(false);
-    slot->owner->signal(id, sig, done);
+    slot->owner->signal(id, sig, whole_session, done);
+  });
+}
+
+void BoxManager::list_ports(const std::string& account,
+                            std::function<void(std::vector<protocol::ListeningPort>)> done) {
+  impl_->on_slot(account, [done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
+    if (!slot->owner || !slot->owner->ready()) return done({});
+    slot->owner->list_ports(done);
+  });
+}
+
+void BoxManager::open_socket_in_box(const std::string& account, int family,
+                                    std::function<void(UniqueFd, std::string)> done) {
+  impl_->on_slot(account, [impl = impl_, family, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
+    if (!slot->owner || !slot->owner->ready() || !slot->netns)
+      return done(UniqueFd(), "no box is running for this user");
+    // setns on a launcher thread, back to our own namespace before the thread serves anything
+    // else: a socket belongs to the namespace it was made in, wherever it is used from.
+    asio::post(impl->launcher, [netns = slot->netns, family, done] {
+      try {
+        done(netns::socket_in(netns->get(), family), {});
+      } catch (const Error& e) {
+        done(UniqueFd(), e.what());
+      }
+    });
   });
 }
 

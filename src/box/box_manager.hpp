@@ -54,9 +54,18 @@ class BoxManager {
   // holds stdin, stdout, stderr, which the command gets (closed here once sent).
   uint64_t spawn(const std::string& account, const BoxSpec& spec, SpawnRequest req,
                  std::vector<UniqueFd> stdio, SpawnHandlers handlers);
-  // Signals the process group of spawn `id` in account's box; done(false) when nothing was
-  // signalled (it had ended, or the box is gone). done runs on the account's strand.
-  void signal(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done = {});
+  // Signals the process group of spawn `id` in account's box (whole_session: every process of
+  // its session, background jobs included); done(false) when nothing was signalled (it had
+  // ended, or the box is gone). done runs on the account's strand.
+  void signal(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done = {},
+              bool whole_session = false);
+  // The TCP listeners in account's box (empty without a running box); done on its strand.
+  void list_ports(const std::string& account, std::function<void(std::vector<protocol::ListeningPort>)> done);
+  // A TCP socket (non-blocking, close-on-exec) made in account's network namespace, so that
+  // connecting it to 127.0.0.1 reaches the box's own loopback; done(fd) on a launcher thread, or
+  // done(-1 fd, why) when the account has no box running.
+  void open_socket_in_box(const std::string& account, int family,
+                          std::function<void(UniqueFd, std::string why)> done);
   // Counts as activity (API use), postponing the idle stop.
   void touch(const std::string& account);
   // Stops the account's box; done (may be empty) once it is gone or if there was none.

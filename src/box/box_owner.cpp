@@ -131,7 +131,7 @@ void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio,
   queue(std::move(data), std::move(stdio), std::move(p));
 }
 
-void BoxOwner::signal(uint64_t spawn, int sig, std::function<void(bool)> done) {
+void BoxOwner::signal(uint64_t spawn, int sig, bool whole_session, std::function<void(bool)> done) {
   if (!accepting()) return done(false);
   const uint64_t id = next_request_id();
   Pending p;
@@ -141,7 +141,7 @@ void BoxOwner::signal(uint64_t spawn, int sig, std::function<void(bool)> done) {
     done(s && s->delivered);
   };
   p.on_fail = [done](const std::string&) { done(false); };
-  queue(protocol::encode(protocol::Signal{id, spawn, sig}).dump(), {}, std::move(p));
+  queue(protocol::encode(protocol::Signal{id, spawn, sig, whole_session}).dump(), {}, std::move(p));
 }
 
 void BoxOwner::count_processes(std::function<void(std::optional<int>)> done) {
@@ -155,6 +155,19 @@ void BoxOwner::count_processes(std::function<void(std::optional<int>)> done) {
   };
   p.on_fail = [done](const std::string&) { done(std::nullopt); };
   queue(protocol::encode(protocol::CountProcesses{id}).dump(), {}, std::move(p));
+}
+
+void BoxOwner::list_ports(std::function<void(std::vector<protocol::ListeningPort>)> done) {
+  if (!accepting()) return done({});
+  const uint64_t id = next_request_id();
+  Pending p;
+  p.id = id;
+  p.on_reply = [done](protocol::InitReply& reply, std::vector<UniqueFd>&) {
+    auto* ports = std::get_if<protocol::Ports>(&reply);
+    done(ports ? std::move(ports->ports) : std::vector<protocol::ListeningPort>{});
+  };
+  p.on_fail = [done](const std::string&) { done({}); };
+  queue(protocol::encode(protocol::ListPorts{id}).dump(), {}, std::move(p));
 }
 
 // ---- sending

@@ -69,8 +69,11 @@ class BoxOwner : public std::enable_shared_from_this<BoxOwner> {
 
   // Queues the command's start; stdio (pipes mode) is sent with it and closed here after.
   void spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio, SpawnHandlers handlers);
-  // Signals spawn's process group; done(false) when it had ended or the box is going.
-  void signal(uint64_t spawn, int sig, std::function<void(bool delivered)> done);
+  // Signals spawn's process group (whole_session: every process of its session); done(false)
+  // when it had ended or the box is going.
+  void signal(uint64_t spawn, int sig, bool whole_session, std::function<void(bool delivered)> done);
+  // The TCP listeners in the box; empty when init could not say.
+  void list_ports(std::function<void(std::vector<protocol::ListeningPort>)> done);
   // Processes besides init; nullopt when init could not say.
   void count_processes(std::function<void(std::optional<int>)> done);
   // Stops the box; requests still pending fail with why, as BoxUnavailable with retry_after.

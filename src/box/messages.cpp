@@ -128,15 +128,36 @@ void from_json(const json& j, Spawn& m) {
   m.req = at(j, "req").get<SpawnRequest>();
 }
 
-void to_json(json& j, const Signal& m) { j = {{"id", m.id}, {"spawn", m.spawn}, {"sig", m.sig}}; }
+void to_json(json& j, const Signal& m) {
+  j = {{"id", m.id}, {"spawn", m.spawn}, {"sig", m.sig}, {"whole_session", m.whole_session}};
+}
 void from_json(const json& j, Signal& m) {
   m.id = integer<uint64_t>(j, "id");
   m.spawn = integer<uint64_t>(j, "spawn");
   m.sig = integer<int>(j, "sig");
+  m.whole_session = boolean(j, "whole_session");
 }
 
 void to_json(json& j, const CountProcesses& m) { j = {{"id", m.id}}; }
 void from_json(const json& j, CountProcesses& m) { m.id = integer<uint64_t>(j, "id"); }
+
+void to_json(json& j, const ListPorts& m) { j = {{"id", m.id}}; }
+void from_json(const json& j, ListPorts& m) { m.id = integer<uint64_t>(j, "id"); }
+
+void to_json(json& j, const Ports& m) {
+  json ports = json::array();
+  for (const auto& p : m.ports) ports.push_back({{"port", p.port}, {"pid", p.pid}, {"name", p.name}});
+  j = {{"id", m.id}, {"ports", std::move(ports)}};
+}
+void from_json(const json& j, Ports& m) {
+  m.id = integer<uint64_t>(j, "id");
+  const json& ports = at(j, "ports");
+  if (!ports.is_array()) wrong_kind("ports", "a list");
+  for (const json& p : ports) {
+    if (!p.is_object()) wrong_kind("ports", "a list of objects");
+    m.ports.push_back({integer<uint16_t>(p, "port"), integer<pid_t>(p, "pid"), string(p, "name")});
+  }
+}
 
 void to_json(json& j, const Ready& m) { j = {{"landlock_abi", m.landlock_abi}}; }
 void from_json(const json& j, Ready& m) { m.landlock_abi = integer<int>(j, "landlock_abi"); }

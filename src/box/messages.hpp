@@ -29,7 +29,7 @@
 namespace agentbox::protocol {
 
 // Raised when any part of the message set changes shape.
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 
 // ---- daemon → init
 
@@ -59,17 +59,26 @@ struct Spawn {
   SpawnRequest req;
 };
 
-// Signal the process group of a command that init started and has not reaped yet.
+// Signal the process group of a command that init started and has not reaped yet; with
+// whole_session, every process of its session (a terminal's shell and its jobs, background ones
+// included: each command starts a session of its own).
 struct Signal {
   static constexpr const char* kType = "signal";
   uint64_t id = 0;
   uint64_t spawn = 0;  // the Spawn's id
   int sig = 0;
+  bool whole_session = false;
 };
 
 // How many processes besides init (the idle check).
 struct CountProcesses {
   static constexpr const char* kType = "count";
+  uint64_t id = 0;
+};
+
+// The TCP sockets listening in the box (GET /ports).
+struct ListPorts {
+  static constexpr const char* kType = "list_ports";
   uint64_t id = 0;
 };
 
@@ -112,6 +121,19 @@ struct ProcessCount {
   int count = 0;
 };
 
+struct ListeningPort {
+  uint16_t port = 0;
+  pid_t pid = 0;     // a process holding the socket (0: none found, e.g. already gone)
+  std::string name;  // its command name (/proc/PID/comm)
+  bool operator==(const ListeningPort&) const = default;
+};
+
+struct Ports {
+  static constexpr const char* kType = "ports";
+  uint64_t id = 0;
+  std::vector<ListeningPort> ports;  // by port, each port once
+};
+
 // A request init could not carry out (not a command's failure: see SpawnFailed).
 struct Refused {
   static constexpr const char* kType = "refused";
@@ -152,8 +174,9 @@ struct CloneFailed {
 };
 
 // What each receiver accepts, where.
-using InitRequest = std::variant<CgroupJoined, Spawn, Signal, CountProcesses>;
-using InitReply = std::variant<Ready, StartFailed, Spawned, SpawnFailed, Signalled, ProcessCount, Refused>;
+using InitRequest = std::variant<CgroupJoined, Spawn, Signal, CountProcesses, ListPorts>;
+using InitReply =
+    std::variant<Ready, StartFailed, Spawned, SpawnFailed, Signalled, ProcessCount, Ports, Refused>;
 using InitEvent = std::variant<Exited>;
 using ZygoteReply = std::variant<Cloned, CloneFailed>;
 
@@ -171,6 +194,8 @@ AGENTBOX_MESSAGE_JSON(CgroupJoined)
 AGENTBOX_MESSAGE_JSON(Spawn)
 AGENTBOX_MESSAGE_JSON(Signal)
 AGENTBOX_MESSAGE_JSON(CountProcesses)
+AGENTBOX_MESSAGE_JSON(ListPorts)
+AGENTBOX_MESSAGE_JSON(Ports)
 AGENTBOX_MESSAGE_JSON(Ready)
 AGENTBOX_MESSAGE_JSON(StartFailed)
 AGENTBOX_MESSAGE_JSON(Spawned)

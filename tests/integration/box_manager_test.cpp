@@ -14,7 +14,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "box/box_error.hpp"
@@ -227,6 +231,55 @@ TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
   m.stop(all[1]->name, [&] { stopped.set_value(); });
   stopped.get_future().wait();
   EXPECT_EQ(exit_code(run(m, all[2]->name, all[2]->spec, {"true"})), 0);
+}
+
+// The daemon's way into a box's loopback (/proxy, /ports): a socket made in the account's
+// network namespace reaches a server in the box, and not the host's loopback (a listener of
+// ours on the same port number); without a running box there is none.
+TEST_F(BoxManagerTest, ASocketMadeInTheBoxReachesItsLoopbackOnly) {
+  BoxManager m(loop.context(), options());
+  Account a("sock");
+  auto open_socket = [&] {
+    std::promise<std::pair<UniqueFd, std::string>> p;
+    m.open_socket_in_box(a.name, AF_INET, [&](UniqueFd fd, std::string why) { p.set_value({std::move(fd), why}); });
+    return p.get_future().get();
+  };
+  EXPECT_FALSE(open_socket().first) << "a socket for an account without a box";
+
+  auto server = run(m, a.name, a.spec, {"python3", "-c",
+                                        "import socket\n"
+                                        "s = socket.socket(); s.bind(('127.0.0.1', 8126)); s.listen(); print('up', flush=True)\n"
+                                        "c, _ = s.accept(); c.sendall(b'from the box'); c.close()"});
+  char up[8];
+  ASSERT_GT(::read(server->out.get(), up, sizeof up), 0);
+  std::promise<std::vector<protocol::ListeningPort>> listed;
+  m.list_ports(a.name, [&](std::vector<protocol::ListeningPort> p) { listed.set_value(std::move(p)); });
+  const auto ports = listed.get_future().get();
+  ASSERT_EQ(ports.size(), 1u);
+  EXPECT_EQ(ports[0].port, 8126);
+
+  // A host listener on the same number: a socket of the host's namespace would reach this one.
+  UniqueFd host(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(8126);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int one = 1;
+  ::setsockopt(host.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const bool host_listens = ::bind(host.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                            ::listen(host.get(), 1) == 0;
+
+  auto [sock, why] = open_socket();
+  ASSERT_TRUE(sock) << why;
+  const int flags = ::fcntl(sock.get(), F_GETFL);
+  ::fcntl(sock.get(), F_SETFL, flags & ~O_NONBLOCK);
+  ASSERT_EQ(::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  EXPECT_EQ(drain(sock.get()), "from the box");
+  if (host_listens) {
+    pollfd p{host.get(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 100), 0) << "the box's socket reached the host's loopback";
+  }
+  EXPECT_EQ(exit_code(server), 0);
 }
 
 // Makes the next pid the box's pid namespace hands out `next` (as root, from outside: a child

@@ -338,6 +338,78 @@ TEST_P(BoxTest, SignalReachesTheWholeProcessGroup) {
   EXPECT_EQ(box->process_count(), 0) << "the background sleeps survived the group signal";
 }
 
+// A terminal's shell runs its jobs in process groups of their own (job control), all in the
+// session the spawn made: the group signal leaves them running, the session signal ends them all.
+TEST_P(BoxTest, ASessionSignalReachesJobsInOtherProcessGroups) {
+  auto box = Box::start(spec, options("session"));
+  int out[2];
+  ::pipe2(out, O_CLOEXEC);
+  UniqueFd out_r(out[0]), out_w(out[1]);
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  SpawnRequest req;
+  req.argv = {"bash", "-c", "set -m; sleep 300 & sleep 301 & echo started; wait"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  req.tty = false;
+  const int fds[3] = {devnull.get(), out_w.get(), devnull.get()};
+  SpawnResult r = box->spawn(req, fds);
+  out_w.reset();
+  char buf[16];
+  ASSERT_GT(::read(out_r.get(), buf, sizeof buf), 0);
+  ASSERT_EQ(box->process_count(), 3);  // bash and two sleeps, each sleep a group of its own
+
+  EXPECT_TRUE(box->signal(r.id, SIGKILL, /*whole_session=*/false));
+  EXPECT_TRUE(WIFSIGNALED(wait_exit(*box, r.id, 5000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(box->process_count(), 2) << "control: the jobs' own groups outlive the shell's group signal";
+
+  // The shell is reaped: its session is out of reach by its spawn id, as a reused pid would be.
+  EXPECT_FALSE(box->signal(r.id, SIGKILL, /*whole_session=*/true));
+  // A new shell whose jobs are in groups of their own; the session signal ends all of them.
+  out_w.reset();
+  ::pipe2(out, O_CLOEXEC);
+  out_r.reset(out[0]);
+  out_w.reset(out[1]);
+  const int fds2[3] = {devnull.get(), out_w.get(), devnull.get()};
+  SpawnResult r2 = box->spawn(req, fds2);
+  out_w.reset();
+  ASSERT_GT(::read(out_r.get(), buf, sizeof buf), 0);
+  ASSERT_EQ(box->process_count(), 5);
+  EXPECT_TRUE(box->signal(r2.id, SIGKILL, /*whole_session=*/true));
+  EXPECT_TRUE(WIFSIGNALED(wait_exit(*box, r2.id, 5000)));
+  for (int i = 0; i < 50 && box->process_count() != 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(box->process_count(), 2) << "the second shell's jobs survived the session signal";
+}
+
+// GET /ports's source: the box's TCP listeners with the process holding each.
+TEST_P(BoxTest, ListPortsNamesTheBoxsListeners) {
+  auto box = Box::start(spec, options("ports"));
+  EXPECT_TRUE(box->list_ports().empty());
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  SpawnRequest req;
+  req.argv = {"python3", "-c",
+              "import socket, time\n"
+              "s = socket.socket(); s.bind(('127.0.0.1', 8124)); s.listen()\n"
+              "t = socket.socket(socket.AF_INET6); t.bind(('::1', 8125)); t.listen()\n"
+              "time.sleep(30)"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  req.tty = false;
+  const int fds[3] = {devnull.get(), devnull.get(), devnull.get()};
+  box->spawn(req, fds);
+  std::vector<protocol::ListeningPort> ports;
+  for (int i = 0; i < 100 && ports.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ports = box->list_ports();
+  }
+  ASSERT_EQ(ports.size(), 2u);
+  EXPECT_EQ(ports[0].port, 8124);
+  EXPECT_EQ(ports[1].port, 8125);
+  for (const auto& p : ports) {
+    EXPECT_GT(p.pid, 1);
+    EXPECT_EQ(p.name, "python3");
+  }
+}
+
 TEST_P(BoxTest, CgroupCountsTheBoxAndStopRemovesIt) {
   auto box = Box::start(spec, options("cg"));
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));

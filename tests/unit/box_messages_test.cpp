@@ -56,6 +56,10 @@ TEST(BoxMessages, EveryMessageSurvivesItsWireForm) {
   EXPECT_FALSE(spawn2.req.tty);
 
   EXPECT_EQ((round_trip<Signal, InitRequest>({9, 7, 15}).spawn), 7u);
+  EXPECT_TRUE((round_trip<Signal, InitRequest>({9, 7, 15, true}).whole_session));
+  EXPECT_EQ((round_trip<ListPorts, InitRequest>({13}).id), 13u);
+  const auto ports = round_trip<Ports, InitReply>({13, {{8124, 7, "python3"}, {3000, 0, ""}}});
+  EXPECT_EQ(ports.ports, (std::vector<ListeningPort>{{8124, 7, "python3"}, {3000, 0, ""}}));
   EXPECT_EQ((round_trip<CountProcesses, InitRequest>({11}).id), 11u);
   EXPECT_EQ((round_trip<Ready, InitReply>({7}).landlock_abi), 7);
   EXPECT_EQ((round_trip<StartFailed, InitReply>({"mounts: no /usr"}).message), "mounts: no /usr");
@@ -118,6 +122,14 @@ TEST(BoxMessages, AMissingOrIllTypedFieldIsRefused) {
   m = encode(Signalled{1, true});
   m["id"] = -1;
   expect_refused(m, "in range");
+}
+
+TEST(BoxMessages, APortOutOfRangeIsRefused) {
+  json m = encode(Ports{1, {{80, 2, "nginx"}}});
+  m["ports"][0]["port"] = 70000;
+  expect_refused(m, "in range");
+  m["ports"] = "80";
+  expect_refused(m, "field 'ports' must be a list");
 }
 
 TEST(BoxMessages, AStartWithABadSpecOrEtcSourceIsRefused) {

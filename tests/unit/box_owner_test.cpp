@@ -298,18 +298,24 @@ TEST_F(BoxOwnerTest, SignalsAndCountsAreAnsweredByTheirIds) {
   ready_box();
   std::promise<bool> delivered;
   std::promise<std::optional<int>> count;
+  std::promise<std::vector<protocol::ListeningPort>> ports;
   on_strand([&] {
-    owner_->signal(3, SIGTERM, [&](bool d) { delivered.set_value(d); });
+    owner_->signal(3, SIGTERM, /*whole_session=*/true, [&](bool d) { delivered.set_value(d); });
     owner_->count_processes([&](std::optional<int> n) { count.set_value(n); });
+    owner_->list_ports([&](std::vector<protocol::ListeningPort> p) { ports.set_value(std::move(p)); });
   });
   const auto sig = protocol::decode_as<protocol::Signal>(next_request());
   EXPECT_EQ(sig.spawn, 3u);
   EXPECT_EQ(sig.sig, SIGTERM);
+  EXPECT_TRUE(sig.whole_session);
   const auto cnt = protocol::decode_as<protocol::CountProcesses>(next_request());
+  const auto lst = protocol::decode_as<protocol::ListPorts>(next_request());
   reply(protocol::Signalled{sig.id, true});
   reply(protocol::ProcessCount{cnt.id, 4});
+  reply(protocol::Ports{lst.id, {{8124, 9, "python3"}}});
   EXPECT_TRUE(delivered.get_future().get());
   EXPECT_EQ(count.get_future().get(), 4);
+  EXPECT_EQ(ports.get_future().get(), (std::vector<protocol::ListeningPort>{{8124, 9, "python3"}}));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -41,6 +42,18 @@ UniqueFd create_persistent() {
   }).join();
   if (failure) std::rethrow_exception(failure);
   return result;
+}
+
+UniqueFd socket_in(int netns_fd, int family) {
+  UniqueFd own(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!own) throw sys_error("open(/proc/thread-self/ns/net)");
+  check(::setns(netns_fd, CLONE_NEWNET), "setns(box netns)");
+  UniqueFd sock(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  const int err = errno;
+  // A thread left in a box's namespace would make the daemon's next sockets there.
+  if (::setns(own.get(), CLONE_NEWNET) != 0) std::abort();
+  if (!sock) throw sys_error("socket(in box netns)", err);
+  return sock;
 }
 
 void apply_in_child(int netns_fd) {

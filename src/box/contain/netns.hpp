@@ -9,6 +9,11 @@ namespace agentbox::netns {
 // call from a multi-threaded daemon: a short-lived thread unshares, the process stays put.
 UniqueFd create_persistent();
 
+// A TCP socket (SOCK_NONBLOCK | SOCK_CLOEXEC) in the namespace netns_fd: the calling thread
+// joins it for the socket(2) call and returns to its own namespace before it returns (or fails
+// closed: a thread that cannot get back ends the process). For the daemon's /proxy.
+UniqueFd socket_in(int netns_fd, int family);
+
 // Init side: joins netns_fd (when >= 0), then brings lo up.
 void apply_in_child(int netns_fd);
 

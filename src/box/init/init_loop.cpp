@@ -1,6 +1,5 @@
 #include "box/init/init_loop.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -12,12 +11,12 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cstring>
 #include <map>
 #include <variant>
 
 #include "box/contain/contain.hpp"
+#include "box/init/box_processes.hpp"
 #include "box/messages.hpp"
 #include "util/error.hpp"
 #include "util/no_sanitize.hpp"
@@ -123,6 +122,8 @@ class Init {
       if (auto* sig = std::get_if<protocol::Signal>(&request)) return signal(*sig);
       if (auto* count = std::get_if<protocol::CountProcesses>(&request))
         return protocol::send_message(control_, protocol::ProcessCount{count->id, count_processes()});
+      if (auto* ports = std::get_if<protocol::ListPorts>(&request))
+        return protocol::send_message(control_, protocol::Ports{ports->id, listening_ports()});
       throw Error("init: " + protocol::type_of(m.body) + " is not a request after the start");
     } catch (const std::exception& e) {
       // The id, even of a request that did not decode, so the daemon can tell which failed.
@@ -321,8 +322,8 @@ class Init {
     return {};  // not found: execve("") fails with ENOENT, as execvp would
   }
 
-  // Only a command of ours that has not been reaped: its pid (and group) cannot have been
-  // reused, so the signal reaches what the daemon means.
+  // Only a command of ours that has not been reaped: its pid (and group, and session) cannot have
+  // been reused, so the signal reaches what the daemon means.
   void signal(const protocol::Signal& m) {
     if (m.sig < 0 || m.sig > 64) throw Error("signal: bad signal number");
     auto it = children_by_spawn_.find(m.spawn);
@@ -335,6 +336,10 @@ class Init {
       } else if (errno != ESRCH) {
         throw sys_error("kill");
       }
+      // And every other process group of its session: a shell's jobs, background ones too.
+      if (m.whole_session)
+        for (pid_t member : session_members(pid))
+          if (::kill(member, m.sig) == 0) delivered = true;
     }
     protocol::send_message(control_, protocol::Signalled{m.id, delivered});
   }
@@ -354,17 +359,6 @@ class Init {
       children_by_spawn_.erase(spawn);
       protocol::send_message(events_, protocol::Exited{spawn, status});
     }
-  }
-
-  // Processes in the box other than init: the daemon's idle check.
-  static int count_processes() {
-    DIR* d = ::opendir("/proc");
-    if (!d) return -1;
-    int n = 0;
-    while (dirent* e = ::readdir(d))
-      if (std::isdigit(static_cast<unsigned char>(e->d_name[0])) && std::strcmp(e->d_name, "1") != 0) ++n;
-    ::closedir(d);
-    return n;
   }
 
   int control_, events_;
