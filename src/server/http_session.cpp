@@ -177,8 +177,8 @@ void HttpSession::route_request() {
     return respond_early(std::move(r));
   }
   route_ = match.route;
-  if (!route_->options.is_public &&
-      !ctx_->auth.accepts(request_.header("Authorization").value_or(""))) {
+  const bool key_accepted = ctx_->auth.accepts(request_.header("Authorization").value_or(""));
+  if (!route_->options.is_public && !route_->options.auth_in_handler && !key_accepted) {
     count(ctx_->counters.unauthorized);
     auto r = error_response(http::status::unauthorized, "Invalid API key");
     r.headers.set(http::field::www_authenticate, "Bearer");
@@ -186,6 +186,8 @@ void HttpSession::route_request() {
   }
   request_.query = std::move(target->query);
   request_.path_params = std::move(match.params);
+  if (const auto* takeover = std::get_if<TakeoverHandler>(&route_->handler))
+    return hand_over(*takeover, key_accepted);
   if (!body_pending) return dispatch();
 
   const std::uint64_t limit = route_->options.body_limit.value_or(ctx_->options.body_limit);
@@ -282,6 +284,23 @@ void HttpSession::dispatch() {
     response = response_for_exception(std::current_exception(), context());
   }
   respond(std::move(response));
+}
+
+// The connection leaves HTTP request-response: its socket, the parsed head and what was read past
+// it go to the handler, which serves it from here on. This session is done.
+void HttpSession::hand_over(const TakeoverHandler& handler, bool key_accepted) {
+  disarm();
+  state_ = State::closed;
+  http_logger()->info("{} \"{}\" taken over by its handler", remote_, context());
+  Takeover t{std::move(request_), std::make_unique<Takeover::Parser>(std::move(*header_parser_)),
+             std::move(socket_), std::move(buffer_), key_accepted};
+  header_parser_.reset();
+  auto keep = std::move(hold_);
+  try {
+    handler(std::move(t));
+  } catch (const std::exception& e) {
+    http_logger()->error("{}: takeover handler failed: {}", context(), e.what());
+  }
 }
 
 void HttpSession::dispatch_async(const AsyncHandler& handler) {

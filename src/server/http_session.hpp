@@ -86,6 +86,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_read_body(error_code ec);
   void dispatch();
   void dispatch_async(const AsyncHandler& handler);
+  void hand_over(const TakeoverHandler& handler, bool key_accepted);
 
   // Responses.
   void respond(Response response);

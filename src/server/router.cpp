@@ -79,8 +79,15 @@ Router& Router::add_async(http::verb method, std::string pattern, AsyncHandler h
   return add_route(method, std::move(pattern), std::move(handler), options);
 }
 
+Router& Router::add_takeover(http::verb method, std::string pattern, TakeoverHandler handler,
+                             RouteOptions options) {
+  return add_route(method, std::move(pattern), std::move(handler), options);
+}
+
 Router& Router::add_route(http::verb method, std::string pattern,
-                          std::variant<Handler, AsyncHandler> handler, RouteOptions options) {
+                          std::variant<Handler, AsyncHandler, TakeoverHandler> handler, RouteOptions options) {
+  if (options.auth_in_handler && !std::holds_alternative<TakeoverHandler>(handler))
+    throw std::invalid_argument("auth_in_handler is for takeover routes: " + pattern);
   auto segments = split_pattern(pattern);
   routes_.push_back(Route{method, std::move(pattern), std::move(handler), options, std::move(segments)});
   return *this;

@@ -3,6 +3,10 @@
 // {name} segments (one decoded segment each); a last segment {name:path} takes the rest of the
 // path, slashes included. Routes are tried in registration order; the first whose pattern and
 // method match wins. A path that some route matches with another method is a 405.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/verb.hpp>
 
 #include <cstdint>
@@ -28,8 +32,24 @@ using Handler = std::function<Response(const Request&)>;
 // Request reference is valid only during the call; copy what is needed afterwards.
 using AsyncHandler = std::function<void(const Request&, std::shared_ptr<ResponseWriter>)>;
 
+// A connection that stops being request-response HTTP after this request (a WebSocket upgrade,
+// a proxied stream): the handler gets it whole, on its strand, and owns it from then on. The
+// body, if the request has one, is not read yet.
+struct Takeover {
+  using Parser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
+  Request request;                 // head only
+  std::unique_ptr<Parser> parser;  // has parsed the head; reads the body (if any) piece by piece
+  boost::asio::ip::tcp::socket socket;
+  boost::beast::flat_buffer buffer;  // bytes read past the head
+  bool key_accepted = false;         // the request's Authorization header held the API key
+};
+using TakeoverHandler = std::function<void(Takeover)>;
+
 struct RouteOptions {
   bool is_public = false;                  // no API key needed (/health, /api/config, /openapi.json)
+  // Takeover routes only: a request without the key still reaches the handler, which
+  // authenticates another way (a WebSocket's first message) and sees key_accepted.
+  bool auth_in_handler = false;
   std::optional<std::uint64_t> body_limit; // bytes; overrides HttpServerOptions::body_limit
   bool spool_body = false;                 // body goes to an unlinked temp file (Request::body_file)
 };
@@ -37,7 +57,7 @@ struct RouteOptions {
 struct Route {
   http::verb method;
   std::string pattern;
-  std::variant<Handler, AsyncHandler> handler;
+  std::variant<Handler, AsyncHandler, TakeoverHandler> handler;
   RouteOptions options;
   std::vector<std::string> segments;  // pattern split at '/'
 };
@@ -55,6 +75,8 @@ class Router {
   Router& add(http::verb method, std::string pattern, Handler handler, RouteOptions options = {});
   Router& add_async(http::verb method, std::string pattern, AsyncHandler handler,
                     RouteOptions options = {});
+  Router& add_takeover(http::verb method, std::string pattern, TakeoverHandler handler,
+                       RouteOptions options = {});
 
   // segments as parse_target() returns them (decoded).
   RouteMatch match(http::verb method, const std::vector<std::string>& segments) const;
@@ -63,7 +85,7 @@ class Router {
 
  private:
   Router& add_route(http::verb method, std::string pattern,
-                    std::variant<Handler, AsyncHandler> handler, RouteOptions options);
+                    std::variant<Handler, AsyncHandler, TakeoverHandler> handler, RouteOptions options);
   std::vector<Route> routes_;
 };
 

@@ -6,6 +6,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -781,6 +782,89 @@ TEST_F(HttpServerTest, StopClosesWhatIsStillBusyAfterTheGracePeriod) {
   EXPECT_EQ(read_all(fd.get()), "");  // closed without an answer
   EXPECT_FALSE(never_answered->send(Response::text("too late")));
   never_answered.reset();  // dropping it after the server stopped is harmless
+}
+
+}  // namespace
+}  // namespace agentbox::server
+
+namespace agentbox::server {
+namespace {
+
+// A takeover route gets the connection whole after the head: here it answers 101 and echoes
+// what follows, bytes sent in the same packet as the head included (they were read already).
+struct Echo : std::enable_shared_from_this<Echo> {
+  explicit Echo(Takeover t) : conn(std::move(t)) {}
+  void start() {
+    std::string head = "HTTP/1.1 101 Switching Protocols\r\nX-Key-Accepted: ";
+    head += conn.key_accepted ? "yes" : "no";
+    head += "\r\nX-Path: " + conn.request.path + "\r\n\r\n";
+    out = head + beast::buffers_to_string(conn.buffer.data());
+    write();
+  }
+  void write() {
+    net::async_write(conn.socket, net::buffer(out), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (!ec) self->read();
+    });
+  }
+  void read() {
+    conn.socket.async_read_some(net::buffer(buf), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      if (ec) return;
+      self->out.assign(self->buf, n);
+      self->write();
+    });
+  }
+  Takeover conn;
+  std::string out;
+  char buf[256];
+};
+
+Router takeover_routes() {
+  Router r;
+  auto echo = [](Takeover t) { std::make_shared<Echo>(std::move(t))->start(); };
+  r.add_takeover(http::verb::get, "/upgrade/{name}", echo);
+  r.add_takeover(http::verb::get, "/own-auth", echo, {.auth_in_handler = true});
+  return r;
+}
+
+TEST_F(HttpServerTest, ATakeoverRouteGetsTheConnectionWithTheBytesReadPastTheHead) {
+  start(takeover_routes());
+  UniqueFd fd = testing::connect_loopback(port_, 5);
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /upgrade/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ") +
+                                              kKey + "\r\nUpgrade: websocket\r\n\r\nearly bytes|"));
+  std::string got;
+  char buf[512];
+  while (got.find("early bytes|") == std::string::npos) {
+    const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(got.rfind("HTTP/1.1 101 Switching Protocols\r\n", 0), 0u) << got;
+  EXPECT_NE(got.find("X-Key-Accepted: yes\r\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("X-Path: /upgrade/x\r\n"), std::string::npos) << got;
+  ASSERT_TRUE(testing::send_all(fd.get(), "later"));
+  std::string later;
+  while (later.size() < 5) {
+    const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    later.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(later, "later");
+}
+
+TEST_F(HttpServerTest, ATakeoverRouteNeedsTheKeyUnlessItAuthenticatesItself) {
+  start(takeover_routes());
+  EXPECT_EQ(fetch(port_, http::verb::get, "/upgrade/x", {}, {}).status, 401u);
+  UniqueFd fd = testing::connect_loopback(port_, 5);
+  ASSERT_TRUE(testing::send_all(fd.get(), "GET /own-auth HTTP/1.1\r\nHost: a\r\n\r\n"));
+  std::string got;
+  char buf[512];
+  while (got.find("\r\n\r\n") == std::string::npos) {
+    const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(got.rfind("HTTP/1.1 101", 0), 0u) << got;
+  EXPECT_NE(got.find("X-Key-Accepted: no\r\n"), std::string::npos) << got;
 }
 
 }  // namespace
