@@ -103,23 +103,52 @@ Account CallerDirectory::account_of(std::string_view external_id) {
   return account;
 }
 
-Caller CallerDirectory::resolve(const Request& req) {
-  auto user = req.header("X-User-Id");
+std::string user_id_of(const Request& req, bool query_allowed) {
+  std::optional<std::string> user;
+  const auto take = [&](std::string_view value, std::string_view from) {
+    if (user && *user != value)
+      throw HttpError(http::status::bad_request, "Two different user ids (" + std::string(from) +
+                                                     " disagrees): a request names one user");
+    user = std::string(value);
+  };
+  for (const char* name : {"X-User-Id", "X-OpenWebUI-User-Id"}) {
+    auto range = req.headers.equal_range(name);
+    if (std::distance(range.first, range.second) > 1)
+      throw HttpError(http::status::bad_request, std::string(name) + " appears more than once");
+    if (range.first != range.second) take(range.first->value(), name);
+  }
+  if (query_allowed) {
+    const auto values = req.query_params("user_id");
+    if (values.size() > 1) throw HttpError(http::status::bad_request, "user_id appears more than once");
+    if (!values.empty()) take(values.front(), "the user_id parameter");
+  }
   if (!user || user->empty())
-    throw HttpError(http::status::bad_request, "Missing X-User-Id header: every request must name its user");
+    throw HttpError(http::status::bad_request, query_allowed
+                                                   ? "Missing user: send X-User-Id or ?user_id= to name the user"
+                                                   : "Missing X-User-Id header: every request must name its user");
   if (user->size() > kMaxUserIdBytes)
-    throw HttpError(http::status::bad_request, "X-User-Id is longer than 256 bytes");
+    throw HttpError(http::status::bad_request, "The user id is longer than 256 bytes");
+  return std::move(*user);
+}
 
+Caller CallerDirectory::resolve(const Request& req, bool query_user_allowed) {
+  const std::string user = user_id_of(req, query_user_allowed);
   Caller caller;
-  caller.account = account_of(*user);
+  caller.account = account_of(user);
   caller.home = home_of(caller.account);
   caller.box_home = caller.home->box_home();
   caller.cwd = caller.box_home;
-  if (auto session = req.header("X-Session-Id"); session && !session->empty()) {
+  auto session = req.header("X-Session-Id");
+  if (!session || session->empty()) session = req.header("X-Terminal-Context-Id");
+  if (session && !session->empty()) {
     caller.session_id = std::string(*session);
-    std::lock_guard lock(mu_);
-    if (auto it = cwds_.find({caller.account.name, caller.session_id}); it != cwds_.end())
-      caller.cwd = it->second;
+    std::optional<std::string> kept;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = cwds_.find({caller.account.name, caller.session_id}); it != cwds_.end()) kept = it->second;
+    }
+    // A cwd deleted since it was set: the session goes on from the home rather than failing.
+    if (kept && is_directory(*caller.home, caller.home->path(*kept))) caller.cwd = *kept;
   }
   return caller;
 }

@@ -34,14 +34,23 @@ struct CallerCacheLimits {
   std::chrono::seconds home_idle{600};   // a home unused this long is closed (at the next request)
 };
 
+// The external user id a request names: X-User-Id or X-OpenWebUI-User-Id (Open WebUI's generic
+// tool servers send the latter), the same account for the same value; with query_allowed also
+// the `user_id` query parameter (how Open WebUI's proxy names the user of a WebSocket). A header
+// repeated, or two sources that disagree, is HttpError 400: a proxy that appends a header
+// instead of replacing it must not let the client pick the account. None, empty, or over
+// 256 bytes: 400.
+std::string user_id_of(const Request& req, bool query_allowed = false);
+
 class CallerDirectory {
  public:
   // state_dir holds homes/NAME for every account.
   CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits = {});
 
-  // The caller of req. HttpError 400 without a non-empty X-User-Id. Creates the account and
-  // its home (owned by the account's uid, 0700) on first sight; records activity.
-  Caller resolve(const Request& req);
+  // The caller of req (user_id_of). Creates the account and its home (owned by the account's
+  // uid, 0700) on first sight; records activity. The session is X-Session-Id, else
+  // X-Terminal-Context-Id; a session cwd that is no longer a directory falls back to the home.
+  Caller resolve(const Request& req, bool query_user_allowed = false);
 
   // POST /files/cwd: the session's cwd becomes `path` (any accepted form); it must be an
   // existing directory inside the home (FsError otherwise). Without a session id the cwd

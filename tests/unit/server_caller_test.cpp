@@ -110,6 +110,68 @@ TEST_F(CallerTest, SessionCwdMustBeAnExistingDirectoryInsideTheHome) {
   EXPECT_THROW(callers.set_cwd(no_session, "."), HttpError);
 }
 
+// A session's cwd removed behind its back: the session goes on from the home, and set_cwd works.
+TEST_F(CallerTest, ADeletedSessionCwdFallsBackToTheHome) {
+  Caller alice = callers.resolve(request("alice", "chat-1"));
+  const std::string proj = callers.host_home(alice.account) + "/proj";
+  ASSERT_EQ(::mkdir(proj.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(proj.c_str(), alice.account.uid, alice.account.gid), 0);
+  callers.set_cwd(alice, "proj");
+  ASSERT_EQ(::rmdir(proj.c_str()), 0);
+  EXPECT_EQ(callers.resolve(request("alice", "chat-1")).cwd, alice.box_home);
+}
+
+// Open WebUI's generic tool servers name the user in X-OpenWebUI-User-Id, its terminal proxy in
+// ?user_id= (WebSockets): the same value is the same account; X-Terminal-Context-Id keys the
+// session where X-Session-Id is absent.
+TEST_F(CallerTest, UserAndSessionComeFromEachOfOpenWebUIsHeaders) {
+  const Caller by_ours = callers.resolve(request("carol", "chat-9"));
+  Request theirs;
+  theirs.headers.set("X-OpenWebUI-User-Id", "carol");
+  theirs.headers.set("X-Terminal-Context-Id", "chat-9");
+  const Caller by_theirs = callers.resolve(theirs);
+  EXPECT_EQ(by_theirs.account.name, by_ours.account.name);
+  EXPECT_EQ(by_theirs.session_id, "chat-9");
+  Request both;
+  both.headers.set("X-User-Id", "carol");
+  both.headers.set("X-OpenWebUI-User-Id", "carol");
+  EXPECT_EQ(callers.resolve(both).account.name, by_ours.account.name);
+  Request by_query;
+  by_query.query.push_back({"user_id", "carol"});
+  EXPECT_EQ(callers.resolve(by_query, /*query_user_allowed=*/true).account.name, by_ours.account.name);
+  EXPECT_THROW(callers.resolve(by_query), HttpError) << "user_id is only for the routes that allow it";
+}
+
+// Whoever can add a header must not be able to pick the account: two sources that disagree, or
+// one repeated (a proxy that appends instead of replacing), are refused and create nothing.
+TEST_F(CallerTest, DisagreeingOrRepeatedUserIdsAreRefused) {
+  auto refused = [&](const Request& req, bool query) {
+    try {
+      callers.resolve(req, query);
+      return false;
+    } catch (const HttpError& e) {
+      return e.status() == http::status::bad_request;
+    }
+  };
+  Request two;
+  two.headers.set("X-User-Id", "mallory");
+  two.headers.set("X-OpenWebUI-User-Id", "alice");
+  EXPECT_TRUE(refused(two, false));
+  Request repeated;
+  repeated.headers.insert("X-User-Id", "mallory");
+  repeated.headers.insert("X-User-Id", "alice");
+  EXPECT_TRUE(refused(repeated, false));
+  Request repeated_theirs;
+  repeated_theirs.headers.insert("X-OpenWebUI-User-Id", "alice");
+  repeated_theirs.headers.insert("X-OpenWebUI-User-Id", "alice");
+  EXPECT_TRUE(refused(repeated_theirs, false));
+  Request header_and_query;
+  header_and_query.headers.set("X-User-Id", "mallory");
+  header_and_query.query.push_back({"user_id", "alice"});
+  EXPECT_TRUE(refused(header_and_query, true));
+  EXPECT_FALSE(accounts.find("mallory").has_value()) << "a refused request created an account";
+}
+
 // Small caches over a uid range large enough for thousands of accounts.
 struct CallerBoundsTest : ::testing::Test {
   std::filesystem::path state = [] {
