@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "fs/content_type.hpp"
 #include "fs/dir_entries.hpp"
 #include "fs/fs_error.hpp"
+#include "fs/text_encoding.hpp"
 #include "fs/utf8.hpp"
 
 namespace agentbox {
@@ -35,11 +38,35 @@ size_t read_some(int fd, std::string& out, size_t max, std::string_view shown) {
 // Collects the lines [first, last] of a stream fed piece by piece, within a byte budget.
 class LineCollector {
  public:
-  LineCollector(uint64_t first, uint64_t last, size_t budget)
-      : first_(first), last_(last), budget_(budget) {}
+  // first_column: 1-based byte position in the first line where the content starts.
+  LineCollector(uint64_t first, uint64_t first_column, uint64_t last, size_t budget)
+      : first_(first), last_(last), budget_(budget), skip_(first_column - 1), column_base_(first_column - 1) {}
 
   void feed(std::string_view data) {
     while (!data.empty()) {
+      if (line_ == first_ && skip_ > 0) {
+        // The part of the first line an earlier answer already gave (it may span chunks).
+        const size_t nl = data.find('\n');
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(skip_, nl == std::string_view::npos ? data.size() : nl));
+        data.remove_prefix(n);
+        skip_ -= n;
+        if (n > 0) {
+          any_ = true;
+          ends_with_newline_ = false;
+        }
+        if (skip_ > 0 && nl == std::string_view::npos) return;  // more of the line to pass over
+        skip_ = 0;        // reached, or the line ended first
+        landing_ = true;  // begin on a character, not inside one
+        continue;
+      }
+      if (landing_) {
+        while (!data.empty() && (static_cast<unsigned char>(data[0]) & 0xC0) == 0x80) {
+          data.remove_prefix(1);
+          ++column_base_;
+        }
+        if (data.empty()) return;
+        landing_ = false;
+      }
       size_t nl = data.find('\n');
       size_t take = nl == std::string_view::npos ? data.size() : nl + 1;
       if (line_ >= first_ && line_ <= last_ && !full_) add(data.substr(0, take));
@@ -56,6 +83,7 @@ class LineCollector {
     r.content = to_valid_utf8(content_);
     r.truncated = full_;
     r.next_line = full_ ? next_line_ : 0;
+    r.next_column = full_ ? next_column_ : 0;
   }
 
  private:
@@ -74,8 +102,11 @@ class LineCollector {
         full_ = true;
         next_line_ = line_;
         if (content_.empty()) {
+          // One line over the whole budget: its first piece now, the rest from next_column on.
           content_ = pending_.substr(0, utf8_cut(pending_, budget_));
-          next_line_ = line_ + 1;
+          next_column_ = (line_ == first_ ? column_base_ : 0) + content_.size() + 1;
+        } else if (line_ == first_) {
+          next_column_ = column_base_ + 1;
         }
       }
       pending_.clear();
@@ -85,10 +116,13 @@ class LineCollector {
 
   uint64_t first_, last_;
   size_t budget_;
-  uint64_t line_ = 1;  // number of the line being read
+  uint64_t skip_;         // bytes of the first line still to pass over
+  uint64_t column_base_;  // where in the first line the content starts, 0-based
+  bool landing_ = false;  // just past the skipped part: continuation bytes are passed over
+  uint64_t line_ = 1;     // number of the line being read
   std::string pending_, content_;
   bool full_ = false, ends_with_newline_ = true, any_ = false;
-  uint64_t next_line_ = 0;
+  uint64_t next_line_ = 0, next_column_ = 0;
 };
 
 }  // namespace
@@ -127,7 +161,8 @@ ReadResult read_text(const ConfinedDir& home, const HomePath& p, const ReadOptio
   r.path = p.shown;
   std::string head;
   read_up_to(fd.get(), head, kSniffBytes, p.shown);
-  if (looks_binary(head, head.size() < kSniffBytes)) {
+  const TextEncoding encoding = sniff_text_encoding(head, head.size() < kSniffBytes);
+  if (encoding == TextEncoding::binary) {
     auto image = sniff_image(head);
     if (!image) throw_unsupported_binary(p, size);
     if (size > opt.max_image_bytes)
@@ -147,16 +182,20 @@ ReadResult read_text(const ConfinedDir& home, const HomePath& p, const ReadOptio
                       std::to_string(opt.max_text_bytes) +
                       "): use run_command with head, tail, sed or grep on " + p.shown);
 
-  LineCollector lines(opt.start_line.value_or(1), opt.end_line.value_or(UINT64_MAX),
+  if (opt.start_column && *opt.start_column == 0) throw FsError(FsErrorKind::bad_request, "Columns start at 1");
+  LineCollector lines(opt.start_line.value_or(1), opt.start_column.value_or(1), opt.end_line.value_or(UINT64_MAX),
                       opt.byte_budget);
-  lines.feed(head);
+  // Single-byte text is decoded byte by byte, so the lines and columns are those of its UTF-8.
+  const bool decode = encoding == TextEncoding::single_byte;
+  r.encoding = decode ? "windows-1252" : "utf-8";
+  lines.feed(decode ? cp1252_to_utf8(head) : head);
   std::string chunk;
   uint64_t seen = head.size();
   while (seen <= opt.max_text_bytes) {
     chunk.clear();
     if (read_some(fd.get(), chunk, 64 << 10, p.shown) == 0) break;
     seen += chunk.size();
-    lines.feed(chunk);
+    lines.feed(decode ? cp1252_to_utf8(chunk) : chunk);
   }
   lines.finish(r);
   return r;

@@ -12,6 +12,9 @@ namespace agentbox {
 
 struct ReadOptions {
   std::optional<uint64_t> start_line;      // 1-based, inclusive; default: first line
+  // 1-based byte position in start_line to begin at: how a line longer than the budget is read
+  // on from where the previous answer cut it (its next_column).
+  std::optional<uint64_t> start_column;
   std::optional<uint64_t> end_line;        // 1-based, inclusive; default: last line
   size_t byte_budget = 256 << 10;          // most content bytes returned; whole lines when possible
   uint64_t max_text_bytes = 64ull << 20;   // larger text files are too_large (counting lines
@@ -28,15 +31,20 @@ struct ReadResult {
   std::string content;       // the requested lines, '\n' kept
   bool truncated = false;    // the budget cut the requested range short
   uint64_t next_line = 0;    // when truncated: the start_line to continue from
+  uint64_t next_column = 0;  // when truncated inside a line: the start_column to continue from
+  std::string encoding = "utf-8";  // what the file was decoded from: "utf-8" or "windows-1252"
   // Image (PNG, JPEG, GIF, WebP, BMP recognised by their first bytes):
   std::string mime;
   std::string bytes;
 };
 
-// Reads `p`. Text comes back as lines; a file whose first 8 KiB hold a NUL or invalid UTF-8 is
+// Reads `p`. Text comes back as lines, as UTF-8: a file not in UTF-8 is decoded as Windows-1252
+// (fs/text_encoding.hpp). A file whose first 8 KiB hold a NUL or many control characters is
 // binary: an image comes back as bytes, anything else is FsError unsupported_media
 // "Unsupported binary file type: MIME (N bytes)". Missing or not a regular file: not_found
-// "File not found: ...". SVG is text (its XML is what a model can use).
+// "File not found: ...". SVG is text (its XML is what a model can use). A line longer than the
+// budget comes back in pieces: next_line and next_column say where the next piece starts, so
+// nothing is ever out of reach.
 ReadResult read_text(const ConfinedDir& home, const HomePath& p, const ReadOptions& opt = {});
 
 // An open regular file for /files/view and /files/serve: the server streams it, honouring Range.

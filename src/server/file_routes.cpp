@@ -106,6 +106,7 @@ Response read_file(const FileContext& ctx, const Request& req) {
   HomePath p = path_of(caller, required_query(req, "path"));
   ReadOptions opt = ctx.options.read;
   if (auto v = query_int(req, "start_line", 1, INT64_MAX)) opt.start_line = static_cast<uint64_t>(*v);
+  if (auto v = query_int(req, "start_column", 1, INT64_MAX)) opt.start_column = static_cast<uint64_t>(*v);
   if (auto v = query_int(req, "end_line", 1, INT64_MAX)) opt.end_line = static_cast<uint64_t>(*v);
   ReadResult r = read_text(*caller.home, p, opt);
   if (r.kind == ReadResult::Kind::image) {
@@ -119,6 +120,8 @@ Response read_file(const FileContext& ctx, const Request& req) {
               {"content", std::move(r.content)},
               {"truncated", r.truncated}};
   if (r.truncated) out["next_start_line"] = r.next_line;
+  if (r.next_column) out["next_start_column"] = r.next_column;  // a line cut inside: go on from there
+  if (r.encoding != "utf-8") out["encoding"] = r.encoding;
   return Response::json(out);
 }
 

@@ -124,10 +124,14 @@ json paths() {
   p["/files/read"]["get"] = operation(
       "read_file", "Read a file",
       ("Reads a text file and returns its lines (optionally a range of lines, 1-based and "
-       "inclusive) with the total line count. Long files are cut to a byte budget: read on "
-       "with start_line. Images are returned as images; other binary files are refused." + note).c_str(),
+       "inclusive) with the total line count. Long files are cut to a byte budget: when the answer "
+       "says truncated, read on with start_line = next_start_line (and start_column = "
+       "next_start_column when a long line was cut). Text in other encodings is decoded. Images "
+       "are returned as images; other binary files are refused." + note).c_str(),
       {param("path", "query", type("string"), "File to read.", true),
        param("start_line", "query", type("integer", {{"minimum", 1}}), "First line to return (1-based)."),
+       param("start_column", "query", type("integer", {{"minimum", 1}}),
+             "Byte position in start_line to begin at (1-based): the next_start_column of a line cut short."),
        param("end_line", "query", type("integer", {{"minimum", 1}}), "Last line to return (inclusive).")},
       with_ok(errors({{"404", "File not found."}, {"403", "Outside the home directory."}, {"415", "A binary file that is not an image."}}),
               json_response("The content.", {{"type", "object"}})));

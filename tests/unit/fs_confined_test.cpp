@@ -237,19 +237,69 @@ TEST_F(FsTest, ReadLineRangesAndBudget) {
   EXPECT_TRUE(r.truncated);
   EXPECT_EQ(r.next_line, 3u);
   EXPECT_EQ(r.total_lines, 5u);
-  // One line longer than the budget is cut on a character boundary.
+  // One line longer than the budget is cut on a character boundary, and read on from there.
   put("long.txt", std::string(10, 'x') + "\xE2\x82\xAC" + "\nend\n");
   o.byte_budget = 12;
   r = read_text(*dir_, p("long.txt"), o);
   EXPECT_EQ(r.content, std::string(10, 'x'));
   EXPECT_TRUE(r.truncated);
-  EXPECT_EQ(r.next_line, 2u);
+  EXPECT_EQ(r.next_line, 1u);
+  EXPECT_EQ(r.next_column, 11u);
+  o.start_line = r.next_line;
+  o.start_column = r.next_column;
+  r = read_text(*dir_, p("long.txt"), o);
+  EXPECT_EQ(r.content, "\xE2\x82\xAC\nend\n");
+  EXPECT_FALSE(r.truncated);
   o = {};
   o.start_line = 0;
   EXPECT_FS_ERROR(read_text(*dir_, p("n.txt"), o), FsErrorKind::bad_request);
   o = {};
   o.max_text_bytes = 4;
   EXPECT_FS_ERROR(read_text(*dir_, p("n.txt"), o), FsErrorKind::too_large);
+}
+
+// A line of 300,000 characters (a minified bundle, a JSON dump) comes in budget-sized pieces
+// that together are the whole line: none of it is out of reach.
+TEST_F(FsTest, ALineLongerThanTheBudgetIsReadOnPieceByPiece) {
+  std::string line;
+  for (int i = 0; line.size() < 300000; ++i) line += (i % 7 == 0) ? "\xC3\xA9" : std::string(1, static_cast<char>('a' + i % 26));
+  put("min.js", "first\n" + line + "\nlast\n");
+  ReadOptions o;
+  o.start_line = 2;
+  o.end_line = 2;
+  std::string got;
+  for (int pieces = 0; pieces < 10; ++pieces) {
+    ReadResult r = read_text(*dir_, p("min.js"), o);
+    EXPECT_EQ(r.total_lines, 3u);
+    got += r.content;
+    if (!r.truncated) break;
+    EXPECT_EQ(r.next_line, 2u);
+    ASSERT_GT(r.next_column, 1u);
+    o.start_column = r.next_column;
+  }
+  EXPECT_EQ(got, line + "\n");
+  // A column inside a character begins at the next whole one; past the end, the line is empty.
+  o.start_column = 2 + line.find("\xC3\xA9", 1);  // the byte after 0xC3
+  EXPECT_EQ(read_text(*dir_, p("min.js"), o).content.substr(0, 1), std::string(1, line[line.find("\xC3\xA9", 1) + 2]));
+  o.start_column = line.size() + 10;
+  EXPECT_EQ(read_text(*dir_, p("min.js"), o).content, "\n");
+  o.start_column = 0;
+  EXPECT_FS_ERROR(read_text(*dir_, p("min.js"), o), FsErrorKind::bad_request);
+}
+
+// Text that is not UTF-8 (Latin-1 or Windows-1252, as older tools write it) is decoded, not
+// refused as binary; a NUL still makes a file binary.
+TEST_F(FsTest, TextInASingleByteEncodingIsDecoded) {
+  put("latin1.txt", "caf\xE9 cr\xE8me br\xFBl\xE9" "e\nprix: 5 \x80\n");
+  ReadResult r = read_text(*dir_, p("latin1.txt"));
+  EXPECT_EQ(r.kind, ReadResult::Kind::text);
+  EXPECT_EQ(r.content, "caf\xC3\xA9 cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e\nprix: 5 \xE2\x82\xAC\n");
+  EXPECT_EQ(r.encoding, "windows-1252");
+  EXPECT_EQ(r.total_lines, 2u);
+  put("utf8.txt", "caf\xC3\xA9\n");
+  EXPECT_EQ(read_text(*dir_, p("utf8.txt")).encoding, "utf-8");
+  put("nul.txt", std::string("caf\xE9" "\0\n", 6));
+  EXPECT_FS_ERROR(read_text(*dir_, p("nul.txt")), FsErrorKind::unsupported_media);
 }
 
 TEST_F(FsTest, ReadBinaryImagesFifosAndInvalidUtf8) {
