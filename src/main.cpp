@@ -56,7 +56,7 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "serve") exec_server(argc, argv);
 
-  CLI::App app{"agentbox: kernel-isolated boxes for people and their agents"};
+  CLI::App app{"agentbox: kernel-isolated boxes for people and their agents", "agentbox"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all");
 

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <charconv>
+#include <filesystem>
 
 #include "config/toml_schema.hpp"
 #include "util/error.hpp"
@@ -133,6 +134,9 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
   }
   std::vector<std::string> errors = apply_toml_fields<ServerConfig>(config, *doc, kFields, kSections, path);
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
+  // A relative state_dir in a file means next to the file, wherever the daemon starts from.
+  if (doc->contains("state_dir") && !config.state_dir.empty() && config.state_dir.front() != '/')
+    config.state_dir = absolute_path(config.state_dir, std::filesystem::absolute(path).parent_path().string());
   return errors;
 }
 
@@ -245,6 +249,12 @@ void apply_config_env(ServerConfig& config, const GetEnv& getenv) {
       throw e.wrap(s.name);
     }
   }
+}
+
+std::string absolute_path(const std::string& path, const std::string& base) {
+  namespace fs = std::filesystem;
+  if (!path.empty() && path.front() == '/') return fs::path(path).lexically_normal().string();
+  return (fs::path(base.empty() ? fs::current_path() : fs::path(base)) / path).lexically_normal().string();
 }
 
 ServerConfig load_server_config(const std::optional<std::string>& config_path, const GetEnv& getenv) {

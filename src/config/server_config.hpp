@@ -4,7 +4,8 @@
 // defaults, file and environment; the CLI overlays its flags on the result.
 //
 //   listen = "127.0.0.1:8000"
-//   state_dir = "./agentbox-state"
+//   state_dir = "./agentbox-state"   # relative: to the file's directory (in a file) or to the
+//                                    # working directory (default, flag, environment)
 //   api_key = "..."                 # optional: else generated into STATE/api_key (0600)
 //   cors_origins = ["*"]
 //   [limits]   body = "100M"  header_timeout = 10
@@ -86,6 +87,11 @@ void apply_config_env(ServerConfig& config, const GetEnv& getenv);
 // Every problem in the file, one line each, naming file, key and line: for
 // `agentbox config check FILE`. Empty when the file is good.
 std::vector<std::string> validate_config_file(const std::string& path);
+
+// path made absolute (normalized): relative to base, or to the working directory when base is
+// empty. The daemon's state directory is always absolute once it starts: boxes are built from
+// paths that must not depend on anyone's working directory.
+std::string absolute_path(const std::string& path, const std::string& base = {});
 
 // The key in STATE/api_key, created (32 random bytes, hex, mode 0600) if absent; state_dir is
 // created (0700) if missing. A key file others can read is refused. Safe against a concurrent

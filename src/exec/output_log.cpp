@@ -205,7 +205,7 @@ uint64_t OutputLog::begin_locked() const {
 
 uint64_t OutputLog::end_offset() const {
   std::lock_guard lock(mu_);
-  return end_;
+  return readable_end_locked();
 }
 
 uint64_t OutputLog::begin_offset() const {
@@ -274,10 +274,17 @@ uint64_t OutputLog::tail_start(uint64_t lo, uint64_t hi, uint64_t lines) const {
   return lo;
 }
 
+uint64_t OutputLog::readable_end_locked() const {
+  // A '\r' at the very end of a log still written waits for what follows it: its '\n' may be
+  // in the next piece of a terminal's output, and an answer must not end between the two.
+  const bool held_cr = writable_ && !tail_.empty() && tail_.back() == '\r';
+  return end_ - (held_cr ? 1 : 0);
+}
+
 LogRead OutputLog::read(uint64_t offset, size_t max_bytes, std::optional<uint64_t> tail_lines) const {
   std::lock_guard lock(mu_);
   LogRead r;
-  const uint64_t end = end_;
+  const uint64_t end = readable_end_locked();
   uint64_t start = std::min(offset, end);
   bool cut_front = false;  // the answer starts where the reader did not ask: may be mid-character
   if (start < begin_locked()) {
@@ -307,15 +314,24 @@ LogRead OutputLog::read(uint64_t offset, size_t max_bytes, std::optional<uint64_
     if (first.empty()) r.chunks.erase(r.chunks.begin());
   }
   if (stop < end && !r.chunks.empty()) {
-    // Cut by max_bytes: end on a character boundary unless that leaves nothing.
+    // Cut by max_bytes: end after a newline when one is near, else on a character boundary and
+    // outside a "\r\n"; never leave the answer empty.
     std::string& last = r.chunks.back().data;
-    const size_t unfinished = utf8_unfinished_tail(last);
-    if (unfinished > 0 && (unfinished < last.size() || r.chunks.size() > 1)) {
-      last.resize(last.size() - unfinished);
-      stop -= unfinished;
+    size_t keep = last.size();
+    const size_t window_start = last.size() > kLineSnapBytes ? last.size() - kLineSnapBytes : 0;
+    if (const size_t nl = last.rfind('\n'); nl != std::string::npos && nl >= window_start) {
+      keep = nl + 1;
+    } else {
+      keep -= utf8_unfinished_tail(last);
+      if (keep > 0 && last[keep - 1] == '\r') --keep;  // its '\n' is in the next answer: keep them together
+    }
+    if (keep > 0 || r.chunks.size() > 1) {
+      stop -= last.size() - keep;
+      last.resize(keep);
       if (last.empty()) r.chunks.pop_back();
     }
   }
+  r.more = stop < end;
   r.next_offset = stop;
   return r;
 }

@@ -12,7 +12,11 @@
 //
 // UTF-8: an append that ends inside a character holds those bytes back until the rest arrives
 // (or finish()), and a read cut by max_bytes ends on a character boundary, so answers do not
-// split characters of valid UTF-8 output.
+// split characters of valid UTF-8 output. Lines: a read cut by max_bytes ends after a newline
+// when there is one in its last kLineSnapBytes, never between '\r' and '\n'; and while the log is
+// still written, a '\r' at its very end is not readable yet (end_offset() excludes it) until
+// what follows it arrives (a terminal's "\r\n" can come in two pieces), so clients that turn
+// each answer's "\r\n" into "\n" count every line once.
 //
 // Thread-safe: one writer (the process table's loop), readers from any thread.
 #include <cstdint>
@@ -39,11 +43,13 @@ struct LogRead {
   std::vector<LogChunk> chunks;  // adjacent chunks have different types
   uint64_t next_offset = 0;      // where the next read continues
   bool truncated = false;        // output before the returned part is gone (cap) or was cut (tail)
+  bool more = false;             // output past next_offset exists already (max_bytes cut it)
 };
 
 class OutputLog {
  public:
   static constexpr size_t kMemoryTail = 64 << 10;
+  static constexpr size_t kLineSnapBytes = 4096;
 
   // A new, empty, writable log. Fails with EEXIST when PATH.0 exists (ids are unique).
   static std::unique_ptr<OutputLog> create(const std::string& path, uint64_t cap,
@@ -65,7 +71,7 @@ class OutputLog {
   // lines of what is kept past offset (then the newest max_bytes of those).
   LogRead read(uint64_t offset, size_t max_bytes, std::optional<uint64_t> tail_lines = {}) const;
 
-  uint64_t end_offset() const;    // offset after the last byte appended
+  uint64_t end_offset() const;    // offset after the last readable byte (a held '\r' is not yet)
   uint64_t begin_offset() const;  // oldest byte still readable
   const std::string& path() const { return path_; }
 
@@ -83,6 +89,7 @@ class OutputLog {
   void rotate();
   void remember(StreamType type, std::string_view data);
   uint64_t begin_locked() const;
+  uint64_t readable_end_locked() const;
   void collect(uint64_t from, uint64_t to, std::vector<LogChunk>& out) const;
   void collect_from_disk(uint64_t from, uint64_t to, std::vector<LogChunk>& out) const;
   uint64_t tail_start(uint64_t lo, uint64_t hi, uint64_t lines) const;

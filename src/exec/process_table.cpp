@@ -72,6 +72,7 @@ void make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
 void fill_output(ProcessView& v, LogRead&& r) {
   for (auto& c : r.chunks) v.output.push_back({std::string(to_string(c.type)), std::move(c.data)});
   v.truncated = r.truncated;
+  v.more = r.more;
   v.next_offset = r.next_offset;
 }
 
@@ -761,16 +762,27 @@ std::shared_ptr<ProcessTable::Wait> ProcessTable::wait(const std::string& accoun
 InputResult ProcessTable::input(const std::string& account, const std::string& id, std::string bytes) {
   Impl& im = *impl_;
   std::shared_ptr<Impl::Proc> p;
+  bool close_after = false;
   {
     std::lock_guard lock(im.mu);
     p = im.find_locked(account, id);
     if (p) {
       if (p->status != ProcessStatus::running || p->exited) return InputResult::exited;
       if (!p->stdin_open) return InputResult::closed;
+      // Without a terminal nothing turns Ctrl-D into end of input: "\x04" closes stdin here,
+      // after the bytes before it (what follows it has nowhere to go).
+      if (const size_t eot = bytes.find('\x04'); !p->tty && eot != std::string::npos) {
+        bytes.resize(eot);
+        close_after = true;
+        p->stdin_open = false;
+      }
     }
   }
   if (!p) return im.store.get(account, id) ? InputResult::exited : InputResult::not_found;
-  im.post(p->strand, [&im, p, bytes = std::move(bytes)]() mutable { im.queue_input(p, std::move(bytes)); });
+  im.post(p->strand, [&im, p, bytes = std::move(bytes), close_after]() mutable {
+    if (close_after) p->close_stdin_when_written = true;
+    im.queue_input(p, std::move(bytes));
+  });
   return InputResult::ok;
 }
 

@@ -59,6 +59,7 @@ struct ProcessSummary {  // GET /execute
 struct ProcessView : ProcessSummary {  // the process object of API.md
   std::vector<OutputChunk> output;
   bool truncated = false;     // output before the returned part is gone (cap) or cut by tail
+  bool more = false;          // output past next_offset exists already: this is a page of it
   uint64_t next_offset = 0;   // pass back as offset to get only newer output
 };
 

@@ -227,7 +227,9 @@ json process_json(const exec::ProcessView& view) {
           {"status", status_name(view.status)},
           {"exit_code", view.exit_code ? json(*view.exit_code) : json(nullptr)},
           {"output", std::move(output)},
-          {"truncated", view.truncated},
+          // Says the answer is not all the output so far: some was dropped, or more follows
+          // from next_offset (a client must never take a page for the whole).
+          {"truncated", view.truncated || view.more},
           {"next_offset", view.next_offset}};
 }
 

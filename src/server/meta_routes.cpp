@@ -47,6 +47,7 @@ std::string os_name() {
 
 std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std::string& os_name,
                           const std::vector<std::string>& tools) {
+  const bool generic = spec.name.empty();
   // fmt, not string operator+: GCC 12 at -O3 reports a false -Wrestrict inside the latter.
   std::vector<std::string> limits;
   if (spec.limits.memory_bytes) limits.push_back(fmt::format("memory {}", format_size(spec.limits.memory_bytes)));
@@ -67,7 +68,9 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
       "Run commands with run_command (wait for short ones; poll long ones with "
       "get_process_status), read and edit files with read_file, write_file and "
       "replace_file_content, and show files to the user with display_file.",
-      os_name, spec.name, spec.home_target, cwd, spec.shell,
+      os_name, generic ? std::string("an account of your own") : spec.name,
+      generic ? std::string("your directory under /home") : spec.home_target,
+      generic ? std::string("your home, unless you change it") : cwd, spec.shell,
       tools.empty() ? std::string("standard Unix tools") : fmt::format("{}", fmt::join(tools, ", ")),
       limits.empty() ? std::string("none") : fmt::format("{}", fmt::join(limits, ", ")));
 }
@@ -88,6 +91,13 @@ void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxe
   auto tools = std::make_shared<const std::vector<std::string>>(tools_in_box_tree());
   auto os = std::make_shared<const std::string>(os_name());
   router.add(http::verb::get, "/system", [&callers, &boxes, tools, os](const Request& req) {
+    // Open WebUI asks once, with the key only, to build the model's system prompt: a request
+    // that names no user gets the prompt of a generic box (what every user's box is like).
+    if (!req.header("X-User-Id") && !req.header("X-OpenWebUI-User-Id")) {
+      Account generic;
+      generic.uid = generic.gid = 1;  // never shown: the generic prompt names no account
+      return Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools)}});
+    }
     Caller caller = callers.resolve(req);
     return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools)}});
   });

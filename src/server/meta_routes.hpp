@@ -13,7 +13,8 @@ void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxe
                      std::string version);
 
 // The text of GET /system for a box: what a model should know before it runs anything.
-// `tools` lists the interpreters and compilers found in the box's tree.
+// `tools` lists the interpreters and compilers found in the box's tree. A spec without a name
+// is any user's box: the prompt names no account, home or directory.
 std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std::string& os_name,
                           const std::vector<std::string>& tools);
 

@@ -38,6 +38,7 @@ ServerConfig load_config(const ServeOptions& o) {
     config = load_server_config(o.config);
     if (o.listen) config.listen = *o.listen;
     if (o.state) config.state_dir = *o.state;
+    config.state_dir = absolute_path(config.state_dir);
     parse_listen_address(config.listen);  // fail here, not after the state is set up
   } catch (const Error& e) {
     throw UsageError(e.what());

@@ -64,8 +64,12 @@ def test_every_route_refuses_a_missing_or_wrong_key(clients, method, path, body,
     assert r.json() == {"detail": "Invalid API key"}
 
 
-@pytest.mark.parametrize("method,path,body", PROTECTED, ids=IDS)
-@pytest.mark.parametrize("user", [None, ""], ids=["absent", "empty"])
+# GET /system without a user header describes a generic box instead (tested below).
+WITHOUT_USER = [(m, p, b, u) for m, p, b in PROTECTED for u in (None, "") if not (p == "/system" and u is None)]
+
+
+@pytest.mark.parametrize("method,path,body,user", WITHOUT_USER,
+                         ids=[f"{m} {p.split('?')[0]} {'absent' if u is None else 'empty'}" for m, p, _, u in WITHOUT_USER])
 def test_every_route_refuses_a_request_without_user(clients, method, path, body, user):
     r = clients(user=user).request(method, path, json=body)
     assert r.status_code == 400, r.text
@@ -78,6 +82,15 @@ def test_api_key_is_compared_exactly(clients, daemon):
             continue
         r = clients(user="someone", key=key).get("/execute")
         assert r.status_code == 401
+
+
+def test_system_without_a_user_describes_any_users_box(clients):
+    """Open WebUI fetches the system prompt once with the key only (no user header)."""
+    r = clients().get("/system")
+    assert r.status_code == 200, r.text
+    prompt = r.json()["prompt"]
+    assert "an account of your own" in prompt and "run_command" in prompt
+    assert "/home/" not in prompt.replace("under /home", ""), prompt
 
 
 def test_system_prompt_names_the_users_box(clients):

@@ -372,6 +372,21 @@ TEST_F(ProcessTableTest, InputReachesTheCommandAndIsRefusedAfterExit) {
   EXPECT_TRUE(kill("alice", fed, true));
 }
 
+// Without a terminal, Ctrl-D ("\x04", as API.md documents it) closes the command's stdin after
+// the bytes before it, as a terminal's end-of-file would: `wc -l` counts and ends.
+TEST_F(ProcessTableTest, CtrlDClosesStdinOfACommandWithoutTerminal) {
+  const std::string id = start("alice", "wc -l", false);
+  ASSERT_EQ(table().input("alice", id, "one\ntwo\n"), InputResult::ok);
+  ASSERT_EQ(table().input("alice", id, "three\n\x04ignored"), InputResult::ok);
+  ProcessView v = finished("alice", id, 5s);
+  EXPECT_EQ(v.status, ProcessStatus::done);
+  EXPECT_EQ(text_of(v, "stdout"), "3\n");
+  // A terminal's "\x04" is the terminal's business: it reaches the pty as the EOF character.
+  const std::string tty = start("alice", "cat > /dev/null; echo ended");
+  ASSERT_EQ(table().input("alice", tty, "x\n\x04"), InputResult::ok);
+  EXPECT_NE(text_of(finished("alice", tty, 5s)).find("ended"), std::string::npos);
+}
+
 TEST_F(ProcessTableTest, AnotherAccountCannotSeeOrTouchAProcess) {
   const std::string id = start("alice", "sleep 30");
   EXPECT_TRUE(table().get("alice", id, {}));

@@ -137,6 +137,18 @@ TEST_F(ServerConfigTest, ConfigPathFromFlagBeatsAgentboxConfig) {
             "/env-var");
 }
 
+// A relative state_dir in a file is next to the file: the daemon may start from anywhere, and a
+// relative path would end up inside boxes' mount paths (every /execute answered 500).
+TEST_F(ServerConfigTest, ARelativeStateDirInAFileIsNextToTheFile) {
+  const std::string path = write_config("state_dir = \"state/../agentbox-state\"\n");
+  EXPECT_EQ(load_server_config(path, env_of({})).state_dir, dir_ + "/agentbox-state");
+  EXPECT_TRUE(validate_config_file(path).empty());
+  // Elsewhere (default, flag, environment) it is the working directory's.
+  EXPECT_EQ(absolute_path("./agentbox-state"), std::filesystem::current_path().string() + "/agentbox-state");
+  EXPECT_EQ(absolute_path("/srv//x/../state"), "/srv/state");
+  EXPECT_EQ(absolute_path("s", "/base"), "/base/s");
+}
+
 TEST_F(ServerConfigTest, AnExplicitConfigFileMustExist) {
   EXPECT_THROW(load_server_config(dir_ + "/missing.toml", env_of({})), Error);
   EXPECT_THROW(load_server_config(std::nullopt, env_of({{"AGENTBOX_CONFIG", dir_ + "/missing.toml"}})), Error);

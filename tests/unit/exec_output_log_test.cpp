@@ -3,6 +3,8 @@
 #include "exec/output_log.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -84,6 +86,57 @@ TEST_F(OutputLogTest, ReadsFromAnyOffsetAndContinuesAtNextOffset) {
     off = r.next_offset;
   }
   EXPECT_EQ(paged, "hello world\r\n");
+}
+
+// Pages of a terminal's output ("\r\n" line ends) end after a line when one is near and never
+// between '\r' and '\n', and say when more follows: a client that turns each page's "\r\n"
+// into "\n" and joins the pages counts every line once.
+TEST_F(OutputLogTest, PagesEndAtLineEndsAndNeverInsideACrLf) {
+  auto log = OutputLog::create(path(), 16 << 20);
+  std::string all;
+  for (int i = 1; i <= 200000; ++i) all += std::to_string(i) + "\r\n";
+  log->append(StreamType::output, all);
+  log->finish();
+  std::string joined_lines;
+  uint64_t off = 0;
+  size_t pages = 0;
+  for (; off < all.size() && pages < 100; ++pages) {
+    LogRead r = log->read(off, 100000);
+    const std::string page = joined(r);
+    ASSERT_FALSE(page.empty());
+    EXPECT_EQ(page.back(), '\n') << "a page ended inside a line: ..." << page.substr(page.size() - 10);
+    EXPECT_EQ(r.more, r.next_offset < all.size());
+    std::string lf = page;
+    for (size_t p; (p = lf.find("\r\n")) != std::string::npos;) lf.replace(p, 2, "\n");
+    joined_lines += lf;
+    off = r.next_offset;
+  }
+  EXPECT_EQ(off, all.size());
+  EXPECT_GT(pages, 10u);
+  EXPECT_EQ(std::count(joined_lines.begin(), joined_lines.end(), '\n'), 200000);
+  // Without a line end near the cut, a page still never ends between '\r' and '\n'.
+  auto no_lines = OutputLog::create(path("q.log"), 1 << 20);
+  no_lines->append(StreamType::output, std::string(9, 'x') + "\r\n" + std::string(20, 'y'));
+  EXPECT_EQ(joined(no_lines->read(0, 10)), std::string(9, 'x'));  // not "xxxxxxxxx\r"
+  EXPECT_EQ(joined(no_lines->read(9, 10)).substr(0, 2), "\r\n");
+}
+
+// While a command still writes, a '\r' at the very end waits for what follows it (its '\n', or
+// anything else); when the log is finished it is read like any byte.
+TEST_F(OutputLogTest, ATrailingCarriageReturnWaitsForItsNextByte) {
+  auto log = OutputLog::create(path(), 1 << 20);
+  log->append(StreamType::output, "line\r");
+  EXPECT_EQ(log->end_offset(), 4u);
+  EXPECT_EQ(joined(log->read(0, 1 << 20)), "line");
+  EXPECT_EQ(log->read(0, 1 << 20).next_offset, 4u);
+  LogRead none = log->read(4, 1 << 20);
+  EXPECT_TRUE(none.chunks.empty());
+  EXPECT_FALSE(none.more);
+  log->append(StreamType::output, "\n50%\r");
+  EXPECT_EQ(joined(log->read(4, 1 << 20)), "\r\n50%");
+  log->finish();
+  EXPECT_EQ(log->end_offset(), 10u);
+  EXPECT_EQ(joined(log->read(6, 1 << 20)), "50%\r");
 }
 
 TEST_F(OutputLogTest, KeepsStreamsApartAndInOrder) {
