@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <string_view>
+#include <vector>
 
 #include "box/box.hpp"
 #include "box/box_env.hpp"
@@ -199,24 +200,75 @@ bool pump(int from, int to) {
   return true;
 }
 
-// Waits for the command's exit while relaying the terminal and forwarding signals.
-int supervise(Box& box, uint64_t child, int pty, const UniqueFd& sigfd) {
+// Bytes the CLI carries in one direction between the caller and the box: a terminal's (pty
+// mode), or a terminal of the caller's that pipes mode must not hand into the box.
+struct Relay {
+  int from = -1, to = -1;
+  UniqueFd owned;  // our end of a pipe: closed when the relay ends, so the box sees end of input
+  bool output = false;  // box → caller: drained once the command has exited
+  bool open = true;
+};
+
+// The command's stdin, stdout and stderr in pipes mode: the caller's own, except a terminal,
+// which is never handed into a box (the box could change its settings or type into it): a
+// pipe stands in for it and the bytes are relayed. Pipes mode with a terminal among them happens
+// when only some of the caller's fds are terminals (`cmd < file`, `echo x | agentbox run ...`).
+struct PipesStdio {
+  UniqueFd box_ends[3];
+  std::vector<Relay> relays;
+  int fds[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
+};
+
+PipesStdio pipes_stdio() {
+  PipesStdio io;
+  for (int fd = 0; fd < 3; ++fd) {
+    if (!::isatty(fd)) continue;
+    int p[2];
+    check(::pipe2(p, O_CLOEXEC), "pipe2");
+    Relay r;
+    if (fd == STDIN_FILENO) {
+      io.box_ends[fd].reset(p[0]);
+      r.owned.reset(p[1]);
+      r.from = fd;
+      r.to = r.owned.get();
+    } else {
+      io.box_ends[fd].reset(p[1]);
+      r.owned.reset(p[0]);
+      r.from = r.owned.get();
+      r.to = fd;
+      r.output = true;
+    }
+    io.fds[fd] = io.box_ends[fd].get();
+    io.relays.push_back(std::move(r));
+  }
+  return io;
+}
+
+// Waits for the command's exit while relaying bytes and forwarding signals.
+int supervise(Box& box, uint64_t child, int pty, std::vector<Relay> relays, const UniqueFd& sigfd) {
   std::optional<RawTerminal> raw;
   if (pty >= 0) {
     raw.emplace(STDIN_FILENO);
     ::fcntl(pty, F_SETFL, ::fcntl(pty, F_GETFL) | O_NONBLOCK);
+    relays.push_back({pty, STDOUT_FILENO, UniqueFd(), true});
+    relays.push_back({STDIN_FILENO, pty, UniqueFd(), false});
   }
-  bool stdin_open = pty >= 0;
   std::optional<int> status;
   while (!status) {
-    pollfd p[4] = {{box.event_fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0},
-                   {pty, POLLIN, 0}, {stdin_open ? STDIN_FILENO : -1, POLLIN, 0}};
-    if (::poll(p, 4, -1) < 0) {
+    std::vector<pollfd> p = {{box.event_fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
+    for (const auto& r : relays) p.push_back({r.open ? r.from : -1, POLLIN, 0});
+    if (::poll(p.data(), p.size(), -1) < 0) {
       if (errno == EINTR) continue;
       throw sys_error("poll");
     }
-    if (p[2].revents & POLLIN) pump(pty, STDOUT_FILENO);
-    if (p[3].revents & (POLLIN | POLLHUP)) stdin_open = pump(STDIN_FILENO, pty);
+    for (size_t i = 0; i < relays.size(); ++i) {
+      Relay& r = relays[i];
+      if (!r.open || !(p[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!pump(r.from, r.to)) {
+        r.open = false;
+        r.owned.reset();
+      }
+    }
     if (p[1].revents & POLLIN) {
       signalfd_siginfo si;
       while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
@@ -234,10 +286,11 @@ int supervise(Box& box, uint64_t child, int pty, const UniqueFd& sigfd) {
       if (!status && init_gone) throw Error("the box's init exited unexpectedly");
     }
   }
-  // Output the command wrote just before exiting is still in the pty: drain it.
-  if (pty >= 0) {
-    pollfd p{pty, POLLIN, 0};
-    while (::poll(&p, 1, 50) > 0 && (p.revents & POLLIN) && pump(pty, STDOUT_FILENO)) {
+  // Output the command wrote just before exiting may still be on its way: drain it.
+  for (Relay& r : relays) {
+    if (!r.output || !r.open) continue;
+    pollfd p{r.from, POLLIN, 0};
+    while (::poll(&p, 1, 50) > 0 && (p.revents & (POLLIN | POLLHUP)) && pump(r.from, r.to)) {
     }
   }
   return exit_code(*status);
@@ -306,9 +359,10 @@ int run_in_box(const RunOptions& o) {
   }
 
   SpawnResult child;
+  PipesStdio io;
   try {
-    const int stdio[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
-    child = box->spawn(req, req.tty ? std::span<const int>{} : std::span<const int>(stdio));
+    if (!req.tty) io = pipes_stdio();
+    child = box->spawn(req, req.tty ? std::span<const int>{} : std::span<const int>(io.fds));
   } catch (const SpawnError& e) {
     if (e.code() == ENOENT && req.argv[0].find('/') == std::string::npos) {
       std::cerr << "agentbox: " << req.argv[0] << ": command not found\n";
@@ -320,7 +374,8 @@ int run_in_box(const RunOptions& o) {
     std::cerr << "agentbox: cannot start the box: " << e.what() << "\n";
     return kExitBoxFailed;
   }
-  return supervise(*box, child.id, req.tty ? child.pty_master.get() : -1, sigfd);
+  for (auto& end : io.box_ends) end.reset();  // the box holds its copies now
+  return supervise(*box, child.id, req.tty ? child.pty_master.get() : -1, std::move(io.relays), sigfd);
 }
 
 }  // namespace agentbox::cli

@@ -139,3 +139,81 @@ def test_bad_settings_give_one_clear_line(workdir, args, env, needle):
     assert proc.wait(10) == 2, log
     lines = [l for l in log.splitlines() if l.strip()]
     assert len(lines) == 1 and needle in lines[0], log
+
+
+def readme_first_command():
+    """The serve half of the README's first command, as written there (`... && build/agentbox serve`)."""
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    block = readme.split("```sh", 1)[1].split("```", 1)[0]
+    first = block.strip().splitlines()[0].split("#", 1)[0].strip()
+    assert "&&" in first, first
+    return first.split("&&", 1)[1].strip()
+
+
+def test_the_readmes_first_command_serves_and_runs_a_command_from_a_fresh_directory(workdir):
+    """A newcomer's first command exactly as the README writes it, from a fresh directory that
+    holds the build (the checkout's `build/`), with no configuration: the state is the relative
+    ./agentbox-state, on the default 127.0.0.1:8000. Its first command must run (a relative
+    state directory once made every /execute answer 500)."""
+    command = readme_first_command()
+    assert command == "build/agentbox serve", command
+    os.symlink(os.path.dirname(os.path.abspath(agentbox_bin())), os.path.join(workdir, "build"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
+    log = os.path.join(workdir, "serve.log")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["timeout", "-k", "5", "120", "bash", "-c", "exec " + command],
+                                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+    try:
+        import time
+        deadline = time.monotonic() + 30
+        while not READY_LINE.search(open(log).read()):
+            assert proc.poll() is None, open(log).read()
+            assert time.monotonic() < deadline, open(log).read()
+            time.sleep(0.05)
+        url = READY_LINE.search(open(log).read()).group(1)
+        assert url == "http://127.0.0.1:8000", url
+        key = open(os.path.join(workdir, "agentbox-state", "api_key")).read().strip()
+        r = httpx.post(url + "/execute", params={"wait": 20}, json={"command": "echo first && pwd"},
+                       headers={"Authorization": f"Bearer {key}", "X-User-Id": "newcomer"}, timeout=30)
+        assert r.status_code == 200, r.text
+        p = r.json()
+        assert p["status"] == "done" and p["exit_code"] == 0, p
+        assert "first" in "".join(c["data"] for c in p["output"]), p
+    finally:
+        assert stop(proc) == 0
+
+
+def test_help_names_the_program():
+    r = subprocess.run([agentbox_bin(), "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0
+    assert r.stdout.startswith("agentbox: ") or "Usage: agentbox " in r.stdout, r.stdout[:200]
+    assert "Usage: agentbox [OPTIONS] SUBCOMMAND" in r.stdout, r.stdout[:300]
+
+
+def test_run_never_hands_the_callers_terminal_to_the_box(workdir):
+    """stdin piped, stdout and stderr a terminal: the box gets pipes (its output is relayed to
+    the terminal), and whatever it does to its stdout cannot reach the caller's terminal: here
+    it tries to turn echo off, which used to stay off after the run."""
+    import pty
+    import termios
+    master, slave = pty.openpty()
+    try:
+        assert termios.tcgetattr(slave)[3] & termios.ECHO
+        home = os.path.join(workdir, "home")
+        script = ("test -t 1 && echo stdout-is-a-terminal || echo stdout-is-a-pipe; "
+                  "stty -echo 2>/dev/null <&1; stty -F /proc/self/fd/1 -echo 2>/dev/null; echo done")
+        r = subprocess.run([agentbox_bin(), "run", "--home", home, "--", "sh", "-c", script],
+                           stdout=slave, stderr=slave, input=b"", timeout=60)
+        assert r.returncode == 0
+        out = b""
+        import select
+        while select.select([master], [], [], 0.5)[0]:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                break
+            out += chunk
+        assert b"stdout-is-a-pipe" in out and b"done" in out, out
+        assert termios.tcgetattr(slave)[3] & termios.ECHO, "the box turned echo off on the caller's terminal"
+    finally:
+        os.close(master)
+        os.close(slave)
