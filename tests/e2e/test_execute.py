@@ -163,6 +163,44 @@ def test_large_output_pages_with_next_offset(clients):
     assert got == size == offset
 
 
+def test_an_answer_that_is_a_page_says_so(clients):
+    """The first answer of `seq 1 300000` carries at most 1 MiB: it must say more follows."""
+    c = clients.user("pagesays")
+    p = run(c, "seq 1 300000", pty=False)
+    total = len("".join(f"{i}\n" for i in range(1, 300001)))
+    assert p["status"] == "done"
+    assert p["next_offset"] < total
+    assert p["truncated"] is True, "a page taken for the whole output"
+    offset, pages = p["next_offset"], 1
+    while True:
+        q = c.get(f"/execute/{p['id']}/status", params={"offset": offset}).json()
+        pages += 1
+        offset = q["next_offset"]
+        if offset == total:
+            assert q["truncated"] is False, q["next_offset"]
+            break
+        assert q["truncated"] is True
+    assert pages >= 2
+
+
+def test_a_terminals_output_followed_page_by_page_counts_every_line_once(clients):
+    """Open WebUI's pipes follow a command with offsets and turn each answer's "\\r\\n" into
+    "\\n": no answer may end between the two (nor inside a character)."""
+    c = clients.user("crlf")
+    p = run(c, "seq 1 100000; sleep 3; seq 100001 200000", wait=0)
+    offset, text = p["next_offset"], text_of(p).replace("\r\n", "\n")
+    deadline = time.monotonic() + 60
+    while True:
+        assert time.monotonic() < deadline
+        q = c.get(f"/execute/{p['id']}/status", params={"offset": offset, "wait": 10}).json()
+        text += text_of(q).replace("\r\n", "\n")
+        offset = q["next_offset"]
+        if q["status"] != "running" and not q["truncated"]:
+            break
+    assert text.count("\n") == 200000
+    assert text == "".join(f"{i}\n" for i in range(1, 200001))
+
+
 # ---- long-polls -----------------------------------------------------------------------------
 
 def test_long_poll_collects_all_output_exactly_once(clients):
@@ -241,6 +279,18 @@ def test_input_escapes_and_pipes(clients):
     assert r.status_code == 200
     q = wait_done(c, p["id"])
     assert text_of(q, ("stdout",)) == "[abcA]\n"
+
+
+def test_ctrl_d_closes_stdin_without_a_terminal(clients):
+    """API.md: "\\x04" is Ctrl-D; without a pty it closes the command's stdin."""
+    c = clients.user("ctrld")
+    p = run(c, "wc -l", wait=0, pty=False)
+    assert c.post(f"/execute/{p['id']}/input", json={"input": "one\\ntwo\\n\\x04"}).status_code == 200
+    q = wait_done(c, p["id"], timeout=15)
+    assert q["status"] == "done", q
+    assert text_of(q, ("stdout",)).strip() == "2"
+    r = c.post(f"/execute/{p['id']}/input", json={"input": "late"})
+    assert r.status_code == 400
 
 
 def test_ctrl_c_interrupts(clients):

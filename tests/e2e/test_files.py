@@ -101,6 +101,31 @@ def test_read_budget_truncates_big_files(user):
     assert r.json()["content"] == "1999999\n2000000\n"
 
 
+def test_read_goes_on_inside_a_line_longer_than_the_budget(user):
+    """A single line of 300,000 characters (a minified bundle): read_file gives it in pieces,
+    each saying where the next starts, until all of it was read."""
+    assert sh(user, "python3 -c \"print('abcdefghij' * 30000, end='')\" > min.js")[0] == 0
+    got, params = "", {"path": "min.js"}
+    for _ in range(10):
+        body = user.get("/files/read", params=params).json()
+        got += body["content"]
+        assert body["total_lines"] == 1
+        if not body["truncated"]:
+            break
+        params = {"path": "min.js", "start_line": body["next_start_line"],
+                  "start_column": body["next_start_column"]}
+    assert got == "abcdefghij" * 30000
+
+
+def test_read_decodes_text_that_is_not_utf8(user):
+    """A Latin-1 text file is text: decoded, not 415 "Unsupported binary file type"."""
+    assert sh(user, "printf 'caf\\351 cr\\350me\\n' > latin1.txt")[0] == 0
+    r = user.get("/files/read", params={"path": "latin1.txt"})
+    assert r.status_code == 200, r.text
+    assert r.json()["content"] == "café crème\n"
+    assert r.json()["encoding"] == "windows-1252"
+
+
 def test_read_errors(user):
     assert user.get("/files/read", params={"path": "missing.txt"}).status_code == 404
     assert user.get("/files/read", params={"path": "src"}).status_code in (400, 404)

@@ -1,5 +1,8 @@
 """Authentication, user identity and the small routes: /health, /api/config, /system, /files/cwd."""
 import re
+import uuid
+
+import httpx
 
 import pytest
 
@@ -175,3 +178,40 @@ def test_unknown_route_is_404_json(clients):
     r = clients.user().get("/no/such/route")
     assert r.status_code == 404
     assert "detail" in r.json()
+
+
+def test_a_deleted_session_cwd_falls_back_to_the_home(clients):
+    c = clients.user("gone", session="chat-gone")
+    home = home_of(c)
+    assert sh(c, "mkdir -p proj")[0] == 0
+    assert c.post("/files/cwd", json={"path": "proj"}).status_code == 200
+    assert sh(c, "pwd")[1].strip() == home + "/proj"
+    assert sh(c, "rmdir " + home + "/proj")[0] == 0
+    code, out, _ = sh(c, "pwd")
+    assert (code, out.strip()) == (0, home)
+    assert c.get("/files/list").status_code == 200
+    assert c.get("/files/cwd").json()["cwd"] == home
+
+
+def test_open_webuis_user_header_names_the_same_account(clients, daemon):
+    """Open WebUI's generic tool-server mode sends X-OpenWebUI-User-Id."""
+    user = f"owui-{uuid.uuid4().hex[:8]}"
+    ours = clients(user=user)
+    theirs = daemon.client(key="default")
+    theirs.headers["X-OpenWebUI-User-Id"] = user
+    try:
+        assert sh(theirs, "whoami")[1] == sh(ours, "whoami")[1]
+        assert theirs.get("/files/cwd").json()["home"] == home_of(ours)
+    finally:
+        theirs.close()
+
+
+def test_two_user_headers_that_disagree_or_repeat_are_refused(clients, daemon):
+    """Whoever can add a header must not pick the account (a proxy that appends instead of
+    replacing): disagreeing or repeated user headers are 400."""
+    key = {"Authorization": f"Bearer {daemon.api_key}"}
+    for headers in ([("X-User-Id", "mallory"), ("X-OpenWebUI-User-Id", "alice")],
+                    [("X-User-Id", "mallory"), ("X-User-Id", "alice")],
+                    [("X-OpenWebUI-User-Id", "a"), ("X-OpenWebUI-User-Id", "a")]):
+        r = httpx.get(daemon.url + "/files/cwd", headers=list(key.items()) + headers, timeout=30)
+        assert r.status_code == 400, (headers, r.text)
