@@ -10,6 +10,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "config/egress_config.hpp"
 #include "config/toml_schema.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
@@ -89,9 +90,15 @@ constexpr std::array<TomlField<ServerConfig>, 19> kFields = {{
     {"exec.retention", [](ServerConfig& c, const toml::node& v) { c.exec.retention = toml_seconds(v); }},
 }};
 
-// policy.default is reserved for the egress policy: the table may exist, keys in it may not yet.
-constexpr std::array<std::string_view, 6> kSections = {"limits", "accounts", "box", "exec", "policy",
-                                                      "policy.default"};
+// The tables descended into; the egress policy's (config/egress_config.hpp) are appended.
+constexpr std::array<std::string_view, 4> kOwnSections = {"limits", "accounts", "box", "exec"};
+constexpr auto kSections = [] {
+  std::array<std::string_view, kOwnSections.size() + kEgressSections.size()> all{};
+  size_t i = 0;
+  for (std::string_view s : kOwnSections) all[i++] = s;
+  for (std::string_view s : kEgressSections) all[i++] = s;
+  return all;
+}();
 
 // Environment overlay: variable -> setter.
 struct EnvSetting {
@@ -132,7 +139,16 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
   } catch (const Error& e) {
     return {e.what()};
   }
-  std::vector<std::string> errors = apply_toml_fields<ServerConfig>(config, *doc, kFields, kSections, path);
+  std::vector<std::string> errors =
+      walk_toml(*doc, kSections, path, [&](std::string_view key, const toml::node& value) {
+        for (const TomlField<ServerConfig>& f : kFields) {
+          if (f.key == key) {
+            f.apply(config, value);
+            return true;
+          }
+        }
+        return apply_egress_key(config.egress, key, value);
+      });
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
   // A relative state_dir in a file means next to the file, wherever the daemon starts from.
   if (doc->contains("state_dir") && !config.state_dir.empty() && config.state_dir.front() != '/')

@@ -13,7 +13,8 @@
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
 //   [exec]     output_cap = "16M"  retention = 3600
-//   [policy.default]                # reserved for the egress policy; no keys yet
+//   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
+//   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
 #include <sys/types.h>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "box/box_spec.hpp"
+#include "net/egress_policy.hpp"
 
 namespace agentbox {
 
@@ -62,6 +64,8 @@ struct ServerConfig {
     uint64_t output_cap = 16ull << 20;             // output log kept per process, bytes
     std::chrono::seconds retention{3600};          // a finished process stays queryable this long
   } exec;
+
+  net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default
 };
 
 struct ListenAddress {

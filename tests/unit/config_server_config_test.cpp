@@ -165,11 +165,11 @@ TEST_F(ServerConfigTest, BadEnvironmentValueNamesTheVariable) {
 }
 
 TEST_F(ServerConfigTest, UnknownKeysAreErrorsNamingFileAndKey) {
-  std::string path = write_config("listen = \"127.0.0.1:1\"\nlistn = 1\n[box]\nmemroy = \"1G\"\n[policy.default]\nallow = []\n[policy.other]\n");
+  std::string path = write_config("listen = \"127.0.0.1:1\"\nlistn = 1\n[box]\nmemroy = \"1G\"\n[policy.default]\nallw = []\n[policy.other]\n");
   EXPECT_THAT(validate_config_file(path),
               ElementsAre(path + ": unknown key \"listn\" (line 2)",
                           path + ": unknown key \"box.memroy\" (line 4)",
-                          path + ": unknown key \"policy.default.allow\" (line 6)",
+                          path + ": unknown key \"policy.default.allw\" (line 6)",
                           path + ": unknown key \"policy.other\" (line 7)"));
   try {
     load_server_config(path, env_of({}));

@@ -1,0 +1,69 @@
+#pragma once
+// What a box may reach through its egress proxy, and the verdict on one destination.
+//
+// A request is judged twice: by name (deny rules win over allow rules; no allow rule, no
+// egress) and, once the proxy has resolved the name, by the address it will connect to
+// (loopback, link-local, private, CGNAT, multicast and unspecified addresses are refused unless
+// an allow_addresses range holds them). The proxy connects to the address it checked, so a
+// name that resolves differently a moment later (DNS rebinding) gains nothing.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/ip_address.hpp"
+
+namespace agentbox::net {
+
+// "registry.npmjs.org", "*.pypi.org", "github.com:443", "203.0.113.7", "[2001:db8::1]:443".
+// '*' matches any run of characters, dots included: "*.pypi.org" holds files.pypi.org and
+// a.b.pypi.org but not pypi.org itself.
+struct HostRule {
+  std::string pattern;           // lower case, no trailing dot; an IP literal in canonical form
+  std::optional<uint16_t> port;  // none: every port
+
+  static HostRule parse(std::string_view text);  // throws Error naming the text
+  bool matches(std::string_view host, uint16_t port) const;  // host as normalize_host returns it
+  std::string to_string() const;
+};
+
+// A host as a client wrote it, in the form rules compare: lower case, without a trailing dot
+// or IPv6 brackets, an IP literal canonical. nullopt when it cannot be a host name or address.
+std::optional<std::string> normalize_host(std::string_view host);
+
+struct EgressPolicy {
+  std::vector<HostRule> allow;
+  std::vector<HostRule> deny;
+  std::vector<AddressRange> allow_addresses;  // private/loopback/link-local places allowed
+
+  // This policy with another's rules added (a user's additions to the default).
+  EgressPolicy with(const EgressPolicy& additions) const;
+  bool allows_anything() const { return !allow.empty(); }
+};
+
+// The whole configuration: the default, each user's additions, and the static name map
+// consulted before DNS.
+struct EgressConfig {
+  EgressPolicy default_policy;
+  std::map<std::string, EgressPolicy, std::less<>> users;  // by X-User-Id
+  std::map<std::string, IpAddress, std::less<>> hosts;     // normalized name -> address
+
+  EgressPolicy policy_for(std::string_view user) const;
+};
+
+struct Verdict {
+  bool allowed = false;
+  // Denied: one line the agent can act on ("agentbox: example.com:443 is not in this
+  // sandbox's network allowlist"). Allowed: the rule that allowed it, for the log.
+  std::string reason;
+};
+
+// The name stage: host normalized, port the destination's.
+Verdict check_name(const EgressPolicy& policy, std::string_view host, uint16_t port);
+// The address stage, for the address the proxy is about to connect to.
+Verdict check_address(const EgressPolicy& policy, std::string_view host, uint16_t port,
+                      const IpAddress& address);
+
+}  // namespace agentbox::net
