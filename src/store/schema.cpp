@@ -7,7 +7,7 @@ namespace {
 
 // Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
 // has shipped, add the next. Times are unix seconds.
-constexpr std::array<std::string_view, 1> kMigrations = {
+constexpr std::array<std::string_view, 2> kMigrations = {
     // 1: accounts, processes, chat sessions, audit.
     R"sql(
 CREATE TABLE accounts (
@@ -47,6 +47,24 @@ CREATE TABLE audit (
   detail  TEXT NOT NULL
 ) STRICT;
 CREATE INDEX audit_by_account ON audit (account, ts);
+)sql",
+    // 2: the egress proxy's decisions (store/network_log.hpp). Times in unix milliseconds.
+    R"sql(
+CREATE TABLE network_log (
+  id         INTEGER PRIMARY KEY,
+  ts_ms      INTEGER NOT NULL,
+  account    TEXT NOT NULL,           -- accounts.name
+  kind       TEXT NOT NULL CHECK (kind IN ('tunnel', 'forward', 'gateway')),
+  host       TEXT NOT NULL,
+  port       INTEGER NOT NULL,
+  address    TEXT NOT NULL,           -- '' when no connection was made
+  allowed    INTEGER NOT NULL CHECK (allowed IN (0, 1)),
+  reason     TEXT NOT NULL,
+  bytes_up   INTEGER NOT NULL,
+  bytes_down INTEGER NOT NULL
+) STRICT;
+CREATE INDEX network_log_by_account ON network_log (account, id);
+CREATE INDEX network_log_by_time ON network_log (ts_ms);
 )sql",
 };
 

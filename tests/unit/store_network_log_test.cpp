@@ -1,0 +1,93 @@
+// The egress decision log: stored through its queue, scoped to one account, newest first,
+// paged, purged by age, and bounded in memory when the writer falls behind.
+#include "store/network_log.hpp"
+
+#include <gtest/gtest.h>
+
+#include "store/schema.hpp"
+#include "support/scratch_dir.hpp"
+
+namespace agentbox {
+namespace {
+
+NetworkDecision decision(std::string account, std::string host, bool allowed, int64_t ts_ms = 1000) {
+  NetworkDecision d;
+  d.ts_ms = ts_ms;
+  d.account = std::move(account);
+  d.kind = "tunnel";
+  d.host = std::move(host);
+  d.port = 443;
+  d.allowed = allowed;
+  d.reason = allowed ? "allowed by \"*.example\"" : "agentbox: not in this sandbox's network allowlist";
+  d.address = allowed ? "203.0.113.7" : "";
+  d.bytes_up = allowed ? 120 : 0;
+  d.bytes_down = allowed ? 4096 : 0;
+  return d;
+}
+
+class NetworkLogTest : public ::testing::Test {
+ protected:
+  testing::ScratchDir scratch_{"agentbox-network-log"};
+};
+
+TEST_F(NetworkLogTest, RecordsAreStoredAndReadBackPerAccountNewestFirst) {
+  NetworkLog log(open_state_db(scratch_.path()));
+  log.record(decision("alice", "a.example", true, 1000));
+  log.record(decision("bob", "b.example", false, 1001));
+  log.record(decision("alice", "c.example", false, 1002));
+  log.flush();
+  std::vector<NetworkDecision> alice = log.list("alice", 10);
+  ASSERT_EQ(alice.size(), 2u);
+  EXPECT_EQ(alice[0].host, "c.example");
+  EXPECT_FALSE(alice[0].allowed);
+  EXPECT_EQ(alice[1].host, "a.example");
+  EXPECT_TRUE(alice[1].allowed);
+  EXPECT_EQ(alice[1].address, "203.0.113.7");
+  EXPECT_EQ(alice[1].bytes_down, 4096);
+  EXPECT_EQ(alice[1].ts_ms, 1000);
+  ASSERT_EQ(log.list("bob", 10).size(), 1u);
+  EXPECT_TRUE(log.list("carol", 10).empty());
+}
+
+TEST_F(NetworkLogTest, PagesGoBackInTime) {
+  NetworkLog log(open_state_db(scratch_.path()));
+  for (int i = 0; i < 25; ++i) log.record(decision("alice", "h" + std::to_string(i) + ".example", true, 1000 + i));
+  log.flush();
+  std::vector<NetworkDecision> page1 = log.list("alice", 10);
+  ASSERT_EQ(page1.size(), 10u);
+  EXPECT_EQ(page1.front().host, "h24.example");
+  std::vector<NetworkDecision> page2 = log.list("alice", 10, page1.back().id);
+  ASSERT_EQ(page2.size(), 10u);
+  EXPECT_EQ(page2.front().host, "h14.example");
+  std::vector<NetworkDecision> page3 = log.list("alice", 10, page2.back().id);
+  EXPECT_EQ(page3.size(), 5u);
+}
+
+TEST_F(NetworkLogTest, KeptAcrossARestartAndPurgedByAge) {
+  {
+    NetworkLog log(open_state_db(scratch_.path()));
+    log.record(decision("alice", "old.example", true, 1000));
+    log.record(decision("alice", "new.example", true, 5000));
+  }  // the destructor stores what was queued
+  NetworkLog log(open_state_db(scratch_.path()));
+  EXPECT_EQ(log.list("alice", 10).size(), 2u);
+  EXPECT_EQ(log.purge_before(2000), 1);
+  std::vector<NetworkDecision> left = log.list("alice", 10);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].host, "new.example");
+}
+
+TEST_F(NetworkLogTest, AFullQueueDropsAndCountsInsteadOfGrowing) {
+  NetworkLog log(open_state_db(scratch_.path()), /*queue_limit=*/4);
+  // Hold the database so the writer cannot drain while we record.
+  Db blocker = Db::open(scratch_.path() + "/agentbox.db");
+  blocker.exec("BEGIN IMMEDIATE");
+  for (int i = 0; i < 50; ++i) log.record(decision("alice", "x.example", true));
+  blocker.exec("COMMIT");
+  log.flush();
+  EXPECT_GT(log.dropped(), 0u);
+  EXPECT_EQ(log.list("alice", 100).size() + log.dropped(), 50u);
+}
+
+}  // namespace
+}  // namespace agentbox
