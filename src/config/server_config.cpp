@@ -24,6 +24,8 @@ constexpr uint64_t kMaxUid = 0xFFFFFFFEull;
 constexpr size_t kApiKeyBytes = 32;
 // More would let one account's file operations crowd out everyone else's (and its descriptors).
 constexpr int64_t kMaxFileOps = 64;
+// Each terminal holds a shell, a pty and its replay buffer for as long as it lives.
+constexpr int64_t kMaxTerminalsPerAccount = 1024;
 
 void require_api_key_text(std::string_view key) {
   if (key.empty()) throw Error("api key is empty");
@@ -46,7 +48,7 @@ void set_api_key(ServerConfig& c, std::string_view text) {
   c.api_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 19> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 21> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -88,10 +90,16 @@ constexpr std::array<TomlField<ServerConfig>, 19> kFields = {{
     {"box.tmp", [](ServerConfig& c, const toml::node& v) { c.box.tmp_bytes = toml_size(v); }},
     {"exec.output_cap", [](ServerConfig& c, const toml::node& v) { c.exec.output_cap = toml_size(v); }},
     {"exec.retention", [](ServerConfig& c, const toml::node& v) { c.exec.retention = toml_seconds(v); }},
+    {"terminals.max_per_account",
+     [](ServerConfig& c, const toml::node& v) {
+       c.terminals.max_per_account = static_cast<size_t>(toml_integer(v, 1, kMaxTerminalsPerAccount));
+     }},
+    {"terminals.idle_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.terminals.idle_timeout = toml_seconds(v); }},
 }};
 
 // The tables descended into; the egress policy's (config/egress_config.hpp) are appended.
-constexpr std::array<std::string_view, 4> kOwnSections = {"limits", "accounts", "box", "exec"};
+constexpr std::array<std::string_view, 5> kOwnSections = {"limits", "accounts", "box", "exec", "terminals"};
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size()> all{};
   size_t i = 0;

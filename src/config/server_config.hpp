@@ -13,6 +13,7 @@
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
 //   [exec]     output_cap = "16M"  retention = 3600
+//   [terminals] max_per_account = 16  idle_timeout = 3600
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
 //
@@ -64,6 +65,11 @@ struct ServerConfig {
     uint64_t output_cap = 16ull << 20;             // output log kept per process, bytes
     std::chrono::seconds retention{3600};          // a finished process stays queryable this long
   } exec;
+
+  struct Terminals {
+    size_t max_per_account = 16;                   // open terminals per account; above it 429
+    std::chrono::seconds idle_timeout{3600};       // a terminal with no client and no output ends after this
+  } terminals;
 
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default
 };

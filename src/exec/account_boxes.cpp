@@ -31,6 +31,14 @@ uint64_t AccountBoxes::spawn(const BoxSpec& spec, SpawnRequest req, std::vector<
 
 void AccountBoxes::signal(const std::string& account, uint64_t id, int sig) { manager_.signal(account, id, sig); }
 
+uint64_t AccountBoxes::spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) {
+  return manager_.spawn(spec.name, spec, std::move(req), {}, std::move(handlers));
+}
+
+void AccountBoxes::signal_session(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) {
+  manager_.signal(account, id, sig, std::move(done), /*whole_session=*/true);
+}
+
 SpawnRequest shell_spawn_request(const BoxSpec& spec, const ShellCommand& command) {
   auto env = base_env(spec, command.tty);
   env["PWD"] = command.cwd;

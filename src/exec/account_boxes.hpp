@@ -1,17 +1,19 @@
 #pragma once
-// The daemon's BoxPort: an account's box (BoxManager), described by the spec its account and the
-// configured limits make, and the command a request's shell line becomes in it. ProcessTable
-// spawns through this; the routes ask it what an account's box is (the system prompt, /execute).
+// The daemon's BoxPort and TerminalPort: an account's box (BoxManager), described by the spec its
+// account and the configured limits make, and the command a request's shell line becomes in it.
+// ProcessTable and Terminals spawn through this; the routes ask it what an account's box is
+// (the system prompt, /execute, /api/terminals).
 #include <map>
 #include <string>
 
 #include "box/box_manager.hpp"
 #include "exec/process_table.hpp"
+#include "exec/terminals.hpp"
 #include "store/account_store.hpp"
 
 namespace agentbox::exec {
 
-class AccountBoxes : public BoxPort {
+class AccountBoxes : public BoxPort, public TerminalPort {
  public:
   // state_dir holds the accounts' homes (Account::home_dir is relative to it).
   AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits);
@@ -22,6 +24,8 @@ class AccountBoxes : public BoxPort {
   uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
                  SpawnHandlers handlers) override;
   void signal(const std::string& account, uint64_t id, int sig) override;
+  uint64_t spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) override;
+  void signal_session(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) override;
   void touch(const std::string& account) { manager_.touch(account); }
 
  private:

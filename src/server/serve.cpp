@@ -20,6 +20,7 @@
 #include "server/file_routes.hpp"
 #include "server/http_server.hpp"
 #include "server/meta_routes.hpp"
+#include "server/terminal_routes.hpp"
 #include "store/account_store.hpp"
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
@@ -123,6 +124,8 @@ int serve(const ServeOptions& options) {
   table_options.retention = config.exec.retention;
   table_options.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
   exec::ProcessTable table(loop.context(), boxes, processes, table_options);
+  exec::Terminals terminals(loop.context(), boxes,
+                            {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
   Router router;
   add_meta_routes(router, callers, boxes, kVersion);
@@ -132,6 +135,7 @@ int serve(const ServeOptions& options) {
   file_options.upload_max_bytes = config.limits.body_bytes;
   file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
   add_file_routes(router, callers, file_options);
+  add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
 
   HttpServerOptions http;
   http.api_key = api_key;
@@ -151,6 +155,7 @@ int serve(const ServeOptions& options) {
   ::sigwait(&stop_signals, &sig);
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
+  terminals.shut_down();  // before the server's io_context goes: terminal output is posted there
   return 0;
 }
 

@@ -63,6 +63,8 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.box.tmp_bytes, 512ull << 20);
   EXPECT_EQ(c.exec.output_cap, 16ull << 20);
   EXPECT_EQ(c.exec.retention, 3600s);
+  EXPECT_EQ(c.terminals.max_per_account, 16u);
+  EXPECT_EQ(c.terminals.idle_timeout, 3600s);
 }
 
 TEST_F(ServerConfigTest, FileOverridesEveryDefault) {
@@ -90,6 +92,9 @@ tmp = "64M"
 [exec]
 output_cap = "1M"
 retention = 60
+[terminals]
+max_per_account = 4
+idle_timeout = 120
 [policy.default]
 )");
   ServerConfig c = load_server_config(path, env_of({}));
@@ -112,6 +117,24 @@ retention = 60
   EXPECT_EQ(c.box.tmp_bytes, 64ull << 20);
   EXPECT_EQ(c.exec.output_cap, 1ull << 20);
   EXPECT_EQ(c.exec.retention, 60s);
+  EXPECT_EQ(c.terminals.max_per_account, 4u);
+  EXPECT_EQ(c.terminals.idle_timeout, 120s);
+}
+
+TEST_F(ServerConfigTest, TerminalKeysAreCheckedAndTakeTheirBounds) {
+  ServerConfig c = load_server_config(
+      write_config("[terminals]\nmax_per_account = 1024\nidle_timeout = 1\n", "bounds.toml"), env_of({}));
+  EXPECT_EQ(c.terminals.max_per_account, 1024u);
+  EXPECT_EQ(c.terminals.idle_timeout, 1s);
+  std::string path = write_config(
+      "[terminals]\nmax_per_account = 0\nidle_timeout = 0\nmax_open = 3\n", "bad.toml");
+  std::vector<std::string> errors = validate_config_file(path);
+  ASSERT_EQ(errors.size(), 3u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0], path + ": terminals.max_per_account: must be between 1 and 1024, not 0 (line 2)");
+  EXPECT_EQ(errors[1], path + ": terminals.idle_timeout: must be between 1 and 2147483647, not 0 (line 3)");
+  EXPECT_EQ(errors[2], path + ": unknown key \"terminals.max_open\" (line 4)");
+  EXPECT_THAT(validate_config_file(write_config("[terminals]\nmax_per_account = 1025\n", "big.toml")),
+              ElementsAre(HasSubstr("terminals.max_per_account: must be between 1 and 1024, not 1025")));
 }
 
 TEST_F(ServerConfigTest, EnvironmentOverridesFileWhichOverridesDefaults) {

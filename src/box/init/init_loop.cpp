@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <variant>
 
 #include "box/contain/contain.hpp"
@@ -323,11 +324,15 @@ class Init {
   }
 
   // Only a command of ours that has not been reaped: its pid (and group, and session) cannot have
-  // been reused, so the signal reaches what the daemon means.
+  // been reused, so the signal reaches what the daemon means. With whole_session, also a
+  // session whose leader was reaped after an earlier whole_session signal (a terminal's shell
+  // that a hangup ended while a job of it ignored the hangup): its id stays reserved by the
+  // kernel while any member lives, and it is forgotten once a SIGKILL left none.
   void signal(const protocol::Signal& m) {
     if (m.sig < 0 || m.sig > 64) throw Error("signal: bad signal number");
     auto it = children_by_spawn_.find(m.spawn);
     bool delivered = false;
+    pid_t sid = 0;
     if (it != children_by_spawn_.end()) {
       const pid_t pid = it->second;
       // The whole process group the command leads; the pid alone if it left its group.
@@ -336,11 +341,22 @@ class Init {
       } else if (errno != ESRCH) {
         throw sys_error("kill");
       }
-      // And every other process group of its session: a shell's jobs, background ones too.
-      if (m.whole_session)
-        for (pid_t member : session_members(pid))
-          if (::kill(member, m.sig) == 0) delivered = true;
+      if (m.whole_session) {
+        sid = pid;
+        signalled_sessions_.insert(m.spawn);
+      }
+    } else if (auto left = sessions_left_.find(m.spawn); m.whole_session && left != sessions_left_.end()) {
+      sid = left->second;
     }
+    // And every other process group of its session: a shell's jobs, background ones too. A
+    // member forking meanwhile is caught by the next round of SIGKILL.
+    for (int round = 0; sid != 0 && round < (m.sig == SIGKILL ? 3 : 1); ++round) {
+      const auto members = session_members(sid);
+      if (members.empty()) break;
+      for (pid_t member : members)
+        if (::kill(member, m.sig) == 0) delivered = true;
+    }
+    if (m.sig == SIGKILL) sessions_left_.erase(m.spawn);
     protocol::send_message(control_, protocol::Signalled{m.id, delivered});
   }
 
@@ -357,6 +373,8 @@ class Init {
       const uint64_t spawn = it->second;
       children_.erase(it);
       children_by_spawn_.erase(spawn);
+      // A session told to end whose leader went first: its other members stay reachable.
+      if (signalled_sessions_.erase(spawn) && !session_members(pid).empty()) sessions_left_[spawn] = pid;
       protocol::send_message(events_, protocol::Exited{spawn, status});
     }
   }
@@ -367,6 +385,8 @@ class Init {
   BoxSpec spec_;
   std::map<pid_t, uint64_t> children_;           // commands not yet reaped → their Spawn id
   std::map<uint64_t, pid_t> children_by_spawn_;  // the same, by Spawn id
+  std::set<uint64_t> signalled_sessions_;         // unreaped spawns whose session got a signal
+  std::map<uint64_t, pid_t> sessions_left_;       // reaped such spawns with members left → session id
 };
 
 }  // namespace

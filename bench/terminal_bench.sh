@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Terminal keystroke → echo round trip through agentbox's terminal WebSocket (/api/terminals),
+# against websocketd relaying `cat` on the same machine, in the same run
+# (bench/terminal_bench.py does the measuring; it prints p50/p99 of each and the ratio).
+#
+# Both paths end in `cat` echoing one byte: in agentbox, `cat` runs in the account's login
+# shell on the terminal's pty (stty raw -echo, so the byte goes through cat and nothing else);
+# with websocketd, `cat` reads the message as a line on a pipe. Rounds alternate between the
+# two, so both see the same load.
+#
+#   bench/terminal_bench.sh [BUILD_DIR]   (default: build-bench next to bench/; run as root)
+# Environment: TERMINAL_BENCH_ARGS, extra options for terminal_bench.py
+# (default "--rounds 10 --per-round 200"); NO_BUILD=1 uses BUILD_DIR as it is; JOBS, build
+# parallelism.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-$root/build-bench}
+python=/usr/bin/python3  # Debian's, with python3-websockets (scripts/install-deps.sh)
+
+[[ $(id -u) -eq 0 ]] || { echo "terminal_bench.sh: run as root (agentbox serve gives each user a uid)" >&2; exit 2; }
+command -v websocketd >/dev/null || { echo "terminal_bench.sh: websocketd missing (scripts/install-deps.sh)" >&2; exit 2; }
+"$python" -c 'import websockets' 2>/dev/null || { echo "terminal_bench.sh: python3-websockets missing (scripts/install-deps.sh)" >&2; exit 2; }
+
+if [[ ${NO_BUILD:-0} != 1 ]]; then
+  if [[ ! -f $build/CMakeCache.txt ]]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
+fi
+build=$(cd "$build" && pwd)
+[[ -x $build/agentbox ]] || { echo "terminal_bench.sh: no $build/agentbox" >&2; exit 2; }
+
+state=$(mktemp -d /tmp/agentbox-termbench-XXXXXX)
+log=$(mktemp /tmp/agentbox-termbench-log-XXXXXX)
+wlog=$(mktemp /tmp/agentbox-termbench-wsd-XXXXXX)
+pid= wpid=
+# shellcheck disable=SC2317  # runs from the EXIT trap
+cleanup() {
+  if [[ -n $wpid ]] && kill -0 "$wpid" 2>/dev/null; then kill -TERM "$wpid"; wait "$wpid" 2>/dev/null || true; fi
+  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$state" "$log" "$wlog"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A free port for websocketd (it takes no port 0): ask the kernel for one.
+free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+AGENTBOX_API_KEY=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+export AGENTBOX_API_KEY
+unset AGENTBOX_CONFIG
+"$build/agentbox" serve --listen 127.0.0.1:0 --state "$state" >"$log" 2>&1 &
+pid=$!
+wport=$(free_port)
+websocketd --address=127.0.0.1 --port="$wport" --binary=false cat >"$wlog" 2>&1 &
+wpid=$!
+
+port=
+for _ in $(seq 150); do
+  port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$log")
+  [[ -n $port ]] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.2
+done
+if [[ -z $port ]]; then
+  echo "terminal_bench.sh: the daemon did not come up; its output:" >&2
+  cat "$log" >&2
+  exit 1
+fi
+
+echo "terminal bench: agentbox serve pid $pid on 127.0.0.1:$port; websocketd $(websocketd --version 2>&1 | head -1) pid $wpid on 127.0.0.1:$wport"
+echo "host:   $(uname -r), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
+echo "reproduce: bench/terminal_bench.sh ${build#"$root"/}${TERMINAL_BENCH_ARGS:+  (TERMINAL_BENCH_ARGS=\"$TERMINAL_BENCH_ARGS\")}"
+rc=0
+# shellcheck disable=SC2086  # TERMINAL_BENCH_ARGS is a list of options
+"$python" "$here/terminal_bench.py" --agentbox "127.0.0.1:$port" --key "$AGENTBOX_API_KEY" \
+  --websocketd "127.0.0.1:$wport" ${TERMINAL_BENCH_ARGS:-} || rc=$?
+echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at the end"
+if [[ $rc != 0 ]]; then
+  echo "terminal_bench.sh: failed; the daemon's last lines:" >&2
+  tail -20 "$log" >&2
+  tail -5 "$wlog" >&2
+fi
+exit "$rc"

@@ -1,0 +1,141 @@
+#pragma once
+// Terminals: the interactive shells of /api/terminals (API.md Part A). Each is its account's
+// login shell on a pty in the account's box; the daemon holds the pty master. Output is read on
+// the box loop (util/event_loop.hpp), on a strand of the terminal's account, at most a few
+// reads per wake-up, and goes to every attached client and into a bounded replay buffer, so a
+// client that attaches later (a reload, a second tab) first sees the recent screen. A client
+// leaving does not end the shell; a terminal ends when its shell exits, its box goes, it is
+// deleted (its whole session is signalled: the shell and every job started from it), or it has
+// had no client and no output for the idle timeout. Every lookup is scoped to one account:
+// another account's id is "not found", and ids are random, so they are not an oracle either.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "box/box_owner.hpp"
+
+namespace agentbox::exec {
+
+// What terminals need of the boxes: the daemon's is exec/account_boxes.hpp; tests fake it.
+class TerminalPort {
+ public:
+  virtual ~TerminalPort() = default;
+  // Starts req (tty) in the box spec describes; the handlers report its start and end.
+  virtual uint64_t spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) = 0;
+  // Signals every process of spawn id's session (the shell and its jobs, background ones too);
+  // done(delivered), on any thread, once.
+  virtual void signal_session(const std::string& account, uint64_t id, int sig,
+                              std::function<void(bool delivered)> done) = 0;
+};
+
+struct TerminalOptions {
+  size_t max_per_account = 16;                 // open (and opening) terminals per account
+  std::chrono::milliseconds idle_timeout{3600 * 1000};  // no client and no output for this long: ended
+  size_t replay_bytes = 64 << 10;              // newest output kept for clients that attach later
+  std::chrono::milliseconds kill_grace{2000};  // SIGHUP to the session, SIGKILL at the latest after this
+  size_t input_queue_bytes = 1 << 20;          // keystrokes not yet taken by the pty; past it, dropped
+};
+
+struct TerminalInfo {
+  std::string id;
+  std::string created_at;  // ISO 8601 UTC, as Open Terminal gives it ("2026-01-02T03:04:05.678Z")
+  pid_t pid = 0;           // the shell's pid in its box
+};
+
+// The account already has max_per_account terminals.
+class TerminalLimitError : public std::runtime_error {
+ public:
+  explicit TerminalLimitError(size_t limit);
+  size_t limit() const { return limit_; }
+
+ private:
+  size_t limit_;
+};
+
+// What create() reports: the terminal, or why it could not start (SpawnError: the shell could
+// not run; BoxUnavailable: its box could not serve; Error: anything else).
+struct CreateOutcome {
+  std::optional<TerminalInfo> terminal;
+  std::exception_ptr error;
+};
+
+// The login shell an account's terminal runs: spec.shell -l in cwd, with the box's base
+// environment for a terminal and PWD, on a pty of cols x rows.
+SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, uint16_t cols = 80,
+                                 uint16_t rows = 24);
+
+// A client's side of a terminal (a WebSocket). Called on the terminal's strand, never two at
+// once: output() with the replay first, then live output as it is read; ended() once, last.
+struct TerminalSink {
+  std::function<void(std::string_view bytes)> output;
+  std::function<void(const std::string& why)> ended;
+};
+
+// A client attached to a terminal. Any thread. Dropping the last reference detaches it.
+class TerminalClient {
+ public:
+  virtual ~TerminalClient() = default;
+  // Keystrokes, written to the pty in order. written() runs once they are taken by the pty or
+  // dropped (the terminal ended, or more than input_queue_bytes were waiting), on the loop or
+  // at once: a client reads on once enough of its input is taken.
+  virtual void input(std::string bytes, std::function<void()> written) = 0;
+  virtual void resize(uint16_t cols, uint16_t rows) = 0;
+  // No sink call starts after this returns (one running may finish).
+  virtual void detach() = 0;
+};
+
+class Terminals {
+ public:
+  // Runs on `loop`, which must outlive this object and run while it is used.
+  Terminals(boost::asio::io_context& loop, TerminalPort& boxes, TerminalOptions options);
+  // shut_down().
+  ~Terminals();
+  Terminals(const Terminals&) = delete;
+  Terminals& operator=(const Terminals&) = delete;
+
+  // Starts account spec.name's login shell (req from login_shell_request). Throws
+  // TerminalLimitError at once when the account is at its cap; else done runs once, on a
+  // loop thread, with the new terminal or the error.
+  void create(const BoxSpec& spec, SpawnRequest req, std::function<void(CreateOutcome)> done);
+
+  // The account's terminals, oldest first.
+  std::vector<TerminalInfo> list(const std::string& account) const;
+  std::optional<TerminalInfo> get(const std::string& account, const std::string& id) const;
+
+  // Ends the terminal and everything started from it: its session gets SIGHUP (the shell and
+  // its jobs, background ones too), then SIGKILL once the shell has exited (what ignored the
+  // hangup) or after kill_grace, whichever comes first. It is gone from list() and get() at
+  // once, and its clients are told why. done(false) at once when there is no such terminal;
+  // else done(true) on a loop thread once the shell has exited and the SIGKILL was sent, or
+  // both signals were sent and kill_grace passed again (a box that does not answer).
+  void remove(const std::string& account, const std::string& id, std::function<void(bool found)> done);
+
+  // Attaches sink: nullptr when the account has no such terminal. Else the sink gets the replay
+  // and then live output; if the terminal ends meanwhile, ended() instead.
+  std::shared_ptr<TerminalClient> attach(const std::string& account, const std::string& id, TerminalSink sink);
+
+  size_t count() const;  // terminals open now (all accounts)
+
+  // Shells are left to their boxes (which the daemon stops next); no handler of this object
+  // and no sink call runs after it returns. Call it before the clients' io_context goes (their
+  // sinks post to it). Idempotent; not from a loop thread.
+  void shut_down();
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;  // shared with the handlers it queues on the loop
+};
+
+}  // namespace agentbox::exec
