@@ -1,8 +1,9 @@
-// Red team, network: a box's network namespace holds only its own `lo`. No TCP or UDP reaches a
-// non-loopback address (a test host in a network namespace this test makes, on a veth pair with
-// documentation-range addresses), nor the host's 127.0.0.1; Landlock refuses TCP connects to ports not
-// allowed with --allow-port; raw and packet sockets are refused. Controls: the same probes
-// from the host reach the same listeners.
+// Red team, network: a box's network namespace holds only its own `lo`, and it is the whole
+// boundary (no Landlock TCP rule, DESIGN §3). No TCP or UDP reaches a non-loopback address (a
+// test host in a network namespace this test makes, on a veth pair with documentation-range
+// addresses), nor the host's 127.0.0.1; raw and packet sockets are
+// refused. Controls: the same probes from the host reach the same
+// listeners, and a box reaches its own listeners on any port.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -211,12 +212,8 @@ TEST_F(RedteamNetTestHost, TcpToANonLoopbackAddressIsUnreachable) {
   ASSERT_TRUE(Allowed(control({"tcp-connect", host, port})));
 
   BoxHome home;
-  // Even with Landlock allowing the port, the box's netns has no route out.
-  BoxRun allowed_port = home.box();
-  allowed_port.allow_port(static_cast<uint16_t>(std::stoi(port)));
-  EXPECT_TRUE(Blocked(allowed_port.probe({"tcp-connect", host, port}), "ENETUNREACH"));
-  // Without --allow-port, Landlock refuses the connect before routing is even asked.
-  EXPECT_TRUE(Blocked(home.box().probe({"tcp-connect", host, port}), "EACCES"));
+  // The box's netns has no route out: the kernel refuses before sending anything.
+  EXPECT_TRUE(Blocked(home.box().probe({"tcp-connect", host, port}), "ENETUNREACH"));
 }
 
 TEST_F(RedteamNetTestHost, UdpToANonLoopbackAddressIsUnreachable) {
@@ -236,34 +233,36 @@ TEST(RedteamNet, HostLoopbackIsNotReachable) {
 
   BoxHome home;
   BoxRun box = home.box();
-  box.allow_port(static_cast<uint16_t>(std::stoi(tcp_port)));  // so only the netns decides
+  // The box's own lo has nothing on that port: refused there, never the host's listener.
   EXPECT_TRUE(Blocked(box.probe({"tcp-connect", "127.0.0.1", tcp_port}), "ECONNREFUSED"));
   // UDP: the box's lo answers "port unreachable" or nothing; never the host's echo.
   EXPECT_TRUE(BlockedWithAnyOf(box.probe({"udp-send", "127.0.0.1", udp_port}), {"ECONNREFUSED", "ETIMEDOUT"}));
 }
 
-// Landlock limits TCP connect to the --allow-port ports even on the box's own loopback: a
-// server the box runs itself is reachable on an allowed port and refused (EACCES) on another.
+// A server the box runs itself, on its own loopback, and the probe connecting to it from the
+// same box: the control of every test here (the probe can connect where connecting is right).
+std::string own_listener_script(const std::string& probe) {
+  // socat listens inside the box; once /proc/net/tcp shows it in LISTEN state (0A), the probe
+  // connects. Exit 3: the listener never came up.
+  return "timeout 10 socat TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr EXEC:/bin/true & "
+         "hex=$(printf '%04X' $1); i=0; "
+         "while ! grep -q \":$hex 00000000:0000 0A\" /proc/net/tcp; do "
+         "i=$((i+1)); [ $i -gt 200 ] && exit 3; sleep 0.05; done; " +
+         probe + " tcp-connect 127.0.0.1 $1; rc=$?; kill $! 2>/dev/null; exit $rc";
+}
+
 ProbeResult connect_to_own_listener(const BoxRun& box, uint16_t port) {
-  // socat listens inside the box (binding is not restricted); once /proc/net/tcp shows it in
-  // LISTEN state (0A), the probe connects. Exit 3: the listener never came up.
-  const std::string script =
-      "timeout 10 socat TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr EXEC:/bin/true & "
-      "hex=$(printf '%04X' $1); i=0; "
-      "while ! grep -q \":$hex 00000000:0000 0A\" /proc/net/tcp; do "
-      "i=$((i+1)); [ $i -gt 200 ] && exit 3; sleep 0.05; done; "
-      "/probe/abx-probe tcp-connect 127.0.0.1 $1; rc=$?; kill $! 2>/dev/null; exit $rc";
-  return to_probe_result(box.command({"/bin/sh", "-c", script, "sh", std::to_string(port)}),
+  return to_probe_result(box.command({"/bin/sh", "-c", own_listener_script(kProbeInBox), "sh", std::to_string(port)}),
                          "inside a box, own listener on port " + std::to_string(port));
 }
 
-TEST(RedteamNet, LandlockAllowsTcpConnectOnlyToAllowedPorts) {
-  constexpr uint16_t kAllowed = 28081, kOther = 28082;  // the box's own netns: no clashes
+// No Landlock TCP rule: a box's programs reach their own servers on any port (a dev server and
+// the browser-like client that tests it, a database and its app). With the rule, each of these
+// was EACCES.
+TEST(RedteamNet, ABoxReachesItsOwnListenersOnAnyPort) {
   BoxHome home;
   BoxRun box = home.box();
-  box.allow_port(kAllowed);
-  EXPECT_TRUE(Allowed(connect_to_own_listener(box, kAllowed)));
-  EXPECT_TRUE(Blocked(connect_to_own_listener(box, kOther), "EACCES"));
+  for (uint16_t port : {1024, 8124, 28081, 65535}) EXPECT_TRUE(Allowed(connect_to_own_listener(box, port)));
 }
 
 TEST(RedteamNet, RawAndPacketSocketsAreRefused) {
