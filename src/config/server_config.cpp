@@ -1,5 +1,6 @@
 #include "config/server_config.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/random.h>
@@ -45,7 +46,7 @@ void set_api_key(ServerConfig& c, std::string_view text) {
   c.api_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 19> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 23> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -87,11 +88,20 @@ constexpr std::array<TomlField<ServerConfig>, 19> kFields = {{
     {"box.tmp", [](ServerConfig& c, const toml::node& v) { c.box.tmp_bytes = toml_size(v); }},
     {"exec.output_cap", [](ServerConfig& c, const toml::node& v) { c.exec.output_cap = toml_size(v); }},
     {"exec.retention", [](ServerConfig& c, const toml::node& v) { c.exec.retention = toml_seconds(v); }},
+    {"proxy.connect_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.proxy.connect_timeout = toml_seconds(v); }},
+    {"proxy.response_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.proxy.response_timeout = toml_seconds(v); }},
+    {"proxy.idle_timeout", [](ServerConfig& c, const toml::node& v) { c.proxy.idle_timeout = toml_seconds(v); }},
+    {"proxy.tunnel_idle_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.proxy.tunnel_idle_timeout = toml_seconds(v); }},
 }};
+// A size above the entries would leave an entry with no key and no function.
+static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));
 
 // policy.default is reserved for the egress policy: the table may exist, keys in it may not yet.
-constexpr std::array<std::string_view, 6> kSections = {"limits", "accounts", "box", "exec", "policy",
-                                                      "policy.default"};
+constexpr std::array<std::string_view, 7> kSections = {"limits", "accounts", "box", "exec", "proxy",
+                                                      "policy", "policy.default"};
 
 // Environment overlay: variable -> setter.
 struct EnvSetting {

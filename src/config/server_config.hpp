@@ -13,6 +13,8 @@
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
 //   [exec]     output_cap = "16M"  retention = 3600
+//   [proxy]    connect_timeout = 10  response_timeout = 60  idle_timeout = 300
+//              tunnel_idle_timeout = 3600
 //   [policy.default]                # reserved for the egress policy; no keys yet
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
@@ -62,6 +64,14 @@ struct ServerConfig {
     uint64_t output_cap = 16ull << 20;             // output log kept per process, bytes
     std::chrono::seconds retention{3600};          // a finished process stays queryable this long
   } exec;
+
+  // /proxy/{port}: the reverse proxy into a box's own loopback.
+  struct Proxy {
+    std::chrono::seconds connect_timeout{10};      // connecting to the box's port; then 504
+    std::chrono::seconds response_timeout{60};     // request sent → response head complete; then 504
+    std::chrono::seconds idle_timeout{300};        // no byte moving either way while a body streams
+    std::chrono::seconds tunnel_idle_timeout{3600};  // the same after a WebSocket upgrade
+  } proxy;
 };
 
 struct ListenAddress {

@@ -31,6 +31,16 @@ uint64_t AccountBoxes::spawn(const BoxSpec& spec, SpawnRequest req, std::vector<
 
 void AccountBoxes::signal(const std::string& account, uint64_t id, int sig) { manager_.signal(account, id, sig); }
 
+void AccountBoxes::list_ports(const std::string& account,
+                              std::function<void(std::vector<ListeningPort>)> done) {
+  manager_.list_ports(account, std::move(done));
+}
+
+void AccountBoxes::open_socket_in_box(const std::string& account, int family,
+                                      std::function<void(UniqueFd, std::string)> done) {
+  manager_.open_socket_in_box(account, family, std::move(done));
+}
+
 SpawnRequest shell_spawn_request(const BoxSpec& spec, const ShellCommand& command) {
   auto env = base_env(spec, command.tty);
   env["PWD"] = command.cwd;

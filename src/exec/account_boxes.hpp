@@ -1,7 +1,9 @@
 #pragma once
 // The daemon's BoxPort: an account's box (BoxManager), described by the spec its account and the
 // configured limits make, and the command a request's shell line becomes in it. ProcessTable
-// spawns through this; the routes ask it what an account's box is (the system prompt, /execute).
+// spawns through this; the routes ask it what an account's box is (the system prompt, /execute),
+// what listens in it (/ports) and for a socket that reaches it (/proxy).
+#include <functional>
 #include <map>
 #include <string>
 
@@ -23,6 +25,16 @@ class AccountBoxes : public BoxPort {
                  SpawnHandlers handlers) override;
   void signal(const std::string& account, uint64_t id, int sig) override;
   void touch(const std::string& account) { manager_.touch(account); }
+
+  // The TCP listeners in the account's box; empty when it has no box running. done runs on
+  // the box loop.
+  using ListeningPort = protocol::ListeningPort;
+  void list_ports(const std::string& account, std::function<void(std::vector<ListeningPort>)> done);
+  // A non-blocking TCP socket of `family` made in the account's network namespace, so that a
+  // connect to the loopback reaches the box's own servers and nothing else. done(fd) on another
+  // thread, or done(no fd, why) when the account has no box running.
+  void open_socket_in_box(const std::string& account, int family,
+                          std::function<void(UniqueFd, std::string why)> done);
 
  private:
   BoxManager& manager_;

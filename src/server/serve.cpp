@@ -20,6 +20,7 @@
 #include "server/file_routes.hpp"
 #include "server/http_server.hpp"
 #include "server/meta_routes.hpp"
+#include "server/proxy_routes.hpp"
 #include "store/account_store.hpp"
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
@@ -132,6 +133,7 @@ int serve(const ServeOptions& options) {
   file_options.upload_max_bytes = config.limits.body_bytes;
   file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
   add_file_routes(router, callers, file_options);
+  add_proxy_routes(router, callers, boxes, proxy_options(config.proxy));
 
   HttpServerOptions http;
   http.api_key = api_key;

@@ -63,6 +63,10 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.box.tmp_bytes, 512ull << 20);
   EXPECT_EQ(c.exec.output_cap, 16ull << 20);
   EXPECT_EQ(c.exec.retention, 3600s);
+  EXPECT_EQ(c.proxy.connect_timeout, 10s);
+  EXPECT_EQ(c.proxy.response_timeout, 60s);
+  EXPECT_EQ(c.proxy.idle_timeout, 300s);
+  EXPECT_EQ(c.proxy.tunnel_idle_timeout, 3600s);
 }
 
 TEST_F(ServerConfigTest, FileOverridesEveryDefault) {
@@ -90,6 +94,11 @@ tmp = "64M"
 [exec]
 output_cap = "1M"
 retention = 60
+[proxy]
+connect_timeout = 3
+response_timeout = 4
+idle_timeout = 5
+tunnel_idle_timeout = 6
 [policy.default]
 )");
   ServerConfig c = load_server_config(path, env_of({}));
@@ -112,6 +121,10 @@ retention = 60
   EXPECT_EQ(c.box.tmp_bytes, 64ull << 20);
   EXPECT_EQ(c.exec.output_cap, 1ull << 20);
   EXPECT_EQ(c.exec.retention, 60s);
+  EXPECT_EQ(c.proxy.connect_timeout, 3s);
+  EXPECT_EQ(c.proxy.response_timeout, 4s);
+  EXPECT_EQ(c.proxy.idle_timeout, 5s);
+  EXPECT_EQ(c.proxy.tunnel_idle_timeout, 6s);
 }
 
 TEST_F(ServerConfigTest, EnvironmentOverridesFileWhichOverridesDefaults) {
