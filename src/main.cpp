@@ -33,7 +33,6 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
   run->add_option("--net", o.net, "Network: none (only loopback inside the box)")->type_name("MODE");
   run->add_option("--env", o.env, "Set KEY=VALUE inside the box")->type_name("KEY=VALUE");
   run->add_option("--pass-env", o.pass_env, "Pass the caller's variable NAME through")->type_name("NAME");
-  run->add_option("--allow-port", o.allow_ports, "Allow TCP connect to PORT (Landlock)")->type_name("PORT");
   run->add_option("--profile", o.profile, "Profile file (default ~/.config/agentbox/run.toml)");
   run->add_flag("--no-profile", o.no_profile, "Ignore the profile file");
   run->add_option("command", o.command, "The command and its arguments, after --");

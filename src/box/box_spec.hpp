@@ -59,8 +59,8 @@ struct BoxSpec {
 
   // Network: by default the box gets a fresh network namespace holding only `lo`. When
   // netns_fd is passed at start (server accounts), the box joins that persistent one instead.
-  // Landlock (ABI >= 4) allows TCP connect only to these ports (the gateway's, later).
-  std::vector<uint16_t> tcp_connect_ports;
+  // That namespace is the whole network boundary: no Landlock TCP rule, so the box's programs
+  // reach their own servers on its loopback, on any port (DESIGN §3).
 
   // Landlock is required where the kernel has it; a host without it needs this opt-out.
   bool allow_without_landlock = false;

@@ -44,7 +44,6 @@ void to_json(nlohmann::json& j, const BoxSpec& s) {
        {"system_paths", s.system_paths},
        {"limits", s.limits},
        {"use_cgroup", s.use_cgroup},
-       {"tcp_connect_ports", s.tcp_connect_ports},
        {"allow_without_landlock", s.allow_without_landlock}};
 }
 void from_json(const nlohmann::json& j, BoxSpec& s) {
@@ -62,7 +61,6 @@ void from_json(const nlohmann::json& j, BoxSpec& s) {
   j.at("system_paths").get_to(s.system_paths);
   j.at("limits").get_to(s.limits);
   j.at("use_cgroup").get_to(s.use_cgroup);
-  j.at("tcp_connect_ports").get_to(s.tcp_connect_ports);
   j.at("allow_without_landlock").get_to(s.allow_without_landlock);
 }
 

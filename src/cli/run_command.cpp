@@ -140,8 +140,6 @@ BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& 
   if (!spec.use_cgroup && limits_asked)
     throw UsageError("--memory/--pids/--cpu need cgroups, which only root can create here");
 
-  spec.tcp_connect_ports = profile.allow_ports;
-  spec.tcp_connect_ports.insert(spec.tcp_connect_ports.end(), o.allow_ports.begin(), o.allow_ports.end());
   if (o.net != "none")
     throw UsageError("--net: \"" + o.net + "\" is not supported yet (only \"none\")");
   return spec;

@@ -19,7 +19,6 @@ struct RunOptions {
   std::string net = "none";
   std::vector<std::string> env;         // K=V set inside
   std::vector<std::string> pass_env;    // names passed through from the caller
-  std::vector<uint16_t> allow_ports;    // TCP connect ports Landlock allows
   std::optional<std::string> profile;   // profile file (default ~/.config/agentbox/run.toml)
   bool no_profile = false;
 };

@@ -1,5 +1,6 @@
 #include "config/run_profile.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "config/bind_spec.hpp"
@@ -48,7 +49,7 @@ void read_env_table(ProfileLoad& p, const toml::node& value) {
   }
 }
 
-constexpr std::array<TomlField<ProfileLoad>, 9> kFields = {{
+constexpr std::array<TomlField<ProfileLoad>, 8> kFields = {{
     {"ro_bind", [](ProfileLoad& p, const toml::node& v) { p.ro_binds = read_binds(v, false, p.caller_home); }},
     {"bind", [](ProfileLoad& p, const toml::node& v) { p.rw_binds = read_binds(v, true, p.caller_home); }},
     {"pass_env",
@@ -64,14 +65,6 @@ constexpr std::array<TomlField<ProfileLoad>, 9> kFields = {{
        if (home.empty() || home.front() != '/') throw Error("must be an absolute path or start with ~/");
        p.profile.home = std::move(home);
      }},
-    {"allow_ports",
-     [](ProfileLoad& p, const toml::node& v) {
-       const toml::array* ports = v.as_array();
-       if (!ports) throw Error("expected an array of port numbers");
-       p.profile.allow_ports.clear();
-       for (const toml::node& port : *ports)
-         p.profile.allow_ports.push_back(static_cast<uint16_t>(toml_integer(port, 1, 65535)));
-     }},
     {"limits.memory", [](ProfileLoad& p, const toml::node& v) { p.profile.memory_bytes = toml_size(v); }},
     {"limits.pids",
      [](ProfileLoad& p, const toml::node& v) {
@@ -79,6 +72,8 @@ constexpr std::array<TomlField<ProfileLoad>, 9> kFields = {{
      }},
     {"limits.cpu", [](ProfileLoad& p, const toml::node& v) { p.profile.cpu_millicores = toml_cpu(v); }},
 }};
+// A size above the entries would leave an entry with no key and no function.
+static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));
 
 constexpr std::array<std::string_view, 1> kSections = {"limits"};
 

@@ -6,7 +6,6 @@
 //   bind = ["~/src/project"]
 //   pass_env = ["ANTHROPIC_API_KEY"]          # passed through from the caller's environment
 //   home = "~/.agentbox-home"                 # host directory shown as the box's home
-//   allow_ports = [3000]                      # TCP connect ports Landlock allows
 //   [env]
 //   KEY = "value"                             # set inside
 //   [limits]
@@ -31,7 +30,6 @@ struct RunProfile {
   std::optional<uint64_t> pids;             // limits.pids
   std::optional<uint32_t> cpu_millicores;   // limits.cpu
   std::optional<std::string> home;          // absolute host path, ~ expanded
-  std::vector<uint16_t> allow_ports;
 };
 
 // caller_home/.config/agentbox/run.toml

@@ -1,5 +1,6 @@
 #include "config/server_config.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/random.h>
@@ -48,7 +49,7 @@ void set_api_key(ServerConfig& c, std::string_view text) {
   c.api_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 21> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 25> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -96,10 +97,20 @@ constexpr std::array<TomlField<ServerConfig>, 21> kFields = {{
      }},
     {"terminals.idle_timeout",
      [](ServerConfig& c, const toml::node& v) { c.terminals.idle_timeout = toml_seconds(v); }},
+    {"proxy.connect_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.proxy.connect_timeout = toml_seconds(v); }},
+    {"proxy.response_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.proxy.response_timeout = toml_seconds(v); }},
+    {"proxy.idle_timeout", [](ServerConfig& c, const toml::node& v) { c.proxy.idle_timeout = toml_seconds(v); }},
+    {"proxy.tunnel_idle_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.proxy.tunnel_idle_timeout = toml_seconds(v); }},
 }};
+// A size above the entries would leave an entry with no key and no function.
+static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));
 
 // The tables descended into; the egress policy's (config/egress_config.hpp) are appended.
-constexpr std::array<std::string_view, 5> kOwnSections = {"limits", "accounts", "box", "exec", "terminals"};
+constexpr std::array<std::string_view, 6> kOwnSections = {"limits", "accounts", "box", "exec", "terminals",
+                                                          "proxy"};
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size()> all{};
   size_t i = 0;

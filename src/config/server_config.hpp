@@ -14,6 +14,8 @@
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
 //   [exec]     output_cap = "16M"  retention = 3600
 //   [terminals] max_per_account = 16  idle_timeout = 3600
+//   [proxy]    connect_timeout = 10  response_timeout = 60  idle_timeout = 300
+//              tunnel_idle_timeout = 3600
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
 //
@@ -70,6 +72,14 @@ struct ServerConfig {
     size_t max_per_account = 16;                   // open terminals per account; above it 429
     std::chrono::seconds idle_timeout{3600};       // a terminal with no client and no output ends after this
   } terminals;
+
+  // /proxy/{port}: the reverse proxy into a box's own loopback.
+  struct Proxy {
+    std::chrono::seconds connect_timeout{10};      // connecting to the box's port; then 504
+    std::chrono::seconds response_timeout{60};     // request sent → response head complete; then 504
+    std::chrono::seconds idle_timeout{300};        // no byte moving either way while a body streams
+    std::chrono::seconds tunnel_idle_timeout{3600};  // the same after a WebSocket upgrade
+  } proxy;
 
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default
 };

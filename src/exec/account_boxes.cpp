@@ -39,6 +39,16 @@ void AccountBoxes::signal_session(const std::string& account, uint64_t id, int s
   manager_.signal(account, id, sig, std::move(done), /*whole_session=*/true);
 }
 
+void AccountBoxes::list_ports(const std::string& account,
+                              std::function<void(std::vector<ListeningPort>)> done) {
+  manager_.list_ports(account, std::move(done));
+}
+
+void AccountBoxes::open_socket_in_box(const std::string& account, int family,
+                                      std::function<void(UniqueFd, std::string)> done) {
+  manager_.open_socket_in_box(account, family, std::move(done));
+}
+
 SpawnRequest shell_spawn_request(const BoxSpec& spec, const ShellCommand& command) {
   auto env = base_env(spec, command.tty);
   env["PWD"] = command.cwd;

@@ -2,7 +2,9 @@
 // The daemon's BoxPort and TerminalPort: an account's box (BoxManager), described by the spec its
 // account and the configured limits make, and the command a request's shell line becomes in it.
 // ProcessTable and Terminals spawn through this; the routes ask it what an account's box is
-// (the system prompt, /execute, /api/terminals).
+// (the system prompt, /execute, /api/terminals), what listens in it (/ports) and for a socket
+// that reaches it (/proxy).
+#include <functional>
 #include <map>
 #include <string>
 
@@ -27,6 +29,16 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   uint64_t spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) override;
   void signal_session(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) override;
   void touch(const std::string& account) { manager_.touch(account); }
+
+  // The TCP listeners in the account's box; empty when it has no box running. done runs on
+  // the box loop.
+  using ListeningPort = protocol::ListeningPort;
+  void list_ports(const std::string& account, std::function<void(std::vector<ListeningPort>)> done);
+  // A non-blocking TCP socket of `family` made in the account's network namespace, so that a
+  // connect to the loopback reaches the box's own servers and nothing else. done(fd) on another
+  // thread, or done(no fd, why) when the account has no box running.
+  void open_socket_in_box(const std::string& account, int family,
+                          std::function<void(UniqueFd, std::string why)> done);
 
  private:
   BoxManager& manager_;

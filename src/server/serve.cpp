@@ -21,6 +21,7 @@
 #include "server/http_server.hpp"
 #include "server/meta_routes.hpp"
 #include "server/terminal_routes.hpp"
+#include "server/proxy_routes.hpp"
 #include "store/account_store.hpp"
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
@@ -136,6 +137,7 @@ int serve(const ServeOptions& options) {
   file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
   add_file_routes(router, callers, file_options);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
+  add_proxy_routes(router, callers, boxes, proxy_options(config.proxy));
 
   HttpServerOptions http;
   http.api_key = api_key;

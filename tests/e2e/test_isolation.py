@@ -146,6 +146,65 @@ def test_bob_cannot_see_alices_processes(world):
     assert w.alice.get(f"/execute/{p['id']}/status").json()["status"] == "killed"
 
 
+# ---- ports: another box's servers, the daemon ------------------------------------------------
+
+ALICE_PORT = 8131
+# Prints "connected" or the name of the error (one line, no double quotes: it goes in sh -c "...").
+CONNECT = ("import socket, sys\n"
+           "try:\n"
+           "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=3); print('connected')\n"
+           "except OSError as e:\n"
+           "    print(type(e).__name__)")
+
+
+def connect_from(client, port):
+    code, out, err = sh(client, f'/usr/bin/python3 -c "{CONNECT}" {port}')
+    assert code == 0, err
+    return out.strip()
+
+
+@pytest.fixture(scope="module")
+def alice_serves(world):
+    """An http.server in alice's box on ALICE_PORT, serving ~/private (her secret2)."""
+    w = world
+    p = run(w.alice, f"/usr/bin/python3 -m http.server {ALICE_PORT} --bind 127.0.0.1 --directory ~/private",
+            wait=0, pty=False)
+    deadline = time.monotonic() + 20
+    while ALICE_PORT not in [x["port"] for x in w.alice.get("/ports").json()["ports"]]:
+        assert time.monotonic() < deadline, "alice's server did not come up"
+        time.sleep(0.1)
+    yield ALICE_PORT
+    w.alice.delete(f"/execute/{p['id']}", params={"force": "true"})
+
+
+def test_a_box_reaches_neither_the_daemon_nor_another_box(world, alice_serves):
+    w = world
+    assert connect_from(w.alice, alice_serves) == "connected"  # the control: her own loopback
+    assert connect_from(w.bob, alice_serves) == "ConnectionRefusedError"
+    # The daemon's API port: this test talks to it on 127.0.0.1; no box's 127.0.0.1 is that one.
+    assert w.bob.get("/health").status_code == 200
+    assert connect_from(w.bob, w.daemon.port) == "ConnectionRefusedError"
+    assert connect_from(w.alice, w.daemon.port) == "ConnectionRefusedError"
+
+
+def test_bobs_proxy_reaches_his_own_box_not_alices(world, alice_serves):
+    w = world
+    r = w.alice.get(f"/proxy/{alice_serves}/secret2")  # the control
+    assert r.status_code == 200 and r.content == NEEDLE
+    assert alice_serves in [x["port"] for x in w.alice.get("/ports").json()["ports"]]
+
+    assert sh(w.bob, "true")[0] == 0  # bob's box runs: the proxy tries his namespace, not "no box"
+    for path in (f"/proxy/{alice_serves}/secret2", f"/proxy/{alice_serves}/",
+                 f"/proxy/{alice_serves}/secret2?user_id={w.bob.headers['X-User-Id']}"):
+        r = w.bob.get(path)
+        assert r.status_code == 502, (path, r.text)
+        assert "refused" in r.json()["detail"] and NEEDLE not in r.content
+    assert alice_serves not in [x["port"] for x in w.bob.get("/ports").json()["ports"]]
+    # Naming alice in the query while the header names bob is refused, not resolved to either.
+    r = w.bob.get(f"/proxy/{alice_serves}/secret2", params={"user_id": w.alice.headers["X-User-Id"]})
+    assert r.status_code == 400 and NEEDLE not in r.content, r.text
+
+
 def test_the_boxs_init_gives_nothing_away(world):
     """The daemon's inits are cloned by its zygote: inside a box, init is PID 1 named
     agentbox-init, its environment, descriptors and memory are closed to the box's user (as

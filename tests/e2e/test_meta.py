@@ -33,6 +33,9 @@ PROTECTED = [
     ("POST", "/execute/abc/input", {"input": "x"}),
     ("DELETE", "/execute/abc", None),
     ("GET", "/execute/abc/stream", None),
+    ("GET", "/ports", None),
+    ("GET", "/proxy/8124/", None),
+    ("POST", "/proxy/8124/x", {"a": 1}),
 ]
 IDS = [f"{m} {p.split('?')[0]}" for m, p, _ in PROTECTED]
 

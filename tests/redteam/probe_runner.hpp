@@ -359,7 +359,6 @@ class BoxRun {
   BoxRun& bind(const std::string& src, const std::string& dst) { return opt("--bind", src + ":" + dst); }
   BoxRun& memory(const std::string& size) { return opt("--memory", size); }
   BoxRun& pids(int n) { return opt("--pids", std::to_string(n)); }
-  BoxRun& allow_port(uint16_t port) { return opt("--allow-port", std::to_string(port)); }
 
   const std::string& home() const { return home_; }
 

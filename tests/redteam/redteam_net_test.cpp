@@ -1,21 +1,32 @@
-// Red team, network: a box's network namespace holds only its own `lo`. No TCP or UDP reaches a
-// non-loopback address (a test host in a network namespace this test makes, on a veth pair with
-// documentation-range addresses), nor the host's 127.0.0.1; Landlock refuses TCP connects to ports not
-// allowed with --allow-port; raw and packet sockets are refused. Controls: the same probes
-// from the host reach the same listeners.
+// Red team, network: a box's network namespace holds only its own `lo`, and it is the whole
+// boundary (no Landlock TCP rule, DESIGN §3). No TCP or UDP reaches a non-loopback address (a
+// test host in a network namespace this test makes, on a veth pair with documentation-range
+// addresses), nor the host's 127.0.0.1, nor the daemon's API port from the daemon's own boxes;
+// raw and packet sockets are refused. Controls: the same probes from the host reach the same
+// listeners, and a box reaches its own listeners on any port.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iostream>
 #include <memory>
+#include <regex>
+#include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "redteam/probe_runner.hpp"
+#include "support/raw_socket.hpp"
 
 namespace agentbox::redteam {
 namespace {
@@ -211,12 +222,8 @@ TEST_F(RedteamNetTestHost, TcpToANonLoopbackAddressIsUnreachable) {
   ASSERT_TRUE(Allowed(control({"tcp-connect", host, port})));
 
   BoxHome home;
-  // Even with Landlock allowing the port, the box's netns has no route out.
-  BoxRun allowed_port = home.box();
-  allowed_port.allow_port(static_cast<uint16_t>(std::stoi(port)));
-  EXPECT_TRUE(Blocked(allowed_port.probe({"tcp-connect", host, port}), "ENETUNREACH"));
-  // Without --allow-port, Landlock refuses the connect before routing is even asked.
-  EXPECT_TRUE(Blocked(home.box().probe({"tcp-connect", host, port}), "EACCES"));
+  // The box's netns has no route out: the kernel refuses before sending anything.
+  EXPECT_TRUE(Blocked(home.box().probe({"tcp-connect", host, port}), "ENETUNREACH"));
 }
 
 TEST_F(RedteamNetTestHost, UdpToANonLoopbackAddressIsUnreachable) {
@@ -236,34 +243,250 @@ TEST(RedteamNet, HostLoopbackIsNotReachable) {
 
   BoxHome home;
   BoxRun box = home.box();
-  box.allow_port(static_cast<uint16_t>(std::stoi(tcp_port)));  // so only the netns decides
+  // The box's own lo has nothing on that port: refused there, never the host's listener.
   EXPECT_TRUE(Blocked(box.probe({"tcp-connect", "127.0.0.1", tcp_port}), "ECONNREFUSED"));
   // UDP: the box's lo answers "port unreachable" or nothing; never the host's echo.
   EXPECT_TRUE(BlockedWithAnyOf(box.probe({"udp-send", "127.0.0.1", udp_port}), {"ECONNREFUSED", "ETIMEDOUT"}));
 }
 
-// Landlock limits TCP connect to the --allow-port ports even on the box's own loopback: a
-// server the box runs itself is reachable on an allowed port and refused (EACCES) on another.
+// A server the box runs itself, on its own loopback, and the probe connecting to it from the
+// same box: the control of every test here (the probe can connect where connecting is right).
+std::string own_listener_script(const std::string& probe) {
+  // socat listens inside the box; once /proc/net/tcp shows it in LISTEN state (0A), the probe
+  // connects. Exit 3: the listener never came up.
+  return "timeout 10 socat TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr EXEC:/bin/true & "
+         "hex=$(printf '%04X' $1); i=0; "
+         "while ! grep -q \":$hex 00000000:0000 0A\" /proc/net/tcp; do "
+         "i=$((i+1)); [ $i -gt 200 ] && exit 3; sleep 0.05; done; " +
+         probe + " tcp-connect 127.0.0.1 $1; rc=$?; kill $! 2>/dev/null; exit $rc";
+}
+
 ProbeResult connect_to_own_listener(const BoxRun& box, uint16_t port) {
-  // socat listens inside the box (binding is not restricted); once /proc/net/tcp shows it in
-  // LISTEN state (0A), the probe connects. Exit 3: the listener never came up.
-  const std::string script =
-      "timeout 10 socat TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr EXEC:/bin/true & "
-      "hex=$(printf '%04X' $1); i=0; "
-      "while ! grep -q \":$hex 00000000:0000 0A\" /proc/net/tcp; do "
-      "i=$((i+1)); [ $i -gt 200 ] && exit 3; sleep 0.05; done; "
-      "/probe/abx-probe tcp-connect 127.0.0.1 $1; rc=$?; kill $! 2>/dev/null; exit $rc";
-  return to_probe_result(box.command({"/bin/sh", "-c", script, "sh", std::to_string(port)}),
+  return to_probe_result(box.command({"/bin/sh", "-c", own_listener_script(kProbeInBox), "sh", std::to_string(port)}),
                          "inside a box, own listener on port " + std::to_string(port));
 }
 
-TEST(RedteamNet, LandlockAllowsTcpConnectOnlyToAllowedPorts) {
-  constexpr uint16_t kAllowed = 28081, kOther = 28082;  // the box's own netns: no clashes
+// No Landlock TCP rule: a box's programs reach their own servers on any port (a dev server and
+// the browser-like client that tests it, a database and its app). With the rule, each of these
+// was EACCES.
+TEST(RedteamNet, ABoxReachesItsOwnListenersOnAnyPort) {
   BoxHome home;
   BoxRun box = home.box();
-  box.allow_port(kAllowed);
-  EXPECT_TRUE(Allowed(connect_to_own_listener(box, kAllowed)));
-  EXPECT_TRUE(Blocked(connect_to_own_listener(box, kOther), "EACCES"));
+  for (uint16_t port : {1024, 8124, 28081, 65535}) EXPECT_TRUE(Allowed(connect_to_own_listener(box, port)));
+}
+
+// ---------------------------------------------------------------- the daemon's own boxes
+
+// A non-loopback IPv4 address of this host (not one of our test hosts' veth ends), if any.
+std::optional<std::string> host_address() {
+  ifaddrs* list = nullptr;
+  check(::getifaddrs(&list), "getifaddrs");
+  std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, ::freeifaddrs);
+  for (const ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP)) continue;
+    if ((a->ifa_flags & IFF_LOOPBACK) || std::string(a->ifa_name).starts_with("abx")) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    return std::string(text);
+  }
+  return std::nullopt;
+}
+
+// `agentbox serve` listening on every interface (port 0) with a temporary state directory, its
+// output in a file. The probe runs in the boxes it makes (copied into the account's home, which
+// its box shows at /home/NAME). Stopped with SIGTERM, which stops its boxes, when the object ends.
+class ServeDaemon {
+ public:
+  ServeDaemon() {
+    std::ifstream random("/dev/urandom", std::ios::binary);
+    char bytes[16];
+    random.read(bytes, sizeof bytes);
+    for (unsigned char b : bytes) key_ += "0123456789abcdef"[b >> 4], key_ += "0123456789abcdef"[b & 15];
+    process_.emplace(Argv{"/bin/sh", "-c",
+                          "exec env -u AGENTBOX_CONFIG -u AGENTBOX_LISTEN -u AGENTBOX_STATE_DIR "
+                          "AGENTBOX_API_KEY=\"$1\" \"$2\" serve --listen 0.0.0.0:0 --state \"$3\" >\"$4\" 2>&1",
+                          "sh", key_, agentbox_path(), state(), dir_ / "serve.log"});
+    const std::regex ready(R"(serving on http://0\.0\.0\.0:(\d+))");
+    const auto deadline = Clock::now() + 30s;
+    while (port_ == 0) {
+      const std::string s = log_text();
+      if (std::smatch m; std::regex_search(s, m, ready)) {
+        port_ = static_cast<uint16_t>(std::stoi(m[1]));
+        break;
+      }
+      if (!process_->running() || Clock::now() > deadline) throw Error("agentbox serve did not come up: " + s);
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  uint16_t port() const { return port_; }
+  std::string state() const { return dir_ / "state"; }
+  std::string log_text() const {
+    std::ifstream in(dir_ / "serve.log");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  struct Reply {
+    int status = 0;
+    nlohmann::json body;  // discarded (not an object) when the body is not JSON
+    std::string text;     // the body as it came
+  };
+  // One request on its own connection (Connection: close); the answer's status and JSON body.
+  Reply request(const std::string& method, const std::string& target, const std::string& user,
+                const std::string& body = {}) const {
+    UniqueFd fd = testing::connect_loopback(port_, 60);
+    std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + key_ +
+                      "\r\nX-User-Id: " + user + "\r\nConnection: close\r\n";
+    if (!body.empty())
+      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    req += "\r\n" + body;
+    if (!testing::send_all(fd.get(), req)) throw Error("sending to agentbox serve failed");
+    std::string answer;
+    char buf[16384];
+    ssize_t n;
+    while ((n = ::recv(fd.get(), buf, sizeof buf, 0)) > 0 || (n < 0 && errno == EINTR))
+      if (n > 0) answer.append(buf, static_cast<size_t>(n));
+    const size_t end = answer.find("\r\n\r\n");
+    if (answer.size() < 12 || end == std::string::npos)
+      throw Error("no answer from agentbox serve to " + method + " " + target + " (" +
+                  (n < 0 ? std::string(std::strerror(errno)) : "closed") + "): '" + answer + "'; its log: " + log_text());
+    std::string text = answer.substr(end + 4);
+    return {std::stoi(answer.substr(9, 3)), nlohmann::json::parse(text, nullptr, false), text};
+  }
+
+  // Runs a shell command line in user's box (POST /execute, no pty) as a probe run.
+  ProbeResult in_box(const std::string& user, const std::string& command, const std::string& where) const {
+    nlohmann::json body = {{"command", command}, {"pty", false}};
+#ifdef AGENTBOX_SANITIZE
+    body["env"] = {{"ASAN_OPTIONS", "detect_leaks=0"}};  // as BoxRun: no ptrace for LeakSanitizer
+#endif
+    const Reply r = request("POST", "/execute?wait=30", user, body.dump());
+    RunResult run;
+    if (r.status != 200 || !r.body.is_object()) {
+      run.err = "POST /execute answered " + std::to_string(r.status) + ": " + r.body.dump();
+      return to_probe_result(run, where);
+    }
+    run.exit_code = r.body["exit_code"].is_number() ? r.body["exit_code"].get<int>() : -1;
+    for (const auto& piece : r.body["output"]) (piece["type"] == "stdout" ? run.out : run.err) += piece["data"].get<std::string>();
+    return to_probe_result(run, where);
+  }
+
+  // Starts a shell command line in user's box and leaves it running (POST /execute?wait=0).
+  void start_in_box(const std::string& user, const std::string& command) const {
+    const nlohmann::json body = {{"command", command}, {"pty", false}};
+    const Reply r = request("POST", "/execute?wait=0", user, body.dump());
+    if (r.status != 200 || r.body.value("status", "") != "running")
+      throw Error("POST /execute of '" + command + "' answered " + std::to_string(r.status) + ": " + r.text);
+  }
+
+  // Waits until GET /ports of user lists port (the server in the box listens).
+  void await_listener(const std::string& user, uint16_t port) const {
+    const auto deadline = Clock::now() + 30s;
+    for (;;) {
+      const Reply r = request("GET", "/ports", user);
+      if (r.status != 200) throw Error("GET /ports answered " + std::to_string(r.status) + ": " + r.text);
+      for (const auto& p : r.body["ports"])
+        if (p["port"] == port) return;
+      if (Clock::now() > deadline) throw Error("port " + std::to_string(port) + " never listed: " + r.text);
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  // The probe, in user's home (copied there on first use): its path as the box sees it.
+  std::string probe_for(const std::string& user) const {
+    const Reply cwd = request("GET", "/files/cwd", user);
+    const std::string home = cwd.body.value("home", "");
+    if (cwd.status != 200 || !home.starts_with("/home/")) throw Error("GET /files/cwd: " + cwd.body.dump());
+    const std::string host_copy = state() + "/homes/" + home.substr(6) + "/abx-probe";
+    std::filesystem::copy_file(probe_path(), host_copy, std::filesystem::copy_options::overwrite_existing);
+    check(::chmod(host_copy.c_str(), 0755), "chmod(" + host_copy + ")");
+    return home + "/abx-probe";
+  }
+
+ private:
+  TempDir dir_{"serve"};
+  std::string key_;
+  std::optional<Background> process_;
+  uint16_t port_ = 0;
+};
+
+// The daemon listens on every interface here, as it may in production: none of its addresses
+// is reachable from the boxes it makes (they join the accounts' own network namespaces). The
+// box's own listener on the same port number is (the control inside the box).
+TEST(RedteamNetDaemon, TheDaemonsApiPortIsNotReachableFromItsBoxes) {
+  ServeDaemon daemon;
+  const std::string port = std::to_string(daemon.port());
+  const std::optional<std::string> host = host_address();
+  ASSERT_TRUE(Allowed(probe_outside({"tcp-connect", "127.0.0.1", port})));
+  if (host) {
+    ASSERT_TRUE(Allowed(probe_outside({"tcp-connect", *host, port})));
+  }
+
+  const std::string user = "redteam-net";
+  const std::string probe = daemon.probe_for(user);
+  const std::string own = std::regex_replace(own_listener_script(probe), std::regex("\\$1"), port);
+  EXPECT_TRUE(Allowed(daemon.in_box(user, own, "in the daemon's box, own listener on the daemon's port number")));
+  EXPECT_TRUE(Blocked(daemon.in_box(user, probe + " tcp-connect 127.0.0.1 " + port, "in the daemon's box"),
+                      "ECONNREFUSED"));
+  if (host) {
+    EXPECT_TRUE(Blocked(daemon.in_box(user, probe + " tcp-connect " + *host + " " + port, "in the daemon's box"),
+                        "ENETUNREACH"));
+  } else {
+    std::cerr << "no non-loopback IPv4 address on this host: only 127.0.0.1 was tried\n";
+  }
+}
+
+// Another account's server, and a listener on the host's 127.0.0.1: bob's box and bob's /proxy
+// enter only bob's network namespace, so on the same port numbers both are refused to him, the
+// proxy answering 502 without a byte of them. Controls: alice reaches her server from her box
+// and through her own /proxy (the secret it serves comes back); the host reaches its listener.
+TEST(RedteamNetDaemon, AnotherBoxsServerAndTheHostsLoopbackAreUnreachableFromABoxAndThroughTheProxy) {
+  ServeDaemon daemon;
+  const std::string alice = "redteam-alice", bob = "redteam-bob";
+  constexpr uint16_t kAlicesPort = 28090;
+  const std::string secret = "alices-secret-" + std::to_string(::getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
+  const nlohmann::json file = {{"path", "site/secret.txt"}, {"content", secret}};
+  ASSERT_EQ(daemon.request("POST", "/files/write", alice, file.dump()).status, 200);
+  daemon.start_in_box(alice, "exec /usr/bin/python3 -m http.server " + std::to_string(kAlicesPort) +
+                                 " --bind 127.0.0.1 --directory site");
+  daemon.await_listener(alice, kAlicesPort);
+  const std::string port = std::to_string(kAlicesPort);
+  const std::string alices_probe = daemon.probe_for(alice), bobs_probe = daemon.probe_for(bob);
+
+  // Controls: alice's own box and alice's own /proxy reach her server.
+  EXPECT_TRUE(Allowed(daemon.in_box(alice, alices_probe + " tcp-connect 127.0.0.1 " + port, "in alice's box")));
+  const auto own = daemon.request("GET", "/proxy/" + port + "/secret.txt", alice);
+  EXPECT_EQ(own.status, 200) << own.text;
+  EXPECT_EQ(own.text, secret);
+
+  // bob: from his box, and through /proxy, with his box running (so the proxy enters his
+  // namespace rather than answering "no box").
+  EXPECT_TRUE(Blocked(daemon.in_box(bob, bobs_probe + " tcp-connect 127.0.0.1 " + port, "in bob's box"),
+                      "ECONNREFUSED"));
+  for (const std::string& target : {"/proxy/" + port + "/secret.txt", "/proxy/" + port + "/secret.txt?user_id=" + bob}) {
+    const auto r = daemon.request("GET", target, bob);
+    EXPECT_EQ(r.status, 502) << target << ": " << r.text;
+    EXPECT_NE(r.text.find("refused"), std::string::npos) << r.text;
+    EXPECT_EQ(r.text.find(secret), std::string::npos) << r.text;
+  }
+  // Naming alice in the query while the header names bob is refused, not resolved to either.
+  const auto mixed = daemon.request("GET", "/proxy/" + port + "/secret.txt?user_id=" + alice, bob);
+  EXPECT_EQ(mixed.status, 400) << mixed.text;
+  EXPECT_EQ(mixed.text.find(secret), std::string::npos) << mixed.text;
+  const auto bobs_ports = daemon.request("GET", "/ports", bob);
+  EXPECT_EQ(bobs_ports.status, 200);
+  EXPECT_EQ(bobs_ports.body, nlohmann::json::parse(R"({"ports":[]})")) << bobs_ports.text;
+
+  // The host's loopback: a listener the host reaches is refused to bob's box and his /proxy.
+  Listeners host("127.0.0.1");
+  ASSERT_TRUE(Allowed(probe_outside({"tcp-connect", "127.0.0.1", host.tcp_port()})));
+  EXPECT_TRUE(Blocked(daemon.in_box(bob, bobs_probe + " tcp-connect 127.0.0.1 " + host.tcp_port(), "in bob's box"),
+                      "ECONNREFUSED"));
+  const auto to_host = daemon.request("GET", "/proxy/" + host.tcp_port() + "/", bob);
+  EXPECT_EQ(to_host.status, 502) << to_host.text;
+  EXPECT_NE(to_host.text.find("refused"), std::string::npos) << to_host.text;
 }
 
 TEST(RedteamNet, RawAndPacketSocketsAreRefused) {

@@ -52,7 +52,6 @@ ro_bind = ["~/.opam", "~/data/ref:/ref"]
 bind = ["~/src/project"]
 pass_env = ["ANTHROPIC_API_KEY", "TERM"]
 home = "~/.agentbox-home"
-allow_ports = [3000, 8080]
 
 [env]
 EDITOR = "vim"
@@ -80,7 +79,6 @@ cpu = "1.5"
   EXPECT_EQ(p.pids, 512u);
   EXPECT_EQ(p.cpu_millicores, 1500u);
   EXPECT_EQ(p.home, home_ + "/.agentbox-home");
-  EXPECT_EQ(p.allow_ports, (std::vector<uint16_t>{3000, 8080}));
 }
 
 TEST_F(RunProfileTest, MissingFileIsAnEmptyProfile) {
@@ -109,6 +107,8 @@ TEST_F(RunProfileTest, UnknownKeysNameTheKeyAndFile) {
             home_ + "/run.toml: unknown key \"limits.memroy\" (line 2)");
   EXPECT_EQ(load_error("[limitz]\nmemory = \"1G\"\n"),
             home_ + "/run.toml: unknown key \"limitz\" (line 1)");
+  // Gone with Landlock's TCP rule: the box's network namespace alone bounds its connects.
+  EXPECT_EQ(load_error("allow_ports = [3000]\n"), home_ + "/run.toml: unknown key \"allow_ports\" (line 1)");
 }
 
 TEST_F(RunProfileTest, WrongTypesNameKeyAndExpectedType) {
@@ -117,7 +117,6 @@ TEST_F(RunProfileTest, WrongTypesNameKeyAndExpectedType) {
   EXPECT_EQ(load_error("bind = \"~/src/project\"\n"),
             home_ + "/run.toml: bind: expected an array of strings, not a string (line 1)");
   EXPECT_EQ(load_error("limits = 3\n"), home_ + "/run.toml: limits: expected a table, not an integer (line 1)");
-  EXPECT_THAT(load_error("allow_ports = [70000]\n"), HasSubstr("allow_ports: must be between 1 and 65535"));
   EXPECT_THAT(load_error("[limits]\nmemory = \"2X\"\n"),
               HasSubstr("limits.memory: invalid size \"2X\": unknown unit \"X\""));
   EXPECT_THAT(load_error("[env]\n\"BAD-NAME\" = \"x\"\n"), HasSubstr("is not a variable name"));

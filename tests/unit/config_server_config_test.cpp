@@ -65,6 +65,10 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.exec.retention, 3600s);
   EXPECT_EQ(c.terminals.max_per_account, 16u);
   EXPECT_EQ(c.terminals.idle_timeout, 3600s);
+  EXPECT_EQ(c.proxy.connect_timeout, 10s);
+  EXPECT_EQ(c.proxy.response_timeout, 60s);
+  EXPECT_EQ(c.proxy.idle_timeout, 300s);
+  EXPECT_EQ(c.proxy.tunnel_idle_timeout, 3600s);
 }
 
 TEST_F(ServerConfigTest, FileOverridesEveryDefault) {
@@ -95,6 +99,11 @@ retention = 60
 [terminals]
 max_per_account = 4
 idle_timeout = 120
+[proxy]
+connect_timeout = 3
+response_timeout = 4
+idle_timeout = 5
+tunnel_idle_timeout = 6
 [policy.default]
 )");
   ServerConfig c = load_server_config(path, env_of({}));
@@ -117,6 +126,10 @@ idle_timeout = 120
   EXPECT_EQ(c.box.tmp_bytes, 64ull << 20);
   EXPECT_EQ(c.exec.output_cap, 1ull << 20);
   EXPECT_EQ(c.exec.retention, 60s);
+  EXPECT_EQ(c.proxy.connect_timeout, 3s);
+  EXPECT_EQ(c.proxy.response_timeout, 4s);
+  EXPECT_EQ(c.proxy.idle_timeout, 5s);
+  EXPECT_EQ(c.proxy.tunnel_idle_timeout, 6s);
   EXPECT_EQ(c.terminals.max_per_account, 4u);
   EXPECT_EQ(c.terminals.idle_timeout, 120s);
 }

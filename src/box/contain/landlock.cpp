@@ -23,9 +23,6 @@
 #ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)  // ABI 5
 #endif
-#ifndef LANDLOCK_ACCESS_NET_CONNECT_TCP
-#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)  // ABI 4
-#endif
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)  // ABI 6
 #endif
@@ -44,15 +41,9 @@ constexpr int kNewestKnownAbi = 7;
 // the kernel accepts any prefix size, so the size passed follows the ABI.
 struct RulesetAttr {
   uint64_t handled_access_fs;
-  uint64_t handled_access_net;  // ABI >= 4
+  uint64_t handled_access_net;  // ABI >= 4; left 0: the box's network namespace is the boundary
   uint64_t scoped;              // ABI >= 6
 };
-// struct landlock_net_port_attr (ABI 4); LANDLOCK_RULE_NET_PORT is an enum, not a macro.
-struct NetPortAttr {
-  uint64_t allowed_access;
-  uint64_t port;
-};
-constexpr int kRuleNetPort = 2;
 
 // Each filesystem right and the ABI that introduced it.
 struct FsRight {
@@ -127,12 +118,6 @@ void add_path_rule(int ruleset, const PathRule& rule, uint64_t handled) {
         "landlock_add_rule(" + rule.path + ")");
 }
 
-void add_port_rule(int ruleset, uint16_t port) {
-  NetPortAttr attr{LANDLOCK_ACCESS_NET_CONNECT_TCP, port};
-  check(::syscall(SYS_landlock_add_rule, ruleset, kRuleNetPort, &attr, 0),
-        "landlock_add_rule(tcp connect " + std::to_string(port) + ")");
-}
-
 }  // namespace
 
 int abi_version() {
@@ -171,11 +156,9 @@ int apply_in_child(const BoxSpec& spec) {
   RulesetAttr attr{};
   size_t attr_size = offsetof(RulesetAttr, handled_access_net);
   attr.handled_access_fs = fs_rights_of(abi);
-  if (abi >= 4) {
-    // Connect only: binding a port inside the box's own netns harms nobody.
-    attr.handled_access_net = LANDLOCK_ACCESS_NET_CONNECT_TCP;
-    attr_size = offsetof(RulesetAttr, scoped);
-  }
+  // No TCP rights are handled (DESIGN §3): the box's network namespace holds only its own `lo`,
+  // so a connect reaches nothing outside the box, and the box's programs must reach their own
+  // servers there on any port.
   if (abi >= 6) {
     attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
     attr_size = sizeof(RulesetAttr);
@@ -184,8 +167,6 @@ int apply_in_child(const BoxSpec& spec) {
       check(::syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0), "landlock_create_ruleset")));
 
   for (const PathRule& rule : rules_for(spec)) add_path_rule(ruleset.get(), rule, attr.handled_access_fs);
-  if (abi >= 4)
-    for (const uint16_t port : spec.tcp_connect_ports) add_port_rule(ruleset.get(), port);
 
   check(::syscall(SYS_landlock_restrict_self, ruleset.get(), 0), "landlock_restrict_self");
   return abi;

@@ -1,8 +1,8 @@
 #pragma once
 // Landlock for a box, at the newest ABI the kernel offers (DESIGN §3): read+execute on the
 // read-only tree, read+write on home, /tmp, /dev/shm; the devices under /dev (the pty among
-// them) readable, writable and ioctl-able; TCP connect only to the spec's ports (ABI >= 4);
-// signals and abstract unix sockets scoped to the box (ABI >= 6).
+// them) readable, writable and ioctl-able; signals and abstract unix sockets scoped to the box
+// (ABI >= 6). No TCP rule: the box's network namespace (only `lo`) is the network boundary.
 // Debian 12's <linux/landlock.h> predates most of this: the newer constants are defined in
 // landlock.cpp and chosen by the ABI the kernel reports.
 #include <cstdint>
