@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "net/hop_by_hop.hpp"
 #include "server/access_log.hpp"
 #include "server/http_error.hpp"
 
@@ -28,33 +29,14 @@ using tcp = net::ip::tcp;
 using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
+using agentbox::net::has_token;
+using agentbox::net::is_hop_by_hop;
+using agentbox::net::named_by_connection;
+
 namespace {
 
 constexpr std::uint64_t kMaxLingerBytes = 1024 * 1024;
 constexpr std::size_t kHeadReadAhead = 16 * 1024;  // the box's bytes read past its head at once
-
-// Fields that describe one connection, not the message (RFC 9110 §7.6.1): the proxy frames each
-// side itself. Upgrade is passed on only for a WebSocket, by the session.
-bool is_hop_by_hop(std::string_view name) {
-  for (std::string_view hop : {"connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"})
-    if (beast::iequals(name, hop)) return true;
-  return name.size() >= 6 && beast::iequals(name.substr(0, 6), "proxy-");
-}
-
-// A field the message's Connection header names is hop-by-hop too.
-bool named_by_connection(const http::fields& fields, std::string_view name) {
-  auto [begin, end] = fields.equal_range(http::field::connection);
-  for (auto it = begin; it != end; ++it)
-    if (http::token_list(it->value()).exists(name)) return true;
-  return false;
-}
-
-bool has_token(const http::fields& fields, http::field name, std::string_view token) {
-  auto [begin, end] = fields.equal_range(name);
-  for (auto it = begin; it != end; ++it)
-    if (http::token_list(it->value()).exists(token)) return true;
-  return false;
-}
 
 // A WebSocket handshake (RFC 6455 §4.1): the one upgrade passed through.
 bool wants_websocket(const http::request_header<>& req) {

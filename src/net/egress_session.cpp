@@ -1,0 +1,392 @@
+#include "net/egress_session.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <cstring>
+
+#include "net/hop_by_hop.hpp"
+#include "net/splice_relay.hpp"
+
+namespace agentbox::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::string_view kTunnelEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+IpAddress address_of(const tcp::endpoint& endpoint) {
+  IpAddress ip;
+  if (endpoint.address().is_v4()) {
+    auto bytes = endpoint.address().to_v4().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), ip.bytes.begin());
+  } else {
+    ip.family = AF_INET6;
+    auto bytes = endpoint.address().to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), ip.bytes.begin());
+  }
+  return ip;
+}
+
+tcp::endpoint endpoint_of(const IpAddress& ip, uint16_t port) {
+  sockaddr_storage ss;
+  ip.to_sockaddr(port, ss);
+  tcp::endpoint endpoint;
+  std::memcpy(endpoint.data(), &ss, ip.family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+  return endpoint;
+}
+
+// Drops what belongs to one connection; Transfer-Encoding stays, as the serializer frames the
+// body by it.
+template <class Fields>
+void drop_hop_by_hop(Fields& fields) {
+  std::vector<std::string> names;
+  for (const auto& field : fields) {
+    std::string_view name = field.name_string();
+    if (beast::iequals(name, "transfer-encoding")) continue;
+    if (is_hop_by_hop(name) || named_by_connection(fields, name)) names.emplace_back(name);
+  }
+  for (const std::string& name : names) fields.erase(name);
+}
+
+bool is_quiet_end(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::operation_aborted;
+}
+
+std::string seconds(std::chrono::milliseconds ms) { return std::to_string((ms.count() + 999) / 1000) + " s"; }
+
+}  // namespace
+
+EgressSession::EgressSession(tcp::socket client, std::shared_ptr<EgressAccount> who,
+                             std::shared_ptr<const EgressContext> context)
+    : client_(std::move(client)),
+      upstream_(client_.get_executor()),
+      who_(std::move(who)),
+      context_(std::move(context)),
+      resolver_(client_.get_executor()) {
+  ++who_->open;
+}
+
+EgressSession::~EgressSession() { --who_->open; }
+
+void EgressSession::start() {
+  const size_t cap = context_->limits().connections_per_account;
+  if (who_->open > cap)
+    return answer(http::status::too_many_requests,
+                  "agentbox: this sandbox already has " + std::to_string(cap) +
+                      " connections open through its proxy; close some and retry");
+  do_read_head();
+}
+
+void EgressSession::do_read_head() {
+  request_.emplace();
+  request_->header_limit(context_->limits().header_limit);
+  request_->body_limit(boost::none);  // bodies stream through; nothing is held whole
+  bytes_up_ = bytes_down_ = 0;
+  connected_to_.clear();
+  client_.expires_after(context_->limits().header_timeout);
+  http::async_read_header(client_, client_buffer_, *request_,
+                          [self = shared_from_this()](error_code ec, size_t) { self->on_read_head(ec); });
+}
+
+void EgressSession::on_read_head(error_code ec) {
+  // A head that takes too long is cut off: the stream's timer has closed the socket already.
+  if (ec == beast::error::timeout || is_quiet_end(ec)) return close();
+  if (ec == http::error::header_limit)
+    return answer(http::status::request_header_fields_too_large,
+                  "agentbox: the request head is larger than " + std::to_string(context_->limits().header_limit) +
+                      " bytes");
+  if (ec) return answer(http::status::bad_request, "agentbox: malformed request (" + ec.message() + ")");
+  client_.expires_never();
+  try {
+    target_ = parse_proxy_request(request_->get().base());
+  } catch (const ProxyRequestError& e) {
+    return answer(e.status, e.what());
+  }
+  client_keep_alive_ = target_.kind == ProxyRequest::Kind::forward && request_->get().keep_alive();
+  config_ = context_->config();
+  policy_ = config_->policy_for(who_->user);
+  Verdict verdict = check_name(policy_, target_.host, target_.port);
+  if (!verdict.allowed) return refuse(verdict.reason);
+  allowed_by_ = verdict.reason;
+  do_resolve();
+}
+
+void EgressSession::do_resolve() {
+  if (auto mapped = config_->hosts.find(target_.host); mapped != config_->hosts.end())
+    return on_resolve({}, {endpoint_of(mapped->second, target_.port)});
+  if (std::optional<IpAddress> literal = IpAddress::parse(target_.host))
+    return on_resolve({}, {endpoint_of(*literal, target_.port)});
+  resolver_.async_resolve(target_.host, std::to_string(target_.port), tcp::resolver::numeric_service,
+                          [self = shared_from_this()](error_code ec, tcp::resolver::results_type results) {
+                            std::vector<tcp::endpoint> found;
+                            for (const auto& entry : results) found.push_back(entry.endpoint());
+                            self->on_resolve(ec, std::move(found));
+                          });
+}
+
+void EgressSession::on_resolve(error_code ec, std::vector<tcp::endpoint> found) {
+  if (ec || found.empty()) {
+    std::string why = "agentbox: cannot resolve " + target_.host + (ec ? " (" + ec.message() + ")" : "");
+    record(true, allowed_by_ + "; " + why.substr(10));
+    return answer(http::status::bad_gateway, why);
+  }
+  // Every address is checked; only allowed ones are tried, in the resolver's order.
+  std::vector<tcp::endpoint> allowed;
+  std::string first_refusal;
+  for (const tcp::endpoint& endpoint : found) {
+    Verdict verdict = check_address(policy_, target_.host, target_.port, address_of(endpoint));
+    if (verdict.allowed)
+      allowed.push_back(endpoint);
+    else if (first_refusal.empty())
+      first_refusal = verdict.reason;
+  }
+  if (allowed.empty()) return refuse(first_refusal);
+  do_connect(std::move(allowed));
+}
+
+void EgressSession::do_connect(std::vector<tcp::endpoint> allowed) {
+  upstream_.expires_after(context_->limits().connect_timeout);
+  upstream_.async_connect(allowed, [self = shared_from_this()](error_code ec, tcp::endpoint to) {
+    self->on_connect(ec, to);
+  });
+}
+
+void EgressSession::on_connect(error_code ec, tcp::endpoint to) {
+  if (ec == beast::error::timeout) {
+    std::string why = "agentbox: " + target_.authority() + " did not answer within " +
+                      seconds(context_->limits().connect_timeout);
+    record(true, allowed_by_ + "; " + why.substr(10));
+    return answer(http::status::gateway_timeout, why);
+  }
+  if (ec) {
+    std::string why = "agentbox: cannot connect to " + target_.authority() + " (" + ec.message() + ")";
+    record(true, allowed_by_ + "; " + why.substr(10));
+    return answer(http::status::bad_gateway, why);
+  }
+  upstream_.expires_never();
+  connected_to_ = to.address().to_string();
+  if (target_.kind == ProxyRequest::Kind::tunnel) return do_tunnel();
+  // The proxy answers Expect: 100-continue itself: the origin gets the body without waiting.
+  auto& req = request_->get();
+  if (auto expect = req.find(http::field::expect);
+      expect != req.end() && beast::iequals(expect->value(), "100-continue")) {
+    req.erase(http::field::expect);
+    return asio::async_write(client_, asio::buffer(kContinue), [self = shared_from_this()](error_code ec, size_t) {
+      if (ec) return self->close();
+      self->do_send_request();
+    });
+  }
+  do_send_request();
+}
+
+void EgressSession::do_tunnel() {
+  // Bytes the client sent past its head (a TLS hello, eagerly) go first, then the relay.
+  asio::async_write(client_, asio::buffer(kTunnelEstablished), [self = shared_from_this()](error_code ec, size_t) {
+    if (ec) return self->close();
+    self->bytes_up_ = self->client_buffer_.size();
+    asio::async_write(self->upstream_, self->client_buffer_.data(), [self](error_code ec, size_t) {
+      if (ec) return self->close();
+      self->client_buffer_.clear();
+      SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout};
+      try {
+        SpliceRelay::start(self->client_.release_socket(), self->upstream_.release_socket(), options,
+                           [self](const SpliceRelay::Result& r) {
+                             self->record(true, self->allowed_by_, self->bytes_up_ + r.a_to_b, r.b_to_a);
+                           });
+      } catch (const std::exception& e) {
+        self->record(true, self->allowed_by_ + "; tunnel failed: " + e.what());
+      }
+    });
+  });
+}
+
+void EgressSession::do_send_request() {
+  auto& req = request_->get();
+  drop_hop_by_hop(req);
+  req.target(target_.target);
+  if (req.find(http::field::host) == req.end())
+    req.set(http::field::host, target_.port == 80 ? target_.host : target_.authority());
+  req.set(http::field::connection, "close");  // one request per origin connection
+  request_out_.emplace(req);
+  do_relay_request_body();
+}
+
+// Beast's relay: the parser fills a fixed buffer, the serializer writes it out, until both the
+// message read and the message written are done.
+void EgressSession::do_relay_request_body() {
+  auto write = [self = shared_from_this()] {
+    self->upstream_.expires_after(self->context_->limits().idle_timeout);
+    http::async_write(self->upstream_, *self->request_out_, [self](error_code ec, size_t) {
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) return self->answer(http::status::bad_gateway, "agentbox: " + self->target_.authority() +
+                                                                  " stopped taking the request (" + ec.message() + ")");
+      if (self->request_->is_done() && self->request_out_->is_done()) return self->on_request_sent();
+      self->do_relay_request_body();
+    });
+  };
+  auto& body = request_->get().body();
+  if (request_->is_done()) {
+    body.data = nullptr;
+    body.size = 0;
+    body.more = false;
+    return write();
+  }
+  body.data = body_buffer_.data();
+  body.size = body_buffer_.size();
+  client_.expires_after(context_->limits().idle_timeout);
+  http::async_read(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) return self->close();
+    auto& body = self->request_->get().body();
+    size_t used = self->body_buffer_.size() - body.size;
+    self->bytes_up_ += used;
+    body.size = used;
+    body.data = self->body_buffer_.data();
+    body.more = !self->request_->is_done();
+    write();
+  });
+}
+
+void EgressSession::on_request_sent() { do_read_response_head(); }
+
+void EgressSession::do_read_response_head() {
+  response_.emplace();
+  response_->body_limit(boost::none);
+  if (request_->get().method() == http::verb::head) response_->skip(true);
+  upstream_.expires_after(context_->limits().idle_timeout);
+  http::async_read_header(upstream_, upstream_buffer_, *response_,
+                          [self = shared_from_this()](error_code ec, size_t) { self->on_response_head(ec); });
+}
+
+void EgressSession::on_response_head(error_code ec) {
+  if (ec == beast::error::timeout) {
+    record(true, allowed_by_ + "; no answer");
+    return answer(http::status::gateway_timeout, "agentbox: " + target_.authority() + " did not answer within " +
+                                                     seconds(context_->limits().idle_timeout));
+  }
+  if (ec) {
+    record(true, allowed_by_ + "; bad answer: " + ec.message());
+    return answer(http::status::bad_gateway,
+                  "agentbox: " + target_.authority() + " gave no valid answer (" + ec.message() + ")");
+  }
+  auto& res = response_->get();
+  if (res.result_int() / 100 == 1) return do_read_response_head();  // interim answers are the origin's
+  drop_hop_by_hop(res);
+  // A body that ends with the connection cannot be followed by another request.
+  client_keep_alive_ = client_keep_alive_ && !response_->need_eof();
+  res.keep_alive(client_keep_alive_);
+  response_out_.emplace(res);
+  do_relay_response_body();
+}
+
+void EgressSession::do_relay_response_body() {
+  auto write = [self = shared_from_this()] {
+    self->client_.expires_after(self->context_->limits().idle_timeout);
+    http::async_write(self->client_, *self->response_out_, [self](error_code ec, size_t) {
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        self->record(true, self->allowed_by_ + "; the client left", self->bytes_up_, self->bytes_down_);
+        return self->close();
+      }
+      if (self->response_->is_done() && self->response_out_->is_done()) return self->on_response_sent();
+      self->do_relay_response_body();
+    });
+  };
+  auto& body = response_->get().body();
+  if (response_->is_done()) {
+    body.data = nullptr;
+    body.size = 0;
+    body.more = false;
+    return write();
+  }
+  body.data = body_buffer_.data();
+  body.size = body_buffer_.size();
+  upstream_.expires_after(context_->limits().idle_timeout);
+  http::async_read(upstream_, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {  // the head is out: all that can be done is to cut the connection
+      self->record(true, self->allowed_by_ + "; the answer broke off: " + ec.message(), self->bytes_up_,
+                   self->bytes_down_);
+      return self->close();
+    }
+    auto& body = self->response_->get().body();
+    size_t used = self->body_buffer_.size() - body.size;
+    self->bytes_down_ += used;
+    body.size = used;
+    body.data = self->body_buffer_.data();
+    body.more = !self->response_->is_done();
+    write();
+  });
+}
+
+void EgressSession::on_response_sent() {
+  record(true, allowed_by_, bytes_up_, bytes_down_);
+  error_code ignored;
+  upstream_.socket().close(ignored);
+  upstream_buffer_.clear();
+  response_.reset();
+  response_out_.reset();
+  request_out_.reset();
+  if (!client_keep_alive_) return close();
+  do_read_head();
+}
+
+void EgressSession::answer(http::status status, const std::string& text, bool keep_alive) {
+  auto res = std::make_shared<http::response<http::string_body>>(status, 11);
+  res->set(http::field::content_type, "text/plain; charset=utf-8");
+  res->set(http::field::server, "agentbox");
+  res->body() = text + "\n";
+  res->keep_alive(keep_alive);
+  res->prepare_payload();
+  client_.expires_after(context_->limits().header_timeout);
+  http::async_write(client_, *res, [self = shared_from_this(), res, keep_alive](error_code ec, size_t) {
+    if (ec || !keep_alive) return self->close();
+    self->do_read_head();
+  });
+}
+
+void EgressSession::refuse(const std::string& reason) {
+  record(false, reason);
+  answer(http::status::forbidden, reason);
+}
+
+void EgressSession::record(bool allowed, std::string reason, uint64_t up, uint64_t down) {
+  NetworkDecision d;
+  d.ts_ms = unix_ms();
+  d.account = who_->account;
+  d.kind = target_.kind == ProxyRequest::Kind::tunnel ? "tunnel" : "forward";
+  d.host = target_.host;
+  d.port = target_.port;
+  d.address = connected_to_;
+  d.allowed = allowed;
+  d.reason = std::move(reason);
+  d.bytes_up = static_cast<int64_t>(up);
+  d.bytes_down = static_cast<int64_t>(down);
+  context_->record(std::move(d));
+}
+
+void EgressSession::close() {
+  error_code ignored;
+  client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  client_.socket().close(ignored);
+  upstream_.socket().close(ignored);
+}
+
+}  // namespace agentbox::net

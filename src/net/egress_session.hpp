@@ -1,0 +1,137 @@
+#pragma once
+// One connection from a box to its egress proxy (DESIGN §4). The listener it arrived on says
+// whose box it is; the policy decides; the proxy resolves the name itself and connects to the
+// address it checked.
+//
+//   read head → parse (400) → check the name (403) → resolve: [hosts], an IP literal, DNS (502)
+//     → check each address (403) → connect to the first allowed one (502 refused, 504 timeout)
+//     ├ CONNECT: 200, the bytes the client sent past its head, then a SpliceRelay to the end
+//     └ http://: the request in origin form, hop-by-hop fields dropped, body relayed; the
+//       response relayed back; then the next request on the same connection (keep-alive)
+//
+// Every decision is logged once (store/network_log.hpp): a refusal when it is made, a tunnel or
+// a forwarded request when it ends, with the bytes it moved.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/egress_policy.hpp"
+#include "net/proxy_request.hpp"
+#include "store/network_log.hpp"
+
+namespace agentbox::net {
+
+struct EgressLimits {
+  std::chrono::milliseconds header_timeout{10'000};       // to send a request head
+  std::chrono::milliseconds connect_timeout{10'000};      // resolving and connecting; then 504
+  std::chrono::milliseconds idle_timeout{300'000};        // a forwarded request with no byte moving
+  std::chrono::milliseconds tunnel_idle_timeout{3'600'000};
+  uint32_t header_limit = 32 * 1024;                      // bytes of a request head; then 431
+  size_t connections_per_account = 256;                   // open at once; then 429
+};
+
+// What every session shares: the policy (swapped whole on reload), the limits, the log.
+class EgressContext {
+ public:
+  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, NetworkLog* log)
+      : config_(std::move(config)), limits_(limits), log_(log) {}
+
+  std::shared_ptr<const EgressConfig> config() const {
+    std::lock_guard lock(mu_);
+    return config_;
+  }
+  // A new policy applies to requests judged from now on; open tunnels keep theirs.
+  void set_config(std::shared_ptr<const EgressConfig> config) {
+    std::lock_guard lock(mu_);
+    config_ = std::move(config);
+  }
+  const EgressLimits& limits() const { return limits_; }
+  void record(NetworkDecision decision) const {
+    if (log_) log_->record(std::move(decision));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const EgressConfig> config_;
+  const EgressLimits limits_;
+  NetworkLog* const log_;
+};
+
+// The box a listener serves.
+struct EgressAccount {
+  std::string account;            // Account::name: the log's key
+  std::string user;               // the external user id: the policy's key
+  std::atomic<size_t> open{0};    // sessions open now
+};
+
+class EgressSession : public std::enable_shared_from_this<EgressSession> {
+ public:
+  EgressSession(boost::asio::ip::tcp::socket client, std::shared_ptr<EgressAccount> who,
+                std::shared_ptr<const EgressContext> context);
+  ~EgressSession();
+  void start();
+
+ private:
+  using RequestParser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
+  using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+
+  void do_read_head();
+  void on_read_head(boost::system::error_code ec);
+  void do_resolve();
+  void on_resolve(boost::system::error_code ec, std::vector<boost::asio::ip::tcp::endpoint> found);
+  void do_connect(std::vector<boost::asio::ip::tcp::endpoint> allowed);
+  void on_connect(boost::system::error_code ec, boost::asio::ip::tcp::endpoint to);
+  // CONNECT
+  void do_tunnel();
+  // http://: request out, response back
+  void do_send_request();
+  void do_relay_request_body();
+  void on_request_sent();
+  void do_read_response_head();
+  void on_response_head(boost::system::error_code ec);
+  void do_relay_response_body();
+  void on_response_sent();
+
+  // Answers the client with a one-line text body; then closes, or reads the next request.
+  void answer(boost::beast::http::status status, const std::string& text, bool keep_alive = false);
+  void refuse(const std::string& reason);  // 403, logged
+  void record(bool allowed, std::string reason, uint64_t up = 0, uint64_t down = 0);
+  void close();
+
+  boost::beast::tcp_stream client_;
+  boost::beast::tcp_stream upstream_;
+  std::shared_ptr<EgressAccount> who_;
+  std::shared_ptr<const EgressContext> context_;
+  boost::asio::ip::tcp::resolver resolver_;
+  std::shared_ptr<const EgressConfig> config_;  // the snapshot this request is judged by
+  EgressPolicy policy_;
+
+  boost::beast::flat_buffer client_buffer_;
+  boost::beast::flat_buffer upstream_buffer_;
+  std::optional<RequestParser> request_;
+  std::optional<ResponseParser> response_;
+  std::optional<boost::beast::http::request_serializer<boost::beast::http::buffer_body>> request_out_;
+  std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> response_out_;
+  std::array<char, 64 * 1024> body_buffer_{};
+
+  ProxyRequest target_;
+  std::string connected_to_;  // the address connected to, for the log
+  std::string allowed_by_;
+  bool client_keep_alive_ = false;
+  bool counted_ = false;
+  uint64_t bytes_up_ = 0, bytes_down_ = 0;
+};
+
+}  // namespace agentbox::net

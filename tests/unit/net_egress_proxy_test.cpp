@@ -1,0 +1,328 @@
+// The egress proxy end to end on this host's loopback (no box: the listener is an ordinary one
+// here; the box tests put it in a namespace). Origins are listeners on 127.0.0.1 that count
+// every connection, so a refused request is shown to have reached nothing.
+#include "net/egress_proxy.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#include <thread>
+
+#include "store/schema.hpp"
+#include "support/scratch_dir.hpp"
+
+namespace agentbox::net {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
+// A listener on 127.0.0.1 that serves each connection on a thread of its own: "echo" sends
+// back what it reads; "http" answers each request head with its own request line and head.
+class Origin {
+ public:
+  enum class Mode { echo, http };
+  explicit Origin(Mode mode) : mode_(mode), acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    thread_ = std::thread([this] {
+      for (;;) {
+        boost::system::error_code ec;
+        tcp::socket s = acceptor_.accept(ec);
+        if (ec || stopping_) return;
+        ++connections_;
+        workers_.emplace_back([this, s = std::move(s)]() mutable { serve(std::move(s)); });
+      }
+    });
+  }
+  ~Origin() {
+    stopping_ = true;
+    boost::system::error_code ec;
+    tcp::socket poke(io_);
+    poke.connect(acceptor_.local_endpoint(), ec);
+    thread_.join();
+    for (auto& w : workers_) w.join();
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int connections() const { return connections_; }
+  std::string last_head() {
+    std::lock_guard lock(mu_);
+    return last_head_;
+  }
+
+ private:
+  void serve(tcp::socket s) {
+    boost::system::error_code ec;
+    if (mode_ == Mode::echo) {
+      char buf[65536];
+      for (;;) {
+        size_t n = s.read_some(asio::buffer(buf), ec);
+        if (ec) return;
+        asio::write(s, asio::buffer(buf, n), ec);
+      }
+    }
+    std::string in;
+    size_t n = asio::read_until(s, asio::dynamic_buffer(in), "\r\n\r\n", ec);
+    if (ec) return;
+    std::string head = in.substr(0, n);
+    {
+      std::lock_guard lock(mu_);
+      last_head_ = head;
+    }
+    std::string body = head.substr(0, head.find("\r\n"));
+    asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
+                ec);
+  }
+
+  Mode mode_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::string last_head_;
+};
+
+class EgressProxyTest : public ::testing::Test {
+ protected:
+  EgressProxyTest() : work_(io_.get_executor()) {
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+  }
+  ~EgressProxyTest() override {
+    proxy_.reset();
+    work_.reset();
+    io_.stop();
+    for (auto& t : threads_) t.join();
+  }
+
+  // Starts the proxy for alice with this config (static names, rules).
+  void start(EgressConfig config, EgressLimits limits = {}) {
+    log_ = std::make_unique<NetworkLog>(open_state_db(scratch_.path()));
+    context_ = std::make_shared<EgressContext>(std::make_shared<const EgressConfig>(std::move(config)), limits,
+                                               log_.get());
+    proxy_ = std::make_unique<EgressProxy>(io_, context_);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(fd, 64), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    proxy_->serve(UniqueFd(fd), "acct-alice", "alice");
+  }
+
+  static EgressConfig config(std::vector<std::string> allow, std::vector<std::string> deny = {},
+                             std::vector<std::string> addresses = {"127.0.0.1/32"}) {
+    EgressConfig c;
+    for (auto& a : allow) c.default_policy.allow.push_back(HostRule::parse(a));
+    for (auto& d : deny) c.default_policy.deny.push_back(HostRule::parse(d));
+    for (auto& r : addresses) c.default_policy.allow_addresses.push_back(AddressRange::parse(r));
+    c.hosts["bait.test"] = *IpAddress::parse("127.0.0.1");
+    c.hosts["other.test"] = *IpAddress::parse("127.0.0.1");
+    return c;
+  }
+
+  tcp::socket connect() {
+    tcp::socket s(client_io_);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    return s;
+  }
+
+  // Sends text and reads one answer's head and its Content-Length body.
+  static std::string exchange(tcp::socket& s, const std::string& text) {
+    asio::write(s, asio::buffer(text));
+    return read_answer(s);
+  }
+  static std::string read_answer(tcp::socket& s) {
+    std::string in;
+    boost::system::error_code ec;
+    size_t n = asio::read_until(s, asio::dynamic_buffer(in), "\r\n\r\n", ec);
+    if (ec) return "(closed: " + ec.message() + ")";
+    std::string head = in.substr(0, n);
+    size_t length = 0;
+    if (auto at = head.find("Content-Length: "); at != std::string::npos) length = std::stoul(head.substr(at + 16));
+    if (in.size() < n + length) asio::read(s, asio::dynamic_buffer(in), asio::transfer_exactly(n + length - in.size()));
+    return in.substr(0, n + length);
+  }
+
+  std::vector<NetworkDecision> decisions() {
+    log_->flush();
+    return log_->list("acct-alice", 100);
+  }
+
+  testing::ScratchDir scratch_{"agentbox-egress"};
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::vector<std::thread> threads_;
+  asio::io_context client_io_;
+  std::unique_ptr<NetworkLog> log_;
+  std::shared_ptr<EgressContext> context_;
+  std::unique_ptr<EgressProxy> proxy_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(EgressProxyTest, AnAllowedConnectIsATunnelAndIsLoggedWithItsBytes) {
+  Origin origin(Origin::Mode::echo);
+  start(config({"bait.test"}));
+  tcp::socket s = connect();
+  std::string port = std::to_string(origin.port());
+  EXPECT_THAT(exchange(s, "CONNECT bait.test:" + port + " HTTP/1.1\r\nHost: bait.test:" + port + "\r\n\r\n"),
+              HasSubstr("HTTP/1.1 200 Connection established"));
+  std::string payload(300000, 'x');
+  std::string back(payload.size(), '\0');
+  std::thread writer([&] { asio::write(s, asio::buffer(payload)); });
+  asio::read(s, asio::buffer(back));
+  writer.join();
+  EXPECT_TRUE(back == payload);
+  s.close();
+  for (int i = 0; i < 200 && decisions().empty(); ++i) std::this_thread::sleep_for(10ms);  // logged at its end
+  std::vector<NetworkDecision> log = decisions();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_TRUE(log[0].allowed);
+  EXPECT_EQ(log[0].kind, "tunnel");
+  EXPECT_EQ(log[0].host, "bait.test");
+  EXPECT_EQ(log[0].address, "127.0.0.1");
+  EXPECT_EQ(log[0].bytes_up, 300000);
+  EXPECT_EQ(log[0].bytes_down, 300000);
+}
+
+TEST_F(EgressProxyTest, BytesSentRightAfterTheConnectHeadReachTheOrigin) {
+  Origin origin(Origin::Mode::echo);
+  start(config({"bait.test"}));
+  tcp::socket s = connect();
+  // A client that does not wait for the 200 (its TLS hello in the same packet as the head).
+  asio::write(s, asio::buffer("CONNECT bait.test:" + std::to_string(origin.port()) + " HTTP/1.1\r\n\r\nearly"));
+  std::string in;  // the answer's head and the echo may arrive together
+  asio::read_until(s, asio::dynamic_buffer(in), "early");
+  EXPECT_EQ(in, "HTTP/1.1 200 Connection established\r\n\r\nearly");
+}
+
+TEST_F(EgressProxyTest, ANameNotAllowedIsRefusedWithOneLineAndReachesNothing) {
+  Origin origin(Origin::Mode::echo);
+  start(config({"bait.test:1"}, {"*.internal"}));
+  tcp::socket s = connect();
+  std::string port = std::to_string(origin.port());
+  std::string answer = exchange(s, "CONNECT other.test:" + port + " HTTP/1.1\r\n\r\n");
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 403 Forbidden"));
+  EXPECT_THAT(answer, HasSubstr("agentbox: other.test:" + port + " is not in this sandbox's network allowlist\n"));
+  tcp::socket s2 = connect();  // the right name on a port its rule does not name
+  EXPECT_THAT(exchange(s2, "CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n"), HasSubstr("403"));
+  tcp::socket s3 = connect();
+  EXPECT_THAT(exchange(s3, "CONNECT db.internal:" + port + " HTTP/1.1\r\n\r\n"),
+              HasSubstr("is denied by this sandbox's network policy"));
+  EXPECT_EQ(origin.connections(), 0);
+  std::vector<NetworkDecision> log = decisions();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_FALSE(log[2].allowed);
+  EXPECT_EQ(log[2].reason, "agentbox: other.test:" + port + " is not in this sandbox's network allowlist");
+}
+
+TEST_F(EgressProxyTest, AnAllowedNameThatLeadsToAPrivatePlaceIsRefusedBeforeAnyConnection) {
+  Origin origin(Origin::Mode::echo);
+  start(config({"bait.test", "127.0.0.1"}, {}, /*addresses=*/{}));  // loopback not allowed
+  std::string port = std::to_string(origin.port());
+  tcp::socket s = connect();
+  std::string answer = exchange(s, "CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n");
+  EXPECT_THAT(answer, HasSubstr("403"));
+  EXPECT_THAT(answer, HasSubstr("resolves to 127.0.0.1, a loopback address this sandbox may not reach"));
+  tcp::socket literal = connect();  // an IP literal is judged the same way
+  EXPECT_THAT(exchange(literal, "GET http://127.0.0.1:" + port + "/ HTTP/1.1\r\n\r\n"),
+              HasSubstr("127.0.0.1:" + port + " is a loopback address"));
+  EXPECT_EQ(origin.connections(), 0);
+}
+
+TEST_F(EgressProxyTest, AbsoluteFormRequestsAreForwardedInOriginFormWithKeepAlive) {
+  Origin origin(Origin::Mode::http);
+  start(config({"bait.test"}));
+  std::string host = "bait.test:" + std::to_string(origin.port());
+  tcp::socket s = connect();
+  std::string first = exchange(s, "GET http://" + host + "/a?x=1 HTTP/1.1\r\nHost: " + host +
+                                      "\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic eDp5\r\n\r\n");
+  EXPECT_THAT(first, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_THAT(first, HasSubstr("GET /a?x=1 HTTP/1.1"));  // the origin got the origin form
+  EXPECT_THAT(origin.last_head(), Not(HasSubstr("Proxy-")));
+  EXPECT_THAT(origin.last_head(), HasSubstr("Host: " + host));
+  // The same connection carries the next request.
+  std::string second = exchange(s, "GET http://" + host + "/b HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+  EXPECT_THAT(second, HasSubstr("GET /b HTTP/1.1"));
+  EXPECT_EQ(origin.connections(), 2);
+  for (int i = 0; i < 200 && decisions().size() < 2; ++i) std::this_thread::sleep_for(10ms);  // logged once sent
+  std::vector<NetworkDecision> log = decisions();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].kind, "forward");
+  EXPECT_EQ(log[0].bytes_down, static_cast<int64_t>(std::string("GET /b HTTP/1.1").size()));
+}
+
+TEST_F(EgressProxyTest, AmbiguousOrMalformedHeadsAreRefused) {
+  start(config({"bait.test"}), EgressLimits{.header_limit = 4096});
+  tcp::socket host_mismatch = connect();
+  EXPECT_THAT(exchange(host_mismatch, "GET http://bait.test/ HTTP/1.1\r\nHost: metadata.internal\r\n\r\n"),
+              HasSubstr("400 Bad Request"));
+  tcp::socket bad_connect = connect();
+  EXPECT_THAT(exchange(bad_connect, "CONNECT bait.test HTTP/1.1\r\n\r\n"), HasSubstr("CONNECT needs HOST:PORT"));
+  tcp::socket garbage = connect();
+  EXPECT_THAT(exchange(garbage, "HELLO\r\n\r\n"), HasSubstr("400 Bad Request"));
+  tcp::socket big = connect();
+  EXPECT_THAT(exchange(big, "GET http://bait.test/ HTTP/1.1\r\nX: " + std::string(8000, 'a') + "\r\n\r\n"),
+              HasSubstr("431"));
+}
+
+TEST_F(EgressProxyTest, AClientThatNeverFinishesItsHeadIsCutOff) {
+  start(config({"bait.test"}), EgressLimits{.header_timeout = 300ms});
+  tcp::socket s = connect();
+  asio::write(s, asio::buffer(std::string("GET http://bait.test/ HTTP/1.1\r\nHost: bai")));
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_THAT(read_answer(s), HasSubstr("(closed"));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+}
+
+TEST_F(EgressProxyTest, RefusedAndCappedConnectionsAnswerSayingWhy) {
+  start(config({"bait.test"}), EgressLimits{.connections_per_account = 2});
+  // Nothing listens on the port: 502 naming the place.
+  tcp::acceptor closed(client_io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::string port = std::to_string(closed.local_endpoint().port());
+  closed.close();
+  tcp::socket s = connect();
+  std::string answer = exchange(s, "CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n");
+  EXPECT_THAT(answer, HasSubstr("502"));
+  EXPECT_THAT(answer, HasSubstr("cannot connect to bait.test:" + port));
+  // Two connections held open: the third is refused.
+  tcp::socket a = connect(), b = connect();
+  asio::write(a, asio::buffer(std::string("G")));
+  asio::write(b, asio::buffer(std::string("G")));
+  std::string third;
+  for (int i = 0; i < 100; ++i) {  // the first two are counted once accepted
+    tcp::socket c = connect();
+    third = exchange(c, "CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n");
+    if (third.find("429") != std::string::npos) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_THAT(third, HasSubstr("429"));
+  EXPECT_THAT(third, HasSubstr("2 connections open"));
+}
+
+TEST_F(EgressProxyTest, ANewPolicyAppliesToTheNextRequest) {
+  Origin origin(Origin::Mode::echo);
+  start(config({"other.test"}));
+  std::string line = "CONNECT bait.test:" + std::to_string(origin.port()) + " HTTP/1.1\r\n\r\n";
+  tcp::socket before = connect();
+  EXPECT_THAT(exchange(before, line), HasSubstr("403"));
+  proxy_->set_config(std::make_shared<const EgressConfig>(config({"bait.test"})));
+  tcp::socket after = connect();
+  EXPECT_THAT(exchange(after, line), HasSubstr("200 Connection established"));
+}
+
+}  // namespace
+}  // namespace agentbox::net
