@@ -7,6 +7,13 @@ std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty) {
       {"HOME", spec.home_target}, {"USER", spec.name}, {"LOGNAME", spec.name},
       {"SHELL", spec.shell},      {"PATH", kBoxPath},  {"LANG", "C.UTF-8"}};
   if (tty) env["TERM"] = "xterm-256color";
+  if (spec.egress_proxy_port) {
+    // Both spellings: curl reads the lower-case ones, many others the upper-case. The box's own
+    // loopback stays direct (its servers, /proxy's dev servers).
+    const std::string proxy = "http://127.0.0.1:" + std::to_string(spec.egress_proxy_port);
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) env[name] = proxy;
+    env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1";
+  }
   return env;
 }
 

@@ -12,7 +12,8 @@ namespace agentbox {
 inline constexpr const char* kBoxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // HOME, USER, LOGNAME, SHELL, PATH, LANG; TERM only for a terminal (pipes get none, so tools
-// do not emit colour codes into captured output).
+// do not emit colour codes into captured output); the proxy variables when the spec has an
+// egress proxy.
 std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty);
 
 // "K=V" strings, as SpawnRequest::env takes them.

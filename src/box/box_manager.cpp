@@ -125,11 +125,14 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
   void launch(const std::string& account, const std::shared_ptr<Slot>& slot,
               const std::shared_ptr<BoxOwner>& owner, const BoxSpec& spec) {
     const bool hold = opts.hold_start && opts.hold_start(account);
-    asio::post(launcher, [self = shared_from_this(), slot, owner, spec, hold, netns = slot->netns]() mutable {
+    asio::post(launcher, [self = shared_from_this(), account, slot, owner, spec, hold, netns = slot->netns]() mutable {
       std::shared_ptr<LaunchedBox> box;
       std::string error;
       try {
-        if (!netns) netns = std::make_shared<const UniqueFd>(netns::create_persistent());
+        if (!netns) {
+          netns = std::make_shared<const UniqueFd>(netns::create_persistent());
+          if (self->opts.on_netns_created) self->opts.on_netns_created(account, netns->get());
+        }
         BoxStartOptions so;
         so.init_path = self->opts.init_path;
         so.netns_fd = netns->get();
@@ -172,6 +175,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
         if (auto it = slots.find(account); it != slots.end() && it->second == slot) slots.erase(it);
       }
       slot->retired = true;
+      if (slot->netns && opts.on_netns_released) opts.on_netns_released(account);
       slot->netns.reset();
       return;
     }

@@ -36,6 +36,11 @@ struct BoxManagerOptions {
   std::chrono::milliseconds netns_linger{15 * 60 * 1000};
   size_t max_active = 0;       // boxes starting or running at once; 0: no cap
   unsigned launch_threads = 2;  // threads for the blocking part of starts and stops
+  // An account's network namespace was made (on a launcher thread, before its first box
+  // joins it) / is given back: the daemon puts its egress listener there and takes it away.
+  // Must not throw.
+  std::function<void(const std::string& account, int netns_fd)> on_netns_created;
+  std::function<void(const std::string& account)> on_netns_released;
   // Test hook: boxes of these accounts contain themselves and never answer their start.
   std::function<bool(const std::string& account)> hold_start;
 };

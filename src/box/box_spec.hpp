@@ -61,6 +61,9 @@ struct BoxSpec {
   // netns_fd is passed at start (server accounts), the box joins that persistent one instead.
   // That namespace is the whole network boundary: no Landlock TCP rule, so the box's programs
   // reach their own servers on its loopback, on any port (DESIGN §3).
+  // The daemon's egress proxy listens in that namespace on 127.0.0.1:egress_proxy_port; its
+  // commands get HTTP_PROXY and friends pointing there (box_env.hpp). 0: no proxy.
+  uint16_t egress_proxy_port = 0;
 
   // Landlock is required where the kernel has it; a host without it needs this opt-out.
   bool allow_without_landlock = false;

@@ -1,5 +1,7 @@
 #include "config/egress_config.hpp"
 
+#include <fmt/format.h>
+
 #include "config/toml_schema.hpp"
 #include "util/error.hpp"
 
@@ -63,7 +65,7 @@ bool apply_egress_key(net::EgressConfig& config, std::string_view key, const tom
   if (key.starts_with(kHostsPrefix)) {
     std::string_view name = key.substr(kHostsPrefix.size());
     std::optional<std::string> host = net::normalize_host(name);
-    if (!host || net::IpAddress::parse(name)) throw Error("\"" + std::string(name) + "\" is not a host name");
+    if (!host || net::IpAddress::parse(name)) throw Error(fmt::format("\"{}\" is not a host name", name));
     std::string text = toml_string(value);
     std::optional<net::IpAddress> address = net::IpAddress::parse(text);
     if (!address) throw Error("\"" + text + "\" is not an IP address");

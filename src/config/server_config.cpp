@@ -49,7 +49,7 @@ void set_api_key(ServerConfig& c, std::string_view text) {
   c.api_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 25> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 30> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -97,6 +97,18 @@ constexpr std::array<TomlField<ServerConfig>, 25> kFields = {{
      }},
     {"terminals.idle_timeout",
      [](ServerConfig& c, const toml::node& v) { c.terminals.idle_timeout = toml_seconds(v); }},
+    {"egress.port",
+     [](ServerConfig& c, const toml::node& v) { c.egress_proxy.port = static_cast<uint16_t>(toml_integer(v, 1, 65535)); }},
+    {"egress.connections",
+     [](ServerConfig& c, const toml::node& v) {
+       c.egress_proxy.connections = static_cast<size_t>(toml_integer(v, 1, 65536));
+     }},
+    {"egress.connect_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.egress_proxy.connect_timeout = toml_seconds(v); }},
+    {"egress.idle_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.egress_proxy.idle_timeout = toml_seconds(v); }},
+    {"egress.tunnel_idle_timeout",
+     [](ServerConfig& c, const toml::node& v) { c.egress_proxy.tunnel_idle_timeout = toml_seconds(v); }},
     {"proxy.connect_timeout",
      [](ServerConfig& c, const toml::node& v) { c.proxy.connect_timeout = toml_seconds(v); }},
     {"proxy.response_timeout",
@@ -109,8 +121,8 @@ constexpr std::array<TomlField<ServerConfig>, 25> kFields = {{
 static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));
 
 // The tables descended into; the egress policy's (config/egress_config.hpp) are appended.
-constexpr std::array<std::string_view, 6> kOwnSections = {"limits", "accounts", "box", "exec", "terminals",
-                                                          "proxy"};
+constexpr std::array<std::string_view, 7> kOwnSections = {"limits", "accounts", "box",  "exec",
+                                                          "terminals", "proxy", "egress"};
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size()> all{};
   size_t i = 0;

@@ -16,6 +16,8 @@
 //   [terminals] max_per_account = 16  idle_timeout = 3600
 //   [proxy]    connect_timeout = 10  response_timeout = 60  idle_timeout = 300
 //              tunnel_idle_timeout = 3600
+//   [egress]   port = 3128  connections = 256  connect_timeout = 10  idle_timeout = 300
+//              tunnel_idle_timeout = 3600
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
 //
@@ -80,6 +82,15 @@ struct ServerConfig {
     std::chrono::seconds idle_timeout{300};        // no byte moving either way while a body streams
     std::chrono::seconds tunnel_idle_timeout{3600};  // the same after a WebSocket upgrade
   } proxy;
+
+  // The egress proxy in each box's network namespace (HTTP_PROXY in the box).
+  struct EgressProxy {
+    uint16_t port = 3128;                          // on the box's 127.0.0.1
+    size_t connections = 256;                      // open at once per account; above it 429
+    std::chrono::seconds connect_timeout{10};      // resolving and connecting; then 504
+    std::chrono::seconds idle_timeout{300};        // a forwarded http:// request with no byte moving
+    std::chrono::seconds tunnel_idle_timeout{3600};  // a CONNECT tunnel with no byte moving
+  } egress_proxy;
 
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default
 };

@@ -7,8 +7,8 @@
 
 namespace agentbox::exec {
 
-AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits)
-    : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits) {}
+AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, uint16_t egress_proxy_port)
+    : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits), egress_proxy_port_(egress_proxy_port) {}
 
 BoxSpec AccountBoxes::spec_for(const Account& account) const {
   BoxSpec spec;
@@ -21,6 +21,7 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
   spec.home_target = "/home/" + account.name;
   spec.limits = limits_;
   spec.use_cgroup = true;
+  spec.egress_proxy_port = egress_proxy_port_;
   return spec;
 }
 
@@ -41,7 +42,11 @@ void AccountBoxes::signal_session(const std::string& account, uint64_t id, int s
 
 void AccountBoxes::list_ports(const std::string& account,
                               std::function<void(std::vector<ListeningPort>)> done) {
-  manager_.list_ports(account, std::move(done));
+  // The egress proxy's listener is the daemon's, held by no process of the box: not the user's.
+  manager_.list_ports(account, [egress = egress_proxy_port_, done = std::move(done)](std::vector<ListeningPort> ports) {
+    std::erase_if(ports, [egress](const ListeningPort& p) { return egress && p.port == egress && p.pid == 0; });
+    done(std::move(ports));
+  });
 }
 
 void AccountBoxes::open_socket_in_box(const std::string& account, int family,

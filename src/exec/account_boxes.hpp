@@ -18,9 +18,11 @@ namespace agentbox::exec {
 class AccountBoxes : public BoxPort, public TerminalPort {
  public:
   // state_dir holds the accounts' homes (Account::home_dir is relative to it).
-  AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits);
+  // egress_proxy_port: where the egress proxy listens in each box's namespace (0: none).
+  AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, uint16_t egress_proxy_port = 0);
 
-  // The box an account gets: its name, uid, home; the configured limits; loopback-only network.
+  // The box an account gets: its name, uid, home; the configured limits; loopback-only network
+  // with the egress proxy on it.
   BoxSpec spec_for(const Account& account) const;
 
   uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
@@ -30,8 +32,8 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   void signal_session(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) override;
   void touch(const std::string& account) { manager_.touch(account); }
 
-  // The TCP listeners in the account's box; empty when it has no box running. done runs on
-  // the box loop.
+  // The TCP listeners of the account's programs in its box (not the egress proxy's); empty when
+  // it has no box running. done runs on the box loop.
   using ListeningPort = protocol::ListeningPort;
   void list_ports(const std::string& account, std::function<void(std::vector<ListeningPort>)> done);
   // A non-blocking TCP socket of `family` made in the account's network namespace, so that a
@@ -44,6 +46,7 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   BoxManager& manager_;
   std::string state_dir_;
   Limits limits_;
+  uint16_t egress_proxy_port_;
 };
 
 // What a shell command line from the API becomes in a box (POST /execute).

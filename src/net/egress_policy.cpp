@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fmt/format.h>
 
 #include "util/error.hpp"
 
@@ -43,7 +44,7 @@ bool glob_match(std::string_view pattern, std::string_view text) {
 
 std::string where(std::string_view host, uint16_t port) {
   bool v6 = host.find(':') != std::string_view::npos;
-  return (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+  return v6 ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
 }
 
 }  // namespace
@@ -60,7 +61,7 @@ std::optional<std::string> normalize_host(std::string_view host) {
 
 HostRule HostRule::parse(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return Error("\"" + std::string(text) + "\" is not a host rule: " + std::string(why));
+    return Error(fmt::format("\"{}\" is not a host rule: {}", text, why));
   };
   HostRule rule;
   std::string_view host = text;
@@ -124,6 +125,21 @@ EgressPolicy EgressPolicy::with(const EgressPolicy& additions) const {
 EgressPolicy EgressConfig::policy_for(std::string_view user) const {
   auto it = users.find(user);
   return it == users.end() ? default_policy : default_policy.with(it->second);
+}
+
+std::string describe_for_box(const EgressPolicy& policy) {
+  if (policy.allow.empty())
+    return "none. Only localhost inside this environment is reachable; downloads and API calls fail.";
+  auto list = [](const std::vector<HostRule>& rules) {
+    std::string out;
+    for (const HostRule& r : rules) out += (out.empty() ? "" : ", ") + r.to_string();
+    return out;
+  };
+  std::string text = "only these hosts, through the proxy already set in HTTP_PROXY/HTTPS_PROXY (git, npm, pip "
+                     "and curl use it): " + list(policy.allow);
+  if (!policy.deny.empty()) text += "; never " + list(policy.deny);
+  return text + ". Anything else is refused with a 403 that says why; private and local addresses are "
+                "refused too.";
 }
 
 Verdict check_name(const EgressPolicy& policy, std::string_view host, uint16_t port) {

@@ -60,6 +60,9 @@ struct Verdict {
   std::string reason;
 };
 
+// The rules in one sentence for the box's system prompt (GET /system).
+std::string describe_for_box(const EgressPolicy& policy);
+
 // The name stage: host normalized, port the destination's.
 Verdict check_name(const EgressPolicy& policy, std::string_view host, uint16_t port);
 // The address stage, for the address the proxy is about to connect to.

@@ -45,8 +45,9 @@ struct EgressLimits {
 // What every session shares: the policy (swapped whole on reload), the limits, the log.
 class EgressContext {
  public:
-  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, NetworkLog* log)
-      : config_(std::move(config)), limits_(limits), log_(log) {}
+  // log may be null (no record kept); sessions hold the context, so the log outlives them.
+  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, std::shared_ptr<NetworkLog> log)
+      : config_(std::move(config)), limits_(limits), log_(std::move(log)) {}
 
   std::shared_ptr<const EgressConfig> config() const {
     std::lock_guard lock(mu_);
@@ -66,7 +67,7 @@ class EgressContext {
   mutable std::mutex mu_;
   std::shared_ptr<const EgressConfig> config_;
   const EgressLimits limits_;
-  NetworkLog* const log_;
+  const std::shared_ptr<NetworkLog> log_;
 };
 
 // The box a listener serves.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <fmt/format.h>
 
 #include "util/error.hpp"
 
@@ -167,7 +168,7 @@ std::string_view describe(AddressKind kind) {
 
 AddressRange AddressRange::parse(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return Error("\"" + std::string(text) + "\" is not an address range: " + std::string(why));
+    return Error(fmt::format("\"{}\" is not an address range: {}", text, why));
   };
   size_t slash = text.find('/');
   std::optional<IpAddress> base = IpAddress::parse(text.substr(0, slash));

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <optional>
+#include <fmt/format.h>
 
 #include "net/egress_policy.hpp"
 
@@ -75,17 +76,17 @@ ProxyRequest parse_forward(std::string_view target) {
   if (target.starts_with("/"))
     refuse("this is a proxy: send the full URL (http://host/path), or CONNECT for https");
   auto url = boost::urls::parse_absolute_uri(target);
-  if (!url) refuse("\"" + std::string(target.substr(0, 200)) + "\" is not a URL");
+  if (!url) refuse(fmt::format("\"{}\" is not a URL", target.substr(0, 200)));
   std::string scheme = lower(url->scheme());
   if (scheme == "https") refuse("https URLs go through CONNECT (set HTTPS_PROXY)");
   if (scheme != "http") refuse("only http:// URLs can be forwarded, not " + scheme + "://");
   if (!url->has_authority()) refuse("the URL names no host");
   if (url->has_userinfo()) refuse("credentials in the URL are not forwarded; send an Authorization header");
   std::optional<HostPort> hp = parse_host_port(url->encoded_authority());
-  if (!hp) refuse("\"" + std::string(url->encoded_authority()) + "\" is not a host");
+  if (!hp) refuse(fmt::format("\"{}\" is not a host", std::string_view(url->encoded_authority())));
   std::string origin = url->encoded_path().empty() ? "/" : std::string(url->encoded_path());
   if (origin.front() != '/') refuse("the URL's path must start with /");
-  if (url->has_query()) origin += "?" + std::string(url->encoded_query());
+  if (url->has_query()) origin.append("?").append(url->encoded_query());
   return {ProxyRequest::Kind::forward, hp->host, hp->port.value_or(80), std::move(origin)};
 }
 

@@ -37,7 +37,13 @@ int socket_option(int fd, int level, int name, const std::string& op) {
 
 HttpServer::HttpServer(Router router, HttpServerOptions options)
     : ctx_(std::make_shared<ServerContext>(std::move(router), std::move(options))),
-      ioc_(static_cast<int>(thread_count(ctx_->options.threads))) {
+      own_ioc_(std::make_unique<net::io_context>(static_cast<int>(thread_count(ctx_->options.threads)))),
+      ioc_(*own_ioc_) {
+  work_.emplace(ioc_.get_executor());
+}
+
+HttpServer::HttpServer(Router router, HttpServerOptions options, net::io_context& io)
+    : ctx_(std::make_shared<ServerContext>(std::move(router), std::move(options))), ioc_(io) {
   work_.emplace(ioc_.get_executor());
 }
 

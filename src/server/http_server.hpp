@@ -40,6 +40,10 @@ struct ListenerInfo {
 class HttpServer {
  public:
   HttpServer(Router router, HttpServerOptions options);
+  // Runs on io, which the caller owns and which must outlive the server: what else needs the
+  // sessions' threads (a terminal's pty, whose output goes straight to its WebSocket) can be
+  // made before the router is. stop() stops io too.
+  HttpServer(Router router, HttpServerOptions options, boost::asio::io_context& io);
   ~HttpServer();  // stop()
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -69,7 +73,8 @@ class HttpServer {
   void close_on_strand(const std::shared_ptr<HttpListener>& listener);
 
   std::shared_ptr<ServerContext> ctx_;
-  boost::asio::io_context ioc_;
+  std::unique_ptr<boost::asio::io_context> own_ioc_;  // unless the caller gave one
+  boost::asio::io_context& ioc_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   mutable std::mutex mu_;  // guards listeners_, next_id_, started_, stopped_

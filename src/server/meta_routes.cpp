@@ -46,7 +46,7 @@ std::string os_name() {
 }  // namespace
 
 std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std::string& os_name,
-                          const std::vector<std::string>& tools) {
+                          const std::vector<std::string>& tools, const std::string& network) {
   const bool generic = spec.name.empty();
   // fmt, not string operator+: GCC 12 at -O3 reports a false -Wrestrict inside the latter.
   std::vector<std::string> limits;
@@ -62,8 +62,7 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
       "system (/usr, /etc) is read-only: install packages into the home (pip install --user, npm "
       "install in a project).\n"
       "- Available: {}.\n"
-      "- Network: none. Only localhost inside this environment is reachable; downloads and API "
-      "calls fail.\n"
+      "- Network: {}\n"
       "- Limits: {}.\n"
       "Run commands with run_command (wait for short ones; poll long ones with "
       "get_process_status), read and edit files with read_file, write_file and "
@@ -71,12 +70,12 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
       os_name, generic ? std::string("an account of your own") : spec.name,
       generic ? std::string("your directory under /home") : spec.home_target,
       generic ? std::string("your home, unless you change it") : cwd, spec.shell,
-      tools.empty() ? std::string("standard Unix tools") : fmt::format("{}", fmt::join(tools, ", ")),
+      tools.empty() ? std::string("standard Unix tools") : fmt::format("{}", fmt::join(tools, ", ")), network,
       limits.empty() ? std::string("none") : fmt::format("{}", fmt::join(limits, ", ")));
 }
 
 void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
-                     std::string version) {
+                     std::string version, std::function<std::string(const std::string& user)> network_of) {
   RouteOptions open;
   open.is_public = true;
   router.add(http::verb::get, "/health", [](const Request&) { return Response::json({{"status", "ok"}}); }, open);
@@ -90,16 +89,17 @@ void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxe
 
   auto tools = std::make_shared<const std::vector<std::string>>(tools_in_box_tree());
   auto os = std::make_shared<const std::string>(os_name());
-  router.add(http::verb::get, "/system", [&callers, &boxes, tools, os](const Request& req) {
+  router.add(http::verb::get, "/system", [&callers, &boxes, tools, os, network_of](const Request& req) {
     // Open WebUI asks once, with the key only, to build the model's system prompt: a request
     // that names no user gets the prompt of a generic box (what every user's box is like).
     if (!req.header("X-User-Id") && !req.header("X-OpenWebUI-User-Id")) {
       Account generic;
       generic.uid = generic.gid = 1;  // never shown: the generic prompt names no account
-      return Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools)}});
+      return Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools, network_of(""))}});
     }
     Caller caller = callers.resolve(req);
-    return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools)}});
+    return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools,
+                                                    network_of(caller.account.external_id))}});
   });
 }
 

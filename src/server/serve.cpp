@@ -22,6 +22,10 @@
 #include "server/meta_routes.hpp"
 #include "server/terminal_routes.hpp"
 #include "server/proxy_routes.hpp"
+#include "server/network_routes.hpp"
+#include "net/egress_listener.hpp"
+#include "net/egress_proxy.hpp"
+#include "store/network_log.hpp"
 #include "store/account_store.hpp"
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
@@ -96,11 +100,34 @@ int serve(const ServeOptions& options) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);  // not a stop: reloads the egress policy
   ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   // The box loop: every box's owner and every process's output, waits and timers.
   EventLoop loop;
+
+  // The egress proxy: a listener in each account's network namespace, made with the namespace.
+  auto network_log = std::make_shared<NetworkLog>(open_state_db(config.state_dir));
+  net::EgressLimits egress_limits;
+  egress_limits.connections_per_account = config.egress_proxy.connections;
+  egress_limits.connect_timeout = config.egress_proxy.connect_timeout;
+  egress_limits.idle_timeout = config.egress_proxy.idle_timeout;
+  egress_limits.tunnel_idle_timeout = config.egress_proxy.tunnel_idle_timeout;
+  auto egress_context = std::make_shared<net::EgressContext>(std::make_shared<const net::EgressConfig>(config.egress),
+                                                             egress_limits, network_log);
+  net::EgressProxy egress(loop.context(), egress_context);
+
   BoxManagerOptions box_options;
+  box_options.on_netns_created = [&egress, &accounts, port = config.egress_proxy.port](const std::string& account,
+                                                                                      int netns_fd) {
+    try {
+      std::optional<Account> known = accounts.find_by_name(account);
+      egress.serve(net::listen_in_netns(netns_fd, port), account, known ? known->external_id : std::string());
+    } catch (const std::exception& e) {
+      spdlog::warn("egress proxy for {}: {} (its box has no network)", account, e.what());
+    }
+  };
+  box_options.on_netns_released = [&egress](const std::string& account) { egress.stop(account); };
   box_options.cgroups = cgroups.get();
   box_options.idle_timeout = config.accounts.idle_timeout;
   box_options.netns_linger = config.accounts.idle_timeout;
@@ -117,7 +144,7 @@ int serve(const ServeOptions& options) {
   BoxManager manager(loop.context(), std::move(box_options));
 
   CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes});
-  exec::AccountBoxes boxes(manager, config.state_dir, config.box);
+  exec::AccountBoxes boxes(manager, config.state_dir, config.box, config.egress_proxy.port);
 
   exec::ProcessTableOptions table_options;
   table_options.log_dir = config.state_dir + "/processes";
@@ -125,11 +152,16 @@ int serve(const ServeOptions& options) {
   table_options.retention = config.exec.retention;
   table_options.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
   exec::ProcessTable table(loop.context(), boxes, processes, table_options);
-  exec::Terminals terminals(loop.context(), boxes,
+  // The API's io threads run on http_io; a terminal's pty is read and written there too, so a
+  // keystroke and its echo do not cross to the box loop's threads and back (bench/RESULTS.md).
+  boost::asio::io_context http_io;
+  exec::Terminals terminals(http_io, boxes,
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
   Router router;
-  add_meta_routes(router, callers, boxes, kVersion);
+  add_meta_routes(router, callers, boxes, kVersion, [egress_context](const std::string& user) {
+    return net::describe_for_box(egress_context->config()->policy_for(user));
+  });
   add_execute_routes(router, callers, boxes, table);
   FileRoutesOptions file_options;
   file_options.temp_dir = config.state_dir;  // archives are built next to the homes, not in /var/tmp
@@ -138,6 +170,7 @@ int serve(const ServeOptions& options) {
   add_file_routes(router, callers, file_options);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
   add_proxy_routes(router, callers, boxes, proxy_options(config.proxy));
+  add_network_routes(router, callers, network_log);
 
   HttpServerOptions http;
   http.api_key = api_key;
@@ -146,7 +179,7 @@ int serve(const ServeOptions& options) {
   http.cors_origins = config.cors_origins;
   http.spool_dir = config.state_dir;
 
-  HttpServer http_server(std::move(router), http);
+  HttpServer http_server(std::move(router), http, http_io);
   auto listener = http_server.listen(addr.host, addr.port);
   http_server.start();
   std::string host = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
@@ -154,7 +187,19 @@ int serve(const ServeOptions& options) {
             << " (state " << config.state_dir << ", cgroup " << cgroups->kind() << ")" << std::endl;
 
   int sig = 0;
-  ::sigwait(&stop_signals, &sig);
+  for (;;) {
+    ::sigwait(&stop_signals, &sig);
+    if (sig != SIGHUP) break;
+    // The policy is read again from the same file and environment; a file with an error
+    // changes nothing. Other keys take effect at the next start.
+    try {
+      ServerConfig fresh = load_config(options);
+      egress.set_config(std::make_shared<const net::EgressConfig>(std::move(fresh.egress)));
+      spdlog::info("SIGHUP: egress policy reloaded");
+    } catch (const std::exception& e) {
+      spdlog::error("SIGHUP: the configuration has errors, the policy stays as it was:\n{}", e.what());
+    }
+  }
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
   terminals.shut_down();  // before the server's io_context goes: terminal output is posted there

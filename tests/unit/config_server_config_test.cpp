@@ -69,6 +69,11 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.proxy.response_timeout, 60s);
   EXPECT_EQ(c.proxy.idle_timeout, 300s);
   EXPECT_EQ(c.proxy.tunnel_idle_timeout, 3600s);
+  EXPECT_EQ(c.egress_proxy.port, 3128u);
+  EXPECT_EQ(c.egress_proxy.connections, 256u);
+  EXPECT_EQ(c.egress_proxy.connect_timeout, 10s);
+  EXPECT_EQ(c.egress_proxy.idle_timeout, 300s);
+  EXPECT_EQ(c.egress_proxy.tunnel_idle_timeout, 3600s);
 }
 
 TEST_F(ServerConfigTest, FileOverridesEveryDefault) {
@@ -104,6 +109,12 @@ connect_timeout = 3
 response_timeout = 4
 idle_timeout = 5
 tunnel_idle_timeout = 6
+[egress]
+port = 8888
+connections = 7
+connect_timeout = 8
+idle_timeout = 9
+tunnel_idle_timeout = 11
 [policy.default]
 )");
   ServerConfig c = load_server_config(path, env_of({}));
@@ -130,6 +141,11 @@ tunnel_idle_timeout = 6
   EXPECT_EQ(c.proxy.response_timeout, 4s);
   EXPECT_EQ(c.proxy.idle_timeout, 5s);
   EXPECT_EQ(c.proxy.tunnel_idle_timeout, 6s);
+  EXPECT_EQ(c.egress_proxy.port, 8888u);
+  EXPECT_EQ(c.egress_proxy.connections, 7u);
+  EXPECT_EQ(c.egress_proxy.connect_timeout, 8s);
+  EXPECT_EQ(c.egress_proxy.idle_timeout, 9s);
+  EXPECT_EQ(c.egress_proxy.tunnel_idle_timeout, 11s);
   EXPECT_EQ(c.terminals.max_per_account, 4u);
   EXPECT_EQ(c.terminals.idle_timeout, 120s);
 }

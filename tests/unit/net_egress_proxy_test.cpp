@@ -107,9 +107,9 @@ class EgressProxyTest : public ::testing::Test {
 
   // Starts the proxy for alice with this config (static names, rules).
   void start(EgressConfig config, EgressLimits limits = {}) {
-    log_ = std::make_unique<NetworkLog>(open_state_db(scratch_.path()));
+    log_ = std::make_shared<NetworkLog>(open_state_db(scratch_.path()));
     context_ = std::make_shared<EgressContext>(std::make_shared<const EgressConfig>(std::move(config)), limits,
-                                               log_.get());
+                                               log_);
     proxy_ = std::make_unique<EgressProxy>(io_, context_);
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
@@ -167,7 +167,7 @@ class EgressProxyTest : public ::testing::Test {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::vector<std::thread> threads_;
   asio::io_context client_io_;
-  std::unique_ptr<NetworkLog> log_;
+  std::shared_ptr<NetworkLog> log_;
   std::shared_ptr<EgressContext> context_;
   std::unique_ptr<EgressProxy> proxy_;
   uint16_t port_ = 0;

@@ -1,0 +1,13 @@
+#pragma once
+// GET /network/log: the caller's own egress decisions, newest first (store/network_log.hpp).
+#include <memory>
+
+#include "server/caller.hpp"
+#include "server/router.hpp"
+#include "store/network_log.hpp"
+
+namespace agentbox::server {
+
+void add_network_routes(Router& router, CallerDirectory& callers, std::shared_ptr<NetworkLog> log);
+
+}  // namespace agentbox::server

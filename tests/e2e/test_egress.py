@@ -1,0 +1,215 @@
+"""Egress from a box through its proxy (issue 14): a box reaches the hosts its policy allows, by
+name, through the proxy its environment names, and nothing else. Everything here stays on this
+machine: the "hosts" are names the config maps to 127.0.0.1 ([hosts]), where this test runs an
+origin server, and `allow_addresses = ["127.0.0.1/32"]` lets the proxy go there. A box reaching
+that server without the proxy would have left its network namespace: the direct probe below
+shows it cannot.
+"""
+import os
+import signal
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import running_daemon, sh
+
+ALICE = f"egress-alice-{uuid.uuid4().hex[:8]}"
+BOB = f"egress-bob-{uuid.uuid4().hex[:8]}"
+
+HOSTS = """
+[hosts]
+"bait.test" = "127.0.0.1"
+"tunnel.test" = "127.0.0.1"
+"denied.test" = "127.0.0.1"
+"alice-only.test" = "127.0.0.1"
+"elsewhere.test" = "127.0.0.1"
+"""
+
+CONFIG = f"""
+[policy.default]
+allow = ["bait.test", "tunnel.test", "*.denied.test", "denied.test"]
+deny = ["denied.test"]
+allow_addresses = ["127.0.0.1/32"]
+[policy.users."{ALICE}"]
+allow = ["alice-only.test"]
+""" + HOSTS
+
+
+class Origin:
+    """An HTTP server on the host's 127.0.0.1 that answers what it was asked and counts."""
+
+    def __init__(self):
+        self.paths = []
+        origin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                origin.paths.append(self.path)
+                body = f"origin saw {self.path} host={self.headers.get('Host')}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def origin():
+    o = Origin()
+    yield o
+    o.close()
+
+
+@pytest.fixture(scope="module")
+def edaemon():
+    with running_daemon("egress", config_text=CONFIG) as d:
+        yield d
+
+
+@pytest.fixture
+def alice(edaemon):
+    c = edaemon.client(user=ALICE)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def bob(edaemon):
+    c = edaemon.client(user=BOB)
+    yield c
+    c.close()
+
+
+def curl(client, url, *extra):
+    """curl in the box with its own environment (the proxy variables); returns (exit, stdout)."""
+    args = " ".join(extra)
+    code, out, err = sh(client, f"curl -sS --max-time 10 {args} '{url}'")
+    return code, out + err
+
+
+def test_the_box_environment_names_its_proxy(alice):
+    code, out, _ = sh(alice, 'printf "%s %s %s" "$HTTP_PROXY" "$https_proxy" "$NO_PROXY"')
+    assert code == 0
+    assert out == "http://127.0.0.1:3128 http://127.0.0.1:3128 localhost,127.0.0.1,::1"
+
+
+def test_an_allowed_host_is_reached_by_name_through_the_proxy(alice, origin):
+    code, out = curl(alice, f"http://bait.test:{origin.port}/hello?x=1")
+    assert code == 0, out
+    assert out == f"origin saw /hello?x=1 host=bait.test:{origin.port}"
+    # Python's urllib reads the same variables: tools work through it unchanged.
+    code, out, err = sh(alice, f"python3 -c \"import urllib.request as u; "
+                               f"print(u.urlopen('http://bait.test:{origin.port}/py').read().decode())\"")
+    assert code == 0, err
+    assert out.strip() == f"origin saw /py host=bait.test:{origin.port}"
+
+
+def test_a_connect_tunnel_carries_a_connection(alice, origin):
+    # --proxytunnel: CONNECT, then HTTP inside the tunnel, as TLS would go.
+    code, out = curl(alice, f"http://tunnel.test:{origin.port}/tunneled", "--proxytunnel")
+    assert code == 0, out
+    assert out.startswith("origin saw /tunneled")
+
+
+def test_what_the_policy_does_not_allow_is_refused_with_a_line_an_agent_can_act_on(alice, origin):
+    before = list(origin.paths)
+    code, out, _ = sh(alice, f"curl -s --max-time 10 -w ' %{{http_code}}' http://elsewhere.test:{origin.port}/")
+    assert out == (f"agentbox: elsewhere.test:{origin.port} is not in this sandbox's network allowlist\n 403")
+    code, out, _ = sh(alice, f"curl -s --max-time 10 -w ' %{{http_code}}' http://denied.test:{origin.port}/")
+    assert "is denied by this sandbox's network policy" in out and out.endswith(" 403")
+    code, out = curl(alice, f"http://elsewhere.test:{origin.port}/", "--proxytunnel")
+    assert code != 0 and "403" in out
+    assert origin.paths == before  # nothing refused reached the origin
+
+
+def test_without_the_proxy_nothing_outside_the_box_is_reachable(alice, origin):
+    before = list(origin.paths)
+    started = time.monotonic()
+    code, out = curl(alice, f"http://127.0.0.1:{origin.port}/direct", "--noproxy '*'")
+    assert code != 0, out  # the host's loopback is not the box's
+    code, out, _ = sh(alice, f"env -u http_proxy -u HTTP_PROXY curl -sS --max-time 10 http://bait.test:{origin.port}/")
+    assert code != 0, out  # no proxy, no name resolution, no route
+    assert time.monotonic() - started < 15  # refused at once, not a timeout
+    assert origin.paths == before
+
+
+def test_a_users_additions_are_theirs_only(alice, bob, origin):
+    code, out = curl(alice, f"http://alice-only.test:{origin.port}/a")
+    assert code == 0 and out.startswith("origin saw /a"), out
+    code, out, _ = sh(bob, f"curl -s --max-time 10 -w ' %{{http_code}}' http://alice-only.test:{origin.port}/b")
+    assert out.endswith(" 403") and "not in this sandbox's network allowlist" in out
+    assert "/b" not in origin.paths
+
+
+def test_the_network_log_shows_the_callers_own_decisions(alice, bob, origin):
+    curl(alice, f"http://bait.test:{origin.port}/logged")
+    sh(alice, f"curl -s --max-time 10 http://elsewhere.test:{origin.port}/")
+    sh(bob, f"curl -s --max-time 10 http://bait.test:{origin.port}/bobs")
+    deadline = time.monotonic() + 10
+    while True:  # decisions are stored by a writer thread, moments later
+        entries = alice.get("/network/log", params={"limit": 50}).json()["entries"]
+        hosts = {(e["host"], e["allowed"]) for e in entries}
+        if ("bait.test", True) in hosts and ("elsewhere.test", False) in hosts or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert ("bait.test", True) in hosts and ("elsewhere.test", False) in hosts, entries
+    allowed = next(e for e in entries if e["host"] == "bait.test" and e["allowed"])
+    assert allowed["port"] == origin.port and allowed["address"] == "127.0.0.1" and allowed["bytes_down"] > 0
+    denied = next(e for e in entries if e["host"] == "elsewhere.test")
+    assert denied["reason"].startswith("agentbox: elsewhere.test:") and denied["address"] == ""
+    bob_hosts = {e["host"] for e in bob.get("/network/log").json()["entries"]}
+    assert "bait.test" in bob_hosts and "elsewhere.test" not in bob_hosts  # only alice asked for that one
+    assert alice.get("/network/log", params={"limit": 0}).status_code == 422
+
+
+def test_the_system_prompt_states_the_rules(alice, bob):
+    prompt = alice.get("/system").json()["prompt"]
+    assert "bait.test" in prompt and "alice-only.test" in prompt and "HTTP_PROXY" in prompt
+    assert "alice-only.test" not in bob.get("/system").json()["prompt"]
+
+
+def test_sighup_reloads_the_policy_without_dropping_boxes(make_daemon, origin):
+    d = make_daemon(tag="egress-reload", config_text='[policy.default]\nallow_addresses = ["127.0.0.1/32"]\n' + HOSTS)
+    d.start()
+    user = f"reload-{uuid.uuid4().hex[:8]}"
+    with d.client(user=user) as c:
+        code, out, _ = sh(c, "sleep 600 > /dev/null 2>&1 & echo $!")  # a process that must survive the reload
+        keeper = out.strip()
+        _, out, _ = sh(c, f"curl -s --max-time 10 -w ' %{{http_code}}' http://bait.test:{origin.port}/")
+        assert out.endswith(" 403")
+
+        with open(d.config_path, "w") as f:
+            f.write('[policy.default]\nallow = ["bait.test"]\nallow_addresses = ["127.0.0.1/32"]\n' + HOSTS)
+        os.kill(d.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while True:
+            code, out, _ = sh(c, f"curl -s --max-time 10 http://bait.test:{origin.port}/after")
+            if out.startswith("origin saw /after") or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert out.startswith("origin saw /after"), out
+
+        # A file with an error changes nothing.
+        with open(d.config_path, "w") as f:
+            f.write('[policy.default]\nallow = ["bait.test:0"]\n')
+        os.kill(d.pid, signal.SIGHUP)
+        time.sleep(0.5)  # nothing to await: the point is that nothing changes
+        code, out, _ = sh(c, f"curl -s --max-time 10 http://bait.test:{origin.port}/still")
+        assert out.startswith("origin saw /still"), out
+        assert sh(c, f"kill -0 {keeper} && echo alive")[1].strip() == "alive"
+    assert "policy stays as it was" in d.log_tail()
