@@ -204,7 +204,7 @@ void EgressSession::do_tunnel() {
     asio::async_write(self->upstream_, self->client_buffer_.data(), [self](error_code ec, size_t) {
       if (ec) return self->close();
       self->client_buffer_.clear();
-      SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout};
+      SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout, .pipe_size = 1 << 20};
       try {
         SpliceRelay::start(self->client_.release_socket(), self->upstream_.release_socket(), options,
                            [self](const SpliceRelay::Result& r) {

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Egress throughput: 1 GiB through a CONNECT tunnel of a box's egress proxy (curl in the box,
+# HTTPS_PROXY-style tunnel via --proxytunnel, to a server on the host's 127.0.0.1 reached by a
+# [hosts] name), against the same download through a minimal splice(2) CONNECT relay
+# (build-bench/splice_relay: the ceiling of any relay here) and through tinyproxy, both with
+# curl on the host, and directly. Alternating, RUNS rounds; medians and ratios.
+#
+#   bench/egress_bench.sh [BUILD_DIR]     (default: build-bench next to bench/; run as root)
+# Environment: RUNS (5), MIB (1024), NO_BUILD=1 uses BUILD_DIR as it is, JOBS.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-$root/build-bench}
+runs=${RUNS:-5}
+mib=${MIB:-1024}
+bytes=$((mib * 1024 * 1024))
+
+[[ $(id -u) -eq 0 ]] || { echo "egress_bench.sh: run as root" >&2; exit 2; }
+for tool in curl tinyproxy python3; do
+  command -v "$tool" >/dev/null || { echo "egress_bench.sh: $tool missing (scripts/install-deps.sh)" >&2; exit 2; }
+done
+if [[ ${NO_BUILD:-0} != 1 ]]; then
+  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" --target agentbox agentbox-serve agentbox-init splice_relay ${JOBS:+-j "$JOBS"} >/dev/null
+fi
+build=$(cd "$build" && pwd)
+
+work=$(mktemp -d /tmp/agentbox-egressbench-XXXXXX)
+daemon= server= relay= tiny=
+# shellcheck disable=SC2317  # runs from the EXIT trap
+cleanup() {
+  for pid in $server $relay $tiny; do kill "$pid" 2>/dev/null || true; done
+  if [[ -n $daemon ]] && kill -0 "$daemon" 2>/dev/null; then
+    kill -TERM "$daemon"
+    for _ in $(seq 150); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$daemon" 2>/dev/null && kill -KILL "$daemon"
+  fi
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# GET /big?n=N answers N bytes from a 1 MiB block, one thread per connection.
+cat >"$work/server.py" <<'EOF'
+import socket, sys, threading
+
+BLOCK = memoryview(b"x" * (1 << 20))
+
+
+def serve(c):
+    with c:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            piece = c.recv(65536)
+            if not piece:
+                return
+            head += piece
+        n = int(head.split(b" ", 2)[1].split(b"n=")[1])
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % n)
+        while n:
+            k = min(n, len(BLOCK))
+            c.sendall(BLOCK[:k])
+            n -= k
+
+
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(64)
+while True:
+    conn, _ = s.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+EOF
+host_port=$(free_port)
+python3 "$work/server.py" "$host_port" &
+server=$!
+
+relay_port=$(free_port)
+"$build/splice_relay" "$relay_port" &
+relay=$!
+
+tiny_port=$(free_port)
+cat >"$work/tinyproxy.conf" <<EOF
+Port $tiny_port
+Listen 127.0.0.1
+Timeout 600
+MaxClients 100
+Allow 127.0.0.1
+ConnectPort $host_port
+LogLevel Critical
+EOF
+tinyproxy -d -c "$work/tinyproxy.conf" >/dev/null 2>&1 &
+tiny=$!
+
+cat >"$work/config.toml" <<EOF
+[policy.default]
+allow = ["bait.test"]
+allow_addresses = ["127.0.0.1/32"]
+[hosts]
+"bait.test" = "127.0.0.1"
+EOF
+key=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+env -u AGENTBOX_CONFIG AGENTBOX_API_KEY="$key" "$build/agentbox" serve --listen 127.0.0.1:0 --state "$work/state" \
+  --config "$work/config.toml" >"$work/serve.log" 2>&1 &
+daemon=$!
+port=
+for _ in $(seq 150); do
+  port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$work/serve.log")
+  [[ -n $port ]] && break
+  kill -0 "$daemon" 2>/dev/null || break
+  sleep 0.2
+done
+[[ -n $port ]] || { echo "egress_bench.sh: the daemon did not come up:" >&2; cat "$work/serve.log" >&2; exit 1; }
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$host_port/big?n=1" && break; sleep 0.1; done
+
+check() {  # "code size speed" -> MiB/s, or fail
+  local out=$1 what=$2
+  read -r code size speed <<<"$out"
+  [[ $code == 200 && $size == "$bytes" ]] || { echo "egress_bench.sh: bad download through $what: $out" >&2; exit 1; }
+  awk -v s="$speed" 'BEGIN { printf "%.0f", s / 1048576 }'
+}
+fmt='%{http_code} %{size_download} %{speed_download}'
+in_box() {
+  curl -sf -H "Authorization: Bearer $key" -H "X-User-Id: egress-bench" -H 'Content-Type: application/json' \
+    "http://127.0.0.1:$port/execute?wait=120" \
+    --data "{\"pty\": false, \"command\": \"curl -sS -o /dev/null --proxytunnel -w '$fmt' 'http://bait.test:$host_port/big?n=$bytes'\"}" |
+    python3 -c 'import json,sys; p=json.load(sys.stdin); print("".join(c["data"] for c in p["output"] if c["type"]=="stdout"))'
+}
+on_host() { curl -sS -o /dev/null -w "$fmt" "$@" "http://127.0.0.1:$host_port/big?n=$bytes"; }
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+check "$(in_box)" "agentbox" >/dev/null  # the box starts; both paths warm
+echo "egress bench: $mib MiB through a CONNECT tunnel, $runs rounds, $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+: >"$work/a" >"$work/r" >"$work/t" >"$work/d"
+for ((i = 1; i <= runs; i++)); do
+  a=$(check "$(in_box)" agentbox)
+  r=$(check "$(on_host -x "http://127.0.0.1:$relay_port" --proxytunnel)" "splice relay")
+  t=$(check "$(on_host -x "http://127.0.0.1:$tiny_port" --proxytunnel)" tinyproxy)
+  d=$(check "$(on_host)" direct)
+  echo "$a" >>"$work/a"; echo "$r" >>"$work/r"; echo "$t" >>"$work/t"; echo "$d" >>"$work/d"
+  printf 'round %d: agentbox %5s MiB/s   splice relay %5s MiB/s   tinyproxy %5s MiB/s   direct %5s MiB/s\n' "$i" "$a" "$r" "$t" "$d"
+done
+ma=$(median <"$work/a") mr=$(median <"$work/r") mt=$(median <"$work/t") md=$(median <"$work/d")
+echo "median MiB/s: agentbox $ma, splice relay $mr, tinyproxy $mt, direct $md"
+awk -v a="$ma" -v r="$mr" -v t="$mt" 'BEGIN { printf "ratio agentbox : splice relay = %.2f (target >= 0.90); agentbox : tinyproxy = %.2f (target >= 3)\n", a / r, a / t }'
+echo "reproduce: bench/egress_bench.sh"
+echo "load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
