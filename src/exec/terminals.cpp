@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -142,7 +143,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       auto impl = impl_.lock();
       auto term = term_.lock();
       if (!impl || !term) return written();
-      impl->post(term->strand, [impl = impl.get(), term, bytes = std::move(bytes), written = std::move(written)]() mutable {
+      impl->defer(term->strand, [impl = impl.get(), term, bytes = std::move(bytes), written = std::move(written)]() mutable {
         impl->queue_input(term, std::move(bytes), std::move(written));
       });
     }
@@ -240,6 +241,12 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   template <class Executor, class Fn>
   void post(const Executor& ex, Fn fn) {
     asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+  }
+  // The same for a hand-off that continues the caller's work (a keystroke on its way to the
+  // pty): run by the calling io thread once its handler returns, not by waking another thread.
+  template <class Executor, class Fn>
+  void defer(const Executor& ex, Fn fn) {
+    asio::defer(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
   }
 
   Strand strand_for(const std::string& account) {

@@ -1,5 +1,6 @@
 #include "server/terminal_socket.hpp"
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/websocket.hpp>
@@ -201,7 +202,9 @@ void TerminalSocket::post_output(std::string_view bytes) {
     });
     return;
   }
-  net::post(ws_.get_executor(), [self = shared_from_this(), data = std::string(bytes)]() mutable {
+  // defer: the terminal's output continues on this io thread once the pty read returns, rather
+  // than waking another thread for the write (the keystroke round trip, bench/RESULTS.md).
+  net::defer(ws_.get_executor(), [self = shared_from_this(), data = std::string(bytes)]() mutable {
     self->queue_output(std::move(data));
   });
 }
