@@ -55,6 +55,8 @@ cleanup() {
   rm -rf "$state" "$log"
 }
 trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 trap 'exit 130' INT TERM
 
 AGENTBOX_API_KEY=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
@@ -62,18 +64,7 @@ export AGENTBOX_API_KEY
 unset AGENTBOX_CONFIG
 "$build/agentbox" serve --listen 127.0.0.1:0 --state "$state" >"$log" 2>&1 &
 pid=$!
-port=
-for _ in $(seq 150); do
-  port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$log")
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.2
-done
-if [[ -z $port ]]; then
-  echo "api_bench.sh: the daemon did not come up; its output:" >&2
-  cat "$log" >&2
-  exit 1
-fi
+port=$(daemon_port "$pid" "$log" api_bench.sh)
 
 echo "api bench: agentbox serve pid $pid on 127.0.0.1:$port, a temporary state directory"
 echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"

@@ -42,39 +42,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# GET /big?n=N answers N bytes from a 1 MiB block, one thread per connection.
-cat >"$work/server.py" <<'EOF'
-import socket, sys, threading
-
-BLOCK = memoryview(b"x" * (1 << 20))
-
-
-def serve(c):
-    with c:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            piece = c.recv(65536)
-            if not piece:
-                return
-            head += piece
-        n = int(head.split(b" ", 2)[1].split(b"n=")[1])
-        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % n)
-        while n:
-            k = min(n, len(BLOCK))
-            c.sendall(BLOCK[:k])
-            n -= k
-
-
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(64)
-while True:
-    conn, _ = s.accept()
-    threading.Thread(target=serve, args=(conn,), daemon=True).start()
-EOF
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+cp "$here/serve_bytes.py" "$work/server.py"
 host_port=$(free_port)
 python3 "$work/server.py" "$host_port" &
 server=$!
@@ -107,14 +77,7 @@ key=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 env -u AGENTBOX_CONFIG AGENTBOX_API_KEY="$key" "$build/agentbox" serve --listen 127.0.0.1:0 --state "$work/state" \
   --config "$work/config.toml" >"$work/serve.log" 2>&1 &
 daemon=$!
-port=
-for _ in $(seq 150); do
-  port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$work/serve.log")
-  [[ -n $port ]] && break
-  kill -0 "$daemon" 2>/dev/null || break
-  sleep 0.2
-done
-[[ -n $port ]] || { echo "egress_bench.sh: the daemon did not come up:" >&2; cat "$work/serve.log" >&2; exit 1; }
+port=$(daemon_port "$daemon" "$work/serve.log" egress_bench.sh)
 for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$host_port/big?n=1" && break; sleep 0.1; done
 
 check() {  # "code size speed" -> MiB/s, or fail
@@ -131,7 +94,6 @@ in_box() {
     python3 -c 'import json,sys; p=json.load(sys.stdin); print("".join(c["data"] for c in p["output"] if c["type"]=="stdout"))'
 }
 on_host() { curl -sS -o /dev/null -w "$fmt" "$@" "http://127.0.0.1:$host_port/big?n=$bytes"; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 check "$(in_box)" "agentbox" >/dev/null  # the box starts; both paths warm
 echo "egress bench: $mib MiB through a CONNECT tunnel, $runs rounds, $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"

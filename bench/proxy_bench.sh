@@ -49,55 +49,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# The server program: GET /big?n=N answers N bytes (Content-Length) from a 1 MiB block, one
-# thread per connection; the same file runs in the box and on the host.
-cat >"$work/server.py" <<'EOF'
-import socket, sys, threading
-
-BLOCK = memoryview(b"x" * (1 << 20))
-
-
-def serve(c):
-    with c:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            piece = c.recv(65536)
-            if not piece:
-                return
-            head += piece
-        n = int(head.split(b" ", 2)[1].split(b"n=")[1])
-        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-                  b"Content-Length: %d\r\nConnection: close\r\n\r\n" % n)
-        while n:
-            k = min(n, len(BLOCK))
-            c.sendall(BLOCK[:k])
-            n -= k
-
-
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(64)
-while True:
-    conn, _ = s.accept()
-    threading.Thread(target=serve, args=(conn,), daemon=True).start()
-EOF
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+cp "$here/serve_bytes.py" "$work/server.py"
 
 # ---- agentbox serve, and the server in a box
 key=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 env -u AGENTBOX_CONFIG AGENTBOX_API_KEY="$key" "$build/agentbox" serve --listen 127.0.0.1:0 --state "$work/state" \
   >"$work/serve.log" 2>&1 &
 daemon=$!
-port=
-for _ in $(seq 150); do
-  port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$work/serve.log")
-  [[ -n $port ]] && break
-  kill -0 "$daemon" 2>/dev/null || break
-  sleep 0.2
-done
-[[ -n $port ]] || { echo "proxy_bench.sh: the daemon did not come up:" >&2; cat "$work/serve.log" >&2; exit 1; }
+port=$(daemon_port "$daemon" "$work/serve.log" proxy_bench.sh)
 api=(-H "Authorization: Bearer $key" -H "X-User-Id: proxy-bench")
 curl -sf "${api[@]}" -H 'Content-Type: application/json' "http://127.0.0.1:$port/files/write" \
   --data "$(python3 -c 'import json,sys; print(json.dumps({"path": "server.py", "content": open(sys.argv[1]).read()}))' "$work/server.py")" >/dev/null
@@ -153,7 +114,6 @@ fetch() {
     { echo "proxy_bench.sh: bad download (curl exit $rc: $out) from ${*: -1}" >&2; exit 1; }
   awk -v s="$speed" 'BEGIN { printf "%.0f", s / 1048576 }'
 }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 fetch "${api[@]}" "http://127.0.0.1:$port/proxy/8124/big?n=$bytes" >/dev/null  # warm both paths once
 fetch "http://127.0.0.1:$nginx_port/big?n=$bytes" >/dev/null

@@ -51,7 +51,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # A free port for websocketd (it takes no port 0): ask the kernel for one.
-free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 
 AGENTBOX_API_KEY=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 export AGENTBOX_API_KEY
@@ -62,18 +63,7 @@ wport=$(free_port)
 websocketd --address=127.0.0.1 --port="$wport" --binary=false cat >"$wlog" 2>&1 &
 wpid=$!
 
-port=
-for _ in $(seq 150); do
-  port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$log")
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.2
-done
-if [[ -z $port ]]; then
-  echo "terminal_bench.sh: the daemon did not come up; its output:" >&2
-  cat "$log" >&2
-  exit 1
-fi
+port=$(daemon_port "$pid" "$log" terminal_bench.sh)
 
 echo "terminal bench: agentbox serve pid $pid on 127.0.0.1:$port; websocketd $(websocketd --version 2>&1 | head -1) pid $wpid on 127.0.0.1:$wport"
 echo "host:   $(uname -r), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
