@@ -14,6 +14,10 @@ std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty) {
     for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) env[name] = proxy;
     env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1";
   }
+  if (spec.inference_port) {
+    env["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:" + std::to_string(spec.inference_port);
+    env["ANTHROPIC_API_KEY"] = kInferencePlaceholderKey;
+  }
   return env;
 }
 

@@ -11,9 +11,13 @@ namespace agentbox {
 
 inline constexpr const char* kBoxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+// What a box's ANTHROPIC_API_KEY holds when the daemon's inference gateway serves it: shaped
+// like a key so clients accept it, worth nothing (the gateway drops it and adds the real one).
+inline constexpr const char* kInferencePlaceholderKey = "sk-ant-agentbox-placeholder-the-gateway-adds-the-real-key";
+
 // HOME, USER, LOGNAME, SHELL, PATH, LANG; TERM only for a terminal (pipes get none, so tools
 // do not emit colour codes into captured output); the proxy variables when the spec has an
-// egress proxy.
+// egress proxy; ANTHROPIC_BASE_URL and the placeholder key when it has an inference gateway.
 std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty);
 
 // "K=V" strings, as SpawnRequest::env takes them.

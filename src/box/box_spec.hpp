@@ -64,6 +64,10 @@ struct BoxSpec {
   // The daemon's egress proxy listens in that namespace on 127.0.0.1:egress_proxy_port; its
   // commands get HTTP_PROXY and friends pointing there (box_env.hpp). 0: no proxy.
   uint16_t egress_proxy_port = 0;
+  // The daemon's inference gateway listens there on 127.0.0.1:inference_port; its commands get
+  // ANTHROPIC_BASE_URL pointing there and a placeholder key (the gateway adds the real one).
+  // 0: no gateway.
+  uint16_t inference_port = 0;
 
   // Landlock is required where the kernel has it; a host without it needs this opt-out.
   bool allow_without_landlock = false;

@@ -12,6 +12,8 @@
 #include <filesystem>
 
 #include "config/egress_config.hpp"
+#include "config/inference_config.hpp"
+#include "config/secret_file.hpp"
 #include "config/toml_schema.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
@@ -49,7 +51,7 @@ void set_api_key(ServerConfig& c, std::string_view text) {
   c.api_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 30> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 31> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -109,6 +111,8 @@ constexpr std::array<TomlField<ServerConfig>, 30> kFields = {{
      [](ServerConfig& c, const toml::node& v) { c.egress_proxy.idle_timeout = toml_seconds(v); }},
     {"egress.tunnel_idle_timeout",
      [](ServerConfig& c, const toml::node& v) { c.egress_proxy.tunnel_idle_timeout = toml_seconds(v); }},
+    {"egress.log_days",
+     [](ServerConfig& c, const toml::node& v) { c.egress_proxy.log_days = static_cast<uint32_t>(toml_integer(v, 1, 3650)); }},
     {"proxy.connect_timeout",
      [](ServerConfig& c, const toml::node& v) { c.proxy.connect_timeout = toml_seconds(v); }},
     {"proxy.response_timeout",
@@ -120,14 +124,16 @@ constexpr std::array<TomlField<ServerConfig>, 30> kFields = {{
 // A size above the entries would leave an entry with no key and no function.
 static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));
 
-// The tables descended into; the egress policy's (config/egress_config.hpp) are appended.
+// The tables descended into; the egress policy's (config/egress_config.hpp) and the inference
+// gateway's (config/inference_config.hpp) are appended.
 constexpr std::array<std::string_view, 7> kOwnSections = {"limits", "accounts", "box",  "exec",
                                                           "terminals", "proxy", "egress"};
 constexpr auto kSections = [] {
-  std::array<std::string_view, kOwnSections.size() + kEgressSections.size()> all{};
+  std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size()> all{};
   size_t i = 0;
   for (std::string_view s : kOwnSections) all[i++] = s;
   for (std::string_view s : kEgressSections) all[i++] = s;
+  for (std::string_view s : kInferenceSections) all[i++] = s;
   return all;
 }();
 
@@ -160,6 +166,9 @@ std::vector<std::string> cross_checks(const ServerConfig& c, const std::string& 
   if (uint64_t{c.accounts.uid_base} + c.accounts.uid_count - 1 > kMaxUid)
     errors.push_back(file + ": accounts: uid_base + uid_count - 1 exceeds the largest uid " +
                      std::to_string(kMaxUid));
+  if (c.inference.port == c.egress_proxy.port)
+    errors.push_back(file + ": inference.port and egress.port are both " + std::to_string(c.egress_proxy.port) +
+                     ": each needs its own port in the box");
   return errors;
 }
 
@@ -178,7 +187,7 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
             return true;
           }
         }
-        return apply_egress_key(config.egress, key, value);
+        return apply_egress_key(config.egress, key, value) || apply_inference_key(config.inference, key, value);
       });
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
   // A relative state_dir in a file means next to the file, wherever the daemon starts from.
@@ -215,33 +224,10 @@ std::string new_api_key() {
 // The existing key, or nullopt if there is no key file. Refuses files others could read or
 // that someone else owns: the key is the server's only credential.
 std::optional<std::string> read_api_key(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return std::nullopt;
-    throw sys_error("open(" + path + ")");
-  }
-  struct stat st;
-  check(::fstat(fd.get(), &st), "fstat(" + path + ")");
-  if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
-  if (st.st_uid != ::geteuid()) throw Error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by us");
-  if (st.st_mode & 077) {
-    char mode[8];
-    auto end = std::to_chars(mode, mode + sizeof mode, st.st_mode & 0777, 8).ptr;
-    throw Error(path + ": readable by others (mode " + std::string(mode, end) + "); run chmod 600 on it");
-  }
-  std::string text(4096, '\0');
-  size_t used = 0;
-  while (used < text.size()) {
-    ssize_t n = ::read(fd.get(), text.data() + used, text.size() - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw sys_error("read(" + path + ")");
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
-  text.resize(used);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  std::optional<std::string> text = read_secret_file(path, /*missing_ok=*/true);
+  if (!text) return std::nullopt;
   try {
-    require_api_key_text(text);
+    require_api_key_text(*text);
   } catch (const Error& e) {
     throw e.wrap(path);
   }

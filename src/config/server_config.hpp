@@ -17,9 +17,11 @@
 //   [proxy]    connect_timeout = 10  response_timeout = 60  idle_timeout = 300
 //              tunnel_idle_timeout = 3600
 //   [egress]   port = 3128  connections = 256  connect_timeout = 10  idle_timeout = 300
-//              tunnel_idle_timeout = 3600
+//              tunnel_idle_timeout = 3600  log_days = 30
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
+//   [inference] port = 3129 ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens
+//                                                             (config/inference_config.hpp)
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
 #include <sys/types.h>
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "box/box_spec.hpp"
+#include "config/inference_config.hpp"
 #include "net/egress_policy.hpp"
 
 namespace agentbox {
@@ -90,9 +93,12 @@ struct ServerConfig {
     std::chrono::seconds connect_timeout{10};      // resolving and connecting; then 504
     std::chrono::seconds idle_timeout{300};        // a forwarded http:// request with no byte moving
     std::chrono::seconds tunnel_idle_timeout{3600};  // a CONNECT tunnel with no byte moving
+    uint32_t log_days = 30;                        // decisions older than this are forgotten
   } egress_proxy;
 
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default
+
+  InferenceConfig inference;  // the model gateway in each box's namespace (ANTHROPIC_BASE_URL)
 };
 
 struct ListenAddress {

@@ -7,8 +7,8 @@
 
 namespace agentbox::exec {
 
-AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, uint16_t egress_proxy_port)
-    : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits), egress_proxy_port_(egress_proxy_port) {}
+AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, DaemonPorts ports)
+    : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits), ports_(ports) {}
 
 BoxSpec AccountBoxes::spec_for(const Account& account) const {
   BoxSpec spec;
@@ -21,7 +21,8 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
   spec.home_target = "/home/" + account.name;
   spec.limits = limits_;
   spec.use_cgroup = true;
-  spec.egress_proxy_port = egress_proxy_port_;
+  spec.egress_proxy_port = ports_.egress_proxy;
+  spec.inference_port = ports_.inference;
   return spec;
 }
 
@@ -42,9 +43,11 @@ void AccountBoxes::signal_session(const std::string& account, uint64_t id, int s
 
 void AccountBoxes::list_ports(const std::string& account,
                               std::function<void(std::vector<ListeningPort>)> done) {
-  // The egress proxy's listener is the daemon's, held by no process of the box: not the user's.
-  manager_.list_ports(account, [egress = egress_proxy_port_, done = std::move(done)](std::vector<ListeningPort> ports) {
-    std::erase_if(ports, [egress](const ListeningPort& p) { return egress && p.port == egress && p.pid == 0; });
+  // The daemon's listeners are held by no process of the box: not the user's.
+  manager_.list_ports(account, [daemon = ports_, done = std::move(done)](std::vector<ListeningPort> ports) {
+    std::erase_if(ports, [daemon](const ListeningPort& p) {
+      return p.pid == 0 && p.port != 0 && (p.port == daemon.egress_proxy || p.port == daemon.inference);
+    });
     done(std::move(ports));
   });
 }

@@ -15,11 +15,16 @@
 
 namespace agentbox::exec {
 
+// Where the daemon's own listeners sit on each box's loopback (0: that service is off).
+struct DaemonPorts {
+  uint16_t egress_proxy = 0;  // HTTP_PROXY
+  uint16_t inference = 0;     // ANTHROPIC_BASE_URL
+};
+
 class AccountBoxes : public BoxPort, public TerminalPort {
  public:
   // state_dir holds the accounts' homes (Account::home_dir is relative to it).
-  // egress_proxy_port: where the egress proxy listens in each box's namespace (0: none).
-  AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, uint16_t egress_proxy_port = 0);
+  AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, DaemonPorts ports = {});
 
   // The box an account gets: its name, uid, home; the configured limits; loopback-only network
   // with the egress proxy on it.
@@ -32,7 +37,7 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   void signal_session(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) override;
   void touch(const std::string& account) { manager_.touch(account); }
 
-  // The TCP listeners of the account's programs in its box (not the egress proxy's); empty when
+  // The TCP listeners of the account's programs in its box (not the daemon's); empty when
   // it has no box running. done runs on the box loop.
   using ListeningPort = protocol::ListeningPort;
   void list_ports(const std::string& account, std::function<void(std::vector<ListeningPort>)> done);
@@ -46,7 +51,7 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   BoxManager& manager_;
   std::string state_dir_;
   Limits limits_;
-  uint16_t egress_proxy_port_;
+  DaemonPorts ports_;
 };
 
 // What a shell command line from the API becomes in a box (POST /execute).

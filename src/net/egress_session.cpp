@@ -25,11 +25,6 @@ namespace {
 constexpr std::string_view kTunnelEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 IpAddress address_of(const tcp::endpoint& endpoint) {
   IpAddress ip;
   if (endpoint.address().is_v4()) {
@@ -369,7 +364,7 @@ void EgressSession::refuse(const std::string& reason) {
 
 void EgressSession::record(bool allowed, std::string reason, uint64_t up, uint64_t down) {
   NetworkDecision d;
-  d.ts_ms = unix_ms();
+  d.ts_ms = now_unix_ms();
   d.account = who_->account;
   d.kind = target_.kind == ProxyRequest::Kind::tunnel ? "tunnel" : "forward";
   d.host = target_.host;

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "net/account_listeners.hpp"
 #include "net/egress_policy.hpp"
 #include "net/proxy_request.hpp"
 #include "store/network_log.hpp"
@@ -71,11 +72,7 @@ class EgressContext {
 };
 
 // The box a listener serves.
-struct EgressAccount {
-  std::string account;            // Account::name: the log's key
-  std::string user;               // the external user id: the policy's key
-  std::atomic<size_t> open{0};    // sessions open now
-};
+using EgressAccount = BoxAccount;
 
 class EgressSession : public std::enable_shared_from_this<EgressSession> {
  public:

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -23,6 +25,8 @@
 #include "server/terminal_routes.hpp"
 #include "server/proxy_routes.hpp"
 #include "server/network_routes.hpp"
+#include "server/usage_routes.hpp"
+#include "net/inference_gateway.hpp"
 #include "net/egress_listener.hpp"
 #include "net/egress_proxy.hpp"
 #include "store/network_log.hpp"
@@ -52,6 +56,16 @@ ServerConfig load_config(const ServeOptions& o) {
   return config;
 }
 
+// The variables that may hold a credential are wiped once read: the bytes themselves (a
+// process's initial environment stays readable in /proc/PID/environ after unsetenv), then the
+// variables, so nothing the daemon starts can inherit them.
+void wipe_environment(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (char* value = ::getenv(name)) std::fill(value, value + std::strlen(value), 'x');
+    ::unsetenv(name);
+  }
+}
+
 // Every long-poll and stream holds a connection: allow as many descriptors as the hard limit.
 void raise_fd_limit() {
   rlimit rl{};
@@ -68,6 +82,13 @@ int serve(const ServeOptions& options) {
   if (::geteuid() != 0)
     throw UsageError("serve must run as root: it gives every user their own uid (for one person without a server, use `agentbox run`)");
   ListenAddress addr = parse_listen_address(config.listen);
+  std::optional<net::Credential> model_credential;
+  try {
+    model_credential = load_anthropic_credential(config.inference, ::getenv);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  wipe_environment({kCredentialVariables[0], kCredentialVariables[1], "AGENTBOX_API_KEY"});
   raise_fd_limit();
 
   if (::mkdir(config.state_dir.c_str(), 0700) == -1 && errno != EEXIST)
@@ -107,7 +128,8 @@ int serve(const ServeOptions& options) {
   EventLoop loop;
 
   // The egress proxy: a listener in each account's network namespace, made with the namespace.
-  auto network_log = std::make_shared<NetworkLog>(open_state_db(config.state_dir));
+  auto network_log = std::make_shared<NetworkLog>(open_state_db(config.state_dir),
+                                                  std::chrono::hours(24) * config.egress_proxy.log_days);
   net::EgressLimits egress_limits;
   egress_limits.connections_per_account = config.egress_proxy.connections;
   egress_limits.connect_timeout = config.egress_proxy.connect_timeout;
@@ -117,17 +139,48 @@ int serve(const ServeOptions& options) {
                                                              egress_limits, network_log);
   net::EgressProxy egress(loop.context(), egress_context);
 
+  // Names are looked up off the loop, fairly between accounts (net/name_resolver.hpp).
+  auto name_resolver = std::make_shared<net::NameResolver>();
+
+  // The inference gateway, when the operator gave a model credential: a listener beside the
+  // proxy's in each namespace; the tokens it counts are kept per account and day.
+  std::shared_ptr<TokenLedger> token_ledger;
+  std::optional<net::InferenceGateway> gateway;
+  if (model_credential) {
+    token_ledger = std::make_shared<TokenLedger>(open_state_db(config.state_dir));
+    net::GatewayOptions g;
+    g.upstream = config.inference.anthropic.upstream;
+    g.credential = std::move(*model_credential);
+    g.ca_file = config.inference.anthropic.ca_file;
+    g.daily_tokens = config.inference.anthropic.daily_tokens;
+    g.connect_timeout = config.inference.connect_timeout;
+    g.idle_timeout = config.inference.idle_timeout;
+    g.connections_per_account = config.inference.connections;
+    std::cout << "model gateway: " << g.upstream.to_string() << " with " << g.credential.describe() << "\n";
+    gateway.emplace(loop.context(),
+                    std::make_shared<net::GatewayContext>(std::move(g), name_resolver, token_ledger, network_log));
+  }
+
   BoxManagerOptions box_options;
-  box_options.on_netns_created = [&egress, &accounts, port = config.egress_proxy.port](const std::string& account,
-                                                                                      int netns_fd) {
+  box_options.on_netns_created = [&egress, &gateway, &accounts, &config](const std::string& account, int netns_fd) {
+    std::optional<Account> known = accounts.find_by_name(account);
+    std::string user = known ? known->external_id : std::string();
     try {
-      std::optional<Account> known = accounts.find_by_name(account);
-      egress.serve(net::listen_in_netns(netns_fd, port), account, known ? known->external_id : std::string());
+      egress.serve(net::listen_in_netns(netns_fd, config.egress_proxy.port), account, user);
     } catch (const std::exception& e) {
       spdlog::warn("egress proxy for {}: {} (its box has no network)", account, e.what());
     }
+    if (!gateway) return;
+    try {
+      gateway->serve(net::listen_in_netns(netns_fd, config.inference.port), account, user);
+    } catch (const std::exception& e) {
+      spdlog::warn("model gateway for {}: {} (its box cannot reach the model)", account, e.what());
+    }
   };
-  box_options.on_netns_released = [&egress](const std::string& account) { egress.stop(account); };
+  box_options.on_netns_released = [&egress, &gateway](const std::string& account) {
+    egress.stop(account);
+    if (gateway) gateway->stop(account);
+  };
   box_options.cgroups = cgroups.get();
   box_options.idle_timeout = config.accounts.idle_timeout;
   box_options.netns_linger = config.accounts.idle_timeout;
@@ -144,7 +197,8 @@ int serve(const ServeOptions& options) {
   BoxManager manager(loop.context(), std::move(box_options));
 
   CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes});
-  exec::AccountBoxes boxes(manager, config.state_dir, config.box, config.egress_proxy.port);
+  exec::AccountBoxes boxes(manager, config.state_dir, config.box,
+                           {.egress_proxy = config.egress_proxy.port, .inference = gateway ? config.inference.port : uint16_t{0}});
 
   exec::ProcessTableOptions table_options;
   table_options.log_dir = config.state_dir + "/processes";
@@ -171,6 +225,7 @@ int serve(const ServeOptions& options) {
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
   add_proxy_routes(router, callers, boxes, proxy_options(config.proxy));
   add_network_routes(router, callers, network_log);
+  add_usage_routes(router, callers, token_ledger, config.inference.anthropic.daily_tokens);
 
   HttpServerOptions http;
   http.api_key = api_key;

@@ -1,15 +1,24 @@
 #include "store/network_log.hpp"
 
+#include <chrono>
+
 namespace agentbox {
 namespace {
 
 // Decisions stored per transaction: large enough that a flood costs few commits.
 constexpr size_t kBatch = 512;
+// How often decisions past the retention are forgotten.
+constexpr auto kPurgeEvery = std::chrono::hours(1);
 
 }  // namespace
 
-NetworkLog::NetworkLog(Db db, size_t queue_limit)
-    : queue_limit_(queue_limit), db_(std::move(db)), writer_([this] { write_loop(); }) {}
+int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+NetworkLog::NetworkLog(Db db, std::chrono::seconds retention, size_t queue_limit)
+    : retention_(retention), queue_limit_(queue_limit), db_(std::move(db)), writer_([this] { write_loop(); }) {}
 
 NetworkLog::~NetworkLog() {
   {
@@ -46,10 +55,26 @@ uint64_t NetworkLog::dropped() const {
 
 void NetworkLog::write_loop() {
   std::vector<NetworkDecision> batch;
+  auto next_purge = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   for (;;) {
-    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (retention_.count() > 0 && std::chrono::steady_clock::now() >= next_purge) {
+      lock.unlock();
+      try {
+        purge_before(now_unix_ms() - std::chrono::duration_cast<std::chrono::milliseconds>(retention_).count());
+      } catch (const std::exception&) {
+        // A broken disk: the next purge retries.
+      }
+      next_purge = std::chrono::steady_clock::now() + kPurgeEvery;
+      lock.lock();
+    }
+    auto ready = [&] { return stopping_ || !queue_.empty(); };
+    if (retention_.count() > 0)
+      wake_.wait_until(lock, next_purge, ready);
+    else
+      wake_.wait(lock, ready);
     if (queue_.empty() && stopping_) return;
+    if (queue_.empty()) continue;  // time to purge
     while (!queue_.empty() && batch.size() < kBatch) {
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();

@@ -2,7 +2,9 @@
 // Every egress decision, per account: time, destination, verdict, reason and bytes moved
 // (DESIGN §4). The proxy records from its event loop, so record() only queues; one writer
 // thread stores the queue in batches, one transaction each. The queue is bounded: a flood of
-// decisions costs the daemon bounded memory, and what could not be kept is counted.
+// decisions costs the daemon bounded memory, and what could not be kept is counted. Decisions
+// older than the retention are forgotten by the same thread, at start and then hourly.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -31,12 +33,16 @@ struct NetworkDecision {
   int64_t bytes_down = 0;     // destination → box
 };
 
+// Now, in unix milliseconds: a decision's ts_ms.
+int64_t now_unix_ms();
+
 class NetworkLog {
  public:
   static constexpr size_t kDefaultQueueLimit = 100'000;
 
-  // Takes its own connection (open_state_db) and starts the writer.
-  explicit NetworkLog(Db db, size_t queue_limit = kDefaultQueueLimit);
+  // Takes its own connection (open_state_db) and starts the writer. retention 0: keep all.
+  explicit NetworkLog(Db db, std::chrono::seconds retention = std::chrono::seconds(0),
+                      size_t queue_limit = kDefaultQueueLimit);
   ~NetworkLog();  // stores what is queued, then stops the writer
   NetworkLog(const NetworkLog&) = delete;
   NetworkLog& operator=(const NetworkLog&) = delete;
@@ -56,6 +62,7 @@ class NetworkLog {
   void write_loop();
   void store(std::vector<NetworkDecision>& batch);
 
+  const std::chrono::seconds retention_;
   const size_t queue_limit_;
   mutable std::mutex mu_;  // guards everything below but db_
   std::condition_variable wake_, stored_;

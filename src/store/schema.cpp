@@ -7,7 +7,7 @@ namespace {
 
 // Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
 // has shipped, add the next. Times are unix seconds.
-constexpr std::array<std::string_view, 2> kMigrations = {
+constexpr std::array<std::string_view, 3> kMigrations = {
     // 1: accounts, processes, chat sessions, audit.
     R"sql(
 CREATE TABLE accounts (
@@ -65,6 +65,20 @@ CREATE TABLE network_log (
 ) STRICT;
 CREATE INDEX network_log_by_account ON network_log (account, id);
 CREATE INDEX network_log_by_time ON network_log (ts_ms);
+)sql",
+    // 3: model tokens per account and UTC day, counted by the inference gateway
+    // (store/token_usage.hpp).
+    R"sql(
+CREATE TABLE token_usage (
+  account                     TEXT NOT NULL,   -- accounts.name
+  day                         TEXT NOT NULL,   -- 'YYYY-MM-DD', UTC
+  requests                    INTEGER NOT NULL,
+  input_tokens                INTEGER NOT NULL,
+  output_tokens               INTEGER NOT NULL,
+  cache_creation_input_tokens INTEGER NOT NULL,
+  cache_read_input_tokens     INTEGER NOT NULL,
+  PRIMARY KEY (account, day)
+) STRICT;
 )sql",
 };
 

@@ -77,8 +77,25 @@ TEST_F(NetworkLogTest, KeptAcrossARestartAndPurgedByAge) {
   EXPECT_EQ(left[0].host, "new.example");
 }
 
+TEST_F(NetworkLogTest, DecisionsPastTheRetentionAreForgottenByTheWriter) {
+  const int64_t now = now_unix_ms();
+  const int64_t day = 24 * 3600 * 1000;
+  {
+    NetworkLog log(open_state_db(scratch_.path()));  // no retention: keeps everything
+    log.record(decision("alice", "two-days-ago.example", true, now - 2 * day));
+    log.record(decision("alice", "an-hour-ago.example", true, now - day / 24));
+  }
+  NetworkLog log(open_state_db(scratch_.path()), /*retention=*/std::chrono::hours(24));
+  log.record(decision("alice", "now.example", true, now));
+  log.flush();  // the writer purges at start, before it stores its first batch
+  std::vector<NetworkDecision> left = log.list("alice", 10);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].host, "now.example");
+  EXPECT_EQ(left[1].host, "an-hour-ago.example");
+}
+
 TEST_F(NetworkLogTest, AFullQueueDropsAndCountsInsteadOfGrowing) {
-  NetworkLog log(open_state_db(scratch_.path()), /*queue_limit=*/4);
+  NetworkLog log(open_state_db(scratch_.path()), /*retention=*/std::chrono::seconds(0), /*queue_limit=*/4);
   // Hold the database so the writer cannot drain while we record.
   Db blocker = Db::open(scratch_.path() + "/agentbox.db");
   blocker.exec("BEGIN IMMEDIATE");

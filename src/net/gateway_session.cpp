@@ -1,0 +1,403 @@
+#include "net/gateway_session.hpp"
+
+#include <sys/socket.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "net/hop_by_hop.hpp"
+#include "net/ip_address.hpp"
+
+namespace agentbox::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace ssl = boost::asio::ssl;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// Claude's OAuth tokens are accepted only with this beta named; a box's client, which believes
+// it holds an API key, does not name it.
+constexpr std::string_view kOAuthBeta = "oauth-2025-04-20";
+
+bool is_quiet_end(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::operation_aborted;
+}
+
+// Anthropic's error types, by the status the gateway answers with.
+std::string_view error_type(http::status status) {
+  switch (status) {
+    case http::status::too_many_requests: return "rate_limit_error";
+    case http::status::bad_gateway:
+    case http::status::gateway_timeout: return "api_error";
+    default: return "invalid_request_error";
+  }
+}
+
+std::string seconds(std::chrono::milliseconds ms) { return std::to_string((ms.count() + 999) / 1000) + " s"; }
+
+}  // namespace
+
+GatewaySession::GatewaySession(tcp::socket client, std::shared_ptr<BoxAccount> who,
+                               std::shared_ptr<GatewayContext> context)
+    : client_(std::move(client)), who_(std::move(who)), context_(std::move(context)) {
+  ++who_->open;
+}
+
+GatewaySession::~GatewaySession() { --who_->open; }
+
+void GatewaySession::start() {
+  const size_t cap = context_->options().connections_per_account;
+  if (who_->open > cap)
+    return answer_error(http::status::too_many_requests,
+                        fmt::format("agentbox: this sandbox already has {} connections open to its model gateway", cap));
+  do_read_head();
+}
+
+void GatewaySession::do_read_head() {
+  request_.emplace();
+  request_->header_limit(context_->options().header_limit);
+  request_->body_limit(boost::none);  // bodies stream through; nothing is held whole
+  bytes_up_ = bytes_down_ = 0;
+  client_.expires_after(context_->options().header_timeout);
+  http::async_read_header(client_, client_buffer_, *request_,
+                          [self = shared_from_this()](error_code ec, size_t) { self->on_read_head(ec); });
+}
+
+void GatewaySession::on_read_head(error_code ec) {
+  if (ec == beast::error::timeout || is_quiet_end(ec)) return close();
+  if (ec == http::error::header_limit)
+    return answer_error(http::status::request_header_fields_too_large,
+                        fmt::format("agentbox: the request head is larger than {} bytes", context_->options().header_limit));
+  if (ec) return answer_error(http::status::bad_request, "agentbox: malformed request (" + ec.message() + ")");
+  client_.expires_never();
+  auto& req = request_->get();
+  std::string_view target = req.target();
+  what_ = fmt::format("{} {}", std::string_view(req.method_string()), target.substr(0, target.find('?')));
+  if (!target.starts_with('/'))
+    return answer_error(http::status::bad_request,
+                        "agentbox: this is the model gateway (ANTHROPIC_BASE_URL), not a proxy: send a path such as "
+                        "/v1/messages");
+  client_keep_alive_ = req.keep_alive();
+  if (budget_spent()) return;
+  prepare_request();
+  // The gateway answers Expect: 100-continue itself: the upstream gets the body without waiting.
+  if (auto expect = req.find(http::field::expect);
+      expect != req.end() && beast::iequals(expect->value(), "100-continue")) {
+    req.erase(http::field::expect);
+    return asio::async_write(client_, asio::buffer(kContinue), [self = shared_from_this()](error_code ec, size_t) {
+      if (ec) return self->close();
+      self->do_upstream();
+    });
+  }
+  do_upstream();
+}
+
+bool GatewaySession::budget_spent() {
+  const uint64_t budget = context_->options().daily_tokens;
+  if (budget == 0 || !context_->ledger()) return false;
+  DailyTokens today = context_->ledger()->on(who_->account, utc_today());
+  if (today.tokens.total() < budget) return false;
+  std::string why = fmt::format(
+      "agentbox: this account's daily token budget ({} tokens) is spent ({} used today); it renews at 00:00 UTC",
+      budget, today.tokens.total());
+  record(false, why.substr(10));
+  // The request's body is still unread: the connection cannot carry another request.
+  answer_error(http::status::too_many_requests, why);
+  return true;
+}
+
+void GatewaySession::prepare_request() {
+  const GatewayOptions& o = context_->options();
+  auto& req = request_->get();
+  remove_hop_by_hop(req);
+  // Whatever the box holds is not a credential: the operator's replaces it.
+  req.erase(http::field::authorization);
+  req.erase("x-api-key");
+  if (o.credential.kind == Credential::Kind::api_key) {
+    req.set("x-api-key", o.credential.secret);
+  } else {
+    req.set(http::field::authorization, "Bearer " + o.credential.secret);
+    std::string betas(req["anthropic-beta"]);
+    if (betas.find(kOAuthBeta) == std::string::npos)
+      req.set("anthropic-beta", betas.empty() ? std::string(kOAuthBeta) : betas + "," + std::string(kOAuthBeta));
+  }
+  // The answer is read for its token counts: uncompressed.
+  req.set(http::field::accept_encoding, "identity");
+  req.set(http::field::host, o.upstream.authority());
+  req.target(o.upstream.base_path + std::string(req.target()));
+  req.keep_alive(true);
+}
+
+template <class F>
+void GatewaySession::with_upstream(F&& f) {
+  if (tls_)
+    f(*tls_);
+  else
+    f(*plain_);
+}
+
+beast::tcp_stream& GatewaySession::upstream_tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+
+// An idle upstream connection is good while nothing is waiting on it: a peer that closed it
+// (EOF) or sent anything unasked (a TLS alert) has ended it.
+bool GatewaySession::upstream_reusable() {
+  if (!tls_ && !plain_) return false;
+  if (!upstream_keep_alive_ || !upstream_tcp().socket().is_open()) return false;
+  char byte;
+  ssize_t n = ::recv(upstream_tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+void GatewaySession::drop_upstream() {
+  error_code ignored;
+  if (tls_ || plain_) upstream_tcp().socket().close(ignored);
+  tls_.reset();
+  plain_.reset();
+  upstream_buffer_.clear();
+  upstream_keep_alive_ = false;
+}
+
+void GatewaySession::do_upstream() {
+  if (upstream_reusable()) return do_send_request();
+  drop_upstream();
+  const GatewayOptions& o = context_->options();
+  if (o.upstream.tls) {
+    tls_.emplace(client_.get_executor(), context_->tls());
+    SSL* ssl = tls_->native_handle();
+    // SNI and the name the certificate must carry; an IP literal is checked as an address.
+    if (IpAddress::parse(o.upstream.host)) {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), o.upstream.host.c_str());
+    } else {
+      SSL_set_tlsext_host_name(ssl, o.upstream.host.c_str());
+      SSL_set1_host(ssl, o.upstream.host.c_str());
+    }
+  } else {
+    plain_.emplace(client_.get_executor());
+  }
+  upstream_tcp().expires_after(o.connect_timeout);
+  context_->resolver().resolve(
+      who_->account, o.upstream.host, o.upstream.port,
+      [self = shared_from_this()](error_code ec, std::vector<tcp::endpoint> found) {
+        asio::post(self->client_.get_executor(), [self, ec, found = std::move(found)] {
+          if (ec) return self->upstream_failed(ec, "cannot resolve");
+          self->upstream_tcp().async_connect(found, [self](error_code ec, tcp::endpoint to) {
+            if (!ec) self->connected_to_ = to.address().to_string();
+            self->on_connected(ec);
+          });
+        });
+      });
+}
+
+void GatewaySession::on_connected(error_code ec) {
+  if (ec) return upstream_failed(ec, "cannot connect to");
+  if (!tls_) {
+    upstream_tcp().expires_never();
+    return do_send_request();
+  }
+  tls_->async_handshake(ssl::stream_base::client, [self = shared_from_this()](error_code ec) {
+    if (ec) return self->upstream_failed(ec, "TLS with");
+    self->upstream_tcp().expires_never();
+    self->do_send_request();
+  });
+}
+
+void GatewaySession::do_send_request() {
+  request_out_.emplace(request_->get());
+  do_relay_request_body();
+}
+
+// Beast's relay: the parser fills a fixed buffer, the serializer writes it out, until both the
+// message read and the message written are done. Reads take what has arrived (read_some, not
+// read, which waits for a full buffer): an answer streams event by event, and the idle timeout
+// is the time with no byte moving.
+void GatewaySession::do_relay_request_body() {
+  auto write = [self = shared_from_this()] {
+    self->upstream_tcp().expires_after(self->context_->options().idle_timeout);
+    self->with_upstream([&](auto& upstream) {
+      http::async_write(upstream, *self->request_out_, [self](error_code ec, size_t) {
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) return self->upstream_failed(ec, "lost the request to");
+        if (self->request_->is_done() && self->request_out_->is_done()) return self->do_read_response_head();
+        self->do_relay_request_body();
+      });
+    });
+  };
+  auto& body = request_->get().body();
+  if (request_->is_done()) {
+    body.data = nullptr;
+    body.size = 0;
+    body.more = false;
+    return write();
+  }
+  body.data = body_buffer_.data();
+  body.size = body_buffer_.size();
+  client_.expires_after(context_->options().idle_timeout);
+  http::async_read_some(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) return self->close();
+    auto& body = self->request_->get().body();
+    size_t used = self->body_buffer_.size() - body.size;
+    if (used == 0 && !self->request_->is_done()) return self->do_relay_request_body();  // framing only
+    self->bytes_up_ += used;
+    body.size = used;
+    body.data = self->body_buffer_.data();
+    body.more = !self->request_->is_done();
+    write();
+  });
+}
+
+void GatewaySession::do_read_response_head() {
+  response_.emplace();
+  response_->body_limit(boost::none);
+  if (request_->get().method() == http::verb::head) response_->skip(true);
+  upstream_tcp().expires_after(context_->options().idle_timeout);
+  with_upstream([&](auto& upstream) {
+    http::async_read_header(upstream, upstream_buffer_, *response_,
+                            [self = shared_from_this()](error_code ec, size_t) { self->on_response_head(ec); });
+  });
+}
+
+void GatewaySession::on_response_head(error_code ec) {
+  if (ec) return upstream_failed(ec, "no answer from");
+  auto& res = response_->get();
+  if (res.result_int() / 100 == 1) return do_read_response_head();  // interim answers are the upstream's
+  remove_hop_by_hop(res);
+  upstream_keep_alive_ = res.keep_alive() && !response_->need_eof();
+  client_keep_alive_ = client_keep_alive_ && !response_->need_eof();
+  res.keep_alive(client_keep_alive_);
+  meter_.emplace(res[http::field::content_type]);
+  response_out_.emplace(res);
+  do_relay_response_body();
+}
+
+void GatewaySession::do_relay_response_body() {
+  auto write = [self = shared_from_this()] {
+    self->client_.expires_after(self->context_->options().idle_timeout);
+    http::async_write(self->client_, *self->response_out_, [self](error_code ec, size_t) {
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        // The box went away mid-answer (an interrupted run): what streamed so far still counts.
+        if (self->context_->ledger())
+          self->context_->ledger()->add(self->who_->account, utc_today(), self->meter_->finish());
+        self->record(true, self->what_ + ": the client left");
+        return self->close();
+      }
+      if (self->response_->is_done() && self->response_out_->is_done()) return self->on_response_sent();
+      self->do_relay_response_body();
+    });
+  };
+  auto& body = response_->get().body();
+  if (response_->is_done()) {
+    body.data = nullptr;
+    body.size = 0;
+    body.more = false;
+    return write();
+  }
+  body.data = body_buffer_.data();
+  body.size = body_buffer_.size();
+  upstream_tcp().expires_after(context_->options().idle_timeout);
+  with_upstream([&](auto& upstream) {
+    http::async_read_some(upstream, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {  // the head is out: all that can be done is to cut the connection
+        if (self->context_->ledger())
+          self->context_->ledger()->add(self->who_->account, utc_today(), self->meter_->finish());
+        self->record(true, self->what_ + ": the answer broke off: " + ec.message());
+        return self->close();
+      }
+      auto& body = self->response_->get().body();
+      size_t used = self->body_buffer_.size() - body.size;
+      if (used == 0 && !self->response_->is_done()) return self->do_relay_response_body();  // framing only
+      self->bytes_down_ += used;
+      self->meter_->feed({self->body_buffer_.data(), used});
+      body.size = used;
+      body.data = self->body_buffer_.data();
+      body.more = !self->response_->is_done();
+      write();
+    });
+  });
+}
+
+void GatewaySession::on_response_sent() {
+  TokenCounts used = meter_->finish();
+  const unsigned status = response_->get().result_int();
+  if (context_->ledger() && (status / 100 == 2 || used.total() > 0))
+    context_->ledger()->add(who_->account, utc_today(), used);
+  record(true, fmt::format("{} -> {}, {} tokens", what_, status, used.total()));
+  if (!upstream_keep_alive_) drop_upstream();
+  response_.reset();
+  response_out_.reset();
+  request_out_.reset();
+  meter_.reset();
+  if (!client_keep_alive_) return close();
+  do_read_head();
+}
+
+void GatewaySession::upstream_failed(error_code ec, const std::string& doing) {
+  const GatewayOptions& o = context_->options();
+  std::string why = ec == beast::error::timeout
+                        ? fmt::format("agentbox: the model upstream {} did not answer within {}", o.upstream.authority(),
+                                      seconds(request_out_ ? o.idle_timeout : o.connect_timeout))
+                        : fmt::format("agentbox: {} the model upstream {} ({})", doing, o.upstream.authority(),
+                                      ec.message());
+  record(true, why.substr(10));
+  drop_upstream();
+  // A reply is possible only while nothing of the answer has gone to the box.
+  if (response_out_) return close();
+  answer_error(ec == beast::error::timeout ? http::status::gateway_timeout : http::status::bad_gateway, why);
+}
+
+void GatewaySession::answer_error(http::status status, const std::string& message, bool keep_alive) {
+  auto res = std::make_shared<http::response<http::string_body>>(status, 11);
+  res->set(http::field::content_type, "application/json");
+  res->set(http::field::server, "agentbox");
+  res->body() = nlohmann::json{{"type", "error"}, {"error", {{"type", error_type(status)}, {"message", message}}}}.dump();
+  res->keep_alive(keep_alive);
+  res->prepare_payload();
+  client_.expires_after(context_->options().header_timeout);
+  http::async_write(client_, *res, [self = shared_from_this(), res, keep_alive](error_code ec, size_t) {
+    if (ec || !keep_alive) return self->close();
+    self->do_read_head();
+  });
+}
+
+void GatewaySession::record(bool allowed, std::string reason) {
+  const GatewayOptions& o = context_->options();
+  NetworkDecision d;
+  d.ts_ms = now_unix_ms();
+  d.account = who_->account;
+  d.kind = "gateway";
+  d.host = o.upstream.host;
+  d.port = o.upstream.port;
+  d.address = connected_to_;
+  d.allowed = allowed;
+  d.reason = std::move(reason);
+  d.bytes_up = static_cast<int64_t>(bytes_up_);
+  d.bytes_down = static_cast<int64_t>(bytes_down_);
+  context_->record(std::move(d));
+}
+
+void GatewaySession::close() {
+  error_code ignored;
+  client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  client_.socket().close(ignored);
+  drop_upstream();
+}
+
+}  // namespace agentbox::net
