@@ -33,8 +33,9 @@ def workdir():
     remove_workdir(d)
 
 
-def run(workdir, flags, command, *, as_nobody=False, timeout=60):
-    """agentbox run --no-profile FLAGS -- sh -c COMMAND; returns the CompletedProcess."""
+def run(workdir, flags, command, *, as_nobody=False, timeout=60, profile=None):
+    """agentbox run --no-profile (or --profile PROFILE) FLAGS -- sh -c COMMAND; returns the
+    CompletedProcess."""
     home = os.path.join(workdir, "home-nobody" if as_nobody else "home")
     preexec = None
     if as_nobody:
@@ -46,7 +47,8 @@ def run(workdir, flags, command, *, as_nobody=False, timeout=60):
             os.setresgid(65534, 65534, 65534)
             os.setresuid(65534, 65534, 65534)
     env = {"PATH": "/usr/bin:/bin", "HOME": workdir}
-    return subprocess.run([agentbox_bin(), "run", "--no-profile", "--home", home, *flags, "--", "sh", "-c", command],
+    which = ["--profile", profile] if profile else ["--no-profile"]
+    return subprocess.run([agentbox_bin(), "run", *which, "--home", home, *flags, "--", "sh", "-c", command],
                           capture_output=True, text=True, timeout=timeout, env=env, preexec_fn=preexec,
                           stdin=subprocess.DEVNULL)
 
@@ -112,6 +114,20 @@ def test_a_port_rule_allows_that_port_only(workdir, origin):
     assert r.stdout.splitlines() == [f"origin saw /port host=origin.test:{origin.port}",
                                      DENIED_LINE.format(host="two.test", port=origin.port)]
     assert origin.paths[before:] == ["/port"]
+
+
+def test_the_profile_holds_the_same_policy(workdir, origin):
+    profile = os.path.join(workdir, "run.toml")
+    with open(profile, "w") as f:
+        f.write('[policy.default]\nallow = ["origin.test"]\nallow_addresses = ["127.0.0.1/32"]\n'
+                '[hosts]\n"origin.test" = "127.0.0.1"\n"other.test" = "127.0.0.1"\n')
+    before = len(origin.paths)
+    r = run(workdir, [], f"curl -sS --max-time 10 http://origin.test:{origin.port}/profile; echo; "
+                         f"curl -sS --max-time 10 http://other.test:{origin.port}/profile-denied", profile=profile)
+    line = DENIED_LINE.format(host="other.test", port=origin.port)
+    assert r.stdout.splitlines() == [f"origin saw /profile host=origin.test:{origin.port}", line], r.stdout + r.stderr
+    assert r.stderr.splitlines() == [line]
+    assert origin.paths[before:] == ["/profile"]
 
 
 def test_the_box_cannot_go_around_the_proxy(workdir, origin):
