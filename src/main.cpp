@@ -30,7 +30,15 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
   run->add_option("--memory", o.memory, "Memory limit, e.g. 2G")->type_name("SIZE");
   run->add_option("--pids", o.pids, "Process/thread limit")->type_name("N");
   run->add_option("--cpu", o.cpu, "CPU limit in cores, e.g. 1.5 or 500m")->type_name("CORES");
-  run->add_option("--net", o.net, "Network: none (only loopback inside the box)")->type_name("MODE");
+  run->add_option("--net", o.net, "Network: none (only loopback inside the box; see --allow-net)")->type_name("MODE");
+  run->add_option("--allow-net", o.net_flags.allow_net,
+                  "Let the box reach HOST (host, host:port, * wildcards) through an egress proxy; repeatable")
+      ->type_name("HOST[,HOST...]");
+  run->add_option("--allow-address", o.net_flags.allow_addresses,
+                  "With --allow-net: also let it reach this private/loopback/link-local range")
+      ->type_name("CIDR[,CIDR...]");
+  run->add_option("--add-host", o.net_flags.add_hosts, "With --allow-net: resolve NAME to ADDRESS (before DNS)")
+      ->type_name("NAME=ADDRESS");
   run->add_option("--env", o.env, "Set KEY=VALUE inside the box")->type_name("KEY=VALUE");
   run->add_option("--pass-env", o.pass_env, "Pass the caller's variable NAME through")->type_name("NAME");
   run->add_option("--profile", o.profile, "Profile file (default ~/.config/agentbox/run.toml)");

@@ -28,6 +28,7 @@
 #include "config/run_profile.hpp"
 #include "config/server_config.hpp"
 #include "config/units.hpp"
+#include "net/egress_policy.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 
@@ -317,6 +318,9 @@ int run_in_box(const RunOptions& o) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
+  // The network: none, or the egress proxy with the flags' and profile's rules.
+  std::optional<net::EgressConfig> egress_config = run_egress_config(o.net_flags, profile.egress);
+  if (egress_config) spec.egress_proxy_port = ServerConfig{}.egress_proxy.port;
   SpawnRequest req;
   req.env = make_env(o, profile, spec);
   req.argv = o.shell ? std::vector<std::string>{spec.shell, "-l"} : o.command;
@@ -353,6 +357,17 @@ int run_in_box(const RunOptions& o) {
     throw;
   } catch (const std::exception& e) {
     std::cerr << "agentbox: cannot start the box: " << e.what() << "\n";
+    return kExitBoxFailed;
+  }
+  // Before the command: its first request finds the proxy listening.
+  std::optional<RunEgress> egress;
+  try {
+    if (egress_config) {
+      egress.emplace(std::move(*egress_config), req.tty);
+      egress->start(box->init_pid(), spec.egress_proxy_port);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "agentbox: cannot start the network proxy: " << e.what() << "\n";
     return kExitBoxFailed;
   }
 

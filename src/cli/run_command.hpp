@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/run_egress.hpp"
+
 namespace agentbox::cli {
 
 struct RunOptions {
@@ -17,6 +19,7 @@ struct RunOptions {
   std::optional<std::string> pids;      // "512"
   std::optional<std::string> cpu;       // "1.5" cores or "500m"
   std::string net = "none";
+  RunNetFlags net_flags;                // --allow-net, --allow-address, --add-host
   std::vector<std::string> env;         // K=V set inside
   std::vector<std::string> pass_env;    // names passed through from the caller
   std::optional<std::string> profile;   // profile file (default ~/.config/agentbox/run.toml)

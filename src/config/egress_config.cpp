@@ -55,6 +55,14 @@ net::EgressPolicy user_policy(const toml::node& value) {
 
 }  // namespace
 
+void add_static_host(net::EgressConfig& config, std::string_view name, std::string_view address_text) {
+  std::optional<std::string> host = net::normalize_host(name);
+  if (!host || net::IpAddress::parse(name)) throw Error(fmt::format("\"{}\" is not a host name", name));
+  std::optional<net::IpAddress> address = net::IpAddress::parse(address_text);
+  if (!address) throw Error(fmt::format("\"{}\" is not an IP address", address_text));
+  config.hosts[*host] = *address;
+}
+
 bool apply_egress_key(net::EgressConfig& config, std::string_view key, const toml::node& value) {
   if (key.starts_with(kDefaultPrefix))
     return apply_policy_key(config.default_policy, key.substr(kDefaultPrefix.size()), value);
@@ -63,13 +71,7 @@ bool apply_egress_key(net::EgressConfig& config, std::string_view key, const tom
     return true;
   }
   if (key.starts_with(kHostsPrefix)) {
-    std::string_view name = key.substr(kHostsPrefix.size());
-    std::optional<std::string> host = net::normalize_host(name);
-    if (!host || net::IpAddress::parse(name)) throw Error(fmt::format("\"{}\" is not a host name", name));
-    std::string text = toml_string(value);
-    std::optional<net::IpAddress> address = net::IpAddress::parse(text);
-    if (!address) throw Error("\"" + text + "\" is not an IP address");
-    config.hosts[*host] = *address;
+    add_static_host(config, key.substr(kHostsPrefix.size()), toml_string(value));
     return true;
   }
   return false;

@@ -30,4 +30,8 @@ inline constexpr std::array<std::string_view, 4> kEgressSections = {"policy", "p
 // one of ours. Throws Error saying what is wrong with the value.
 bool apply_egress_key(net::EgressConfig& config, std::string_view key, const toml::node& value);
 
+// One static name -> address entry ([hosts], `agentbox run --add-host`). Throws Error when the
+// name is not a host name (an IP literal is not one) or the address is not an IP address.
+void add_static_host(net::EgressConfig& config, std::string_view name, std::string_view address_text);
+
 }  // namespace agentbox

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "config/bind_spec.hpp"
+#include "config/egress_config.hpp"
 #include "config/toml_schema.hpp"
 
 namespace agentbox {
@@ -75,7 +76,9 @@ constexpr std::array<TomlField<ProfileLoad>, 8> kFields = {{
 // A size above the entries would leave an entry with no key and no function.
 static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));
 
-constexpr std::array<std::string_view, 1> kSections = {"limits"};
+// The egress policy reads as in the server config ([policy.default], [hosts]); there is one
+// person, so no [policy.users].
+constexpr std::array<std::string_view, 4> kSections = {"limits", "policy", "policy.default", "hosts"};
 
 }  // namespace
 
@@ -87,7 +90,16 @@ RunProfile load_run_profile(const std::string& path, const std::string& caller_h
   std::optional<toml::table> doc = read_toml_file(path, /*missing_ok=*/true);
   if (!doc) return {};
   ProfileLoad load{caller_home, {}, {}, {}};
-  throw_if_errors(apply_toml_fields<ProfileLoad>(load, *doc, kFields, kSections, path));
+  throw_if_errors(walk_toml(*doc, kSections, path, [&](std::string_view key, const toml::node& value) {
+    for (const auto& f : kFields) {
+      if (f.key == key) {
+        f.apply(load, value);
+        return true;
+      }
+    }
+    if (!key.starts_with("policy.default.") && !key.starts_with("hosts.")) return false;
+    return apply_egress_key(load.profile.egress, key, value);
+  }));
   load.profile.binds = std::move(load.ro_binds);
   load.profile.binds.insert(load.profile.binds.end(), load.rw_binds.begin(), load.rw_binds.end());
   return std::move(load.profile);

@@ -12,6 +12,12 @@
 //   memory = "2G"
 //   pids = 512
 //   cpu = "1.5"
+//   [policy.default]                          # egress through the proxy, as in the server config
+//   allow = ["pypi.org", "*.pythonhosted.org"]  # no allow rule: no proxy, no network
+//   deny = []
+//   allow_addresses = []                      # CIDRs of private/loopback places that may be reached
+//   [hosts]
+//   "dev.test" = "127.0.0.1"                  # static name -> address, before DNS
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,6 +25,7 @@
 #include <vector>
 
 #include "box/box_spec.hpp"
+#include "net/egress_policy.hpp"
 
 namespace agentbox {
 
@@ -30,6 +37,7 @@ struct RunProfile {
   std::optional<uint64_t> pids;             // limits.pids
   std::optional<uint32_t> cpu_millicores;   // limits.cpu
   std::optional<std::string> home;          // absolute host path, ~ expanded
+  net::EgressConfig egress;                 // [policy.default] and [hosts]; users stays empty
 };
 
 // caller_home/.config/agentbox/run.toml

@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,12 +44,20 @@ struct EgressLimits {
   size_t connections_per_account = 256;                   // open at once; then 429
 };
 
-// What every session shares: the policy (swapped whole on reload), the limits, the log.
+// Where decisions go: the daemon's store (NetworkLog), or `agentbox run`'s stderr notice.
+using DecisionSink = std::function<void(NetworkDecision)>;
+
+// What every session shares: the policy (swapped whole on reload), the limits, the sink.
 class EgressContext {
  public:
-  // log may be null (no record kept); sessions hold the context, so the log outlives them.
+  // sink may be empty (nothing kept); it is called on the proxy's io threads, at once each.
+  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, DecisionSink sink)
+      : config_(std::move(config)), limits_(limits), sink_(std::move(sink)) {}
+  // The daemon's form: log may be null. Inline, so net/ itself needs nothing of the store's
+  // (the static `agentbox run` links the proxy without SQLite).
   EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, std::shared_ptr<NetworkLog> log)
-      : config_(std::move(config)), limits_(limits), log_(std::move(log)) {}
+      : EgressContext(std::move(config), limits,
+                      log ? DecisionSink([log](NetworkDecision d) { log->record(std::move(d)); }) : DecisionSink()) {}
 
   std::shared_ptr<const EgressConfig> config() const {
     std::lock_guard lock(mu_);
@@ -61,14 +70,14 @@ class EgressContext {
   }
   const EgressLimits& limits() const { return limits_; }
   void record(NetworkDecision decision) const {
-    if (log_) log_->record(std::move(decision));
+    if (sink_) sink_(std::move(decision));
   }
 
  private:
   mutable std::mutex mu_;
   std::shared_ptr<const EgressConfig> config_;
   const EgressLimits limits_;
-  const std::shared_ptr<NetworkLog> log_;
+  const DecisionSink sink_;
 };
 
 // The box a listener serves.

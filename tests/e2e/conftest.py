@@ -14,8 +14,11 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
+
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -401,3 +404,33 @@ def sse_lines(response):
 
 def sse_events(response):
     return parse_sse(sse_lines(response))
+
+
+class Origin:
+    """An HTTP server on the host's 127.0.0.1 that answers what it was asked and counts."""
+
+    def __init__(self):
+        self.paths = []
+        origin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                origin.paths.append(self.path)
+                body = f"origin saw {self.path} host={self.headers.get('Host')}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

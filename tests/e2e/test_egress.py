@@ -7,14 +7,12 @@ shows it cannot.
 """
 import os
 import signal
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import running_daemon, sh
+from conftest import Origin, running_daemon, sh
 
 ALICE = f"egress-alice-{uuid.uuid4().hex[:8]}"
 BOB = f"egress-bob-{uuid.uuid4().hex[:8]}"
@@ -36,36 +34,6 @@ allow_addresses = ["127.0.0.1/32"]
 [policy.users."{ALICE}"]
 allow = ["alice-only.test"]
 """ + HOSTS
-
-
-class Origin:
-    """An HTTP server on the host's 127.0.0.1 that answers what it was asked and counts."""
-
-    def __init__(self):
-        self.paths = []
-        origin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                origin.paths.append(self.path)
-                body = f"origin saw {self.path} host={self.headers.get('Host')}".encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -131,6 +131,32 @@ TEST_F(RunProfileTest, EveryProblemIsReportedOnItsOwnLine) {
                      home_ + "/run.toml: limits.pids: must be between 1 and 2147483647, not -1 (line 4)");
 }
 
+// The egress policy reads as in the server config; a one-person profile has no users.
+TEST_F(RunProfileTest, EgressPolicyAndHostsAreReadAsInTheServerConfig) {
+  RunProfile p = load_run_profile(write_profile(R"(
+[policy.default]
+allow = ["pypi.org", "*.pythonhosted.org:443"]
+deny = ["evil.pypi.org"]
+allow_addresses = ["127.0.0.1/32"]
+[hosts]
+"Dev.Test" = "127.0.0.1"
+)"),
+                                  home_);
+  ASSERT_EQ(p.egress.default_policy.allow.size(), 2u);
+  EXPECT_EQ(p.egress.default_policy.allow[1].to_string(), "*.pythonhosted.org:443");
+  EXPECT_EQ(p.egress.default_policy.deny.size(), 1u);
+  EXPECT_EQ(p.egress.default_policy.allow_addresses.size(), 1u);
+  ASSERT_EQ(p.egress.hosts.count("dev.test"), 1u);
+  EXPECT_EQ(p.egress.hosts.at("dev.test").to_string(), "127.0.0.1");
+
+  EXPECT_TRUE(load_run_profile(write_profile("home = \"~/h\"\n"), home_).egress.default_policy.allow.empty());
+  EXPECT_EQ(load_error("[policy.users.alice]\nallow = [\"x.org\"]\n"),
+            home_ + "/run.toml: unknown key \"policy.users\" (line 1)");
+  EXPECT_THAT(load_error("[policy.default]\nallow = [\"a b\"]\n"), HasSubstr("policy.default.allow: \"a b\""));
+  EXPECT_THAT(load_error("[hosts]\n\"dev.test\" = \"nowhere\"\n"),
+              HasSubstr("hosts.dev.test: \"nowhere\" is not an IP address"));
+}
+
 TEST_F(RunProfileTest, InvalidTomlSaysWhere) {
   EXPECT_THAT(load_error("bind = [\n"), HasSubstr("/run.toml: invalid TOML: "));
   EXPECT_THAT(load_error("x = = 1\n"), HasSubstr("(line 1, column"));
