@@ -22,6 +22,8 @@ import pytest
 
 DEFAULT_BIN = "/work/main/build/agentbox"
 READY_LINE = re.compile(r"agentbox \S+ serving on (http://127\.0\.0\.1:\d+)")
+# The same line for any --listen host the tests use (the port is what matters).
+SERVING_PORT = re.compile(r"agentbox \S+ serving on http://(?:127\.0\.0\.1|0\.0\.0\.0):(\d+)")
 TIMEOUT = httpx.Timeout(30.0)
 # A command and its wait must finish well inside the client's timeout.
 EXEC_WAIT = 20
@@ -71,9 +73,12 @@ class Daemon:
     """`agentbox serve --listen 127.0.0.1:0 --state DIR` with a bounded lifetime.
 
     api_key=None lets the daemon generate one into STATE/api_key (read back after start).
+    listen: another address to listen on (port 0); url still names 127.0.0.1.
+    wrap: a command prefix that execs the rest (e.g. nsenter into a network namespace).
     """
 
-    def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600, env=None):
+    def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600, env=None,
+                 listen="127.0.0.1:0", wrap=()):
         self.workdir = workdir
         self.state_dir = state_dir or os.path.join(workdir, "state")
         self.config_path = None
@@ -84,6 +89,8 @@ class Daemon:
         self.api_key = api_key
         self.extra_env = env or {}  # e.g. a test hook (AGENTBOX_TEST_HOLD_START)
         self.lifetime = lifetime
+        self.listen = listen
+        self.wrap = list(wrap)
         self.proc = None
         self.url = None
         self.starts = 0
@@ -107,8 +114,8 @@ class Daemon:
         if self.api_key:
             env["AGENTBOX_API_KEY"] = self.api_key
         env.update(self.extra_env)
-        cmd = ["timeout", "--foreground", "-k", "10", str(self.lifetime), agentbox_bin(), "serve",
-               "--listen", "127.0.0.1:0", "--state", self.state_dir]
+        cmd = self.wrap + ["timeout", "--foreground", "-k", "10", str(self.lifetime), agentbox_bin(), "serve",
+                           "--listen", self.listen, "--state", self.state_dir]
         if self.config_path:
             cmd += ["--config", self.config_path]
         log = open(self.log_path, "wb")
@@ -121,9 +128,9 @@ class Daemon:
         deadline = time.monotonic() + timeout
         while True:
             with open(self.log_path, "rb") as f:
-                m = READY_LINE.search(f.read().decode(errors="replace"))
+                m = SERVING_PORT.search(f.read().decode(errors="replace"))
             if m:
-                self.url = m.group(1)
+                self.url = f"http://127.0.0.1:{m.group(1)}"
                 break
             if self.proc.poll() is not None:
                 rc = self.proc.returncode
@@ -140,7 +147,7 @@ class Daemon:
 
     @property
     def pid(self):
-        """The daemon itself (the child of `timeout`)."""
+        """The daemon itself (the child of `timeout`; a wrap execs, so it adds no process)."""
         kids = _children(self.proc.pid) if self.proc else []
         return kids[0] if kids else None
 
