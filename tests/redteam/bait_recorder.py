@@ -64,11 +64,28 @@ def _parse(frame):
 
 
 class Window:
-    def __init__(self):
+    """What arrived during a block. packets and requests are complete when the block has
+    ended (an HTTP request is noted before it is answered); the listeners' threads accept and
+    read on their own time, so connections and datagrams are awaited with wait_for()."""
+
+    def __init__(self, bait, start):
+        self.bait = bait
+        self.start = start
         self.packets = []      # Packet, excluding markers
         self.connections = []  # (local address, port) accepted by a TCP listener
         self.datagrams = []    # (port, payload) read by a UDP socket (the address: see packets)
         self.requests = []     # (local address, path, Host header) served over HTTP
+
+    def wait_for(self, kind, condition, timeout=5):
+        """The items of kind since the block began, once condition(items) holds."""
+        deadline = time.monotonic() + timeout
+        with self.bait.lock:
+            while True:
+                items = getattr(self.bait, kind)[self.start[kind]:]
+                left = deadline - time.monotonic()
+                if condition(items) or left <= 0:
+                    return items
+                self.bait.lock.wait(left)
 
     def summary(self):
         return "\n".join(str(p) for p in self.packets) or "(nothing)"
@@ -200,7 +217,7 @@ class Bait:
         self.settle()
         with self.lock:
             start = self._mark()
-        seen = Window()
+        seen = Window(self, start)
         yield seen
         self.settle()
         with self.lock:
