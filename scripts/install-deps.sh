@@ -11,7 +11,7 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev libzip-dev
   libgtest-dev libgmock-dev
   # runtime tools the tests and the box use
-  iproute2 procps util-linux python3 bash coreutils tmux
+  iproute2 procps util-linux python3 bash coreutils tmux curl
   # black-box tests (Debian's interpreter, not the pyenv one on PATH)
   python3-pytest python3-httpx python3-websockets
   # peers for bench/

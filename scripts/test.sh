@@ -15,6 +15,8 @@ bash scripts/build.sh
 run_suite build
 echo "== e2e (black-box HTTP suite against build/agentbox serve)"
 AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider
+echo "== red team with other addresses (a daemon in a world netns whose routes end in a recording bait netns)"
+AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/redteam -q -p no:cacheprovider
 if [[ ${AGENTBOX_SKIP_ASAN:-0} != 1 ]]; then
   bash scripts/build.sh --asan
   run_suite build-asan

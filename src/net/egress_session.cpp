@@ -224,7 +224,9 @@ void EgressSession::do_send_request() {
 }
 
 // Beast's relay: the parser fills a fixed buffer, the serializer writes it out, until both the
-// message read and the message written are done.
+// message read and the message written are done. Reads take what has arrived (read_some, not
+// read, which would wait for a full buffer): a body streams as it comes, and the idle timeout
+// is the time with no byte moving.
 void EgressSession::do_relay_request_body() {
   auto write = [self = shared_from_this()] {
     self->upstream_.expires_after(self->context_->limits().idle_timeout);
@@ -246,11 +248,12 @@ void EgressSession::do_relay_request_body() {
   body.data = body_buffer_.data();
   body.size = body_buffer_.size();
   client_.expires_after(context_->limits().idle_timeout);
-  http::async_read(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
+  http::async_read_some(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return self->close();
     auto& body = self->request_->get().body();
     size_t used = self->body_buffer_.size() - body.size;
+    if (used == 0 && !self->request_->is_done()) return self->do_relay_request_body();  // framing only
     self->bytes_up_ += used;
     body.size = used;
     body.data = self->body_buffer_.data();
@@ -314,7 +317,7 @@ void EgressSession::do_relay_response_body() {
   body.data = body_buffer_.data();
   body.size = body_buffer_.size();
   upstream_.expires_after(context_->limits().idle_timeout);
-  http::async_read(upstream_, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
+  http::async_read_some(upstream_, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {  // the head is out: all that can be done is to cut the connection
       self->record(true, self->allowed_by_ + "; the answer broke off: " + ec.message(), self->bytes_up_,
@@ -323,6 +326,7 @@ void EgressSession::do_relay_response_body() {
     }
     auto& body = self->response_->get().body();
     size_t used = self->body_buffer_.size() - body.size;
+    if (used == 0 && !self->response_->is_done()) return self->do_relay_response_body();  // framing only
     self->bytes_down_ += used;
     body.size = used;
     body.data = self->body_buffer_.data();

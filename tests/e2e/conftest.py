@@ -25,6 +25,8 @@ import pytest
 
 DEFAULT_BIN = "/work/main/build/agentbox"
 READY_LINE = re.compile(r"agentbox \S+ serving on (http://127\.0\.0\.1:\d+)")
+# The same line for any --listen host the tests use (the port is what matters).
+SERVING_PORT = re.compile(r"agentbox \S+ serving on http://(?:127\.0\.0\.1|0\.0\.0\.0):(\d+)")
 TIMEOUT = httpx.Timeout(30.0)
 # A command and its wait must finish well inside the client's timeout.
 EXEC_WAIT = 20
@@ -74,9 +76,12 @@ class Daemon:
     """`agentbox serve --listen 127.0.0.1:0 --state DIR` with a bounded lifetime.
 
     api_key=None lets the daemon generate one into STATE/api_key (read back after start).
+    listen: another address to listen on (port 0); url still names 127.0.0.1.
+    wrap: a command prefix that execs the rest (e.g. nsenter into a network namespace).
     """
 
-    def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600, env=None):
+    def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600, env=None,
+                 listen="127.0.0.1:0", wrap=()):
         self.workdir = workdir
         self.state_dir = state_dir or os.path.join(workdir, "state")
         self.config_path = None
@@ -87,6 +92,8 @@ class Daemon:
         self.api_key = api_key
         self.extra_env = env or {}  # e.g. a test hook (AGENTBOX_TEST_HOLD_START)
         self.lifetime = lifetime
+        self.listen = listen
+        self.wrap = list(wrap)
         self.proc = None
         self.url = None
         self.starts = 0
@@ -110,8 +117,8 @@ class Daemon:
         if self.api_key:
             env["AGENTBOX_API_KEY"] = self.api_key
         env.update(self.extra_env)
-        cmd = ["timeout", "--foreground", "-k", "10", str(self.lifetime), agentbox_bin(), "serve",
-               "--listen", "127.0.0.1:0", "--state", self.state_dir]
+        cmd = self.wrap + ["timeout", "--foreground", "-k", "10", str(self.lifetime), agentbox_bin(), "serve",
+                           "--listen", self.listen, "--state", self.state_dir]
         if self.config_path:
             cmd += ["--config", self.config_path]
         log = open(self.log_path, "wb")
@@ -124,9 +131,9 @@ class Daemon:
         deadline = time.monotonic() + timeout
         while True:
             with open(self.log_path, "rb") as f:
-                m = READY_LINE.search(f.read().decode(errors="replace"))
+                m = SERVING_PORT.search(f.read().decode(errors="replace"))
             if m:
-                self.url = m.group(1)
+                self.url = f"http://127.0.0.1:{m.group(1)}"
                 break
             if self.proc.poll() is not None:
                 rc = self.proc.returncode
@@ -143,7 +150,7 @@ class Daemon:
 
     @property
     def pid(self):
-        """The daemon itself (the child of `timeout`)."""
+        """The daemon itself (the child of `timeout`; a wrap execs, so it adds no process)."""
         kids = _children(self.proc.pid) if self.proc else []
         return kids[0] if kids else None
 
@@ -411,6 +418,8 @@ class Origin:
 
     def __init__(self):
         self.paths = []
+        self.posts = []  # (path, bytes of the body that arrived)
+        self.release = threading.Event()  # lets /stream send its second part
         origin = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -421,16 +430,36 @@ class Origin:
 
             def do_GET(self):
                 origin.paths.append(self.path)
+                if self.path == "/stream":  # the first part now, the second once the test says
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(b"first part\nsecond part\n")))
+                    self.end_headers()
+                    self.wfile.write(b"first part\n")
+                    self.wfile.flush()
+                    origin.release.wait(30)
+                    self.wfile.write(b"second part\n")
+                    return
                 body = f"origin saw {self.path} host={self.headers.get('Host')}".encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
+            def do_POST(self):
+                wanted = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(wanted)  # short if the sender's connection ends first
+                origin.posts.append((self.path, len(body)))
+                self.close_connection = True
+                if len(body) == wanted:
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()

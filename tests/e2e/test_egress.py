@@ -5,14 +5,16 @@ origin server, and `allow_addresses = ["127.0.0.1/32"]` lets the proxy go there.
 that server without the proxy would have left its network namespace: the direct probe below
 shows it cannot.
 """
+import json
 import os
+import shlex
 import signal
 import time
 import uuid
 
 import pytest
 
-from conftest import Origin, running_daemon, sh
+from conftest import Origin, run, running_daemon, sh, text_of, wait_done, wait_for_output
 
 ALICE = f"egress-alice-{uuid.uuid4().hex[:8]}"
 BOB = f"egress-bob-{uuid.uuid4().hex[:8]}"
@@ -116,6 +118,16 @@ def test_without_the_proxy_nothing_outside_the_box_is_reachable(alice, origin):
     assert origin.paths == before
 
 
+def test_a_response_streams_through_the_proxy_as_it_arrives(alice, origin):
+    # The origin holds its second part back until the box has shown the first: a proxy that
+    # waited for more of the body (or all of it) before passing it on never gets there.
+    p = run(alice, f"curl -sSN --max-time 30 http://bait.test:{origin.port}/stream", wait=0, pty=False)
+    wait_for_output(alice, p["id"], "first part\n", timeout=10)
+    origin.release.set()
+    done = wait_done(alice, p["id"])
+    assert (done["exit_code"], text_of(done)) == (0, "first part\nsecond part\n"), done
+
+
 def test_a_users_additions_are_theirs_only(alice, bob, origin):
     code, out = curl(alice, f"http://alice-only.test:{origin.port}/a")
     assert code == 0 and out.startswith("origin saw /a"), out
@@ -181,3 +193,73 @@ def test_sighup_reloads_the_policy_without_dropping_boxes(make_daemon, origin):
         assert out.startswith("origin saw /still"), out
         assert sh(c, f"kill -0 {keeper} && echo alive")[1].strip() == "alive"
     assert "policy stays as it was" in d.log_tail()
+
+
+# Runs in the box: a client that stops half way holds the account's only proxy slot, another
+# request meanwhile is turned away (429), the proxy drops the staller after its idle timeout,
+# and then the slot serves again. Once for a request body that never ends, once for a tunnel
+# that carries nothing.
+STALLER = r'''
+import json, os, socket, sys, time, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+port = int(sys.argv[1])
+
+def connection():
+    return socket.create_connection((proxy.hostname, proxy.port), timeout=10)
+
+def until_closed(s):
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    return data.decode(errors="replace")
+
+def ask():
+    with connection() as s:
+        s.sendall(f"GET http://bait.test:{port}/next HTTP/1.1\r\nHost: bait.test:{port}\r\nConnection: close\r\n\r\n".encode())
+        return until_closed(s)
+
+def stall(first_bytes):
+    staller = connection()
+    staller.sendall(first_bytes)
+    started = time.monotonic()
+    refused = ask()
+    got = until_closed(staller)
+    dropped_after = time.monotonic() - started
+    staller.close()
+    deadline = time.monotonic() + 5
+    while True:  # the dropped session gives its slot back as it ends, a moment after the close
+        after = ask()
+        if " 429 " not in after.split("\r\n")[0] or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return {"got": got, "dropped_after": dropped_after, "refused": refused, "after": after}
+
+body_begun = (f"POST http://bait.test:{port}/upload HTTP/1.1\r\nHost: bait.test:{port}\r\n"
+              f"Content-Length: 1000\r\n\r\n" + "x" * 10)
+tunnel = f"CONNECT bait.test:{port} HTTP/1.1\r\nHost: bait.test:{port}\r\n\r\n"
+print(json.dumps([stall(body_begun.encode()), stall(tunnel.encode())]))
+'''
+
+
+def test_a_client_that_never_finishes_is_dropped_after_the_idle_timeout_and_frees_its_slot(make_daemon, origin):
+    # The unit tests cover a head that never ends (header timeout); here the daemon's own
+    # [egress] settings: one connection per account, 1 s idle for requests and tunnels.
+    d = make_daemon(tag="egress-stall", config_text="[egress]\nconnections = 1\nidle_timeout = 1\n"
+                    "tunnel_idle_timeout = 1\n" + CONFIG)
+    d.start()
+    with d.client(user=f"stall-{uuid.uuid4().hex[:8]}") as c:
+        code, out, err = sh(c, f"python3 -c {shlex.quote(STALLER)} {origin.port}")
+    assert code == 0, err
+    body, tunnel = json.loads(out)
+    for case in (body, tunnel):
+        assert case["refused"].startswith("HTTP/1.1 429 "), case
+        assert "already has 1 connections open" in case["refused"]
+        assert 0.9 <= case["dropped_after"] < 3, case  # the configured 1 s, not never, not at once
+        assert case["after"].startswith("HTTP/1.1 200 ") and case["after"].endswith("origin saw /next host=bait.test:"
+                                                                                    f"{origin.port}"), case
+    assert body["got"] == ""  # the head had gone out: the proxy can only cut the connection
+    deadline = time.monotonic() + 5
+    while ("/upload", 10) not in origin.posts and time.monotonic() < deadline:
+        time.sleep(0.05)  # the origin notes the body when its read ends, on its own thread
+    assert ("/upload", 10) in origin.posts, origin.posts  # it reached the origin: 10 bytes, then the cut
+    assert tunnel["got"] == "HTTP/1.1 200 Connection established\r\n\r\n"

@@ -279,13 +279,28 @@ TEST_F(EgressProxyTest, AmbiguousOrMalformedHeadsAreRefused) {
               HasSubstr("431"));
 }
 
-TEST_F(EgressProxyTest, AClientThatNeverFinishesItsHeadIsCutOff) {
-  start(config({"bait.test"}), EgressLimits{.header_timeout = 300ms});
+TEST_F(EgressProxyTest, AClientThatNeverFinishesItsHeadIsCutOffAndGivesBackItsSlot) {
+  start(config({"bait.test"}), EgressLimits{.header_timeout = 300ms, .connections_per_account = 1});
   tcp::socket s = connect();
   asio::write(s, asio::buffer(std::string("GET http://bait.test/ HTTP/1.1\r\nHost: bai")));
   auto started = std::chrono::steady_clock::now();
+  // While it dawdles it holds the account's only slot (accepted first, counted first).
+  tcp::socket second = connect();
+  EXPECT_THAT(exchange(second, "CONNECT other.test:1 HTTP/1.1\r\n\r\n"), HasSubstr("429"));
   EXPECT_THAT(read_answer(s), HasSubstr("(closed"));
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  auto held = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(held, 250ms);  // the header timeout, not an early close
+  EXPECT_LT(held, 5s);
+  // Then the slot is free: the next request is judged (other.test is not allowed: 403). The
+  // count drops as the dropped session ends, a moment after its socket closed.
+  std::string next;
+  for (int i = 0; i < 200; ++i) {
+    tcp::socket c = connect();
+    next = exchange(c, "CONNECT other.test:1 HTTP/1.1\r\n\r\n");
+    if (next.find("429") == std::string::npos) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_THAT(next, HasSubstr("403 Forbidden"));
 }
 
 TEST_F(EgressProxyTest, RefusedAndCappedConnectionsAnswerSayingWhy) {
