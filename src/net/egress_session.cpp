@@ -1,5 +1,6 @@
 #include "net/egress_session.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -8,6 +9,8 @@
 #include <boost/beast/http/write.hpp>
 
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "net/hop_by_hop.hpp"
 #include "net/splice_relay.hpp"
@@ -73,8 +76,7 @@ EgressSession::EgressSession(tcp::socket client, std::shared_ptr<EgressAccount> 
     : client_(std::move(client)),
       upstream_(client_.get_executor()),
       who_(std::move(who)),
-      context_(std::move(context)),
-      resolver_(client_.get_executor()) {
+      context_(std::move(context)) {
   ++who_->open;
 }
 
@@ -84,8 +86,8 @@ void EgressSession::start() {
   const size_t cap = context_->limits().connections_per_account;
   if (who_->open > cap)
     return answer(http::status::too_many_requests,
-                  "agentbox: this sandbox already has " + std::to_string(cap) +
-                      " connections open through its proxy; close some and retry");
+                  fmt::format("agentbox: this sandbox may have {} connection{} open through its proxy at once; "
+                              "close some and retry", cap, cap == 1 ? "" : "s"));
   do_read_head();
 }
 
@@ -128,12 +130,13 @@ void EgressSession::do_resolve() {
     return on_resolve({}, {endpoint_of(mapped->second, target_.port)});
   if (std::optional<IpAddress> literal = IpAddress::parse(target_.host))
     return on_resolve({}, {endpoint_of(*literal, target_.port)});
-  resolver_.async_resolve(target_.host, std::to_string(target_.port), tcp::resolver::numeric_service,
-                          [self = shared_from_this()](error_code ec, tcp::resolver::results_type results) {
-                            std::vector<tcp::endpoint> found;
-                            for (const auto& entry : results) found.push_back(entry.endpoint());
-                            self->on_resolve(ec, std::move(found));
-                          });
+  // Off the loop, fairly between accounts; the answer comes back to this session's strand.
+  context_->resolver().resolve(who_->account, target_.host, target_.port,
+                               [self = shared_from_this()](error_code ec, std::vector<tcp::endpoint> found) {
+                                 asio::post(self->client_.get_executor(), [self, ec, found = std::move(found)]() mutable {
+                                   self->on_resolve(ec, std::move(found));
+                                 });
+                               });
 }
 
 void EgressSession::on_resolve(error_code ec, std::vector<tcp::endpoint> found) {

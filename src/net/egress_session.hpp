@@ -30,6 +30,7 @@
 
 #include "net/account_listeners.hpp"
 #include "net/egress_policy.hpp"
+#include "net/name_resolver.hpp"
 #include "net/proxy_request.hpp"
 #include "store/network_log.hpp"
 
@@ -51,13 +52,20 @@ using DecisionSink = std::function<void(NetworkDecision)>;
 class EgressContext {
  public:
   // sink may be empty (nothing kept); it is called on the proxy's io threads, at once each.
-  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, DecisionSink sink)
-      : config_(std::move(config)), limits_(limits), sink_(std::move(sink)) {}
+  // resolver may be shared with the daemon's other services; null: one of its own.
+  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, DecisionSink sink,
+                std::shared_ptr<NameResolver> resolver = nullptr)
+      : config_(std::move(config)),
+        limits_(limits),
+        sink_(std::move(sink)),
+        resolver_(resolver ? std::move(resolver) : std::make_shared<NameResolver>()) {}
   // The daemon's form: log may be null. Inline, so net/ itself needs nothing of the store's
   // (the static `agentbox run` links the proxy without SQLite).
-  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, std::shared_ptr<NetworkLog> log)
+  EgressContext(std::shared_ptr<const EgressConfig> config, EgressLimits limits, std::shared_ptr<NetworkLog> log,
+                std::shared_ptr<NameResolver> resolver = nullptr)
       : EgressContext(std::move(config), limits,
-                      log ? DecisionSink([log](NetworkDecision d) { log->record(std::move(d)); }) : DecisionSink()) {}
+                      log ? DecisionSink([log](NetworkDecision d) { log->record(std::move(d)); }) : DecisionSink(),
+                      std::move(resolver)) {}
 
   std::shared_ptr<const EgressConfig> config() const {
     std::lock_guard lock(mu_);
@@ -69,6 +77,7 @@ class EgressContext {
     config_ = std::move(config);
   }
   const EgressLimits& limits() const { return limits_; }
+  NameResolver& resolver() const { return *resolver_; }
   void record(NetworkDecision decision) const {
     if (sink_) sink_(std::move(decision));
   }
@@ -78,6 +87,7 @@ class EgressContext {
   std::shared_ptr<const EgressConfig> config_;
   const EgressLimits limits_;
   const DecisionSink sink_;
+  const std::shared_ptr<NameResolver> resolver_;
 };
 
 // The box a listener serves.
@@ -121,7 +131,6 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   boost::beast::tcp_stream upstream_;
   std::shared_ptr<EgressAccount> who_;
   std::shared_ptr<const EgressContext> context_;
-  boost::asio::ip::tcp::resolver resolver_;
   std::shared_ptr<const EgressConfig> config_;  // the snapshot this request is judged by
   EgressPolicy policy_;
 

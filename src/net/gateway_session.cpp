@@ -65,7 +65,8 @@ void GatewaySession::start() {
   const size_t cap = context_->options().connections_per_account;
   if (who_->open > cap)
     return answer_error(http::status::too_many_requests,
-                        fmt::format("agentbox: this sandbox already has {} connections open to its model gateway", cap));
+                        fmt::format("agentbox: this sandbox may have {} connection{} open to its model gateway at once",
+                                    cap, cap == 1 ? "" : "s"));
   do_read_head();
 }
 

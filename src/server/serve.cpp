@@ -135,12 +135,12 @@ int serve(const ServeOptions& options) {
   egress_limits.connect_timeout = config.egress_proxy.connect_timeout;
   egress_limits.idle_timeout = config.egress_proxy.idle_timeout;
   egress_limits.tunnel_idle_timeout = config.egress_proxy.tunnel_idle_timeout;
-  auto egress_context = std::make_shared<net::EgressContext>(std::make_shared<const net::EgressConfig>(config.egress),
-                                                             egress_limits, network_log);
-  net::EgressProxy egress(loop.context(), egress_context);
-
   // Names are looked up off the loop, fairly between accounts (net/name_resolver.hpp).
   auto name_resolver = std::make_shared<net::NameResolver>();
+
+  auto egress_context = std::make_shared<net::EgressContext>(std::make_shared<const net::EgressConfig>(config.egress),
+                                                             egress_limits, network_log, name_resolver);
+  net::EgressProxy egress(loop.context(), egress_context);
 
   // The inference gateway, when the operator gave a model credential: a listener beside the
   // proxy's in each namespace; the tokens it counts are kept per account and day.

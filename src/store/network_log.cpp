@@ -12,11 +12,6 @@ constexpr auto kPurgeEvery = std::chrono::hours(1);
 
 }  // namespace
 
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 NetworkLog::NetworkLog(Db db, std::chrono::seconds retention, size_t queue_limit)
     : retention_(retention), queue_limit_(queue_limit), db_(std::move(db)), writer_([this] { write_loop(); }) {}
 

@@ -33,8 +33,12 @@ struct NetworkDecision {
   int64_t bytes_down = 0;     // destination → box
 };
 
-// Now, in unix milliseconds: a decision's ts_ms.
-int64_t now_unix_ms();
+// Now, in unix milliseconds: a decision's ts_ms. Inline: the proxy records decisions in the
+// static `agentbox run` too, which links nothing of the store.
+inline int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 class NetworkLog {
  public:

@@ -253,7 +253,7 @@ def test_a_client_that_never_finishes_is_dropped_after_the_idle_timeout_and_free
     body, tunnel = json.loads(out)
     for case in (body, tunnel):
         assert case["refused"].startswith("HTTP/1.1 429 "), case
-        assert "already has 1 connections open" in case["refused"]
+        assert "may have 1 connection open through its proxy at once" in case["refused"]
         assert 0.9 <= case["dropped_after"] < 3, case  # the configured 1 s, not never, not at once
         assert case["after"].startswith("HTTP/1.1 200 ") and case["after"].endswith("origin saw /next host=bait.test:"
                                                                                     f"{origin.port}"), case
