@@ -3,14 +3,16 @@
 # reached by a [hosts] name) in absolute form through a box's egress proxy, keep-alive, driven by
 # wrk at CONNS (32) connections from inside the box's network namespace (nsenter into a process
 # of the box: the real listener, as a box's programs reach it), against the same requests from
-# the host through tinyproxy (Debian) and to nginx directly. Requests/s at 32 connections, and
+# the host through tinyproxy (Debian) and to nginx directly; and, as the floor of any proxy hop
+# here, through a second nginx (its own process) doing proxy_pass with keep-alive to the origin
+# (origin-form requests: a reverse proxy, no policy). Requests/s at 32 connections, and
 # the latency at one connection (the cost the proxy adds to a request when nothing queues),
 # with the daemon's and tinyproxy's CPU per request. Alternating, RUNS rounds of SECONDS_PER each;
 # medians and ratios. Targets (issue 14): requests/s >= 1.0x tinyproxy; p50 added to the direct
 # request <= 100 us.
 #
 #   bench/egress_small_bench.sh [BUILD_DIR]    (default: build-bench next to bench/; run as root)
-# Environment: RUNS (5), SECONDS_PER (5), CONNS (32), SIZE (1024), NO_BUILD=1 uses BUILD_DIR as it
+# Environment: RUNS (5), SECONDS_PER (4), CONNS (32), SIZE (1024), NO_BUILD=1 uses BUILD_DIR as it
 # is, JOBS.
 set -euo pipefail
 
@@ -18,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${1:-$root/build-bench}
 runs=${RUNS:-5}
-secs=${SECONDS_PER:-5}
+secs=${SECONDS_PER:-4}
 conns=${CONNS:-32}
 size=${SIZE:-1024}
 
@@ -34,10 +36,10 @@ build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "egress_small_bench.sh: no $build/agentbox" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/agentbox-smallbench-XXXXXX)
-daemon='' nginx_pid='' tiny=''
+daemon='' nginx_pid='' hop_pid='' tiny=''
 # shellcheck disable=SC2317  # runs from the EXIT trap
 cleanup() {
-  for pid in $nginx_pid $tiny; do kill "$pid" 2>/dev/null || true; done
+  for pid in $nginx_pid $hop_pid $tiny; do kill "$pid" 2>/dev/null || true; done
   if [[ -n $daemon ]] && kill -0 "$daemon" 2>/dev/null; then
     kill -TERM "$daemon"
     for _ in $(seq 150); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
@@ -56,6 +58,7 @@ source "$here/lib.sh"
 mkdir -p "$work/nginx" "$work/www"
 head -c "$size" /dev/zero | tr '\0' x >"$work/www/small"
 origin_port=$(free_port)
+hop_port=$(free_port)
 cat >"$work/nginx/nginx.conf" <<EOF
 worker_processes 1;
 user root;
@@ -75,6 +78,29 @@ http {
 EOF
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
 nginx_pid=$!
+# The hop: another nginx, so that it and the origin are two processes, as a proxy and its origin are.
+mkdir -p "$work/hop"
+cat >"$work/hop/nginx.conf" <<EOF
+worker_processes 1;
+user root;
+daemon off;
+pid $work/hop/nginx.pid;
+error_log $work/hop/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 10000000;
+  client_body_temp_path $work/hop/body;
+  proxy_temp_path $work/hop/proxy;
+  upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
+  server {
+    listen 127.0.0.1:$hop_port backlog=4096;
+    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+EOF
+nginx -p "$work/hop" -c "$work/hop/nginx.conf" &
+hop_pid=$!
 
 # ---- tinyproxy, as issue 14 names it: its defaults but the port, quiet
 tiny_port=$(free_port)
@@ -147,11 +173,13 @@ measure() {
 agentbox() { ORIGIN=$origin in_box wrk http://127.0.0.1:3128 "$@"; }
 tinyproxy_() { ORIGIN=$tiny_origin wrk "http://127.0.0.1:$tiny_port" "$@"; }
 direct() { ORIGIN='' wrk "$tiny_origin" "$@"; }
+nginx_hop() { ORIGIN='' wrk "http://127.0.0.1:$hop_port/small" "$@"; }
 
 # Warm every path once (the box's first connection, nginx's worker, tinyproxy's threads).
 secs=1 measure warm "$conns" - agentbox >/dev/null
 secs=1 measure warm "$conns" - tinyproxy_ >/dev/null
 secs=1 measure warm "$conns" - direct >/dev/null
+secs=1 measure warm "$conns" - nginx_hop >/dev/null
 
 echo "egress small-request bench: GET of $size bytes, wrk -t 1, ${secs} s per measurement, $runs rounds, $(nproc) cores"
 echo "load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
@@ -162,19 +190,23 @@ for ((i = 1; i <= runs; i++)); do
     r=$(measure agentbox "$c" "$daemon" agentbox); printf '  %-24s %s\n' "agentbox, $c conn(s)" "$r"
     r=$(measure tinyproxy "$c" "$tiny" tinyproxy_); printf '  %-24s %s\n' "tinyproxy, $c conn(s)" "$r"
     r=$(measure direct "$c" - direct); printf '  %-24s %s\n' "direct, $c conn(s)" "$r"
+    r=$(measure nginx_hop "$c" - nginx_hop); printf '  %-24s %s\n' "nginx proxy_pass, $c conn(s)" "$r"
   done
 done
 
 col() { cut -d' ' -f"$2" "$work/$1" | median; }
 echo "medians of $runs rounds:"
 for c in "$conns" 1; do
-  printf '  %2s conn(s): requests/s agentbox %s, tinyproxy %s, direct %s; p50 us agentbox %s, tinyproxy %s, direct %s; CPU us/request agentbox %s, tinyproxy %s\n' \
-    "$c" "$(col "agentbox.$c" 1)" "$(col "tinyproxy.$c" 1)" "$(col "direct.$c" 1)" \
-    "$(col "agentbox.$c" 2)" "$(col "tinyproxy.$c" 2)" "$(col "direct.$c" 2)" "$(col "agentbox.$c" 4)" "$(col "tinyproxy.$c" 4)"
+  printf '  %2s conn(s): requests/s agentbox %s, tinyproxy %s, direct %s, nginx proxy_pass %s; p50 us agentbox %s, tinyproxy %s, direct %s, nginx proxy_pass %s; CPU us/request agentbox %s, tinyproxy %s\n' \
+    "$c" "$(col "agentbox.$c" 1)" "$(col "tinyproxy.$c" 1)" "$(col "direct.$c" 1)" "$(col "nginx_hop.$c" 1)" \
+    "$(col "agentbox.$c" 2)" "$(col "tinyproxy.$c" 2)" "$(col "direct.$c" 2)" "$(col "nginx_hop.$c" 2)" \
+    "$(col "agentbox.$c" 4)" "$(col "tinyproxy.$c" 4)"
 done
 awk -v a="$(col "agentbox.$conns" 1)" -v t="$(col "tinyproxy.$conns" 1)" -v c="$conns" \
   'BEGIN { printf "requests/s at %d connections, agentbox : tinyproxy = %.2f (target >= 1.0)\n", c, a / t }'
 awk -v a="$(col agentbox.1 2)" -v d="$(col direct.1 2)" -v a32="$(col "agentbox.$conns" 2)" -v d32="$(col "direct.$conns" 2)" -v c="$conns" \
   'BEGIN { printf "p50 added to the direct request: %d us at 1 connection (target <= 100); %d us at %d connections (queueing included)\n", a - d, a32 - d32, c }'
+awk -v h="$(col nginx_hop.1 2)" -v d="$(col direct.1 2)" \
+  'BEGIN { printf "p50 added by the nginx proxy_pass hop at 1 connection (the floor of a proxy hop here): %d us\n", h - d }'
 echo "reproduce: bench/egress_small_bench.sh"
 echo "load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
