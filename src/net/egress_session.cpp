@@ -91,12 +91,18 @@ void EgressSession::start() {
   do_read_head();
 }
 
+char* EgressSession::body_buffer() {
+  if (!body_buffer_) body_buffer_ = std::make_unique_for_overwrite<char[]>(kBodyBufferSize);
+  return body_buffer_.get();
+}
+
 void EgressSession::do_read_head() {
   request_.emplace();
   request_->header_limit(context_->limits().header_limit);
   request_->body_limit(boost::none);  // bodies stream through; nothing is held whole
   bytes_up_ = bytes_down_ = 0;
   connected_to_.clear();
+  upstream_reused_ = false;
   client_.expires_after(context_->limits().header_timeout);
   http::async_read_header(client_, client_buffer_, *request_,
                           [self = shared_from_this()](error_code ec, size_t) { self->on_read_head(ec); });
@@ -117,12 +123,50 @@ void EgressSession::on_read_head(error_code ec) {
     return answer(e.status, e.what());
   }
   client_keep_alive_ = target_.kind == ProxyRequest::Kind::forward && request_->get().keep_alive();
-  config_ = context_->config();
-  policy_ = config_->policy_for(who_->user);
+  // The policy is made again only when the configuration changed (SIGHUP), not per request.
+  if (auto config = context_->config(); config != config_) {
+    config_ = std::move(config);
+    policy_ = config_->policy_for(who_->user);
+  }
   Verdict verdict = check_name(policy_, target_.host, target_.port);
   if (!verdict.allowed) return refuse(verdict.reason);
   allowed_by_ = verdict.reason;
+  if (can_reuse_upstream()) {
+    upstream_reused_ = true;
+    connected_to_ = upstream_address_;
+    return do_forward();
+  }
+  drop_upstream();
   do_resolve();
+}
+
+bool EgressSession::can_reuse_upstream() const {
+  if (!upstream_kept_ || target_.kind != ProxyRequest::Kind::forward) return false;
+  if (target_.host != upstream_host_ || target_.port != upstream_port_ || config_ != upstream_config_) return false;
+  // Only a request that can be sent again whole: no body (it streams from the client once).
+  return !request_->chunked() && request_->content_length().value_or(0) == 0;
+}
+
+void EgressSession::drop_upstream() {
+  upstream_kept_ = false;
+  upstream_config_.reset();
+  upstream_buffer_.clear();
+  error_code ignored;
+  upstream_.socket().close(ignored);
+}
+
+bool EgressSession::retried_on_new_connection(const error_code& ec) {
+  // Closed by the origin while it sat idle: the write fails or the read ends before a byte.
+  bool closed = ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+                ec == asio::error::broken_pipe;
+  if (!upstream_reused_ || !closed) return false;
+  upstream_reused_ = false;
+  connected_to_.clear();
+  drop_upstream();
+  response_.reset();
+  request_out_.reset();
+  do_resolve();
+  return true;
 }
 
 void EgressSession::do_resolve() {
@@ -181,6 +225,14 @@ void EgressSession::on_connect(error_code ec, tcp::endpoint to) {
   upstream_.expires_never();
   connected_to_ = to.address().to_string();
   if (target_.kind == ProxyRequest::Kind::tunnel) return do_tunnel();
+  upstream_host_ = target_.host;
+  upstream_port_ = target_.port;
+  upstream_address_ = connected_to_;
+  upstream_config_ = config_;
+  do_forward();
+}
+
+void EgressSession::do_forward() {
   // The proxy answers Expect: 100-continue itself: the origin gets the body without waiting.
   auto& req = request_->get();
   if (auto expect = req.find(http::field::expect);
@@ -201,7 +253,10 @@ void EgressSession::do_tunnel() {
     self->bytes_up_ = self->client_buffer_.size();
     asio::async_write(self->upstream_, self->client_buffer_.data(), [self](error_code ec, size_t) {
       if (ec) return self->close();
+      // The session lives as long as the tunnel (its log line): it keeps no buffer meanwhile.
       self->client_buffer_.clear();
+      self->client_buffer_.shrink_to_fit();
+      self->request_.reset();
       SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout, .pipe_size = 1 << 20};
       try {
         SpliceRelay::start(self->client_.release_socket(), self->upstream_.release_socket(), options,
@@ -221,7 +276,9 @@ void EgressSession::do_send_request() {
   req.target(target_.target);
   if (req.find(http::field::host) == req.end())
     req.set(http::field::host, target_.port == 80 ? target_.host : target_.authority());
-  req.set(http::field::connection, "close");  // one request per origin connection
+  // HTTP/1.1 keeps the origin's connection by default; one that cannot be followed by another
+  // request (the client's closes, or HTTP/1.0) asks the origin to close.
+  if (!client_keep_alive_ || req.version() < 11) req.set(http::field::connection, "close");
   request_out_.emplace(req);
   do_relay_request_body();
 }
@@ -235,6 +292,7 @@ void EgressSession::do_relay_request_body() {
     self->upstream_.expires_after(self->context_->limits().idle_timeout);
     http::async_write(self->upstream_, *self->request_out_, [self](error_code ec, size_t) {
       if (ec == http::error::need_buffer) ec = {};
+      if (ec && self->retried_on_new_connection(ec)) return;
       if (ec) return self->answer(http::status::bad_gateway, "agentbox: " + self->target_.authority() +
                                                                   " stopped taking the request (" + ec.message() + ")");
       if (self->request_->is_done() && self->request_out_->is_done()) return self->on_request_sent();
@@ -248,18 +306,18 @@ void EgressSession::do_relay_request_body() {
     body.more = false;
     return write();
   }
-  body.data = body_buffer_.data();
-  body.size = body_buffer_.size();
+  body.data = body_buffer();
+  body.size = kBodyBufferSize;
   client_.expires_after(context_->limits().idle_timeout);
   http::async_read_some(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return self->close();
     auto& body = self->request_->get().body();
-    size_t used = self->body_buffer_.size() - body.size;
+    size_t used = kBodyBufferSize - body.size;
     if (used == 0 && !self->request_->is_done()) return self->do_relay_request_body();  // framing only
     self->bytes_up_ += used;
     body.size = used;
-    body.data = self->body_buffer_.data();
+    body.data = self->body_buffer_.get();
     body.more = !self->request_->is_done();
     write();
   });
@@ -282,6 +340,7 @@ void EgressSession::on_response_head(error_code ec) {
     return answer(http::status::gateway_timeout, "agentbox: " + target_.authority() + " did not answer within " +
                                                      seconds(context_->limits().idle_timeout));
   }
+  if (ec && retried_on_new_connection(ec)) return;
   if (ec) {
     record(true, allowed_by_ + "; bad answer: " + ec.message());
     return answer(http::status::bad_gateway,
@@ -289,6 +348,8 @@ void EgressSession::on_response_head(error_code ec) {
   }
   auto& res = response_->get();
   if (res.result_int() / 100 == 1) return do_read_response_head();  // interim answers are the origin's
+  // Read before the hop-by-hop fields go: Connection: close is one of them.
+  upstream_kept_ = client_keep_alive_ && res.keep_alive() && !response_->need_eof();
   drop_hop_by_hop(res);
   // A body that ends with the connection cannot be followed by another request.
   client_keep_alive_ = client_keep_alive_ && !response_->need_eof();
@@ -317,8 +378,8 @@ void EgressSession::do_relay_response_body() {
     body.more = false;
     return write();
   }
-  body.data = body_buffer_.data();
-  body.size = body_buffer_.size();
+  body.data = body_buffer();
+  body.size = kBodyBufferSize;
   upstream_.expires_after(context_->limits().idle_timeout);
   http::async_read_some(upstream_, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
     if (ec == http::error::need_buffer) ec = {};
@@ -328,11 +389,11 @@ void EgressSession::do_relay_response_body() {
       return self->close();
     }
     auto& body = self->response_->get().body();
-    size_t used = self->body_buffer_.size() - body.size;
+    size_t used = kBodyBufferSize - body.size;
     if (used == 0 && !self->response_->is_done()) return self->do_relay_response_body();  // framing only
     self->bytes_down_ += used;
     body.size = used;
-    body.data = self->body_buffer_.data();
+    body.data = self->body_buffer_.get();
     body.more = !self->response_->is_done();
     write();
   });
@@ -340,9 +401,8 @@ void EgressSession::do_relay_response_body() {
 
 void EgressSession::on_response_sent() {
   record(true, allowed_by_, bytes_up_, bytes_down_);
-  error_code ignored;
-  upstream_.socket().close(ignored);
-  upstream_buffer_.clear();
+  // Bytes past the answer were never asked for: such a connection is not used again.
+  if (!upstream_kept_ || upstream_buffer_.size() != 0) drop_upstream();
   response_.reset();
   response_out_.reset();
   request_out_.reset();

@@ -9,6 +9,12 @@
 //     └ http://: the request in origin form, hop-by-hop fields dropped, body relayed; the
 //       response relayed back; then the next request on the same connection (keep-alive)
 //
+// Keep-alive to the origin: after a complete answer that leaves the origin's connection open,
+// the next request of the same client connection to the same host and port, judged by the same
+// policy snapshot and without a body, is sent on it (the name is still checked; the address was
+// checked when it was connected). If that connection turns out closed before any byte of an
+// answer, the request goes once more on a new connection, resolved and checked again.
+//
 // Every decision is logged once (store/network_log.hpp): a refusal when it is made, a tunnel or
 // a forwarded request when it ends, with the bytes it moved.
 #include <boost/asio/ip/tcp.hpp>
@@ -18,7 +24,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -110,9 +115,15 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   void on_resolve(boost::system::error_code ec, std::vector<boost::asio::ip::tcp::endpoint> found);
   void do_connect(std::vector<boost::asio::ip::tcp::endpoint> allowed);
   void on_connect(boost::system::error_code ec, boost::asio::ip::tcp::endpoint to);
+  bool can_reuse_upstream() const;
+  void drop_upstream();
+  // A reused origin connection found closed before any byte of the answer: true when the
+  // request was sent again on a new one.
+  bool retried_on_new_connection(const boost::system::error_code& ec);
   // CONNECT
   void do_tunnel();
   // http://: request out, response back
+  void do_forward();  // after a connection: Expect: 100-continue, then the request
   void do_send_request();
   void do_relay_request_body();
   void on_request_sent();
@@ -140,13 +151,22 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   std::optional<ResponseParser> response_;
   std::optional<boost::beast::http::request_serializer<boost::beast::http::buffer_body>> request_out_;
   std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> response_out_;
-  std::array<char, 64 * 1024> body_buffer_{};
+  // Bodies pass through here, a piece at a time; made at the first body (a tunnel never needs it).
+  static constexpr size_t kBodyBufferSize = 64 * 1024;
+  std::unique_ptr<char[]> body_buffer_;
+  char* body_buffer();
 
   ProxyRequest target_;
   std::string connected_to_;  // the address connected to, for the log
   std::string allowed_by_;
   bool client_keep_alive_ = false;
-  bool counted_ = false;
+  // The origin connection kept after an answer: where it leads and the policy it was judged by.
+  bool upstream_kept_ = false;
+  bool upstream_reused_ = false;  // this request went on a kept connection
+  std::string upstream_host_;
+  uint16_t upstream_port_ = 0;
+  std::string upstream_address_;
+  std::shared_ptr<const EgressConfig> upstream_config_;
   uint64_t bytes_up_ = 0, bytes_down_ = 0;
 };
 

@@ -28,10 +28,11 @@ using ::testing::Not;
 using namespace std::chrono_literals;
 
 // A listener on 127.0.0.1 that serves each connection on a thread of its own: "echo" sends
-// back what it reads; "http" answers each request head with its own request line and head.
+// back what it reads; "http" answers one request head with its own request line, then closes
+// without having said so; "http_keep_alive" answers every request of the connection that way.
 class Origin {
  public:
-  enum class Mode { echo, http };
+  enum class Mode { echo, http, http_keep_alive };
   explicit Origin(Mode mode) : mode_(mode), acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
     thread_ = std::thread([this] {
       for (;;) {
@@ -57,6 +58,10 @@ class Origin {
     std::lock_guard lock(mu_);
     return last_head_;
   }
+  int requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
 
  private:
   void serve(tcp::socket s) {
@@ -70,16 +75,20 @@ class Origin {
       }
     }
     std::string in;
-    size_t n = asio::read_until(s, asio::dynamic_buffer(in), "\r\n\r\n", ec);
-    if (ec) return;
-    std::string head = in.substr(0, n);
-    {
-      std::lock_guard lock(mu_);
-      last_head_ = head;
-    }
-    std::string body = head.substr(0, head.find("\r\n"));
-    asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
-                ec);
+    do {
+      size_t n = asio::read_until(s, asio::dynamic_buffer(in), "\r\n\r\n", ec);
+      if (ec) return;
+      std::string head = in.substr(0, n);
+      in.erase(0, n);
+      {
+        std::lock_guard lock(mu_);
+        last_head_ = head;
+        ++requests_;
+      }
+      std::string body = head.substr(0, head.find("\r\n"));
+      asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
+                  ec);
+    } while (!ec && mode_ == Mode::http_keep_alive);
   }
 
   Mode mode_;
@@ -91,6 +100,7 @@ class Origin {
   std::atomic<int> connections_{0};
   std::mutex mu_;
   std::string last_head_;
+  int requests_ = 0;
 };
 
 class EgressProxyTest : public ::testing::Test {
@@ -254,7 +264,8 @@ TEST_F(EgressProxyTest, AbsoluteFormRequestsAreForwardedInOriginFormWithKeepAliv
   EXPECT_THAT(first, HasSubstr("GET /a?x=1 HTTP/1.1"));  // the origin got the origin form
   EXPECT_THAT(origin.last_head(), Not(HasSubstr("Proxy-")));
   EXPECT_THAT(origin.last_head(), HasSubstr("Host: " + host));
-  // The same connection carries the next request.
+  // The same connection carries the next request. The origin closed its connection after the
+  // first answer without saying so: the proxy finds it closed and sends the request on a new one.
   std::string second = exchange(s, "GET http://" + host + "/b HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
   EXPECT_THAT(second, HasSubstr("GET /b HTTP/1.1"));
   EXPECT_EQ(origin.connections(), 2);
@@ -263,6 +274,51 @@ TEST_F(EgressProxyTest, AbsoluteFormRequestsAreForwardedInOriginFormWithKeepAliv
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].kind, "forward");
   EXPECT_EQ(log[0].bytes_down, static_cast<int64_t>(std::string("GET /b HTTP/1.1").size()));
+}
+
+TEST_F(EgressProxyTest, AnOriginConnectionLeftOpenCarriesTheNextRequestsToTheSamePlaceOnly) {
+  Origin origin(Origin::Mode::http_keep_alive);
+  start(config({"bait.test", "other.test"}));
+  std::string port = std::to_string(origin.port());
+  tcp::socket s = connect();
+  for (std::string path : {"/a", "/b", "/c"})
+    EXPECT_THAT(exchange(s, "GET http://bait.test:" + port + path + " HTTP/1.1\r\nHost: bait.test:" + port + "\r\n\r\n"),
+                HasSubstr("GET " + path + " HTTP/1.1"));
+  EXPECT_EQ(origin.connections(), 1);
+  EXPECT_THAT(origin.last_head(), Not(HasSubstr("Connection: close")));
+  // Another name is another place, even at the same address: a connection of its own.
+  EXPECT_THAT(exchange(s, "GET http://other.test:" + port + "/d HTTP/1.1\r\nHost: other.test:" + port + "\r\n\r\n"),
+              HasSubstr("GET /d HTTP/1.1"));
+  EXPECT_EQ(origin.connections(), 2);
+  // A client that closes after its request: the origin is asked to close too.
+  tcp::socket once = connect();
+  EXPECT_THAT(exchange(once, "GET http://bait.test:" + port + "/e HTTP/1.1\r\nHost: bait.test:" + port +
+                                 "\r\nConnection: close\r\n\r\n"),
+              HasSubstr("GET /e HTTP/1.1"));
+  EXPECT_THAT(origin.last_head(), HasSubstr("Connection: close"));
+  for (int i = 0; i < 200 && decisions().size() < 5; ++i) std::this_thread::sleep_for(10ms);  // logged once sent
+  std::vector<NetworkDecision> log = decisions();
+  ASSERT_EQ(log.size(), 5u);
+  for (const NetworkDecision& d : log) {
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.address, "127.0.0.1");
+  }
+}
+
+TEST_F(EgressProxyTest, AConnectionKeptUnderAnOldPolicyIsNotUsedUnderANewOne) {
+  Origin origin(Origin::Mode::http_keep_alive);
+  start(config({"bait.test"}));
+  std::string host = "bait.test:" + std::to_string(origin.port());
+  std::string get = "GET http://" + host + "/ HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
+  tcp::socket s = connect();
+  EXPECT_THAT(exchange(s, get), HasSubstr("200 OK"));
+  EXPECT_THAT(exchange(s, get), HasSubstr("200 OK"));  // control: the kept connection serves it
+  EXPECT_EQ(origin.requests(), 2);
+  // The same name, no longer allowed to lead to loopback: refused, though a connection to it is open.
+  proxy_->set_config(std::make_shared<const EgressConfig>(config({"bait.test"}, {}, {})));
+  EXPECT_THAT(exchange(s, get), HasSubstr("403"));
+  EXPECT_EQ(origin.requests(), 2);
+  EXPECT_EQ(origin.connections(), 1);
 }
 
 TEST_F(EgressProxyTest, AmbiguousOrMalformedHeadsAreRefused) {
@@ -313,6 +369,11 @@ TEST_F(EgressProxyTest, RefusedAndCappedConnectionsAnswerSayingWhy) {
   std::string answer = exchange(s, "CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n");
   EXPECT_THAT(answer, HasSubstr("502"));
   EXPECT_THAT(answer, HasSubstr("cannot connect to bait.test:" + port));
+  // The proxy closes that connection after its answer; until then it counts, and b would be the
+  // one refused (seen once in ~60 runs under load). Its end of file says it is gone.
+  char rest[64];
+  boost::system::error_code eof;
+  while (!eof) s.read_some(asio::buffer(rest), eof);
   // Two connections held open: the third is refused.
   tcp::socket a = connect(), b = connect();
   asio::write(a, asio::buffer(std::string("G")));
