@@ -696,7 +696,8 @@ Result probe_caps(Args) {
       unsigned long long value = 0;
       std::from_chars(hex.data(), hex.data() + hex.size(), value, 16);
       any = any || value != 0;
-      shown += (found++ == 0 ? "" : " ") + std::string(key.substr(0, key.size() - 1)) + "=" + hex;
+      if (found++ > 0) shown += ' ';  // appends: GCC 12 -O3 misreads "lit" + string (-Wrestrict)
+      shown.append(key.substr(0, key.size() - 1)).append("=").append(hex);
     }
   }
   if (found != 4) return error("expected 4 capability sets in /proc/self/status, found " + std::to_string(found));
@@ -852,7 +853,10 @@ Result probe_whoami(Args) {
                      " gid=" + std::to_string(getgid()) + " egid=" + std::to_string(getegid()) + " groups=";
   std::vector<gid_t> groups(static_cast<size_t>(std::max(getgroups(0, nullptr), 0)));
   int count = getgroups(static_cast<int>(groups.size()), groups.data());
-  for (int i = 0; i < count; ++i) line += (i == 0 ? "" : ",") + std::to_string(groups[static_cast<size_t>(i)]);
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) line += ',';
+    line += std::to_string(groups[static_cast<size_t>(i)]);
+  }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   return {0, "INFO: " + line + " hostname=" + host};
