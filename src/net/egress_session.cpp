@@ -78,6 +78,10 @@ EgressSession::EgressSession(tcp::socket client, std::shared_ptr<EgressAccount> 
       who_(std::move(who)),
       context_(std::move(context)) {
   ++who_->open;
+  // A relay's writes are whole pieces of a message: each goes now, not after the peer's ACK of
+  // the last (Nagle's wait meets the peer's delayed ACK: 40 ms per answer).
+  boost::system::error_code ignored;
+  client_.socket().set_option(tcp::no_delay(true), ignored);
 }
 
 EgressSession::~EgressSession() { --who_->open; }
@@ -223,6 +227,8 @@ void EgressSession::on_connect(error_code ec, tcp::endpoint to) {
     return answer(http::status::bad_gateway, why);
   }
   upstream_.expires_never();
+  error_code ignored;
+  upstream_.socket().set_option(tcp::no_delay(true), ignored);
   connected_to_ = to.address().to_string();
   if (target_.kind == ProxyRequest::Kind::tunnel) return do_tunnel();
   upstream_host_ = target_.host;

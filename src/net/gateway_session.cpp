@@ -57,6 +57,9 @@ GatewaySession::GatewaySession(tcp::socket client, std::shared_ptr<BoxAccount> w
                                std::shared_ptr<GatewayContext> context)
     : client_(std::move(client)), who_(std::move(who)), context_(std::move(context)) {
   ++who_->open;
+  // An answer's events go out as they come, not after the box's ACK of the last one.
+  boost::system::error_code ignored;
+  client_.socket().set_option(tcp::no_delay(true), ignored);
 }
 
 GatewaySession::~GatewaySession() { --who_->open; }
@@ -207,6 +210,8 @@ void GatewaySession::do_upstream() {
 
 void GatewaySession::on_connected(error_code ec) {
   if (ec) return upstream_failed(ec, "cannot connect to");
+  error_code ignored;
+  upstream_tcp().socket().set_option(tcp::no_delay(true), ignored);
   if (!tls_) {
     upstream_tcp().expires_never();
     return do_send_request();
