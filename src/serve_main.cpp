@@ -7,9 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include "server/serve.hpp"
+#include "util/crash_report.hpp"
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
+  agentbox::install_crash_report("agentbox serve");
   CLI::App app{"agentbox serve: the Open Terminal API with a box per user", "agentbox serve"};
   agentbox::server::ServeOptions o;
   app.add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")->type_name("FILE");

@@ -629,6 +629,12 @@ void HttpSession::on_timer(std::uint64_t generation) {
   timed_out_ = timer_kind_;
   error_code ignored;
   socket_.cancel(ignored);
+  // A composed operation (a whole header, a whole answer) may be between two of its reads or
+  // writes, its last one done and queued, so that cancel() finds nothing to stop and the next
+  // step would wait unbounded (a client sending a byte a second kept its header read going).
+  // Shutting that direction down ends the next step at once.
+  socket_.shutdown(timer_kind_ == Timeout::write ? tcp::socket::shutdown_send : tcp::socket::shutdown_receive,
+                   ignored);
 }
 
 std::string HttpSession::context() const { return method_ + " " + request_.path; }

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
+import weakref
 
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -72,6 +73,24 @@ def _alive(pid):
         return False
 
 
+# Every Daemon made, so that a failing test can say which one died on its own (and why).
+_daemons = weakref.WeakSet()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that fails while a daemon has died unasked gets that daemon's last log lines
+    (a crash otherwise shows only as "connection refused")."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for d in list(_daemons):
+        rc = d.proc.poll() if d.proc is not None else None
+        if rc is not None:
+            report.sections.append((f"daemon {d.workdir} exited on its own with {rc}", d.log_tail(8000)))
+
+
 class Daemon:
     """`agentbox serve --listen 127.0.0.1:0 --state DIR` with a bounded lifetime.
 
@@ -97,6 +116,7 @@ class Daemon:
         self.proc = None
         self.url = None
         self.starts = 0
+        _daemons.add(self)
         self.leftovers = []  # pids still alive after a stop (killed by us), for assertions
 
     @property

@@ -1,8 +1,11 @@
 """Durability: stop the daemon with SIGTERM, start a new one on the same state dir."""
 import os
+import signal
 import stat
 
-from conftest import run, sh, sse_events, text_of, wait_for_output
+import pytest
+
+from conftest import agentbox_bin, run, sh, sse_events, text_of, wait_for_output
 
 
 def test_restart_keeps_finished_processes_and_marks_running_ones_lost(make_daemon):
@@ -66,3 +69,18 @@ def test_restart_keeps_finished_processes_and_marks_running_ones_lost(make_daemo
 
     with d.client(user="someone-else") as other:
         assert other.get(f"/execute/{done['id']}/status").status_code == 404
+
+
+def test_a_crashing_daemon_names_the_signal_and_where_it_was(make_daemon):
+    """A daemon that dies on a fatal signal leaves the signal and a backtrace in its log (else
+    a crash shows only as refused connections), and still dies of that signal."""
+    if "asan" in os.path.basename(os.path.dirname(os.path.realpath(agentbox_bin()))):
+        pytest.skip("sanitizer builds print their own report")
+    d = make_daemon(tag="crash", lifetime=120).start()
+    with d.client(user="crash-user") as c:
+        assert sh(c, "echo up")[1] == "up\n"
+    rc = d.stop(sig=signal.SIGSEGV)
+    assert rc in (-signal.SIGSEGV, 128 + signal.SIGSEGV), rc
+    log = d.log_tail()
+    assert "agentbox serve: fatal signal SEGV" in log, log
+    assert "backtrace" in log and "agentbox-serve(" in log, log
