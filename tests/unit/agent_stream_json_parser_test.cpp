@@ -164,6 +164,7 @@ TEST(StreamJsonParser, ReadsResultErrorSubtypes) {
   EXPECT_EQ(turns.result, "");  // this subtype carries no text
   EXPECT_EQ(turns.terminal_reason, "max_turns");
   EXPECT_EQ(turns.num_turns, 2u);
+  EXPECT_EQ(turns.errors, (std::vector<std::string>{"Reached maximum number of turns (1)"}));
 
   auto events = parse_all(agent_fixture("error529.jsonl"));
   ApiRetry retry = only<ApiRetry>(events);
