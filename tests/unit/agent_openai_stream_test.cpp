@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -294,6 +295,33 @@ TEST(OpenAiStream, EveryChunkIsOneSseDataFrame) {
     EXPECT_EQ(frame.rfind("data: {", 0), 0u);
     EXPECT_EQ(frame.find('\n'), frame.size() - 2);  // no line break before the frame's end
     EXPECT_EQ(json::parse(frame.substr(6)), c);
+  }
+}
+
+TEST(OpenAiStream, SurvivesMangledOutputAndStillEndsTheAnswer) {
+  // The CLI's stdout is untrusted input: recordings with bytes overwritten, dropped and
+  // duplicated must give a well-formed stream (no throw, a final chunk), whatever they mean.
+  std::mt19937 random(15);
+  for (const char* name : {"bash.jsonl", "thinking.jsonl", "error529.jsonl"}) {
+    const std::string original = agent_fixture(name);
+    for (int round = 0; round < 100; ++round) {
+      std::string bytes = original;
+      for (int edit = 0; edit < 20; ++edit) {
+        size_t at = random() % bytes.size();
+        switch (random() % 3) {
+          case 0: bytes[at] = static_cast<char>(random() % 256); break;
+          case 1: bytes.erase(at, random() % 64); break;
+          default: bytes.insert(at, bytes.substr(at / 2, random() % 64)); break;
+        }
+        if (bytes.empty()) bytes = "x";
+      }
+      Rendered r;
+      ASSERT_NO_THROW(r = render_events(parse_all(bytes, 1 + random() % 512), RunEnd{1, {}, false, "stderr"}))
+          << name << " round " << round;
+      EXPECT_FALSE(r.last["choices"][0]["finish_reason"].is_null());
+      EXPECT_TRUE(r.last.contains("usage"));
+      for (const json& c : r.chunks) EXPECT_NO_THROW(sse::json_data(c));
+    }
   }
 }
 
