@@ -230,7 +230,7 @@ TEST(StreamJsonParser, ReadsALineOfManyMebibytesFedByteByByte) {
   ASSERT_EQ(user.tool_results.size(), 1u);
   EXPECT_EQ(user.tool_results[0].content, big);
   EXPECT_TRUE(std::holds_alternative<RunResult>(events[1].body));
-  EXPECT_LT(took, std::chrono::seconds(10));  // linear: well under a second here
+  EXPECT_LT(took, std::chrono::seconds(60));  // linear: ~1 s here (3 s under ASan); quadratic: hours
 }
 
 TEST(StreamJsonParser, SkipsALineOverTheLimitAndGoesOn) {
