@@ -24,8 +24,6 @@ REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
 PLACEHOLDER = "sk-ant-agentbox-placeholder-the-gateway-adds-the-real-key"
 OPS_SKILL = "ops-report-skill"
 
-pytestmark = pytest.mark.skipif(not CLAUDE.exists(),
-                                reason=f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +46,8 @@ def skills_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cdaemon(fake, skills_dir):
+    if not CLAUDE.exists():
+        pytest.skip(f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
     config = f"""
 [inference.anthropic]
 upstream = "http://127.0.0.1:{fake.port}"
@@ -85,6 +85,15 @@ def run_claude(client, prompt, *flags, prefix=""):
     events = events_of(out)
     assert events and events[-1]["type"] == "result", out
     return events
+
+
+def test_a_missing_cli_is_no_agent_said_once_not_a_failed_start(make_daemon):
+    d = make_daemon(tag="claude-missing", config_text='[agent]\nclaude = "/nonexistent/claude"\n')
+    d.start()
+    assert d.log_tail(20000).count("agent: none: [agent] claude /nonexistent/claude is not an executable file") == 1
+    with d.client(user=f"cc-{uuid.uuid4().hex[:8]}") as c:
+        code, out, _ = sh(c, 'command -v claude || echo no-claude; echo "$PATH"; test -e /agentbox || echo no-mounts')
+        assert (code, out) == (0, "no-claude\n/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nno-mounts\n")
 
 
 def test_claude_runs_in_a_box_from_its_path(user, cdaemon):
