@@ -29,6 +29,26 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Claude Code, the agent every box runs (DESIGN §7), into deps/claude-code (git-ignored), pinned:
+# the e2e tests run this very CLI in boxes, and a new version may change what it sends. The
+# check first keeps a run with it installed instant (npm would take seconds to say so).
+claude_code_version=2.1.197
+if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]]; then
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  prefix=$here/deps/claude-code
+  installed=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' \
+    "$prefix/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null || true)
+  if [[ $installed != "$claude_code_version" || ! -x $prefix/node_modules/.bin/claude ]]; then
+    command -v npm >/dev/null || { echo "install-deps: npm is needed for @anthropic-ai/claude-code" >&2; exit 1; }
+    mkdir -p "$prefix"
+    [[ -f $prefix/package.json ]] || echo '{"private": true}' >"$prefix/package.json"
+    npm install --prefix "$prefix" --silent --no-audit --no-fund --save-exact \
+      "@anthropic-ai/claude-code@$claude_code_version" >/dev/null
+    "$prefix/node_modules/.bin/claude" --version >/dev/null \
+      || { echo "install-deps: $prefix/node_modules/.bin/claude does not run" >&2; exit 1; }
+  fi
+fi
+
 # npm peers for benchmarks (srt); optional for tests, so a failure here is reported, not fatal.
 if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]] && command -v npm >/dev/null; then
   here=$(cd "$(dirname "$0")/.." && pwd)

@@ -70,6 +70,8 @@ int main(int argc, char** argv) {
   agentbox::cli::RunOptions run_opts;
   add_run(app, run_opts);
   auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
+  std::string doctor_config;
+  doctor->add_option("--config", doctor_config, "The server config whose [agent] to check (default $AGENTBOX_CONFIG)");
   // Listed for --help; the arguments are agentbox-serve's (see exec_server).
   app.add_subcommand("serve", "Serve the Open Terminal API with a box per user (agentbox serve --help)");
   std::string config_file;
@@ -106,7 +108,9 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("run")) return agentbox::cli::run_in_box(run_opts);
-    if (doctor->parsed()) return agentbox::run_doctor(::geteuid() == 0, std::cout);
+    if (doctor->parsed())
+      return agentbox::run_doctor(::geteuid() == 0, std::cout,
+                                  doctor_config.empty() ? std::nullopt : std::optional<std::string>(doctor_config));
     if (config_check->parsed()) return agentbox::cli::config_check(config_file);
   } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";

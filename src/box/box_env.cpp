@@ -1,5 +1,7 @@
 #include "box/box_env.hpp"
 
+#include "box/agent_paths.hpp"
+
 namespace agentbox {
 
 std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty) {
@@ -7,6 +9,12 @@ std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty) {
       {"HOME", spec.home_target}, {"USER", spec.name}, {"LOGNAME", spec.name},
       {"SHELL", spec.shell},      {"PATH", kBoxPath},  {"LANG", "C.UTF-8"}};
   if (tty) env["TERM"] = "xterm-256color";
+  if (has_claude_code(spec)) {
+    // First, so the configured CLI wins over one the host may have in /usr/local/bin. Its
+    // update checks, telemetry and error reports would only knock on the egress proxy.
+    env["PATH"] = std::string(kAgentBinDir) + ":" + kBoxPath;
+    env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1";
+  }
   if (spec.egress_proxy_port) {
     // Both spellings: curl reads the lower-case ones, many others the upper-case. The box's own
     // loopback stays direct (its servers, /proxy's dev servers).

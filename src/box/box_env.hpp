@@ -17,7 +17,9 @@ inline constexpr const char* kInferencePlaceholderKey = "sk-ant-agentbox-placeho
 
 // HOME, USER, LOGNAME, SHELL, PATH, LANG; TERM only for a terminal (pipes get none, so tools
 // do not emit colour codes into captured output); the proxy variables when the spec has an
-// egress proxy; ANTHROPIC_BASE_URL and the placeholder key when it has an inference gateway.
+// egress proxy; ANTHROPIC_BASE_URL and the placeholder key when it has an inference gateway;
+// with Claude Code (box/agent_paths.hpp) its directory first on PATH and
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1.
 std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty);
 
 // "K=V" strings, as SpawnRequest::env takes them.

@@ -1,9 +1,18 @@
 #include "cli/doctor.hpp"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
+
+#include "box/agent_paths.hpp"
+#include "config/server_config.hpp"
+#include "util/error.hpp"
+#include "util/unique_fd.hpp"
 
 #include "box/contain/seccomp.hpp"
 #include "box/host_support.hpp"
@@ -101,9 +110,64 @@ bool print_trials(bool as_root, std::ostream& out) {
   return ok;
 }
 
+// The first line `path --version` prints ("" if it does not run).
+std::string version_of(const std::string& path) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return "";
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  pid_t pid = ::fork();
+  if (pid < 0) return "";
+  if (pid == 0) {
+    ::dup2(write_end.get(), STDOUT_FILENO);
+    const char* argv[] = {path.c_str(), "--version", nullptr};
+    ::execv(path.c_str(), const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  write_end.reset();
+  std::string text;
+  char buf[512];
+  for (ssize_t n; text.size() < 4096 && (n = ::read(read_end.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  return text.substr(0, text.find('\n'));
+}
+
+void print_agent(const std::optional<std::string>& config_path, std::ostream& out) {
+  out << "\nagent (Claude Code in every box):\n";
+  ServerConfig config;
+  try {
+    config = load_server_config(config_path);
+  } catch (const Error& e) {
+    out << "  the server config has errors (agentbox config check): " << e.what() << '\n';
+    return;
+  }
+  std::string why;
+  std::optional<std::string> claude = find_claude(config.agent, &why);
+  if (!claude) {
+    out << "  none: " << why << '\n';
+  } else if (std::string version = version_of(*claude); version.empty()) {
+    out << "  none: " << *claude << " does not run (`" << *claude << " --version` failed)\n";
+  } else {
+    out << "  " << version << " from " << *claude << ", in boxes as " << kClaudeInBox << '\n';
+  }
+  try {
+    std::optional<std::string> skills = find_skills_dir(config.agent);
+    out << "  skills: " << (skills ? *skills + " (managed skills in every box)" : std::string("none configured"))
+        << '\n';
+  } catch (const Error& e) {
+    out << "  skills: " << e.what() << " (the server refuses to start)\n";
+  }
+}
+
 }  // namespace
 
-int run_doctor(bool as_root, std::ostream& out) {
+int run_doctor(bool as_root, std::ostream& out, const std::optional<std::string>& config_path) {
   const std::vector<HostFeature> features = probe_host(as_root);
   out << "agentbox doctor (" << (as_root ? "as root" : "as an ordinary user") << ")\n\n";
   print_table(features, out);
@@ -117,6 +181,7 @@ int run_doctor(bool as_root, std::ostream& out) {
     out << "\nmissing: a working box start (see the trial above)\n";
     ok = false;
   }
+  print_agent(config_path, out);
   for (const auto& f : features) {
     if (f.required && !f.present) {
       if (ok) out << '\n';

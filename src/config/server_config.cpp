@@ -11,6 +11,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "config/agent_config.hpp"
 #include "config/egress_config.hpp"
 #include "config/inference_config.hpp"
 #include "config/secret_file.hpp"
@@ -124,16 +125,19 @@ constexpr std::array<TomlField<ServerConfig>, 31> kFields = {{
 // A size above the entries would leave an entry with no key and no function.
 static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));
 
-// The tables descended into; the egress policy's (config/egress_config.hpp) and the inference
-// gateway's (config/inference_config.hpp) are appended.
+// The tables descended into; the egress policy's (config/egress_config.hpp), the inference
+// gateway's (config/inference_config.hpp) and the agent's (config/agent_config.hpp) are appended.
 constexpr std::array<std::string_view, 7> kOwnSections = {"limits", "accounts", "box",  "exec",
                                                           "terminals", "proxy", "egress"};
 constexpr auto kSections = [] {
-  std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size()> all{};
+  std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size() +
+                                   kAgentSections.size()>
+      all{};
   size_t i = 0;
   for (std::string_view s : kOwnSections) all[i++] = s;
   for (std::string_view s : kEgressSections) all[i++] = s;
   for (std::string_view s : kInferenceSections) all[i++] = s;
+  for (std::string_view s : kAgentSections) all[i++] = s;
   return all;
 }();
 
@@ -187,12 +191,15 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
             return true;
           }
         }
-        return apply_egress_key(config.egress, key, value) || apply_inference_key(config.inference, key, value);
+        return apply_egress_key(config.egress, key, value) || apply_inference_key(config.inference, key, value) ||
+               apply_agent_key(config.agent, key, value);
       });
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
   // A relative state_dir in a file means next to the file, wherever the daemon starts from.
+  const std::string file_dir = std::filesystem::absolute(path).parent_path().string();
   if (doc->contains("state_dir") && !config.state_dir.empty() && config.state_dir.front() != '/')
-    config.state_dir = absolute_path(config.state_dir, std::filesystem::absolute(path).parent_path().string());
+    config.state_dir = absolute_path(config.state_dir, file_dir);
+  resolve_agent_paths(config.agent, file_dir);  // the same for the agent's paths
   return errors;
 }
 

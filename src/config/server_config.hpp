@@ -22,6 +22,7 @@
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
 //   [inference] port = 3129 ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens
 //                                                             (config/inference_config.hpp)
+//   [agent]    claude = "PATH"  skills_dir = "PATH"           (config/agent_config.hpp)
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
 #include <sys/types.h>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "box/box_spec.hpp"
+#include "config/agent_config.hpp"
 #include "config/inference_config.hpp"
 #include "net/egress_policy.hpp"
 
@@ -99,6 +101,8 @@ struct ServerConfig {
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default
 
   InferenceConfig inference;  // the model gateway in each box's namespace (ANTHROPIC_BASE_URL)
+
+  AgentConfig agent;  // Claude Code in every box (/agentbox/bin/claude), the operator's skills
 };
 
 struct ListenAddress {

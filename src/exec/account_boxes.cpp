@@ -2,13 +2,15 @@
 
 #include <filesystem>
 
+#include "box/agent_paths.hpp"
 #include "box/box_env.hpp"
 #include "exec/plain_command.hpp"
 
 namespace agentbox::exec {
 
-AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, DaemonPorts ports)
-    : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits), ports_(ports) {}
+AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, DaemonPorts ports,
+                           AgentMounts agent)
+    : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits), ports_(ports), agent_(std::move(agent)) {}
 
 BoxSpec AccountBoxes::spec_for(const Account& account) const {
   BoxSpec spec;
@@ -23,6 +25,10 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
   spec.use_cgroup = true;
   spec.egress_proxy_port = ports_.egress_proxy;
   spec.inference_port = ports_.inference;
+  // Read-only, and the file itself: a 245 MB binary is shown, never copied, and no box can
+  // change what another runs.
+  if (!agent_.claude.empty()) spec.binds.push_back({agent_.claude, kClaudeInBox, /*writable=*/false});
+  if (!agent_.skills_dir.empty()) spec.binds.push_back({agent_.skills_dir, kManagedSkillsInBox, /*writable=*/false});
   return spec;
 }
 

@@ -21,13 +21,20 @@ struct DaemonPorts {
   uint16_t inference = 0;     // ANTHROPIC_BASE_URL
 };
 
+// Host paths every box shows read-only for Claude Code (box/agent_paths.hpp); empty: none.
+struct AgentMounts {
+  std::string claude;      // the CLI's executable file (symlinks resolved)
+  std::string skills_dir;  // the operator's skills
+};
+
 class AccountBoxes : public BoxPort, public TerminalPort {
  public:
   // state_dir holds the accounts' homes (Account::home_dir is relative to it).
-  AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, DaemonPorts ports = {});
+  AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, DaemonPorts ports = {},
+               AgentMounts agent = {});
 
   // The box an account gets: its name, uid, home; the configured limits; loopback-only network
-  // with the egress proxy on it.
+  // with the egress proxy on it; Claude Code and the skills when configured.
   BoxSpec spec_for(const Account& account) const;
 
   uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
@@ -52,6 +59,7 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   std::string state_dir_;
   Limits limits_;
   DaemonPorts ports_;
+  AgentMounts agent_;
 };
 
 // What a shell command line from the API becomes in a box (POST /execute).

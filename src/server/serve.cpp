@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "box/agent_paths.hpp"
 #include "box/box_manager.hpp"
 #include "box/cgroup.hpp"
 #include "config/server_config.hpp"
@@ -66,6 +67,26 @@ void wipe_environment(std::initializer_list<const char*> names) {
   }
 }
 
+// Claude Code for the boxes: a CLI that is not there means no agent, said once; a skills_dir
+// that is not a directory is an error (a typo must not silently give no skills).
+exec::AgentMounts find_agent(const AgentConfig& agent) {
+  exec::AgentMounts mounts;
+  try {
+    if (std::optional<std::string> skills = find_skills_dir(agent)) mounts.skills_dir = *skills;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  std::string why;
+  if (std::optional<std::string> claude = find_claude(agent, &why)) {
+    mounts.claude = *claude;
+    std::cout << "agent: Claude Code " << mounts.claude << " in every box as " << kClaudeInBox
+              << (mounts.skills_dir.empty() ? "" : ", skills from " + mounts.skills_dir) << "\n";
+  } else {
+    std::cout << "agent: none: " << why << "\n";
+  }
+  return mounts;
+}
+
 // Every long-poll and stream holds a connection: allow as many descriptors as the hard limit.
 void raise_fd_limit() {
   rlimit rl{};
@@ -82,6 +103,7 @@ int serve(const ServeOptions& options) {
   if (::geteuid() != 0)
     throw UsageError("serve must run as root: it gives every user their own uid (for one person without a server, use `agentbox run`)");
   ListenAddress addr = parse_listen_address(config.listen);
+  exec::AgentMounts agent_mounts = find_agent(config.agent);
   std::optional<net::Credential> model_credential;
   try {
     model_credential = load_anthropic_credential(config.inference, ::getenv);
@@ -198,7 +220,8 @@ int serve(const ServeOptions& options) {
 
   CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes});
   exec::AccountBoxes boxes(manager, config.state_dir, config.box,
-                           {.egress_proxy = config.egress_proxy.port, .inference = gateway ? config.inference.port : uint16_t{0}});
+                           {.egress_proxy = config.egress_proxy.port, .inference = gateway ? config.inference.port : uint16_t{0}},
+                           agent_mounts);
 
   exec::ProcessTableOptions table_options;
   table_options.log_dir = config.state_dir + "/processes";

@@ -8,11 +8,13 @@ import contextlib
 import ctypes
 import json
 import os
+import pathlib
 import re
 import secrets
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,6 +25,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+
+# tests/fakes (the scripted Anthropic upstream, fake_anthropic.py) importable by every module here
+# and by the red-team modules, which load this file.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "fakes"))
 
 DEFAULT_BIN = "/work/main/build/agentbox"
 READY_LINE = re.compile(r"agentbox \S+ serving on (http://127\.0\.0\.1:\d+)")

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "box/agent_paths.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
@@ -166,6 +167,11 @@ void fill_etc(int host_dir, int dest_dir, OnDir&& on_dir) {
       copy_file_at(host_dir, dest_dir, name.c_str(), st);
     }
   }
+  // Claude Code's managed directory, whatever the host's is: the operator's skills when the box
+  // has them (box/agent_paths.hpp), else a link to nothing. A link, not a mount point, so boxes
+  // keep a shared /etc.
+  if (::symlinkat(kClaudeManagedDir, dest_dir, kEtcClaudeCode) != 0)
+    throw sys_error(std::string("symlink(/etc/") + kEtcClaudeCode + ")");
 }
 
 // fill_etc from host_etc into dest (paths), the host's directories bound read-only.

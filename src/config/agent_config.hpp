@@ -1,0 +1,48 @@
+#pragma once
+// The [agent] keys of the server config (DESIGN §7): Claude Code in every box.
+//
+//   [agent]
+//   claude = "/opt/claude-code/node_modules/.bin/claude"  # the CLI on the host; default: the
+//                                                         # project's install (deps/claude-code)
+//   skills_dir = "/srv/agentbox/skills"                   # NAME/SKILL.md (+ files); default none
+//
+// Relative paths in a file are the file's directory's. A claude that is not there means no agent
+// (said once in the log and by `agentbox doctor`), never a daemon that does not start.
+#include <toml++/toml.h>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agentbox {
+
+struct AgentConfig {
+  std::optional<std::string> claude;      // unset: the first of default_claude_paths() that exists
+  std::optional<std::string> skills_dir;  // unset: no operator skills
+};
+
+inline constexpr std::array<std::string_view, 1> kAgentSections = {"agent"};
+
+// Stores one key the walker found under [agent]; false for a key that is not one of ours.
+// Throws Error saying what is wrong with the value.
+bool apply_agent_key(AgentConfig& config, std::string_view key, const toml::node& value);
+
+// Makes the configured paths absolute against base (the config file's directory).
+void resolve_agent_paths(AgentConfig& config, const std::string& base);
+
+// Where the project's install script puts the CLI: deps/claude-code beside the build directory
+// the running binary sits in, then under the source tree the binary was built from.
+std::vector<std::string> default_claude_paths();
+
+// The claude executable the boxes get: the configured (or default) path with its symlinks
+// resolved (boxes bind the file itself), a regular executable file. nullopt with *why set when
+// there is none: then there is no agent.
+std::optional<std::string> find_claude(const AgentConfig& config, std::string* why);
+
+// The skills directory as a real path, or nullopt when none is configured. Throws Error when
+// one is configured but is not a directory (a typo must not silently give no skills).
+std::optional<std::string> find_skills_dir(const AgentConfig& config);
+
+}  // namespace agentbox

@@ -1,0 +1,106 @@
+// The [agent] keys: where the Claude Code CLI and the operator's skills are found, and what a
+// box gets from them (binds, PATH, environment).
+#include "config/agent_config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "box/agent_paths.hpp"
+#include "box/box_env.hpp"
+#include "config/server_config.hpp"
+#include "support/scratch_dir.hpp"
+#include "util/error.hpp"
+
+namespace agentbox {
+namespace {
+
+using ::testing::HasSubstr;
+
+class AgentConfigTest : public ::testing::Test {
+ protected:
+  std::string write(const std::string& name, const std::string& text, mode_t mode = 0644) {
+    std::string path = scratch_.path() + "/" + name;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+  ServerConfig load(const std::string& toml) {
+    return load_server_config(write("config.toml", toml), [](const char*) -> const char* { return nullptr; });
+  }
+  testing::ScratchDir scratch_{"agentbox-agent-config"};
+};
+
+TEST_F(AgentConfigTest, DefaultsToTheProjectsInstallAndNoSkills) {
+  ServerConfig config = load_server_config(std::nullopt, [](const char*) -> const char* { return nullptr; });
+  EXPECT_EQ(config.agent.claude, std::nullopt);
+  EXPECT_EQ(config.agent.skills_dir, std::nullopt);
+  std::vector<std::string> paths = default_claude_paths();
+  ASSERT_FALSE(paths.empty());
+  EXPECT_EQ(paths.back(), std::string(AGENTBOX_SOURCE_DIR) + "/deps/claude-code/node_modules/.bin/claude");
+  for (const std::string& p : paths) EXPECT_EQ(p.front(), '/') << p;
+}
+
+TEST_F(AgentConfigTest, RelativePathsInAFileAreTheFilesDirectorys) {
+  ServerConfig config = load("[agent]\nclaude = \"bin/claude\"\nskills_dir = \"/srv/skills\"\n");
+  EXPECT_EQ(config.agent.claude, scratch_.path() + "/bin/claude");
+  EXPECT_EQ(config.agent.skills_dir, "/srv/skills");
+}
+
+TEST_F(AgentConfigTest, BadValuesAndUnknownKeysAreErrorsNamingTheKey) {
+  std::string path = write("bad.toml", "[agent]\nclaude = 3\nskills_dir = \"\"\nmodel = \"x\"\n");
+  std::vector<std::string> problems = validate_config_file(path);
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_THAT(problems[0], HasSubstr("agent.claude"));
+  EXPECT_THAT(problems[1], HasSubstr("agent.skills_dir"));
+  EXPECT_THAT(problems[2], HasSubstr("unknown key \"agent.model\""));
+}
+
+TEST_F(AgentConfigTest, FindsTheExecutableBehindItsSymlink) {
+  std::string real = write("pkg/claude.exe", "#!/bin/sh\necho 1.0\n", 0755);
+  std::string link = scratch_.path() + "/bin-claude";
+  ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
+  AgentConfig agent{.claude = link};
+  std::string why;
+  EXPECT_EQ(find_claude(agent, &why), real);  // the file a box binds, not the link
+}
+
+TEST_F(AgentConfigTest, AMissingOrNonExecutableClaudeIsNoAgentWithAReason) {
+  std::string why;
+  AgentConfig missing{.claude = scratch_.path() + "/nowhere/claude"};
+  EXPECT_EQ(find_claude(missing, &why), std::nullopt);
+  EXPECT_THAT(why, HasSubstr(scratch_.path() + "/nowhere/claude"));
+  AgentConfig plain{.claude = write("not-exec", "x", 0644)};
+  EXPECT_EQ(find_claude(plain, &why), std::nullopt);
+  AgentConfig dir{.claude = scratch_.path()};
+  EXPECT_EQ(find_claude(dir, &why), std::nullopt);
+}
+
+TEST_F(AgentConfigTest, ASkillsDirMustBeADirectory) {
+  EXPECT_EQ(find_skills_dir(AgentConfig{}), std::nullopt);
+  write("skills/report/SKILL.md", "---\nname: report\n---\n");
+  EXPECT_EQ(find_skills_dir(AgentConfig{.skills_dir = scratch_.path() + "/skills/"}), scratch_.path() + "/skills");
+  EXPECT_THROW(find_skills_dir(AgentConfig{.skills_dir = scratch_.path() + "/typo"}), Error);
+  EXPECT_THROW(find_skills_dir(AgentConfig{.skills_dir = scratch_.path() + "/skills/report/SKILL.md"}), Error);
+}
+
+TEST(AgentBoxEnvTest, ABoxWithClaudeHasItFirstOnPathAndNoNonessentialTraffic) {
+  BoxSpec spec;
+  spec.home_target = "/home/u";
+  auto without = base_env(spec, false);
+  EXPECT_EQ(without.at("PATH"), kBoxPath);
+  EXPECT_EQ(without.count("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"), 0u);
+
+  spec.binds.push_back({"/host/claude", kClaudeInBox, false});
+  auto with = base_env(spec, false);
+  EXPECT_EQ(with.at("PATH"), std::string("/agentbox/bin:") + kBoxPath);
+  EXPECT_EQ(with.at("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"), "1");
+}
+
+}  // namespace
+}  // namespace agentbox
