@@ -9,6 +9,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -84,7 +85,13 @@ EgressSession::EgressSession(tcp::socket client, std::shared_ptr<EgressAccount> 
   client_.socket().set_option(tcp::no_delay(true), ignored);
 }
 
-EgressSession::~EgressSession() { --who_->open; }
+EgressSession::~EgressSession() { release_slot(); }
+
+// Before the client can see its connection end: a client that opens the next one at once
+// (one connection allowed) must find the slot free, not a 429.
+void EgressSession::release_slot() {
+  if (std::exchange(holds_slot_, false)) --who_->open;
+}
 
 void EgressSession::start() {
   const size_t cap = context_->limits().connections_per_account;
@@ -451,6 +458,7 @@ void EgressSession::record(bool allowed, std::string reason, uint64_t up, uint64
 }
 
 void EgressSession::close() {
+  release_slot();
   error_code ignored;
   client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   client_.socket().close(ignored);

@@ -137,10 +137,12 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   void refuse(const std::string& reason);  // 403, logged
   void record(bool allowed, std::string reason, uint64_t up = 0, uint64_t down = 0);
   void close();
+  void release_slot();
 
   boost::beast::tcp_stream client_;
   boost::beast::tcp_stream upstream_;
   std::shared_ptr<EgressAccount> who_;
+  bool holds_slot_ = true;  // counted in who_->open until release_slot()
   std::shared_ptr<const EgressContext> context_;
   std::shared_ptr<const EgressConfig> config_;  // the snapshot this request is judged by
   EgressPolicy policy_;
