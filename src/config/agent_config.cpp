@@ -34,6 +34,21 @@ bool apply_agent_key(AgentConfig& config, std::string_view key, const toml::node
     config.claude = nonempty_path(value);
   else if (key == "agent.skills_dir")
     config.skills_dir = nonempty_path(value);
+  else if (key == "agent.model")
+    config.model = toml_string(value);
+  else if (key == "agent.max_retries")
+    config.max_retries = static_cast<int>(toml_integer(value, 0, 100));
+  else if (key == "agent.max_turns")
+    config.max_turns = static_cast<int>(toml_integer(value, 0, 1000));
+  else if (key == "agent.allowed_tools")
+    config.allowed_tools = toml_strings(value);
+  else if (key == "agent.public_url") {
+    config.public_url = toml_string(value);
+    if (!config.public_url.starts_with("http://") && !config.public_url.starts_with("https://"))
+      throw Error("must start with http:// or https://");
+    while (config.public_url.ends_with('/')) config.public_url.pop_back();
+  } else if (key == "agent.link_days")
+    config.link_days = static_cast<int>(toml_integer(value, 1, 365));
   else
     return false;
   return true;

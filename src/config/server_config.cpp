@@ -313,14 +313,16 @@ std::vector<std::string> validate_config_file(const std::string& path) {
   return overlay_file(scratch, path);
 }
 
-std::string load_or_create_api_key(const std::string& state_dir) {
+std::string load_or_create_api_key(const std::string& state_dir) { return load_or_create_state_secret(state_dir, "api_key"); }
+
+std::string load_or_create_state_secret(const std::string& state_dir, const std::string& name) {
   if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + state_dir + ")");
-  const std::string path = state_dir + "/api_key";
+  const std::string path = state_dir + "/" + name;
   if (std::optional<std::string> key = read_api_key(path)) return *key;
 
   // Write a complete file under a temporary name, then link() it into place: link never
   // replaces, so of two first starts one wins and the other reads the winner's key.
-  std::string tmp = state_dir + "/.api_key.XXXXXX";
+  std::string tmp = state_dir + "/." + name + ".XXXXXX";
   UniqueFd fd(::mkstemp(tmp.data()));
   if (!fd) throw sys_error("mkstemp(" + tmp + ")");
   try {

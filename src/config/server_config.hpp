@@ -138,5 +138,7 @@ std::string absolute_path(const std::string& path, const std::string& base = {})
 // created (0700) if missing. A key file others can read is refused. Safe against a concurrent
 // first start: both get the same key.
 std::string load_or_create_api_key(const std::string& state_dir);
+// The same for another secret of the daemon's own, in STATE/name (the link signing key).
+std::string load_or_create_state_secret(const std::string& state_dir, const std::string& name);
 
 }  // namespace agentbox

@@ -786,6 +786,18 @@ InputResult ProcessTable::input(const std::string& account, const std::string& i
   return InputResult::ok;
 }
 
+bool ProcessTable::signal(const std::string& account, const std::string& id, int sig) {
+  Impl& im = *impl_;
+  std::shared_ptr<Impl::Proc> p;
+  {
+    std::lock_guard lock(im.mu);
+    p = im.find_locked(account, id);
+    if (!p || p->status != ProcessStatus::running || p->exited) return false;
+  }
+  im.post(p->strand, [&im, p, sig] { im.send_signal(*p, sig); });
+  return true;
+}
+
 void ProcessTable::kill(const std::string& account, const std::string& id, bool force,
                         std::function<void(bool found)> done) {
   Impl& im = *impl_;

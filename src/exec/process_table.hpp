@@ -141,6 +141,10 @@ class ProcessTable {
   // earlier run); closed: pipes mode and its stdin was closed (after stdin_data, or EPIPE).
   InputResult input(const std::string& account, const std::string& id, std::string bytes);
 
+  // Only sends sig to the process group (SIGINT: "stop what you are doing", as Ctrl-C would);
+  // false when there is no such process still running. kill() is what ends one for sure.
+  bool signal(const std::string& account, const std::string& id, int sig);
+
   // TERM (KILL when force) to the process group; after kill_grace without exit, KILL. done(true)
   // once it has finished (status killed), done(false) when there is no such process. A process
   // already finished: done(true) at once, its record unchanged. Bounded: if not even KILL

@@ -305,7 +305,9 @@ void add_file_routes(Router& router, CallerDirectory& callers, const FileRoutesO
                      offload(pool, BlockingWork([ctx, handler = r.handler](
                                                     const Request& req, const Writer& writer) {
                        handler(*ctx, req, writer);
-                     })));
+                     })),
+                     // The agent's download links (server/signed_links.hpp) open one file each.
+                     {.signed_link = r.handler == view_file});
   router.add_async(http::verb::post, "/files/upload", offload(pool, json_work(upload_file)),
                    {.body_limit = options.upload_max_bytes + kMultipartOverheadBytes,
                     .spool_body = true});

@@ -2,10 +2,13 @@
 // Limits and timeouts of the HTTP layer. Every field has a default, so HttpServerOptions{} serves.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace agentbox::server {
+
+class SignedLinks;
 
 struct HttpServerOptions {
   unsigned threads = 0;                                 // io threads; 0 = one per core
@@ -23,6 +26,7 @@ struct HttpServerOptions {
   std::string api_key;                                  // Bearer key; empty = every non-public route is 401
   std::vector<std::string> cors_origins{"*"};           // allowed Origin values; "*" = any
   std::string spool_dir = "/var/tmp";                   // O_TMPFILE home for RouteOptions::spool_body
+  std::shared_ptr<const SignedLinks> links;             // checks RouteOptions::signed_link tokens; none: refused
 };
 
 }  // namespace agentbox::server

@@ -17,10 +17,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "server/access_log.hpp"
 #include "server/http_error.hpp"
 #include "server/response_writer.hpp"
+#include "server/signed_links.hpp"
 
 namespace agentbox::server {
 
@@ -178,7 +180,8 @@ void HttpSession::route_request() {
   }
   route_ = match.route;
   const bool key_accepted = ctx_->auth.accepts(request_.header("Authorization").value_or(""));
-  if (!route_->options.is_public && !route_->options.auth_in_handler && !key_accepted) {
+  const bool link_accepted = !key_accepted && route_->options.signed_link && accepts_link(target->query);
+  if (!route_->options.is_public && !route_->options.auth_in_handler && !key_accepted && !link_accepted) {
     count(ctx_->counters.unauthorized);
     auto r = error_response(http::status::unauthorized, "Invalid API key");
     r.headers.set(http::field::www_authenticate, "Bearer");
@@ -605,6 +608,28 @@ void HttpSession::do_close() {
   auto keep = std::move(hold_);  // every caller runs inside a handler that holds the session too
   if (auto writer = writer_.lock()) writer->notify_closed();
   writer_.reset();
+}
+
+// ---------------------------------------------------------------- signed links
+
+// A browser's download link: the token must sign this user and this path, and the request
+// then acts as that user, whatever user headers it carries.
+bool HttpSession::accepts_link(const QueryParams& query) {
+  if (!ctx_->options.links) return false;
+  auto value = [&](std::string_view name) -> const std::string* {
+    for (const auto& [k, v] : query)
+      if (k == name) return &v;
+    return nullptr;
+  };
+  const std::string* user = value("user_id");
+  const std::string* path = value("path");
+  const std::string* token = value("token");
+  if (!user || !path || !token || user->empty()) return false;
+  if (!ctx_->options.links->verify(*user, *path, *token, std::time(nullptr))) return false;
+  for (const char* header : {"X-User-Id", "X-OpenWebUI-User-Id", "X-Session-Id", "X-OpenWebUI-Chat-Id"})
+    request_.headers.erase(header);
+  request_.headers.set("X-User-Id", *user);
+  return true;
 }
 
 // ---------------------------------------------------------------- deadlines

@@ -50,6 +50,9 @@ struct RouteOptions {
   // Takeover routes only: a request without the key still reaches the handler, which
   // authenticates another way (a WebSocket's first message) and sees key_accepted.
   bool auth_in_handler = false;
+  // A request without the key passes with a `token` query that signs its `user_id` and `path`
+  // queries (server/signed_links.hpp); it then acts as that user only.
+  bool signed_link = false;
   std::optional<std::uint64_t> body_limit; // bytes; overrides HttpServerOptions::body_limit
   bool spool_body = false;                 // body goes to an unlinked temp file (Request::body_file)
 };

@@ -27,6 +27,10 @@
 #include "server/proxy_routes.hpp"
 #include "server/network_routes.hpp"
 #include "server/usage_routes.hpp"
+#include "server/agent_routes.hpp"
+#include "server/agent_session_routes.hpp"
+#include "server/signed_links.hpp"
+#include "store/chat_sessions.hpp"
 #include "net/inference_gateway.hpp"
 #include "net/egress_listener.hpp"
 #include "net/egress_proxy.hpp"
@@ -244,11 +248,34 @@ int serve(const ServeOptions& options) {
   file_options.temp_dir = config.state_dir;  // archives are built next to the homes, not in /var/tmp
   file_options.upload_max_bytes = config.limits.body_bytes;
   file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
+  file_options.pool = std::make_shared<BlockingPool>(file_options.threads, file_options.per_account_ops);
   add_file_routes(router, callers, file_options);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
   add_proxy_routes(router, callers, boxes, proxy_options(config.proxy));
   add_network_routes(router, callers, network_log);
   add_usage_routes(router, callers, token_ledger, config.inference.anthropic.daily_tokens);
+  // Claude Code in the caller's box; its download links open without the API key.
+  auto links = std::make_shared<const SignedLinks>(load_or_create_state_secret(config.state_dir, "link_key"));
+  ChatSessions chat_sessions(open_state_db(config.state_dir));
+  agent::ClaudeRunner claude_runner(loop.context(), table);
+  AgentRoutesOptions agent_options;
+  agent_options.claude_model = config.agent.model;
+  agent_options.max_turns = config.agent.max_turns;
+  agent_options.max_retries = config.agent.max_retries;
+  agent_options.allowed_tools = config.agent.allowed_tools;
+  agent_options.public_url = config.agent.public_url;
+  agent_options.link_ttl = std::chrono::hours(24) * config.agent.link_days;
+  if (agent_mounts.claude.empty())
+    agent_options.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
+  else if (!gateway)
+    agent_options.unavailable =
+        "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
+  agent_options.network_of = [egress_context](const std::string& user) {
+    return net::describe_for_box(egress_context->config()->policy_for(user));
+  };
+  add_agent_routes(router, callers, boxes, claude_runner, chat_sessions, links, file_options.pool,
+                   std::move(agent_options));
+  add_agent_session_routes(router, callers, file_options.pool);
 
   HttpServerOptions http;
   http.api_key = api_key;
@@ -256,6 +283,7 @@ int serve(const ServeOptions& options) {
   http.header_timeout = config.limits.header_timeout;
   http.cors_origins = config.cors_origins;
   http.spool_dir = config.state_dir;
+  http.links = links;
 
   HttpServer http_server(std::move(router), http, http_io);
   auto listener = http_server.listen(addr.host, addr.port);

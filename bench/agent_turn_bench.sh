@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# A one-turn chat through agentbox (Claude Code in the user's box, /v1/chat/completions
+# streamed) against the same `claude -p` run directly on the host, both against the instant
+# fake Anthropic upstream; time to first token and total time, medians and ratios (issue 15:
+# <= 1.1x). Everything runs in a network namespace with loopback only (`unshare -n`, lo up):
+# neither CLI can reach anything but the fake.
+#
+#   bench/agent_turn_bench.sh [BUILD_DIR]    (default: build-bench next to bench/; run as root)
+# Environment: RUNS (15), NO_BUILD=1 uses BUILD_DIR as it is, JOBS.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-$root/build-bench}
+runs=${RUNS:-15}
+claude=$root/deps/claude-code/node_modules/.bin/claude
+
+[[ $(id -u) -eq 0 ]] || { echo "agent_turn_bench.sh: run as root" >&2; exit 2; }
+[[ -x $claude ]] || { echo "agent_turn_bench.sh: no $claude (scripts/install-deps.sh installs it)" >&2; exit 2; }
+if [[ ${NO_BUILD:-0} != 1 ]]; then
+  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
+fi
+build=$(cd "$build" && pwd)
+[[ -x $build/agentbox ]] || { echo "agent_turn_bench.sh: no $build/agentbox" >&2; exit 2; }
+
+exec unshare -n sh -c 'ip link set lo up && exec python3 "$0" "$1" "$2" "$3"' \
+  "$here/agent_turn.py" "$build/agentbox" "$claude" "$runs"
