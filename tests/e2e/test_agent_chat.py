@@ -332,3 +332,16 @@ def test_an_attached_image_is_a_file_of_the_chat_named_in_the_prompt(adaemon, fa
         code, out, _ = sh(c, "cat chats/*/attachment-1.png | base64 -w0")
         assert code == 0 and out.strip() == png
     assert "attachment-1.png" in turns_with(fake, m)[-1].all_text()
+
+
+def test_a_request_can_narrow_the_tools_and_a_tool_outside_them_does_not_run(adaemon):
+    m = uuid.uuid4().hex[:8]
+    with client(adaemon, user=new_user(), chat=str(uuid.uuid4())) as c:
+        r = ask(c, f"[[bash: touch made-{m}]]", allowed_tools=["Read"])
+        assert r.status_code == 200, r.text
+        assert sh(c, f"ls chats/*/made-{m}")[0] != 0, "Bash was not among the allowed tools"
+        # Control: without the list the same turn runs the command.
+        assert ask(c, f"[[bash: touch made-{m}]]").status_code == 200
+        assert sh(c, f"ls chats/*/made-{m}")[0] == 0
+        assert ask(c, "x", max_turns=0).status_code == 400
+        assert ask(c, "x", allowed_tools="Bash").status_code == 400
