@@ -22,23 +22,40 @@ std::string extension_for(std::string_view media_type) {
   return "bin";
 }
 
-// "data:image/png;base64,AAAA" -> the attachment; other URLs are refused (the box has no
-// business fetching what the client could not send).
-ChatAttachment attachment_from(std::string_view url, size_t index, size_t max_bytes) {
+// A file name the client gave, as a plain name of the chat directory ("" when nothing of it
+// is usable): its last path component, plain characters only, not hidden.
+std::string plain_file_name(std::string_view given) {
+  if (const size_t slash = given.find_last_of("/\\"); slash != std::string_view::npos) given.remove_prefix(slash + 1);
+  std::string name;
+  for (char c : given)
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-')
+      name += c;
+    else if (c == ' ')
+      name += '_';
+  while (!name.empty() && name.front() == '.') name.erase(0, 1);
+  if (name.size() > 100) name.erase(0, name.size() - 100);
+  return name;
+}
+
+// "data:image/png;base64,AAAA" -> the attachment, named `name` or attachment-INDEX.EXT; other
+// URLs are refused (the box has no business fetching what the client could not send).
+ChatAttachment attachment_from(std::string_view what, std::string_view url, size_t index, size_t max_bytes,
+                               std::string name = {}) {
   constexpr std::string_view kData = "data:";
   const size_t comma = url.find(',');
   if (url.substr(0, kData.size()) != kData || comma == std::string_view::npos)
-    throw ChatRequestError("image_url must be a data: URL with base64 content");
+    throw ChatRequestError(std::string(what) + " must be a data: URL with base64 content");
   std::string_view meta = url.substr(kData.size(), comma - kData.size());
   constexpr std::string_view kBase64 = ";base64";
   if (meta.size() < kBase64.size() || meta.substr(meta.size() - kBase64.size()) != kBase64)
-    throw ChatRequestError("image_url must be a data: URL with base64 content");
+    throw ChatRequestError(std::string(what) + " must be a data: URL with base64 content");
   meta.remove_suffix(kBase64.size());
   std::string_view payload = url.substr(comma + 1);
   if (payload.size() / 4 * 3 > max_bytes + 3)
-    throw ChatRequestError("an attached image is larger than " + std::to_string(max_bytes) + " bytes");
+    throw ChatRequestError("an attached file is larger than " + std::to_string(max_bytes) + " bytes");
   ChatAttachment a;
-  a.name = "attachment-" + std::to_string(index) + "." + extension_for(meta);
+  a.name = name.empty() ? "attachment-" + std::to_string(index) + "." + extension_for(meta)
+                        : std::to_string(index) + "-" + name;  // numbered: two files never share a name
   a.bytes = decode_base64(payload);
   return a;
 }
@@ -59,9 +76,21 @@ std::string text_of(const json& content, std::vector<ChatAttachment>* attachment
       const json& image = part.contains("image_url") ? part["image_url"] : json();
       const json url = image.is_object() ? image.value("url", json()) : image;
       if (!url.is_string()) throw ChatRequestError("image_url needs a url");
-      attachments->push_back(attachment_from(url.get<std::string>(), attachments->size() + 1, max_bytes));
+      attachments->push_back(
+          attachment_from("image_url", url.get<std::string>(), attachments->size() + 1, max_bytes));
+    } else if (type == "file" && attachments) {
+      // OpenAI's file input: {"type":"file","file":{"filename","file_data":"data:...;base64,..."}}.
+      // A file_id names an upload of another service: nothing to write.
+      const json file = part.value("file", json::object());
+      if (!file.is_object()) throw ChatRequestError("a file part needs a file object");
+      const json data = file.value("file_data", json());
+      if (data.is_null()) continue;
+      if (!data.is_string()) throw ChatRequestError("file_data must be a data: URL");
+      const json given = file.value("filename", json(""));
+      attachments->push_back(attachment_from("file_data", data.get<std::string>(), attachments->size() + 1, max_bytes,
+                                             plain_file_name(given.is_string() ? given.get<std::string>() : "")));
     }
-    // Other part types (input_audio, file references) are not ours to run: ignored.
+    // Other part types (input_audio) are not ours to run: ignored.
   }
   return text;
 }

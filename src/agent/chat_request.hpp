@@ -1,8 +1,9 @@
 #pragma once
 // What an OpenAI chat-completions request asks of Claude Code (API.md Part B): the last user
 // message is the turn's prompt (Claude Code keeps the conversation itself, resumed per chat),
-// system messages are added to the system prompt, and images sent as data URIs are files the
-// turn is given in its chat directory. Pure: no box, no files.
+// system messages are added to the system prompt, and images and files sent as data URIs
+// (`image_url`, OpenAI's `file` parts) are files the turn is given in its chat directory. Pure:
+// no box, no files.
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -19,7 +20,7 @@ class ChatRequestError : public std::runtime_error {
 };
 
 struct ChatAttachment {
-  std::string name;   // file name in the chat directory: "attachment-1.png"
+  std::string name;   // file name in the chat directory: "attachment-1.png", "2-report.pdf"
   std::string bytes;  // decoded
 };
 

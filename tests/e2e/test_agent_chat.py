@@ -345,3 +345,17 @@ def test_a_request_can_narrow_the_tools_and_a_tool_outside_them_does_not_run(ada
         assert sh(c, f"ls chats/*/made-{m}")[0] == 0
         assert ask(c, "x", max_turns=0).status_code == 400
         assert ask(c, "x", allowed_tools="Bash").status_code == 400
+
+
+def test_an_attached_file_is_written_into_the_chat_under_a_plain_name(adaemon, fake):
+    m = "file-" + uuid.uuid4().hex[:6]
+    with client(adaemon, user=new_user(), chat=str(uuid.uuid4())) as c:
+        body = {"model": "claude-code", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": f"summarize {m}"},
+            {"type": "file", "file": {"filename": "../../q3 sales.csv", "file_data": "data:text/csv;base64,cmVnaW9uLHRvdGFsCg=="}}]}]}
+        r = c.post("/v1/chat/completions", json=body)
+        assert r.status_code == 200, r.text
+        code, out, _ = sh(c, "cat chats/*/1-q3_sales.csv; ls ~ | grep -c sales || true")
+        assert code == 0 and out.startswith("region,total\n"), out
+        assert out.strip().endswith("0")  # nothing landed outside the chat's directory
+    assert "1-q3_sales.csv" in turns_with(fake, m)[-1].all_text()

@@ -42,6 +42,21 @@ TEST(ChatRequest, ImagesAsDataUrisBecomeNamedAttachments) {
   EXPECT_FALSE(r.stream);
 }
 
+TEST(ChatRequest, FilePartsBecomeNumberedPlainNamedAttachments) {
+  json file = {{"type", "file"}, {"file", {{"filename", "../../etc/My Report.csv"}, {"file_data", "data:text/csv;base64,YSxiCg=="}}}};
+  json same = {{"type", "file"}, {"file", {{"filename", "My Report.csv"}, {"file_data", "data:text/csv;base64,Yw=="}}}};
+  json nameless = {{"type", "file"}, {"file", {{"file_data", "data:application/pdf;base64,JVBERg=="}}}};
+  json elsewhere = {{"type", "file"}, {"file", {{"file_id", "file-abc"}}}};  // another service's upload: nothing to write
+  json body = {{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "sum it"}}, file, same, nameless, elsewhere}}}}}};
+  ChatRequest r = parse_chat_request(body, 1 << 20);
+  ASSERT_EQ(r.attachments.size(), 3u);
+  EXPECT_EQ(r.attachments[0].name, "1-My_Report.csv");
+  EXPECT_EQ(r.attachments[0].bytes, "a,b\n");
+  EXPECT_EQ(r.attachments[1].name, "2-My_Report.csv");  // the same name twice: two files
+  EXPECT_EQ(r.attachments[2].name, "attachment-3.bin");
+  for (const auto& a : r.attachments) EXPECT_NE(r.prompt.find(a.name), std::string::npos) << a.name;
+}
+
 TEST(ChatRequest, WhatCannotBeRunIsAnErrorThatSaysWhy) {
   auto fails = [](const json& body) {
     try {

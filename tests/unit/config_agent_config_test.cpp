@@ -53,12 +53,28 @@ TEST_F(AgentConfigTest, RelativePathsInAFileAreTheFilesDirectorys) {
 }
 
 TEST_F(AgentConfigTest, BadValuesAndUnknownKeysAreErrorsNamingTheKey) {
-  std::string path = write("bad.toml", "[agent]\nclaude = 3\nskills_dir = \"\"\nmodel = \"x\"\n");
+  std::string path = write("bad.toml",
+                            "[agent]\nclaude = 3\nskills_dir = \"\"\nmodle = \"x\"\nmax_turns = -1\n"
+                            "public_url = \"agentbox.example.com\"\nallowed_tools = \"Bash\"\n");
   std::vector<std::string> problems = validate_config_file(path);
-  ASSERT_EQ(problems.size(), 3u);
+  ASSERT_EQ(problems.size(), 6u);
   EXPECT_THAT(problems[0], HasSubstr("agent.claude"));
   EXPECT_THAT(problems[1], HasSubstr("agent.skills_dir"));
-  EXPECT_THAT(problems[2], HasSubstr("unknown key \"agent.model\""));
+  EXPECT_THAT(problems[2], HasSubstr("unknown key \"agent.modle\""));
+  EXPECT_THAT(problems[3], HasSubstr("agent.max_turns"));
+  EXPECT_THAT(problems[4], HasSubstr("agent.public_url"));
+  EXPECT_THAT(problems[5], HasSubstr("agent.allowed_tools"));
+}
+
+TEST_F(AgentConfigTest, TheTurnKeysAreRead) {
+  ServerConfig config = load("[agent]\nmodel = \"sonnet\"\nmax_turns = 30\nmax_retries = 0\n"
+                             "allowed_tools = [\"Read\", \"Bash\"]\npublic_url = \"https://a.example.com/\"\nlink_days = 2\n");
+  EXPECT_EQ(config.agent.model, "sonnet");
+  EXPECT_EQ(config.agent.max_turns, 30);
+  EXPECT_EQ(config.agent.max_retries, 0);
+  EXPECT_EQ(config.agent.allowed_tools, (std::vector<std::string>{"Read", "Bash"}));
+  EXPECT_EQ(config.agent.public_url, "https://a.example.com");
+  EXPECT_EQ(config.agent.link_days, 2);
 }
 
 TEST_F(AgentConfigTest, FindsTheExecutableBehindItsSymlink) {
