@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <exception>
 #include <future>
 #include <map>
 #include <mutex>
@@ -433,7 +434,12 @@ TEST_F(TerminalsTest, NothingReachesASinkAfterShutDown) {
   port_.print(shell_of(t), "before");
   ASSERT_TRUE(r.saw("before"));
   terminals_->shut_down();
-  port_.print(shell_of(t), "after");
+  try {
+    port_.print(shell_of(t), "after");
+  } catch (const std::exception&) {
+    // EIO: shut_down() closes the pty master (on its strand, maybe already), and a shell that
+    // writes to a terminal whose master is gone gets that error.
+  }
   port_.end(shell_of(t), 0);
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(r.output(), "before");
