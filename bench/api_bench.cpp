@@ -763,7 +763,7 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
   for (const auto& chunk : done["output"])
     if (chunk.value("type", "") == "stdout") home += chunk.value("data", "");
   home = home.substr(0, home.find('\n'));
-  const std::string host_file = state_dir + "/homes/" + home.substr(home.rfind('/') + 1) + "/big";
+  const std::string host_file = state_dir + "/volumes/" + home.substr(home.rfind('/') + 1) + "/home/big";
   struct stat st{};
   check(::stat(host_file.c_str(), &st), "stat(" + host_file + ")");
   const double bytes = static_cast<double>(st.st_size);

@@ -28,6 +28,7 @@ struct Limits {
   uint64_t shm_bytes = 64ull << 20;   // size of the private /dev/shm tmpfs, bytes
   uint64_t nofile = 65536;           // RLIMIT_NOFILE soft=hard
   uint64_t nproc = 0;                // RLIMIT_NPROC (per uid; only meaningful with own uid)
+  uint64_t file_size = 0;            // RLIMIT_FSIZE, bytes (a server account's disk quota); 0: none
 };
 
 // How the box's uid is made.

@@ -101,7 +101,7 @@ BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& 
   if (::geteuid() == 0) {
     // Root gets a real unprivileged uid: slot 0 of the server's range is reserved for run.
     spec.identity = IdentityMode::host_uid;
-    spec.uid = spec.gid = ServerConfig{}.accounts.uid_base;
+    spec.uid = spec.gid = ServerConfig::Accounts{}.uid_base;
     spec.name = "agent";
   } else {
     spec.identity = IdentityMode::user_ns;
@@ -320,7 +320,7 @@ int run_in_box(const RunOptions& o) {
   }
   // The network: none, or the egress proxy with the flags' and profile's rules.
   std::optional<net::EgressConfig> egress_config = run_egress_config(o.net_flags, profile.egress);
-  if (egress_config) spec.egress_proxy_port = ServerConfig{}.egress_proxy.port;
+  if (egress_config) spec.egress_proxy_port = ServerConfig::EgressProxy{}.port;
   SpawnRequest req;
   req.env = make_env(o, profile, spec);
   req.argv = o.shell ? std::vector<std::string>{spec.shell, "-l"} : o.command;

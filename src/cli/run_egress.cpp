@@ -94,7 +94,7 @@ std::optional<net::EgressConfig> run_egress_config(const RunNetFlags& flags, con
 
 RunEgress::RunEgress(net::EgressConfig config, bool crlf) {
   // The server's defaults for timeouts and the cap on open connections.
-  const auto defaults = ServerConfig{}.egress_proxy;
+  const ServerConfig::EgressProxy defaults;
   net::EgressLimits limits;
   limits.connections_per_account = defaults.connections;
   limits.connect_timeout = defaults.connect_timeout;

@@ -131,13 +131,14 @@ constexpr std::array<std::string_view, 7> kOwnSections = {"limits", "accounts", 
                                                           "terminals", "proxy", "egress"};
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size() +
-                                   kAgentSections.size()>
+                                   kAgentSections.size() + kStorageSections.size()>
       all{};
   size_t i = 0;
   for (std::string_view s : kOwnSections) all[i++] = s;
   for (std::string_view s : kEgressSections) all[i++] = s;
   for (std::string_view s : kInferenceSections) all[i++] = s;
   for (std::string_view s : kAgentSections) all[i++] = s;
+  for (std::string_view s : kStorageSections) all[i++] = s;
   return all;
 }();
 
@@ -192,7 +193,7 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
           }
         }
         return apply_egress_key(config.egress, key, value) || apply_inference_key(config.inference, key, value) ||
-               apply_agent_key(config.agent, key, value);
+               apply_agent_key(config.agent, key, value) || apply_storage_key(config.storage, key, value);
       });
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
   // A relative state_dir in a file means next to the file, wherever the daemon starts from.

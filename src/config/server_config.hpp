@@ -11,6 +11,8 @@
 //   [limits]   body = "100M"  header_timeout = 10
 //   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
+//              disk = "10G"  inodes = 1000000  trash_days = 7   (config/storage_config.hpp)
+//   [accounts.users."ID"] disk = "50G"  inodes = 2000000
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
 //   [exec]     output_cap = "16M"  retention = 3600
 //   [terminals] max_per_account = 16  idle_timeout = 3600
@@ -40,6 +42,7 @@
 #include "box/box_spec.hpp"
 #include "config/agent_config.hpp"
 #include "config/inference_config.hpp"
+#include "config/storage_config.hpp"
 #include "net/egress_policy.hpp"
 
 namespace agentbox {
@@ -67,6 +70,8 @@ struct ServerConfig {
     size_t file_ops = 2;                           // file operations running at once per account, 1-64
     size_t open_homes = 256;                       // home directory descriptors kept open (least recently used)
   } accounts;
+
+  StorageConfig storage;  // [accounts] disk, inodes, trash_days, [accounts.users."ID"]
 
   Limits box = default_server_box_limits();
 

@@ -22,6 +22,7 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
   spec.home_source = state_dir_ + "/" + account.home_dir;
   spec.home_target = "/home/" + account.name;
   spec.limits = limits_;
+  if (file_size_of_) spec.limits.file_size = file_size_of_(account);
   spec.use_cgroup = true;
   spec.egress_proxy_port = ports_.egress_proxy;
   spec.inference_port = ports_.inference;

@@ -43,6 +43,8 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   uint64_t spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) override;
   void signal_session(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) override;
   void touch(const std::string& account) { manager_.touch(account); }
+  // RLIMIT_FSIZE of an account's box: its disk quota (unset: none).
+  void set_file_size_limit(std::function<uint64_t(const Account&)> of) { file_size_of_ = std::move(of); }
 
   // The TCP listeners of the account's programs in its box (not the daemon's); empty when
   // it has no box running. done runs on the box loop.
@@ -60,6 +62,7 @@ class AccountBoxes : public BoxPort, public TerminalPort {
   Limits limits_;
   DaemonPorts ports_;
   AgentMounts agent_;
+  std::function<uint64_t(const Account&)> file_size_of_;
 };
 
 // What a shell command line from the API becomes in a box (POST /execute).

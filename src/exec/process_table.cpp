@@ -150,10 +150,12 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
 
   Impl(asio::io_context& l, BoxPort& b, ProcessStore& s, ProcessTableOptions o)
       : loop(l), boxes(b), store(s), opts(std::move(o)), purge_strand(asio::make_strand(loop)) {
-    std::error_code ec;
-    std::filesystem::create_directories(opts.log_dir, ec);
-    if (ec) throw Error("create " + opts.log_dir + ": " + ec.message(), ec.value());
-    check(::chmod(opts.log_dir.c_str(), 0700), "chmod(" + opts.log_dir + ")");
+    if (!opts.log_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(opts.log_dir, ec);
+      if (ec) throw Error("create " + opts.log_dir + ": " + ec.message(), ec.value());
+      check(::chmod(opts.log_dir.c_str(), 0700), "chmod(" + opts.log_dir + ")");
+    }
     store.mark_running_as_lost(unix_now());
   }
 
@@ -637,9 +639,10 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   void start(StartRequest req, std::function<void(StartOutcome)> done) {
     std::shared_ptr<OutputLog> log;
     std::string id, log_path;
+    const std::string log_dir = opts.log_dir_of ? opts.log_dir_of(req.box.name) : opts.log_dir;
     for (int attempt = 0;; ++attempt) {
       id = new_process_id();
-      log_path = opts.log_dir + "/" + id + ".log";
+      log_path = log_dir + "/" + id + ".log";
       try {
         log = OutputLog::create(log_path, opts.output_cap, opts.memory_tail);  // exclusive: the id is new
         break;

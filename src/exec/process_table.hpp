@@ -79,6 +79,9 @@ struct ReadSpec {
 
 struct ProcessTableOptions {
   std::string log_dir;                            // output logs live here (created 0700)
+  // When set, an account's logs live in this directory of its own instead (made by the callee):
+  // the daemon keeps them in the account's volume, charged to its quota.
+  std::function<std::string(const std::string& account)> log_dir_of;
   uint64_t output_cap = 16ull << 20;              // bytes of output kept per process (newest)
   size_t memory_tail = 64 << 10;                  // of which the newest are also kept in memory
   std::chrono::seconds retention{3600};           // finished processes stay this long

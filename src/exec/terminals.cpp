@@ -25,6 +25,7 @@
 #include "box/box_env.hpp"
 #include "exec/replay_buffer.hpp"
 #include "util/error.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox::exec {
 
@@ -40,23 +41,7 @@ constexpr int kReadsPerWakeup = 4;  // then the account's other terminals and an
 constexpr size_t kIdBytes = 16;     // 128 random bits: ids are not guessable
 
 // 32 hex digits from the kernel's CSPRNG.
-std::string new_terminal_id() {
-  unsigned char bytes[kIdBytes];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw sys_error("getrandom");
-    got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
-}
+std::string new_terminal_id() { return random_hex(kIdBytes); }
 
 // Open Terminal's created_at: Python's datetime.utcnow().isoformat() + "Z".
 std::string iso_utc_now() {

@@ -40,21 +40,25 @@ std::string make_dir(const ConfinedDir& home, const HomePath& p) {
   return p.shown;
 }
 
+void remove_tree_at(int dirfd, const std::string& name, const std::string& shown) {
+  UniqueFd dir = open_in_dir(dirfd, name, O_PATH | O_DIRECTORY);
+  if (!dir) {
+    if (errno != ENOTDIR && errno != ELOOP) throw_fs_errno(errno, shown);
+    fs_check(::unlinkat(dirfd, name.c_str(), 0), shown);
+    return;
+  }
+  remove_contents(dir.get(), shown, 1);
+  fs_check(::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR), shown);
+}
+
 RemoveResult remove_entry(const ConfinedDir& home, const HomePath& p) {
   if (p.is_home()) throw FsError(FsErrorKind::forbidden, "Refusing to delete the home directory");
   auto as_user = home.as_user();
   struct stat st;
   EntryRef e = when_missing(FsErrorKind::not_found, "Path not found", p.shown,
                             [&] { return home.existing_entry(p, st); });
-  if (!S_ISDIR(st.st_mode)) {
-    fs_check(::unlinkat(e.dir.get(), e.name.c_str(), 0), p.shown);
-    return RemoveResult{p.shown, "file"};
-  }
-  UniqueFd dir = open_in_dir(e.dir.get(), e.name, O_PATH | O_DIRECTORY);
-  if (!dir) throw_fs_errno(errno, p.shown);
-  remove_contents(dir.get(), p.shown, 1);
-  fs_check(::unlinkat(e.dir.get(), e.name.c_str(), AT_REMOVEDIR), p.shown);
-  return RemoveResult{p.shown, "directory"};
+  remove_tree_at(e.dir.get(), e.name, p.shown);
+  return RemoveResult{p.shown, S_ISDIR(st.st_mode) ? "directory" : "file"};
 }
 
 MoveResult move_entry(const ConfinedDir& home, const HomePath& source,

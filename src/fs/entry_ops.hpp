@@ -25,6 +25,10 @@ struct RemoveResult {
 RemoveResult remove_entry(const ConfinedDir& home, const HomePath& p);
 inline constexpr int kMaxRemoveDepth = 256;
 
+// The same walk for the entry `name` of `dirfd` (a file, link or whole directory tree); `shown`
+// names it in errors. The trash empties itself with it.
+void remove_tree_at(int dirfd, const std::string& name, const std::string& shown);
+
 struct MoveResult {
   std::string source;       // as the box sees it
   std::string destination;  // as the box sees it

@@ -22,8 +22,8 @@ constexpr ErrnoKind kErrnoKinds[] = {
     {ENOTEMPTY, FsErrorKind::conflict},       {EBUSY, FsErrorKind::conflict},
     {EISDIR, FsErrorKind::bad_request},       {EINVAL, FsErrorKind::bad_request},
     {ENAMETOOLONG, FsErrorKind::bad_request}, {EMLINK, FsErrorKind::bad_request},
-    {EFBIG, FsErrorKind::too_large},          {ENOSPC, FsErrorKind::too_large},
-    {EDQUOT, FsErrorKind::too_large},
+    {EFBIG, FsErrorKind::too_large},          {ENOSPC, FsErrorKind::insufficient_storage},
+    {EDQUOT, FsErrorKind::insufficient_storage},
 };
 
 std::optional<FsErrorKind> kind_of(int err) {

@@ -1,7 +1,7 @@
 #pragma once
 // The error every file operation throws for a problem the caller caused or can act on. Its kind
 // says which HTTP status the server answers with (bad_request 400, forbidden 403, not_found 404,
-// conflict 409, too_large 413, unsupported_media 415); the message becomes {"detail": ...} as is,
+// conflict 409, too_large 413, unsupported_media 415, insufficient_storage 507); the message becomes {"detail": ...} as is,
 // so it names the path only as the box sees it, never a host path. Anything else is thrown as a
 // plain agentbox::Error and becomes a 500 that reveals nothing.
 #include <cerrno>
@@ -18,7 +18,8 @@ enum class FsErrorKind {
   not_found,
   conflict,
   unsupported_media,
-  too_large
+  too_large,
+  insufficient_storage  // the account's volume is full (ENOSPC, EDQUOT): 507
 };
 
 class FsError : public Error {

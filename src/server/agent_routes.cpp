@@ -25,6 +25,7 @@
 #include "server/http_error.hpp"
 #include "server/json_body.hpp"
 #include "server/response_writer.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox::server {
 
@@ -34,18 +35,6 @@ using nlohmann::json;
 using Writer = std::shared_ptr<ResponseWriter>;
 
 constexpr int kSnapshotFiles = 500;  // files of a chat directory compared before and after a turn
-
-std::string random_hex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  if (::getrandom(raw.data(), raw.size(), 0) != static_cast<ssize_t>(raw.size())) throw sys_error("getrandom");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : raw) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
 
 std::string url_encoded(std::string_view s) { return boost::urls::encode(s, boost::urls::unreserved_chars); }
 

@@ -19,32 +19,21 @@ namespace {
 // External ids are opaque strings from the front end; a bound keeps the store and the logs sane.
 constexpr size_t kMaxUserIdBytes = 256;
 
-// mkdir that accepts an existing directory.
-void ensure_dir(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) == -1 && errno != EEXIST) throw sys_error("mkdir(" + path + ")");
-}
-
-// The home on first sight: owned by the account, private. A home that exists is left as is
-// (its owner may have been changed on purpose by an operator).
-void create_home(const std::string& path, uid_t uid, gid_t gid) {
-  if (::mkdir(path.c_str(), 0700) == 0) {
-    check(::chown(path.c_str(), uid, gid), "chown(" + path + ")");
-    return;
-  }
-  if (errno != EEXIST) throw sys_error("mkdir(" + path + ")");
-}
-
 }  // namespace
 
-CallerDirectory::CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits)
+CallerDirectory::CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits,
+                                 std::shared_ptr<AccountVolumes> volumes)
     : accounts_(accounts),
       state_dir_(std::move(state_dir)),
+      volumes_(volumes ? std::move(volumes)
+                       : std::make_shared<AccountVolumes>(state_dir_, make_volume_backend(false),
+                                                          [](const std::string&) { return DiskQuota{}; })),
       home_idle_(limits.home_idle),
       homes_(limits.open_homes),
-      known_(limits.known_ids) {
-  ensure_dir(state_dir_, 0700);
-  // Search permission only: the daemon reaches each home by name, no one lists them.
-  ensure_dir(state_dir_ + "/homes", 0711);
+      known_(limits.known_ids) {}
+
+VolumePaths CallerDirectory::volume_of(const Account& account) {
+  return volumes_->open({account.name, account.uid, account.gid});
 }
 
 std::string CallerDirectory::host_home(const Account& account) const {
@@ -68,8 +57,7 @@ std::shared_ptr<const ConfinedDir> CallerDirectory::home_of(const Account& accou
       return found->dir;
     }
   }
-  std::string host = host_home(account);
-  create_home(host, account.uid, account.gid);
+  std::string host = volume_of(account).home;
   auto home = std::make_shared<const ConfinedDir>(
       ConfinedDir::open_home(host, "/home/" + account.name, account.uid, account.gid));
   std::lock_guard lock(mu_);

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "fs/account_volumes.hpp"
 #include "fs/confined_dir.hpp"
 #include "server/request.hpp"
 #include "store/account_store.hpp"
@@ -44,8 +45,10 @@ std::string user_id_of(const Request& req, bool query_allowed = false);
 
 class CallerDirectory {
  public:
-  // state_dir holds homes/NAME for every account.
-  CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits = {});
+  // Every account's home is in its volume (fs/account_volumes.hpp); without `volumes`, plain
+  // directories under state_dir (no quota).
+  CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits = {},
+                  std::shared_ptr<AccountVolumes> volumes = nullptr);
 
   // The caller of req (user_id_of). Creates the account and its home (owned by the account's
   // uid, 0700) on first sight; records activity. The session is X-Session-Id, else
@@ -59,6 +62,11 @@ class CallerDirectory {
 
   // Host path of the account's home.
   std::string host_home(const Account& account) const;
+  // The account's home (opened, its volume ready), as resolve() gives it.
+  std::shared_ptr<const ConfinedDir> home(const Account& account) { return home_of(account); }
+  // The account's volume, ready (mounted): its home, trash and the daemon's files for it.
+  VolumePaths volume_of(const Account& account);
+  AccountVolumes& volumes() { return *volumes_; }
 
   // Entries held now, never above CallerCacheLimits: for /metrics and tests.
   struct CacheSizes {
@@ -88,6 +96,7 @@ class CallerDirectory {
 
   AccountStore& accounts_;
   std::string state_dir_;
+  std::shared_ptr<AccountVolumes> volumes_;
   std::chrono::seconds home_idle_;
   std::mutex mu_;  // guards homes_, known_ and cwds_
   StringKeyed<Home> homes_;    // by account name

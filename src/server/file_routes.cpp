@@ -7,11 +7,13 @@
 #include "fs/file_write.hpp"
 #include "fs/glob_search.hpp"
 #include "fs/grep_search.hpp"
+#include "fs/trash.hpp"
 #include "server/file_transfer.hpp"
 #include "server/http_error.hpp"
 #include "server/json_body.hpp"
 #include "server/query_params.hpp"
 #include "server/response_writer.hpp"
+#include "server/storage_full.hpp"
 
 namespace agentbox::server {
 namespace {
@@ -153,10 +155,15 @@ Response make_directory(const FileContext& ctx, const Request& req) {
       {{"path", make_dir(*caller.home, path_of(caller, required_string(body, "path")))}});
 }
 
+// Into the account's trash (fs/trash.hpp), not gone: `trash` is the item's id (null when the
+// volume was too full even for that and the entry was deleted outright).
 Response delete_entry(const FileContext& ctx, const Request& req) {
   Caller caller = ctx.callers.resolve(req);
-  RemoveResult r = remove_entry(*caller.home, path_of(caller, required_query(req, "path")));
-  return Response::json({{"path", r.path}, {"type", r.type}});
+  Trash trash(ctx.callers.volume_of(caller.account).trash, *caller.home);
+  TrashPut r = trash.put(path_of(caller, required_query(req, "path")));
+  return Response::json({{"path", r.item.path},
+                         {"type", r.item.type},
+                         {"trash", r.trashed ? json(r.item.id) : json(nullptr)}});
 }
 
 Response move_file(const FileContext& ctx, const Request& req) {
@@ -246,7 +253,8 @@ void archive_files(const FileContext& ctx, const Request& req, const Writer& wri
     if (!p.is_string()) unprocessable("Field 'paths' must be a list of strings");
     paths.push_back(path_of(caller, p.get<std::string>()));
   }
-  send_archive(caller, paths, ctx.options.temp_dir, ctx.options.archive, writer);
+  // Built in the account's own volume: an archive is charged to the account like its files.
+  send_archive(caller, paths, ctx.callers.volume_of(caller.account).daemon, ctx.options.archive, writer);
 }
 
 // ---------------------------------------------------------------- the table
@@ -295,8 +303,11 @@ void add_file_routes(Router& router, CallerDirectory& callers, const FileRoutesO
   auto ctx = std::make_shared<FileContext>(FileContext{callers, options});
   ctx->options.pool.reset();
 
+  // A full volume first gives up the oldest trash, then answers 507 (server/storage_full.hpp).
   auto json_work = [ctx](JsonHandler handler) {
-    return Handler([ctx, handler](const Request& req) { return handler(*ctx, req); });
+    return Handler([ctx, handler](const Request& req) {
+      return with_room(ctx->callers, req, [&] { return handler(*ctx, req); });
+    });
   };
   for (const JsonRoute& r : kJsonRoutes)
     router.add_async(r.method, r.pattern, offload(pool, json_work(r.handler)));
@@ -304,7 +315,7 @@ void add_file_routes(Router& router, CallerDirectory& callers, const FileRoutesO
     router.add_async(r.method, r.pattern,
                      offload(pool, BlockingWork([ctx, handler = r.handler](
                                                     const Request& req, const Writer& writer) {
-                       handler(*ctx, req, writer);
+                       with_room(ctx->callers, req, [&] { handler(*ctx, req, writer); });
                      })),
                      // The agent's download links (server/signed_links.hpp) open one file each.
                      {.signed_link = r.handler == view_file});

@@ -20,7 +20,6 @@ struct FileRoutesOptions {
   std::shared_ptr<BlockingPool> pool;      // null: the routes make their own of:
   unsigned threads = 4;                    //   threads for file work, all accounts together
   unsigned per_account_ops = 2;            //   file operations one account may run at once
-  std::string temp_dir = "/var/tmp";       // the daemon's; archives are built here (O_TMPFILE)
   uint64_t upload_max_bytes = 1ull << 30;  // bytes of one uploaded file
   ReadOptions read;                        // read_file's byte budget and size limits
   ArchiveOptions archive;                  // archive input and entry limits

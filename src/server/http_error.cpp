@@ -17,6 +17,7 @@ http::status status_of(FsErrorKind kind) {
     case FsErrorKind::conflict: return http::status::conflict;
     case FsErrorKind::unsupported_media: return http::status::unsupported_media_type;
     case FsErrorKind::too_large: return http::status::payload_too_large;
+    case FsErrorKind::insufficient_storage: return http::status::insufficient_storage;
   }
   return http::status::internal_server_error;
 }

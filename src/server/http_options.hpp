@@ -2,11 +2,14 @@
 // Limits and timeouts of the HTTP layer. Every field has a default, so HttpServerOptions{} serves.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace agentbox::server {
+
+struct Request;
 
 class SignedLinks;
 
@@ -26,6 +29,9 @@ struct HttpServerOptions {
   std::string api_key;                                  // Bearer key; empty = every non-public route is 401
   std::vector<std::string> cors_origins{"*"};           // allowed Origin values; "*" = any
   std::string spool_dir = "/var/tmp";                   // O_TMPFILE home for RouteOptions::spool_body
+  // When set, the spool directory of this request (its head is complete): the daemon spools
+  // each account's uploads in its own volume, charged to its quota. May throw HttpError.
+  std::function<std::string(const Request&)> spool_dir_for;
   std::shared_ptr<const SignedLinks> links;             // checks RouteOptions::signed_link tokens; none: refused
 };
 

@@ -204,10 +204,17 @@ void HttpSession::route_request() {
   header_parser_.reset();
   body_parser_->body_limit(limit);  // chunked bodies have no length to check up front
   if (route_->options.spool_body) {
-    UniqueFd file(::open(ctx_->options.spool_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    std::string dir = ctx_->options.spool_dir;
+    if (ctx_->options.spool_dir_for) {
+      try {
+        dir = ctx_->options.spool_dir_for(request_);
+      } catch (...) {
+        return respond_early(response_for_exception(std::current_exception(), context()));
+      }
+    }
+    UniqueFd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
     if (!file) {
-      http_logger()->error("{}: open(O_TMPFILE in {}): {}", context(), ctx_->options.spool_dir,
-                           std::strerror(errno));
+      http_logger()->error("{}: open(O_TMPFILE in {}): {}", context(), dir, std::strerror(errno));
       return respond_early(error_response(http::status::internal_server_error, "Internal Server Error"));
     }
     body_parser_->get().body().file = std::move(file);
@@ -256,6 +263,10 @@ void HttpSession::on_read_body(error_code ec) {
                                           "Request body too large (limit " + std::to_string(limit) + " bytes)"));
     }
     if (int err = body_parser_->get().body().write_errno) {
+      // The account's volume is full: its quota, not the server, stopped the upload.
+      if (err == ENOSPC || err == EDQUOT)
+        return respond_early(error_response(http::status::insufficient_storage,
+                                            "Disk quota exceeded: the request body does not fit in your storage"));
       http_logger()->error("{}: writing request body to spool file: {}", context(), std::strerror(err));
       return respond_early(error_response(http::status::internal_server_error, "Internal Server Error"));
     }

@@ -1,5 +1,6 @@
 #include "server/serve.hpp"
 
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -15,9 +16,11 @@
 #include "box/box_manager.hpp"
 #include "box/cgroup.hpp"
 #include "config/server_config.hpp"
+#include "config/units.hpp"
 #include "exec/process_table.hpp"
 #include "box/start_steps.hpp"
 #include "exec/account_boxes.hpp"
+#include "fs/account_volumes.hpp"
 #include "server/caller.hpp"
 #include "server/execute_routes.hpp"
 #include "server/file_routes.hpp"
@@ -30,6 +33,8 @@
 #include "server/agent_routes.hpp"
 #include "server/agent_session_routes.hpp"
 #include "server/signed_links.hpp"
+#include "server/trash_routes.hpp"
+#include "server/trash_upkeep.hpp"
 #include "store/chat_sessions.hpp"
 #include "net/inference_gateway.hpp"
 #include "net/egress_listener.hpp"
@@ -38,6 +43,7 @@
 #include "store/account_store.hpp"
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
+#include "util/capabilities.hpp"
 #include "util/error.hpp"
 #include "util/event_loop.hpp"
 
@@ -116,6 +122,9 @@ int serve(const ServeOptions& options) {
   }
   wipe_environment({kCredentialVariables[0], kCredentialVariables[1], "AGENTBOX_API_KEY"});
   raise_fd_limit();
+  // Root's reserved blocks and any quota are out of reach of everything the daemon writes for
+  // an account (uploads, logs, spool) from here on, in every thread it starts (DESIGN §8).
+  drop_capability(CAP_SYS_RESOURCE);
 
   if (::mkdir(config.state_dir.c_str(), 0700) == -1 && errno != EEXIST)
     throw sys_error("mkdir(" + config.state_dir + ")");
@@ -134,6 +143,19 @@ int serve(const ServeOptions& options) {
 
   AccountStore accounts(open_state_db(config.state_dir),
                         UidRange{config.accounts.uid_base, config.accounts.uid_count});
+  // Every account's files live in its own volume: an image of its disk quota, mounted on first use.
+  auto volumes = std::make_shared<AccountVolumes>(
+      config.state_dir, make_volume_backend(config.storage.quotas()),
+      [&accounts, storage = config.storage](const std::string& name) {
+        std::optional<Account> account = accounts.find_by_name(name);
+        StorageConfig::Quota q = storage.quota_for(account ? account->external_id : std::string());
+        return DiskQuota{q.disk_bytes, q.inodes};
+      });
+  std::cout << "storage: " << volumes->backend().describe();
+  if (config.storage.quotas())
+    std::cout << ", " << format_size(config.storage.quota.disk_bytes) << " and " << config.storage.quota.inodes
+              << " inodes per account";
+  std::cout << ", trash kept " << config.storage.trash_days << " days\n";
   ProcessStore processes(open_state_db(config.state_dir));
 
   // Optional steps that fall back (box/start_steps.hpp) say so once, in the log.
@@ -222,13 +244,16 @@ int serve(const ServeOptions& options) {
   }
   BoxManager manager(loop.context(), std::move(box_options));
 
-  CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes});
+  CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);
+  TrashUpkeep trash_upkeep(callers, accounts, config.storage.trash_days);
   exec::AccountBoxes boxes(manager, config.state_dir, config.box,
                            {.egress_proxy = config.egress_proxy.port, .inference = gateway ? config.inference.port : uint16_t{0}},
                            agent_mounts);
+  boxes.set_file_size_limit([volumes](const Account& account) { return volumes->quota(account.name).bytes; });
 
   exec::ProcessTableOptions table_options;
-  table_options.log_dir = config.state_dir + "/processes";
+  // In the account's volume (made by resolving the caller before any command starts).
+  table_options.log_dir_of = [volumes](const std::string& account) { return volumes->paths(account).daemon + "/logs"; };
   table_options.output_cap = config.exec.output_cap;
   table_options.retention = config.exec.retention;
   table_options.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
@@ -245,11 +270,11 @@ int serve(const ServeOptions& options) {
   });
   add_execute_routes(router, callers, boxes, table);
   FileRoutesOptions file_options;
-  file_options.temp_dir = config.state_dir;  // archives are built next to the homes, not in /var/tmp
   file_options.upload_max_bytes = config.limits.body_bytes;
   file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
   file_options.pool = std::make_shared<BlockingPool>(file_options.threads, file_options.per_account_ops);
   add_file_routes(router, callers, file_options);
+  add_trash_routes(router, callers, file_options.pool, config.storage.trash_days);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
   add_proxy_routes(router, callers, boxes, proxy_options(config.proxy));
   add_network_routes(router, callers, network_log);
@@ -283,6 +308,11 @@ int serve(const ServeOptions& options) {
   http.header_timeout = config.limits.header_timeout;
   http.cors_origins = config.cors_origins;
   http.spool_dir = config.state_dir;
+  // An upload is received into its account's volume, charged to its quota.
+  http.spool_dir_for = [&callers](const Request& req) {
+    Caller caller = callers.resolve(req);
+    return callers.volume_of(caller.account).daemon;
+  };
   http.links = links;
 
   HttpServer http_server(std::move(router), http, http_io);

@@ -16,7 +16,7 @@ Account account_from_row(const Statement& row) {
   a.name = row.column_text(1);
   a.uid = static_cast<uid_t>(row.column_int64(2));
   a.gid = a.uid;
-  a.home_dir = "homes/" + a.name;
+  a.home_dir = "volumes/" + a.name + "/home";
   a.created = row.column_int64(3);
   a.last_seen = row.column_int64(4);
   return a;
@@ -80,7 +80,7 @@ Account AccountStore::create_locked(std::string_view external_id, int64_t now) {
   a.name = free_name_locked(external_id);
   a.uid = next_uid_locked();
   a.gid = a.uid;
-  a.home_dir = "homes/" + a.name;
+  a.home_dir = "volumes/" + a.name + "/home";
   a.created = a.last_seen = now;
   Statement st = db_.prepare(
       "INSERT INTO accounts (external_id, name, uid, created, last_seen) VALUES (?1, ?2, ?3, ?4, ?5)");

@@ -234,7 +234,18 @@ def new_workdir(tag):
     return tempfile.mkdtemp(prefix=f"agentbox-e2e-{tag}-", dir="/tmp")
 
 
+def unmount_under(path):
+    """Unmounts what a daemon killed with SIGKILL left mounted below path (account volumes),
+    deepest first; a clean stop unmounts them itself."""
+    prefix = os.path.realpath(path) + "/"
+    with open("/proc/self/mounts") as f:
+        points = [line.split()[1] for line in f]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, timeout=30)
+
+
 def remove_workdir(path):
+    unmount_under(path)
     # rm -rf, not shutil.rmtree: a test may leave trees deeper than Python's recursion limit.
     subprocess.run(["rm", "-rf", "--one-file-system", path], check=False, timeout=120)
 

@@ -30,7 +30,7 @@ def world(daemon):
     try:
         w.alice_home, w.bob_home = home_of(w.alice), home_of(w.bob)
         w.an, w.bn = w.alice_home.split("/")[-1], w.bob_home.split("/")[-1]
-        w.alice_host = os.path.join(daemon.state_dir, "homes", w.an)
+        w.alice_host = os.path.join(daemon.state_dir, "volumes", w.an, "home")
         code, _, err = sh(w.alice, f"printf %s {SECRET} > ~/secret && chmod 600 ~/secret && "
                                    f"mkdir -p ~/private && printf %s {SECRET} > ~/private/secret2")
         assert code == 0, err
@@ -80,7 +80,7 @@ def attacker_paths(w):
         f"/home/{an}/secret", f"../{an}/secret", f"~/../{an}/secret", f"/home/{bn}/../{an}/secret",
         f"{w.alice_host}/secret", f"/proc/self/root/home/{an}/secret",
         f"/proc/self/root{w.alice_host}/secret", f"/proc/1/root{w.alice_host}/secret",
-        f"/proc/self/cwd/../{an}/secret", f"{st}/homes/{an}/private/secret2",
+        f"/proc/self/cwd/../{an}/secret", f"{st}/volumes/{an}/home/private/secret2",
         f"hdir/../../{an}/secret", f"./../{an}/./secret", f"..//{an}//secret",
         f"/home/{an}/private/../secret",
     ]

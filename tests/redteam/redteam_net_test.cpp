@@ -399,7 +399,7 @@ class ServeDaemon {
     const Reply cwd = request("GET", "/files/cwd", user);
     const std::string home = cwd.body.value("home", "");
     if (cwd.status != 200 || !home.starts_with("/home/")) throw Error("GET /files/cwd: " + cwd.body.dump());
-    const std::string host_copy = state() + "/homes/" + home.substr(6) + "/abx-probe";
+    const std::string host_copy = state() + "/volumes/" + home.substr(6) + "/home/abx-probe";
     std::filesystem::copy_file(probe_path(), host_copy, std::filesystem::copy_options::overwrite_existing);
     check(::chmod(host_copy.c_str(), 0755), "chmod(" + host_copy + ")");
     return home + "/abx-probe";

@@ -249,7 +249,6 @@ class FileRoutesTest : public ::testing::Test {
 
   uint16_t start(FileRoutesOptions o, unsigned io_threads = 2) {
     if (!o.pool) o.pool = pool_;
-    o.temp_dir = spool_;
     Router router;
     add_file_routes(router, *callers_, o);
     return serve(std::move(router), io_threads);
@@ -523,7 +522,9 @@ TEST_F(FileRoutesTest, MkdirDeleteMoveWithTheirStatuses) {
 
   Reply d = del("alice", "/files/delete?path=a");
   ASSERT_EQ(d.status, 200u) << d.body;
-  EXPECT_EQ(d.js(), (json{{"path", alice_.box_home + "/a"}, {"type", "directory"}}));
+  EXPECT_EQ(d.js()["path"], alice_.box_home + "/a");
+  EXPECT_EQ(d.js()["type"], "directory");
+  EXPECT_TRUE(d.js()["trash"].is_string()) << "deleted into the account's trash";
   EXPECT_FALSE(stdfs::exists(host(alice_, "a")));
   EXPECT_EQ(del("alice", "/files/delete?path=a").status, 404u);
   EXPECT_EQ(del("alice", "/files/delete").status, 422u);
@@ -1036,7 +1037,7 @@ TEST_F(FileRoutesTest, SlowFileWorkDoesNotHoldTheIoThread) {
                      cv.wait_for(lock, 10s, [&] { return release; });
                      return Response::json({{"slow", true}});
                    })));
-  add_file_routes(router, *callers_, {.pool = pool, .temp_dir = spool_});
+  add_file_routes(router, *callers_, {.pool = pool});
   const uint16_t port = serve(std::move(router), 1);
 
   std::thread slow([&] { EXPECT_EQ(fetch(port, http::verb::get, "/slow", as("alice")).status, 200u); });
@@ -1069,7 +1070,7 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
                      cv.wait_for(lock, 10s, [&] { return release; });
                      return Response::json({{"slow", true}});
                    })));
-  add_file_routes(router, *callers_, {.pool = pool, .temp_dir = spool_});
+  add_file_routes(router, *callers_, {.pool = pool});
   const uint16_t port = serve(std::move(router), 1);
 
   std::vector<std::thread> slow;

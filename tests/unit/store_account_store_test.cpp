@@ -89,7 +89,7 @@ TEST_F(AccountStoreTest, FirstSightCreatesThenTheSameAccountComesBack) {
   EXPECT_EQ(a.name, "aliceexample-ff8d98");
   EXPECT_EQ(a.uid, 2000001u);  // slot 0 is agentbox run's
   EXPECT_EQ(a.gid, a.uid);
-  EXPECT_EQ(a.home_dir, "homes/aliceexample-ff8d98");
+  EXPECT_EQ(a.home_dir, "volumes/aliceexample-ff8d98/home");
   EXPECT_GT(a.created, 0);
   EXPECT_EQ(a.last_seen, a.created);
 

@@ -15,6 +15,8 @@ std::vector<Setting> for_spec(const BoxSpec& spec) {
       {RLIMIT_NOFILE, "nofile", spec.limits.nofile},
   };
   if (spec.limits.nproc) s.push_back({RLIMIT_NPROC, "nproc", spec.limits.nproc});
+  // No one file larger than the account's whole disk (SIGXFSZ, then EFBIG).
+  if (spec.limits.file_size) s.push_back({RLIMIT_FSIZE, "fsize", spec.limits.file_size});
   return s;
 }
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Disk quotas on vs off (issue 16): write throughput in a home on a quota'd account volume vs a
+# plain directory (dd 1 GiB with fsync, 20,000 small files; target >= 0.9x), and a new account's
+# first command with and without its volume. Two daemons side by side, alternating; medians.
+#
+#   bench/quota_bench.sh [BUILD_DIR]    (default: build-bench next to bench/; run as root)
+# Environment: RUNS (5), NO_BUILD=1 uses BUILD_DIR as it is, JOBS.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-$root/build-bench}
+runs=${RUNS:-5}
+
+[[ $(id -u) -eq 0 ]] || { echo "quota_bench.sh: run as root" >&2; exit 2; }
+if [[ ${NO_BUILD:-0} != 1 ]]; then
+  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
+fi
+build=$(cd "$build" && pwd)
+[[ -x $build/agentbox ]] || { echo "quota_bench.sh: no $build/agentbox" >&2; exit 2; }
+exec python3 "$here/quota_bench.py" "$build/agentbox" "$runs"

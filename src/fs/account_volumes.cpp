@@ -1,0 +1,83 @@
+#include "fs/account_volumes.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "util/error.hpp"
+
+namespace agentbox {
+namespace {
+
+// mkdir owned by uid:gid with `mode`; an existing one is left as it is (an operator may have
+// changed it on purpose).
+void ensure_dir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
+  if (::mkdir(path.c_str(), mode) == 0) {
+    check(::chown(path.c_str(), uid, gid), "chown(" + path + ")");
+    check(::chmod(path.c_str(), mode), "chmod(" + path + ")");  // past the umask
+    return;
+  }
+  if (errno != EEXIST) throw sys_error("mkdir(" + path + ")");
+}
+
+}  // namespace
+
+AccountVolumes::AccountVolumes(std::string state_dir, std::unique_ptr<VolumeBackend> backend,
+                               std::function<DiskQuota(const std::string&)> quota_of)
+    : volumes_dir_(state_dir + "/volumes"), backend_(std::move(backend)), quota_of_(std::move(quota_of)) {
+  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + state_dir + ")");
+  // Search permission only: the daemon reaches each volume by name, no one lists them.
+  if (::mkdir(volumes_dir_.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + volumes_dir_ + ")");
+  backend_->open_root(volumes_dir_);
+}
+
+AccountVolumes::~AccountVolumes() {
+  for (const std::string& name : ready_) {
+    try {
+      backend_->release(paths(name).root);
+    } catch (const Error&) {
+      // Left mounted: the next daemon finds it mounted and uses it as it is.
+    }
+  }
+  backend_->close_root(volumes_dir_);
+}
+
+std::string AccountVolumes::home_dir(const std::string& name) { return "volumes/" + name + "/home"; }
+
+VolumePaths AccountVolumes::paths(const std::string& name) const {
+  VolumePaths p;
+  p.root = volumes_dir_ + "/" + name;
+  p.home = p.root + "/home";
+  p.trash = p.root + "/trash";
+  p.daemon = p.root + "/daemon";
+  return p;
+}
+
+VolumePaths AccountVolumes::open(const VolumeOwner& owner) {
+  VolumePaths p = paths(owner.name);
+  std::lock_guard lock(mu_);
+  if (ready_.contains(owner.name)) return p;
+  backend_->prepare(p.root, quota_of_(owner.name));
+  ensure_dir(p.home, 0700, owner.uid, owner.gid);
+  ensure_dir(p.trash, 0700, owner.uid, owner.gid);
+  ensure_dir(p.daemon, 0700, 0, 0);
+  ensure_dir(p.daemon + "/logs", 0700, 0, 0);
+  ready_.insert(owner.name);
+  return p;
+}
+
+std::vector<std::string> AccountVolumes::opened() const {
+  std::lock_guard lock(mu_);
+  return {ready_.begin(), ready_.end()};
+}
+
+VolumeUsage AccountVolumes::usage(const std::string& name) const { return backend_->usage(paths(name).root); }
+
+void AccountVolumes::release(const std::string& name) {
+  std::lock_guard lock(mu_);
+  backend_->release(paths(name).root);
+  ready_.erase(name);
+}
+
+}  // namespace agentbox

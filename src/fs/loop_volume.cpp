@@ -1,0 +1,222 @@
+// The loop_image volume backend (fs/volume_backend.hpp): VOLUMES/NAME.img, an ext4 image as
+// large as the account's disk quota (sparse: it takes host blocks only as they are written),
+// with its inode count set to the inode quota, mounted at VOLUMES/NAME nosuid,nodev through a
+// loop device that frees itself when unmounted (LO_FLAGS_AUTOCLEAR).
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "fs/volume_backend.hpp"
+#include "util/error.hpp"
+#include "util/run_program.hpp"
+#include "util/unique_fd.hpp"
+
+namespace agentbox {
+namespace {
+
+constexpr unsigned long kMountFlags = MS_NOSUID | MS_NODEV | MS_NOATIME;
+constexpr int kLoopAttempts = 16;  // LOOP_CTL_GET_FREE races other users of loop devices
+// ext4 wants room for its inode tables: at most one inode per this many bytes of image.
+constexpr uint64_t kMinBytesPerInode = 1024;
+
+std::string parent_of(const std::string& dir) {
+  size_t slash = dir.find_last_of('/');
+  return slash == std::string::npos || slash == 0 ? "/" : dir.substr(0, slash);
+}
+
+// A directory is a mount point of ours when it sits on another device than its parent.
+bool is_mounted(const std::string& dir) {
+  struct stat self{}, parent{};
+  if (::stat(dir.c_str(), &self) != 0 || ::stat(parent_of(dir).c_str(), &parent) != 0) return false;
+  return self.st_dev != parent.st_dev;
+}
+
+// A new image at `image`: written under a temporary name and renamed, so a crash during mkfs
+// leaves no half-made image under the real name.
+void make_image(const std::string& image, const DiskQuota& quota) {
+  const std::string fresh = image + ".new";
+  {
+    UniqueFd fd(::open(fresh.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) throw sys_error("create " + fresh);
+    check(::ftruncate(fd.get(), static_cast<off_t>(quota.bytes)), "ftruncate(" + fresh + ")");
+  }
+  std::vector<std::string> argv = {"mkfs.ext4", "-q", "-F", "-m", "0", "-L", "agentbox",
+                                   // Root owns the volume's root; the home below it is the account's.
+                                   "-E", "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1,nodiscard"};
+  if (quota.inodes) {
+    const uint64_t inodes = std::min(quota.inodes, quota.bytes / kMinBytesPerInode);
+    argv.insert(argv.end(), {"-N", std::to_string(inodes)});
+  }
+  argv.push_back(fresh);
+  try {
+    run_program_checked(argv);
+  } catch (...) {
+    ::unlink(fresh.c_str());
+    throw;
+  }
+  check(::rename(fresh.c_str(), image.c_str()), "rename(" + fresh + ")");
+}
+
+// Binds `image` to a free loop device and returns that device open. With direct I/O where the
+// host allows it, so the image's pages are not cached twice (once per filesystem).
+UniqueFd attach_loop(const UniqueFd& image, const std::string& image_path, std::string& device) {
+  UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+  if (!control) throw sys_error("open(/dev/loop-control)");
+  bool direct_io = true;
+  for (int attempt = 0; attempt < kLoopAttempts; ++attempt) {
+    const int n = static_cast<int>(check(::ioctl(control.get(), LOOP_CTL_GET_FREE), "LOOP_CTL_GET_FREE"));
+    device = "/dev/loop" + std::to_string(n);
+    UniqueFd loop(::open(device.c_str(), O_RDWR | O_CLOEXEC));
+    if (!loop) {
+      if (errno == ENOENT) continue;  // the node appears a moment after LOOP_CTL_GET_FREE made it
+      throw sys_error("open(" + device + ")");
+    }
+    loop_config config{};
+    config.fd = static_cast<uint32_t>(image.get());
+    config.info.lo_flags = LO_FLAGS_AUTOCLEAR | (direct_io ? LO_FLAGS_DIRECT_IO : 0);
+    std::strncpy(reinterpret_cast<char*>(config.info.lo_file_name), image_path.c_str(), LO_NAME_SIZE - 1);
+    if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0) return loop;
+    if (errno == EBUSY) continue;  // another process took it first
+    if (errno == EINVAL && direct_io) {
+      direct_io = false;  // the image's filesystem cannot do O_DIRECT: cached I/O then
+      continue;
+    }
+    throw sys_error("LOOP_CONFIGURE(" + device + ", " + image_path + ")");
+  }
+  throw Error("no free loop device after " + std::to_string(kLoopAttempts) + " attempts", EBUSY);
+}
+
+void mount_image(const std::string& image_path, const std::string& dir) {
+  UniqueFd image(::open(image_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!image) throw sys_error("open(" + image_path + ")");
+  std::string device;
+  UniqueFd loop = attach_loop(image, image_path, device);
+  if (::mount(device.c_str(), dir.c_str(), "ext4", kMountFlags, "errors=remount-ro") != 0)
+    throw sys_error("mount(" + device + ", " + dir + ")");
+  // The mount holds the device now; closing ours lets AUTOCLEAR free it at unmount.
+}
+
+// A quota raised since the image was made: before it is mounted, the image grows and
+// resize2fs grows its filesystem (offline: growing a mounted ext4 needs CAP_SYS_RESOURCE, which
+// the daemon gives up). A lowered quota applies to new images only.
+void grow_if_needed(const std::string& image_path, const DiskQuota& quota) {
+  struct stat st{};
+  if (::stat(image_path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) >= quota.bytes) return;
+  check(::truncate(image_path.c_str(), static_cast<off_t>(quota.bytes)), "truncate(" + image_path + ")");
+  // resize2fs wants a freshly checked filesystem; -p: repair only what is safe without asking.
+  const ProgramResult fsck = run_program({"e2fsck", "-f", "-p", image_path});
+  if (fsck.status > 1) throw Error("e2fsck " + image_path + " failed (status " + std::to_string(fsck.status) + ")");
+  run_program_checked({"resize2fs", image_path});
+}
+
+// Whether `dir` is the root of a mount (a bind of a directory onto itself is one too).
+bool is_mount_root(const std::string& dir) {
+  struct statx stx{};
+  if (::statx(AT_FDCWD, dir.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) != 0) return false;
+  return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+class LoopImageBackend final : public VolumeBackend {
+ public:
+  // Boxes are made in a mount namespace of their own, copied when the daemon's box side
+  // started (a slave of the host's): a volume mounted later reaches it only through a shared
+  // mount. VOLUMES becomes one, whatever the host's propagation (often private outside systemd).
+  void open_root(const std::string& volumes_dir) override {
+    if (!is_mount_root(volumes_dir))
+      check(::mount(volumes_dir.c_str(), volumes_dir.c_str(), nullptr, MS_BIND, nullptr),
+            "mount(" + volumes_dir + ", bind)");
+    check(::mount(nullptr, volumes_dir.c_str(), nullptr, MS_SHARED, nullptr), "mount(" + volumes_dir + ", shared)");
+  }
+  void close_root(const std::string& volumes_dir) override {
+    if (is_mount_root(volumes_dir)) ::umount2(volumes_dir.c_str(), 0);  // busy: a volume stayed
+  }
+
+  VolumeKind kind() const override { return VolumeKind::loop_image; }
+  std::string describe() const override {
+    return "loop_image (an ext4 image per account, mounted through a loop device)";
+  }
+
+  void prepare(const std::string& dir, const DiskQuota& quota) override {
+    if (!quota.bounded()) throw Error("a loop_image volume needs a disk size");
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
+    const std::string image = dir + ".img";
+    if (is_mounted(dir)) return;
+    if (::access(image.c_str(), F_OK) != 0)
+      make_image(image, quota);
+    else
+      grow_if_needed(image, quota);
+    mount_image(image, dir);
+    check(::chmod(dir.c_str(), 0711), "chmod(" + dir + ")");  // the image's root, now
+  }
+
+  VolumeUsage usage(const std::string& dir) const override {
+    struct statvfs s{};
+    check(::statvfs(dir.c_str(), &s), "statvfs(" + dir + ")");
+    VolumeUsage u;
+    u.bytes_limit = static_cast<uint64_t>(s.f_blocks) * s.f_frsize;
+    u.bytes_used = static_cast<uint64_t>(s.f_blocks - s.f_bfree) * s.f_frsize;
+    u.inodes_limit = s.f_files;
+    u.inodes_used = s.f_files - s.f_ffree;
+    return u;
+  }
+
+  void release(const std::string& dir) override {
+    if (!is_mounted(dir)) return;
+    if (::umount2(dir.c_str(), 0) == 0) return;
+    // Something still holds a file in it (a box being torn down): detach now, freed when let go.
+    if (errno == EBUSY && ::umount2(dir.c_str(), MNT_DETACH) == 0) return;
+    throw sys_error("umount(" + dir + ")");
+  }
+};
+
+class PlainBackend final : public VolumeBackend {
+ public:
+  VolumeKind kind() const override { return VolumeKind::plain; }
+  std::string describe() const override { return "plain (directories of the state filesystem, no quota)"; }
+  void prepare(const std::string& dir, const DiskQuota&) override {
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
+  }
+  VolumeUsage usage(const std::string&) const override { return {}; }
+  void release(const std::string&) override {}
+};
+
+}  // namespace
+
+bool loop_images_supported(std::string* why) {
+  if (::access("/dev/loop-control", R_OK | W_OK) != 0) {
+    if (why) *why = std::string("/dev/loop-control: ") + std::strerror(errno);
+    return false;
+  }
+  ProgramResult r;
+  try {
+    r = run_program({"mkfs.ext4", "-V"});
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+  if (r.status != 0) {
+    if (why) *why = "mkfs.ext4 -V failed";
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas) {
+  if (!quotas) return std::make_unique<PlainBackend>();
+  std::string why;
+  if (!loop_images_supported(&why))
+    throw Error("disk quotas need loop devices and mkfs.ext4 (e2fsprogs): " + why +
+                "; or set [accounts] disk = \"0\" to run without quotas");
+  return std::make_unique<LoopImageBackend>();
+}
+
+}  // namespace agentbox

@@ -1,0 +1,66 @@
+#pragma once
+// Where an account's files live on the host, and what bounds them (DESIGN §8). Every account
+// has a volume: a directory VOLUMES/NAME holding its home, its trash and its spool. The backend
+// decides what that directory is:
+//   loop_image  a filesystem image VOLUMES/NAME.img of the account's disk size, mounted there
+//               through a loop device: full is full for everyone writing into it, root included
+//   plain       a directory of the state filesystem: no quota ([accounts] disk = "0")
+// The kernel enforces the bound either way: a box sees ENOSPC when its image is full, and the
+// daemon's own writes into a volume (uploads, process logs, spool) are charged to it.
+//
+// Project quotas (ext4/XFS `prjquota`) would bound a directory of the state filesystem with no
+// image; agentbox uses images because the kernels we test on have no quota support at all
+// (CONFIG_QUOTA off: docs/CONFIGURATION.md).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace agentbox {
+
+struct DiskQuota {
+  uint64_t bytes = 0;   // 0: unbounded
+  uint64_t inodes = 0;  // 0: the filesystem's default for that size
+  bool bounded() const { return bytes != 0; }
+};
+
+// What a volume holds and may hold, as the kernel counts it.
+struct VolumeUsage {
+  uint64_t bytes_used = 0;
+  uint64_t bytes_limit = 0;   // 0: unbounded (plain)
+  uint64_t inodes_used = 0;
+  uint64_t inodes_limit = 0;  // 0: unbounded (plain)
+};
+
+enum class VolumeKind { plain, loop_image };
+
+class VolumeBackend {
+ public:
+  virtual ~VolumeBackend() = default;
+  virtual VolumeKind kind() const = 0;
+  // One line for the start banner and `agentbox doctor`.
+  virtual std::string describe() const = 0;
+
+  // Called once for VOLUMES before any volume is prepared, and once when the daemon lets go.
+  virtual void open_root(const std::string& /*volumes_dir*/) {}
+  virtual void close_root(const std::string& /*volumes_dir*/) {}
+
+  // Makes `dir` (VOLUMES/NAME) the root of a volume of `quota`, owned by root, and returns with
+  // it ready (mounted). A volume that exists is reused as it is; one that is ready already costs
+  // one stat. Safe to call again after a crash at any point.
+  virtual void prepare(const std::string& dir, const DiskQuota& quota) = 0;
+  virtual VolumeUsage usage(const std::string& dir) const = 0;
+  // The volume is no longer in use (account deleted): unmounted, its image and directory kept
+  // for the caller to move away.
+  virtual void release(const std::string& dir) = 0;
+};
+
+// loop_image when quotas are wanted, else plain. Throws Error saying why when this host cannot
+// mount images (no loop devices, no mkfs.ext4): quotas asked for are never silently dropped.
+std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas);
+
+// Both for tests and doctor: can this host mount an ext4 image through a loop device?
+bool loop_images_supported(std::string* why);
+
+}  // namespace agentbox

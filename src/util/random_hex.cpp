@@ -1,0 +1,31 @@
+#include "util/random_hex.hpp"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace agentbox {
+
+std::string random_hex(size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  size_t got = 0;
+  while (got < raw.size()) {
+    const ssize_t n = ::getrandom(raw.data() + got, raw.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw sys_error("getrandom");
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * bytes);
+  for (unsigned char b : raw) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+}  // namespace agentbox
