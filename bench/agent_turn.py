@@ -81,6 +81,7 @@ def main():
                     f'[agent]\nclaude = "{claude}"\n')
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
         env["AGENTBOX_ANTHROPIC_API_KEY"] = "sk-ant-api03-bench"
+        env["AGENTBOX_UID_BASE"] = str(2_000_000 + 65536 * (12288 + os.getpid() % 4096))  # bench/lib.sh
         log = open(os.path.join(work, "daemon.log"), "wb")
         daemon = subprocess.Popen([agentbox, "serve", "--listen", "127.0.0.1:0", "--state", os.path.join(work, "state"),
                                    "--config", config], stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -1,5 +1,10 @@
 # Shared by the bench scripts (sourced): ports, the daemon's start, medians.
 
+# The daemons started here get a uid range of their own (a running daemon holds its range
+# exclusively; slots 12288-16383 of tests/support/uid_range.hpp's scheme, by this shell's pid), so a
+# bench runs beside the tests or a daemon on the default range.
+export AGENTBOX_UID_BASE=$((2000000 + 65536 * (12288 + $$ % 4096)))
+
 # A TCP port free on 127.0.0.1 right now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

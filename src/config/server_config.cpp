@@ -52,6 +52,17 @@ void set_api_key(ServerConfig& c, std::string_view text) {
   c.api_key = std::string(text);
 }
 
+// AGENTBOX_UID_BASE: a whole number, the first uid; the range must still end at a usable uid.
+void set_uid_base(ServerConfig& c, std::string_view text) {
+  uint64_t base = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || base < 1 || base > kMaxUid)
+    throw Error("uid_base must be a whole number from 1 to " + std::to_string(kMaxUid));
+  if (base + c.accounts.uid_count - 1 > kMaxUid)
+    throw Error("uid_base + uid_count - 1 exceeds the largest uid " + std::to_string(kMaxUid));
+  c.accounts.uid_base = static_cast<uid_t>(base);
+}
+
 constexpr std::array<TomlField<ServerConfig>, 31> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
@@ -147,8 +158,9 @@ struct EnvSetting {
   const char* name;
   void (*apply)(ServerConfig&, std::string_view);
 };
-constexpr std::array<EnvSetting, 4> kEnvSettings = {{
+constexpr std::array<EnvSetting, 5> kEnvSettings = {{
     {"AGENTBOX_LISTEN", set_listen},
+    {"AGENTBOX_UID_BASE", set_uid_base},
     {"AGENTBOX_STATE_DIR", set_state_dir},
     {"AGENTBOX_API_KEY", set_api_key},
     {"AGENTBOX_CORS_ORIGINS",

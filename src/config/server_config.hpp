@@ -121,8 +121,8 @@ ListenAddress parse_listen_address(std::string_view text);
 using GetEnv = std::function<const char*(const char*)>;
 
 // defaults, then the file (config_path if given, else $AGENTBOX_CONFIG if set, else none),
-// then AGENTBOX_LISTEN, AGENTBOX_STATE_DIR, AGENTBOX_API_KEY, AGENTBOX_CORS_ORIGINS
-// (comma-separated). Throws Error with every problem found, one per line.
+// then AGENTBOX_LISTEN, AGENTBOX_UID_BASE, AGENTBOX_STATE_DIR, AGENTBOX_API_KEY,
+// AGENTBOX_CORS_ORIGINS (comma-separated). Throws Error with every problem found, one per line.
 ServerConfig load_server_config(const std::optional<std::string>& config_path,
                                 const GetEnv& getenv = ::getenv);
 

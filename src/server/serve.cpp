@@ -19,6 +19,7 @@
 #include "config/units.hpp"
 #include "exec/process_table.hpp"
 #include "box/start_steps.hpp"
+#include "box/uid_range_guard.hpp"
 #include "exec/account_boxes.hpp"
 #include "fs/account_volumes.hpp"
 #include "server/caller.hpp"
@@ -112,6 +113,11 @@ int serve(const ServeOptions& options) {
   ServerConfig config = load_config(options);
   if (::geteuid() != 0)
     throw UsageError("serve must run as root: it gives every user their own uid (for one person without a server, use `agentbox run`)");
+  // The uid range is this daemon's alone (box/uid_range_guard.hpp), settled before anything
+  // is created in the state directory; the lock is held until serve returns.
+  const IdSpan uid_range{config.accounts.uid_base, config.accounts.uid_count};
+  if (std::optional<std::string> conflict = host_uid_range_conflict(uid_range)) throw UsageError(*conflict);
+  UidRangeLock uid_range_lock = UidRangeLock::acquire(uid_range, config.state_dir);
   ListenAddress addr = parse_listen_address(config.listen);
   exec::AgentMounts agent_mounts = find_agent(config.agent);
   std::optional<net::Credential> model_credential;

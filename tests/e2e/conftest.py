@@ -6,6 +6,7 @@ dir under /tmp, and is stopped with SIGTERM at the end; whatever it started and 
 """
 import contextlib
 import ctypes
+import itertools
 import json
 import os
 import pathlib
@@ -37,6 +38,21 @@ SERVING_PORT = re.compile(r"agentbox \S+ serving on http://(?:127\.0\.0\.1|0\.0\
 TIMEOUT = httpx.Timeout(30.0)
 # A command and its wait must finish well inside the client's timeout.
 EXEC_WAIT = 20
+
+
+# A running daemon holds its uid range exclusively (box/uid_range_guard.hpp), and several run at
+# once (the shared daemon, per-test ones, a parallel ctest, a developer's own on the default
+# range): each gets its own range of 65536 uids from 2,000,000 on, through AGENTBOX_UID_BASE.
+# This harness takes slots 0-8191 (C++ tests and bench/lib.sh take others, see
+# tests/support/uid_range.hpp), starting at a place of its pid's; a start refused because
+# another daemon holds the range is retried on the next slot.
+UID_RANGE_SIZE = 65536
+UID_RANGE_IN_USE = "overlaps that of another agentbox serve"
+_uid_slots = itertools.count((os.getpid() * 7919) % 8192)
+
+
+def next_uid_base():
+    return 2_000_000 + UID_RANGE_SIZE * (next(_uid_slots) % 8192)
 
 
 def agentbox_bin():
@@ -103,10 +119,11 @@ class Daemon:
     api_key=None lets the daemon generate one into STATE/api_key (read back after start).
     listen: another address to listen on (port 0); url still names 127.0.0.1.
     wrap: a command prefix that execs the rest (e.g. nsenter into a network namespace).
+    own_uid_range=False: the range is the config's (or the default), not one of the harness's.
     """
 
     def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600, env=None,
-                 listen="127.0.0.1:0", wrap=()):
+                 listen="127.0.0.1:0", wrap=(), own_uid_range=True):
         self.workdir = workdir
         self.state_dir = state_dir or os.path.join(workdir, "state")
         self.config_path = None
@@ -115,7 +132,11 @@ class Daemon:
             with open(self.config_path, "w") as f:
                 f.write(config_text)
         self.api_key = api_key
-        self.extra_env = env or {}  # e.g. a test hook (AGENTBOX_TEST_HOLD_START)
+        self.extra_env = dict(env or {})  # e.g. a test hook (AGENTBOX_TEST_HOLD_START)
+        # Kept across restarts: the accounts in the state directory have uids from it.
+        self.own_uid_range = own_uid_range and "AGENTBOX_UID_BASE" not in self.extra_env
+        if self.own_uid_range:
+            self.extra_env["AGENTBOX_UID_BASE"] = str(next_uid_base())
         self.lifetime = lifetime
         self.listen = listen
         self.wrap = list(wrap)
@@ -137,6 +158,19 @@ class Daemon:
             return ""
 
     def start(self, timeout=30):
+        """Starts the daemon and waits until it serves. A first start refused because another
+        daemon holds its uid range tries the next range."""
+        for _ in range(20):
+            try:
+                return self._start(timeout)
+            except RuntimeError as e:
+                if not (self.own_uid_range and self.starts == 1 and UID_RANGE_IN_USE in str(e)):
+                    raise
+                self.extra_env["AGENTBOX_UID_BASE"] = str(next_uid_base())
+                self.starts = 0
+        raise RuntimeError("no free uid range after 20 tries")
+
+    def _start(self, timeout):
         assert self.proc is None
         self.starts += 1
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}

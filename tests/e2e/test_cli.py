@@ -7,7 +7,7 @@ import subprocess
 import httpx
 import pytest
 
-from conftest import _children, agentbox_bin, new_workdir, remove_workdir, READY_LINE
+from conftest import _children, agentbox_bin, new_workdir, next_uid_base, remove_workdir, READY_LINE
 
 
 @pytest.fixture
@@ -60,6 +60,7 @@ def free_port():
 def serve(args, env_extra, workdir, timeout=20):
     """Starts serve, returns (process, url) once ready, or (process, None) if it exited."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
+    env["AGENTBOX_UID_BASE"] = str(next_uid_base())  # a range of its own (conftest.py)
     env.update(env_extra)
     log = os.path.join(workdir, "serve.log")
     with open(log, "wb") as out:
@@ -110,8 +111,8 @@ def test_flag_beats_environment_beats_file(workdir):
 
 
 def test_defaults_keep_state_in_the_current_directory_and_generate_a_private_key(workdir):
-    # No config, no AGENTBOX_*: state goes to ./agentbox-state (listen is overridden only so the
-    # test does not depend on port 8000 being free).
+    # No config, no AGENTBOX_* but the uid range: state goes to ./agentbox-state (listen is
+    # overridden only so the test does not depend on port 8000 being free).
     proc, url, log = serve(["--listen", "127.0.0.1:0"], {}, workdir)
     try:
         assert url, log

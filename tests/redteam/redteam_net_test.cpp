@@ -27,6 +27,7 @@
 
 #include "redteam/probe_runner.hpp"
 #include "support/raw_socket.hpp"
+#include "support/uid_range.hpp"
 
 namespace agentbox::redteam {
 namespace {
@@ -302,20 +303,27 @@ class ServeDaemon {
     char bytes[16];
     random.read(bytes, sizeof bytes);
     for (unsigned char b : bytes) key_ += "0123456789abcdef"[b >> 4], key_ += "0123456789abcdef"[b & 15];
-    process_.emplace(Argv{"/bin/sh", "-c",
-                          "exec env -u AGENTBOX_CONFIG -u AGENTBOX_LISTEN -u AGENTBOX_STATE_DIR "
-                          "AGENTBOX_API_KEY=\"$1\" \"$2\" serve --listen 0.0.0.0:0 --state \"$3\" >\"$4\" 2>&1",
-                          "sh", key_, agentbox_path(), state(), dir_ / "serve.log"});
-    const std::regex ready(R"(serving on http://0\.0\.0\.0:(\d+))");
-    const auto deadline = Clock::now() + 30s;
-    while (port_ == 0) {
-      const std::string s = log_text();
-      if (std::smatch m; std::regex_search(s, m, ready)) {
-        port_ = static_cast<uint16_t>(std::stoi(m[1]));
-        break;
+    // Each daemon needs a uid range no other running daemon holds (box/uid_range_guard.hpp):
+    // one per attempt from this process's share, the next one if another test holds it.
+    for (int attempt = 0; port_ == 0; ++attempt) {
+      process_.emplace(Argv{"/bin/sh", "-c",
+                            "exec env -u AGENTBOX_CONFIG -u AGENTBOX_LISTEN -u AGENTBOX_STATE_DIR "
+                            "AGENTBOX_API_KEY=\"$1\" AGENTBOX_UID_BASE=\"$5\" \"$2\" serve --listen 0.0.0.0:0 "
+                            "--state \"$3\" >\"$4\" 2>&1",
+                            "sh", key_, agentbox_path(), state(), dir_ / "serve.log",
+                            std::to_string(testing::test_uid_base(attempt))});
+      const std::regex ready(R"(serving on http://0\.0\.0\.0:(\d+))");
+      const auto deadline = Clock::now() + 30s;
+      while (port_ == 0) {
+        const std::string s = log_text();
+        if (std::smatch m; std::regex_search(s, m, ready)) {
+          port_ = static_cast<uint16_t>(std::stoi(m[1]));
+          break;
+        }
+        if (!process_->running() && s.find(testing::kUidRangeInUse) != std::string::npos && attempt < 20) break;
+        if (!process_->running() || Clock::now() > deadline) throw Error("agentbox serve did not come up: " + s);
+        std::this_thread::sleep_for(50ms);
       }
-      if (!process_->running() || Clock::now() > deadline) throw Error("agentbox serve did not come up: " + s);
-      std::this_thread::sleep_for(50ms);
     }
   }
 

@@ -216,6 +216,22 @@ TEST_F(ServerConfigTest, BadEnvironmentValueNamesTheVariable) {
   EXPECT_THROW(load_server_config(std::nullopt, env_of({{"AGENTBOX_API_KEY", ""}})), Error);
 }
 
+// The test harness gives each daemon its own range this way (uid ranges are exclusive).
+TEST_F(ServerConfigTest, UidBaseFromTheEnvironmentOverridesTheFile) {
+  std::string path = write_config("[accounts]\nuid_base = 2000000\nuid_count = 1000\n");
+  ServerConfig c = load_server_config(path, env_of({{"AGENTBOX_UID_BASE", "3000000"}}));
+  EXPECT_EQ(c.accounts.uid_base, 3000000u);
+  EXPECT_EQ(c.accounts.uid_count, 1000u);
+  EXPECT_THROW(load_server_config(std::nullopt, env_of({{"AGENTBOX_UID_BASE", "0"}})), Error);
+  EXPECT_THROW(load_server_config(std::nullopt, env_of({{"AGENTBOX_UID_BASE", "12x"}})), Error);
+  try {
+    load_server_config(std::nullopt, env_of({{"AGENTBOX_UID_BASE", "4294967000"}}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "AGENTBOX_UID_BASE: uid_base + uid_count - 1 exceeds the largest uid 4294967294");
+  }
+}
+
 TEST_F(ServerConfigTest, UnknownKeysAreErrorsNamingFileAndKey) {
   std::string path = write_config("listen = \"127.0.0.1:1\"\nlistn = 1\n[box]\nmemroy = \"1G\"\n[policy.default]\nallw = []\n[policy.other]\n");
   EXPECT_THAT(validate_config_file(path),
