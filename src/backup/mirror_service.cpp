@@ -57,6 +57,7 @@ nlohmann::json to_json(const PassReport& r) {
 }
 
 MirrorService::MirrorService(MirrorServiceOptions options) : options_(std::move(options)) {
+  options_.tree.stop = &stop_flag_;
   if (options_.dir.empty()) throw Error("backup: no mirror directory");
   if (::mkdir(options_.dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + options_.dir + ")");
   if (!options_.status_file.empty()) {
@@ -79,6 +80,7 @@ void MirrorService::stop() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
+  stop_flag_ = true;
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
@@ -169,7 +171,11 @@ PassReport MirrorService::run_pass() {
 void MirrorService::write_status_file(const nlohmann::json& last_pass) const {
   if (options_.status_file.empty()) return;
   const std::string tmp = options_.status_file + ".tmp";
-  write_file(tmp, nlohmann::json{{"last_pass", last_pass}}.dump() + "\n");
+  {
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!fd) throw sys_error("open(" + tmp + ")");
+    write_all(fd.get(), nlohmann::json{{"last_pass", last_pass}}.dump() + "\n");
+  }
   check(::rename(tmp.c_str(), options_.status_file.c_str()), "rename(" + tmp + ")");
 }
 

@@ -5,6 +5,7 @@
 // mirror_tree() into DIR/NAME (backup/mirror_layout.hpp) and its .deleted days older than
 // keep_deleted_days are purged. After each pass the status is written (atomically) to
 // status_file, so the last pass is still known after a restart.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -59,7 +60,7 @@ class MirrorService {
   // Starts the pass thread (first pass at once). Call with the daemon's stop signals blocked:
   // the thread inherits the mask.
   void start();
-  // Wakes the thread and waits for it; a pass under way stops between two accounts.
+  // Wakes the thread and waits for it; a pass under way stops at its next file.
   void stop();
   // Asks for a pass now (one is queued if a pass is under way); returns at once.
   void run_now();
@@ -82,6 +83,7 @@ class MirrorService {
   mutable std::mutex mu_;          // guards the fields below
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::atomic<bool> stop_flag_{false};  // stopping_ for the pass under way (MirrorTreeOptions::stop)
   bool requested_ = false;
   bool running_ = false;
   std::optional<std::chrono::system_clock::time_point> running_since_;

@@ -223,6 +223,7 @@ void TreeMirror::mirror_dir(int sfd, int dfd, const std::string& rel) {
     }
   }
   for (const DirEntry& e : src) {
+    if (options_.stop && options_.stop->load(std::memory_order_relaxed)) return;
     try {
       struct stat st;
       if (::fstatat(sfd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {

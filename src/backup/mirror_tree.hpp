@@ -14,6 +14,7 @@
 //   Sockets, fifos and devices are skipped.
 // - Modes, owners and times are kept (files, directories, symlinks).
 // - Unchanged files (same size and mtime, as rsync's quick check) are not read again.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -36,6 +37,9 @@ struct MirrorStats {
 };
 
 struct MirrorTreeOptions {
+  // Set by another thread to end the pass early (daemon shutdown): the entries not reached yet
+  // keep their previous copy; nothing is judged deleted for lack of a visit.
+  const std::atomic<bool>* stop = nullptr;
   // Test hook: runs after a file's bytes are copied and before the source is checked again
   // (relative path of the file), so a test can change the source mid-copy.
   std::function<void(const std::string& rel)> after_copy;

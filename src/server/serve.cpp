@@ -342,7 +342,7 @@ int serve(const ServeOptions& options) {
   }
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
-  if (mirror) mirror->stop();  // a pass under way ends after its current account
+  if (mirror) mirror->stop();  // a pass under way ends at its next file
   terminals.shut_down();  // before the server's io_context goes: terminal output is posted there
   return 0;
 }

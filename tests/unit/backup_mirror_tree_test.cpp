@@ -1,4 +1,4 @@
-// The mirror engine (backup/mirror_tree.hpp) on scratch directories: what is copied, what is
+// The mirror engine (backup/mirror_tree.hpp) and its service on scratch directories: what is copied, what is
 // not copied again, what goes to .deleted and when it is purged, symlinks kept as links, modes,
 // owners and times kept, and a file that changes while copied never published.
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "backup/mirror_layout.hpp"
+#include "backup/mirror_service.hpp"
 #include "backup/mirror_tree.hpp"
 #include "support/scratch_dir.hpp"
 #include "util/unique_fd.hpp"
@@ -235,6 +236,59 @@ TEST_F(MirrorTreeTest, FileReplacedByDirectoryAndBack) {
   pass();
   EXPECT_EQ(read(copy("thing/inner")), "inner");
   EXPECT_EQ(read(kept("thing")), "a file");
+}
+
+}  // namespace
+}  // namespace agentbox::backup
+
+namespace agentbox::backup {
+namespace {
+
+// The service over two accounts, with its clock injected: what a pass records, and the purge of
+// .deleted days by the pass that runs keep_deleted_days later.
+TEST(MirrorServiceTest, PassesRecordStatusAndPurgeOnTheInjectedClock) {
+  testing::ScratchDir scratch("mirror-service");
+  const std::string homes = scratch.path() + "/homes", mirror = scratch.path() + "/mirror";
+  fs::create_directories(homes + "/alice/docs");
+  fs::create_directories(homes + "/bob");
+  write(homes + "/alice/docs/a.txt", "alice's");
+  write(homes + "/bob/b.txt", "bob's");
+  auto now = std::chrono::system_clock::from_time_t(1'767'225'600);  // 2026-01-01 00:00 UTC
+  MirrorServiceOptions o;
+  o.dir = mirror;
+  o.keep_deleted_days = 7;
+  o.status_file = scratch.path() + "/status.json";
+  o.homes = [&] {
+    return std::vector<MirrorHome>{{"alice", homes + "/alice"}, {"bob", homes + "/bob"}, {"carol", homes + "/carol"}};
+  };
+  o.clock = [&] { return now; };
+  {
+    MirrorService service(o);
+    PassReport first = service.run_pass();
+    EXPECT_EQ(first.total.files_copied, 2u);
+    EXPECT_EQ(first.accounts.size(), 2u);  // carol has no home yet: skipped, not an error
+    EXPECT_EQ(read(mirror + "/bob/home/b.txt"), "bob's");
+    fs::remove(homes + "/alice/docs/a.txt");
+    service.run_pass();
+    EXPECT_EQ(read(mirror + "/alice/.deleted/2026-01-01/docs/a.txt"), "alice's");
+
+    now += std::chrono::hours(24 * 6);
+    service.run_pass();
+    EXPECT_TRUE(fs::exists(mirror + "/alice/.deleted/2026-01-01"));  // six days: kept
+    now += std::chrono::hours(24);
+    service.run_pass();
+    EXPECT_FALSE(fs::exists(mirror + "/alice/.deleted/2026-01-01"));  // seven: purged
+
+    nlohmann::json s = service.status();
+    EXPECT_EQ(s["passes"], 4);
+    EXPECT_EQ(s["running"], false);
+    EXPECT_EQ(s["last_pass"]["started"], 1'767'225'600.0 + 7 * 86400);
+    EXPECT_EQ(s["last_pass"]["errors"], 0);
+  }
+  // A new service (the daemon restarted) knows the last pass from the status file.
+  MirrorService again(o);
+  EXPECT_EQ(again.status()["last_pass"]["started"], 1'767'225'600.0 + 7 * 86400);
+  EXPECT_EQ(again.status()["passes"], 0);
 }
 
 }  // namespace
