@@ -8,6 +8,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <cctype>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
