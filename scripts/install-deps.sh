@@ -15,7 +15,7 @@ packages=(
   # black-box tests (Debian's interpreter, not the pyenv one on PATH)
   python3-pytest python3-httpx python3-websockets
   # peers for bench/
-  bubblewrap tinyproxy socat ripgrep hyperfine websocketd nginx-light wrk
+  bubblewrap tinyproxy socat ripgrep hyperfine websocketd nginx-light wrk rsync
 )
 
 missing=()

@@ -1,5 +1,6 @@
 // agentbox: the command line. Subcommands: serve (the HTTP API, run by execing agentbox-serve),
-// run (one-shot box), doctor (host support), config check (validate a server config file).
+// run (one-shot box), doctor (host support), config check (validate a server config file),
+// backup (the mirror of homes, through the running daemon).
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/backup_command.hpp"
 #include "cli/config_check.hpp"
 #include "cli/doctor.hpp"
 #include "cli/run_command.hpp"
@@ -79,6 +81,8 @@ int main(int argc, char** argv) {
   config->require_subcommand(1);
   auto* config_check = config->add_subcommand("check", "Validate a config file without starting");
   config_check->add_option("file", config_file, "The config file")->required();
+  agentbox::cli::BackupOptions backup_opts;
+  auto* backup = agentbox::cli::add_backup_command(app, backup_opts);
 
   // Everything after the first "--" is the command, verbatim: CLI11 would still read options
   // among those words (`run -- grep --bind x` must run grep, not add a bind).
@@ -112,6 +116,7 @@ int main(int argc, char** argv) {
       return agentbox::run_doctor(::geteuid() == 0, std::cout,
                                   doctor_config.empty() ? std::nullopt : std::optional<std::string>(doctor_config));
     if (config_check->parsed()) return agentbox::cli::config_check(config_file);
+    if (backup->parsed()) return agentbox::cli::run_backup(*backup, backup_opts);
   } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return 2;

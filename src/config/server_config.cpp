@@ -31,10 +31,10 @@ constexpr int64_t kMaxFileOps = 64;
 // Each terminal holds a shell, a pty and its replay buffer for as long as it lives.
 constexpr int64_t kMaxTerminalsPerAccount = 1024;
 
-void require_api_key_text(std::string_view key) {
-  if (key.empty()) throw Error("api key is empty");
+void require_api_key_text(std::string_view key, std::string_view what = "api key") {
+  if (key.empty()) throw Error(std::string(what) + " is empty");
   for (char c : key)
-    if (c <= ' ' || c > '~') throw Error("api key must be printable ASCII without spaces");
+    if (c <= ' ' || c > '~') throw Error(std::string(what) + " must be printable ASCII without spaces");
 }
 
 void set_listen(ServerConfig& c, std::string_view text) {
@@ -63,10 +63,25 @@ void set_uid_base(ServerConfig& c, std::string_view text) {
   c.accounts.uid_base = static_cast<uid_t>(base);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 31> kFields = {{
+void set_admin_key(ServerConfig& c, std::string_view text) {
+  require_api_key_text(text, "admin key");
+  c.admin_key = std::string(text);
+}
+
+constexpr std::array<TomlField<ServerConfig>, 35> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
+    {"admin_key", [](ServerConfig& c, const toml::node& v) { set_admin_key(c, toml_string(v)); }},
+    {"backup.dir", [](ServerConfig& c, const toml::node& v) { c.backup.dir = toml_string(v); }},
+    {"backup.interval",
+     [](ServerConfig& c, const toml::node& v) {
+       c.backup.interval = toml_seconds(v);
+     }},
+    {"backup.keep_deleted_days",
+     [](ServerConfig& c, const toml::node& v) {
+       c.backup.keep_deleted_days = static_cast<uint32_t>(toml_integer(v, 1, 3650));
+     }},
     {"cors_origins", [](ServerConfig& c, const toml::node& v) { c.cors_origins = toml_strings(v); }},
     {"limits.body", [](ServerConfig& c, const toml::node& v) { c.limits.body_bytes = toml_size(v); }},
     {"limits.header_timeout",
@@ -138,8 +153,8 @@ static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.emp
 
 // The tables descended into; the egress policy's (config/egress_config.hpp), the inference
 // gateway's (config/inference_config.hpp) and the agent's (config/agent_config.hpp) are appended.
-constexpr std::array<std::string_view, 7> kOwnSections = {"limits", "accounts", "box",  "exec",
-                                                          "terminals", "proxy", "egress"};
+constexpr std::array<std::string_view, 8> kOwnSections = {"limits", "accounts", "box",  "exec",
+                                                          "terminals", "proxy", "egress", "backup"};
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size() +
                                    kAgentSections.size() + kStorageSections.size()>
@@ -158,11 +173,12 @@ struct EnvSetting {
   const char* name;
   void (*apply)(ServerConfig&, std::string_view);
 };
-constexpr std::array<EnvSetting, 5> kEnvSettings = {{
+constexpr std::array<EnvSetting, 6> kEnvSettings = {{
     {"AGENTBOX_LISTEN", set_listen},
     {"AGENTBOX_UID_BASE", set_uid_base},
     {"AGENTBOX_STATE_DIR", set_state_dir},
     {"AGENTBOX_API_KEY", set_api_key},
+    {"AGENTBOX_ADMIN_KEY", set_admin_key},
     {"AGENTBOX_CORS_ORIGINS",
      [](ServerConfig& c, std::string_view text) {
        c.cors_origins.clear();
@@ -183,6 +199,8 @@ std::vector<std::string> cross_checks(const ServerConfig& c, const std::string& 
   if (uint64_t{c.accounts.uid_base} + c.accounts.uid_count - 1 > kMaxUid)
     errors.push_back(file + ": accounts: uid_base + uid_count - 1 exceeds the largest uid " +
                      std::to_string(kMaxUid));
+  if (c.api_key && c.admin_key && *c.api_key == *c.admin_key)
+    errors.push_back(file + ": admin_key is the same as api_key: the admin key must be a secret of its own");
   if (c.inference.port == c.egress_proxy.port)
     errors.push_back(file + ": inference.port and egress.port are both " + std::to_string(c.egress_proxy.port) +
                      ": each needs its own port in the box");
@@ -213,6 +231,7 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
   if (doc->contains("state_dir") && !config.state_dir.empty() && config.state_dir.front() != '/')
     config.state_dir = absolute_path(config.state_dir, file_dir);
   resolve_agent_paths(config.agent, file_dir);  // the same for the agent's paths
+  if (!config.backup.dir.empty()) config.backup.dir = absolute_path(config.backup.dir, file_dir);
   return errors;
 }
 

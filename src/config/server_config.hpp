@@ -7,6 +7,8 @@
 //   state_dir = "./agentbox-state"   # relative: to the file's directory (in a file) or to the
 //                                    # working directory (default, flag, environment)
 //   api_key = "..."                 # optional: else generated into STATE/api_key (0600)
+//   admin_key = "..."               # optional: else generated into STATE/admin_key (0600);
+//                                   # the only key /admin/ routes accept
 //   cors_origins = ["*"]
 //   [limits]   body = "100M"  header_timeout = 10
 //   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
@@ -25,6 +27,7 @@
 //   [inference] port = 3129 ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens
 //                                                             (config/inference_config.hpp)
 //   [agent]    claude = "PATH"  skills_dir = "PATH"           (config/agent_config.hpp)
+//   [backup]   dir = "PATH"  interval = 300  keep_deleted_days = 7   (mirror of homes; no dir: off)
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
 #include <sys/types.h>
@@ -54,6 +57,7 @@ struct ServerConfig {
   std::string listen = "127.0.0.1:8000";   // HOST:PORT; port 0 picks a free one
   std::string state_dir = "./agentbox-state";
   std::optional<std::string> api_key;      // unset: load_or_create_api_key(state_dir)
+  std::optional<std::string> admin_key;    // unset: load_or_create_state_secret(state_dir, "admin_key")
   std::vector<std::string> cors_origins = {"*"};
 
   struct HttpLimits {
@@ -108,6 +112,13 @@ struct ServerConfig {
   InferenceConfig inference;  // the model gateway in each box's namespace (ANTHROPIC_BASE_URL)
 
   AgentConfig agent;  // Claude Code in every box (/agentbox/bin/claude), the operator's skills
+
+  // The mirror of homes (backup/mirror_service.hpp).
+  struct Backup {
+    std::string dir;                               // the mirror's root; "" = no mirror. Relative: to the file's directory
+    std::chrono::seconds interval{300};            // between passes
+    uint32_t keep_deleted_days = 7;                // deleted and overwritten files are kept this many days
+  } backup;
 };
 
 struct ListenAddress {
@@ -122,7 +133,8 @@ using GetEnv = std::function<const char*(const char*)>;
 
 // defaults, then the file (config_path if given, else $AGENTBOX_CONFIG if set, else none),
 // then AGENTBOX_LISTEN, AGENTBOX_UID_BASE, AGENTBOX_STATE_DIR, AGENTBOX_API_KEY,
-// AGENTBOX_CORS_ORIGINS (comma-separated). Throws Error with every problem found, one per line.
+// AGENTBOX_ADMIN_KEY, AGENTBOX_CORS_ORIGINS (comma-separated). Throws Error with every problem
+// found, one per line.
 ServerConfig load_server_config(const std::optional<std::string>& config_path,
                                 const GetEnv& getenv = ::getenv);
 

@@ -74,10 +74,17 @@ void AtomicFile::link_under_temp_name() {
   }
 }
 
+void AtomicFile::set_times(const struct timespec& atime, const struct timespec& mtime) {
+  const struct timespec times[2] = {atime, mtime};
+  fs_check(::futimens(fd_.get(), times), shown_);
+}
+
 void AtomicFile::commit() {
   struct stat old;
-  if (::fstatat(target_.dir.get(), target_.name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 &&
-      S_ISREG(old.st_mode))
+  if (mode_bits_ >= 0)
+    fs_check(::fchmod(fd_.get(), static_cast<mode_t>(mode_bits_)), shown_);
+  else if (::fstatat(target_.dir.get(), target_.name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(old.st_mode))
     fs_check(::fchmod(fd_.get(), old.st_mode & 0777), shown_);
   fs_check(::fsync(fd_.get()), shown_);
   if (mode_ == Mode::unnamed) link_under_temp_name();

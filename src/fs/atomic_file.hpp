@@ -10,6 +10,7 @@
 // Construct, write and commit with the account's fs identity held (the file is created as the
 // account and counted against its quota).
 #include <sys/types.h>
+#include <time.h>
 
 #include <cstdint>
 #include <string>
@@ -31,6 +32,12 @@ class AtomicFile {
 
   void write(std::string_view data);
   uint64_t size() const { return size_; }
+
+  // The new file gets these permission bits instead of the replaced file's (a restore puts a
+  // file back as it was).
+  void set_mode(mode_t mode) { mode_bits_ = mode & 07777; }
+  // Sets the new file's access and modification times; call after the last write().
+  void set_times(const struct timespec& atime, const struct timespec& mtime);
   Mode mode() const { return mode_; }
 
   // Replaces the target. The permission bits of a regular file it replaces are kept (a script
@@ -47,6 +54,7 @@ class AtomicFile {
   std::string temp_name_;  // the name in target_.dir while one exists
   uint64_t size_ = 0;
   bool committed_ = false;
+  int mode_bits_ = -1;  // set_mode(); -1: keep the replaced file's
 };
 
 }  // namespace agentbox

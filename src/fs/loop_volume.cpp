@@ -2,6 +2,7 @@
 // large as the account's disk quota (sparse: it takes host blocks only as they are written),
 // with its inode count set to the inode quota, mounted at VOLUMES/NAME nosuid,nodev through a
 // loop device that frees itself when unmounted (LO_FLAGS_AUTOCLEAR).
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
@@ -17,6 +18,7 @@
 
 #include "fs/volume_backend.hpp"
 #include "util/error.hpp"
+#include "util/file_io.hpp"
 #include "util/run_program.hpp"
 #include "util/unique_fd.hpp"
 
@@ -95,9 +97,40 @@ UniqueFd attach_loop(const UniqueFd& image, const std::string& image_path, std::
   throw Error("no free loop device after " + std::to_string(kLoopAttempts) + " attempts", EBUSY);
 }
 
+// The loop device already holding `image` (a box of an earlier daemon run can keep its
+// filesystem alive after the host's mount is gone): mounting that one again shares its
+// superblock, where a second loop device would mount the same image twice and corrupt it.
+std::string attached_loop(const struct stat& image) {
+  DIR* dir = ::opendir("/sys/block");
+  if (!dir) return {};
+  std::string found;
+  while (dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (!name.starts_with("loop")) continue;
+    // backing_file names the image as it was opened; compare the file itself, not the text.
+    auto backing = read_file_if_exists("/sys/block/" + name + "/loop/backing_file", 8192);
+    if (!backing) continue;
+    while (!backing->empty() && backing->back() == '\n') backing->pop_back();
+    struct stat st{};
+    if (::stat(backing->c_str(), &st) == 0 && st.st_dev == image.st_dev && st.st_ino == image.st_ino) {
+      found = "/dev/" + name;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return found;
+}
+
 void mount_image(const std::string& image_path, const std::string& dir) {
   UniqueFd image(::open(image_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!image) throw sys_error("open(" + image_path + ")");
+  struct stat st{};
+  check(::fstat(image.get(), &st), "fstat(" + image_path + ")");
+  if (std::string held = attached_loop(st); !held.empty()) {
+    if (::mount(held.c_str(), dir.c_str(), "ext4", kMountFlags, "errors=remount-ro") != 0)
+      throw sys_error("mount(" + held + ", " + dir + ")");
+    return;
+  }
   std::string device;
   UniqueFd loop = attach_loop(image, image_path, device);
   if (::mount(device.c_str(), dir.c_str(), "ext4", kMountFlags, "errors=remount-ro") != 0)

@@ -27,6 +27,8 @@ struct HttpServerOptions {
   std::size_t stream_queue_limit = 8 * 1024 * 1024;     // bytes queued by a streaming handler before the
                                                         // connection is dropped as too slow
   std::string api_key;                                  // Bearer key; empty = every non-public route is 401
+  std::string admin_key;                                // Bearer key of RouteOptions::admin routes (and only
+                                                        // of those); empty = every admin route is 401
   std::vector<std::string> cors_origins{"*"};           // allowed Origin values; "*" = any
   std::string spool_dir = "/var/tmp";                   // O_TMPFILE home for RouteOptions::spool_body
   // When set, the spool directory of this request (its head is complete): the daemon spools

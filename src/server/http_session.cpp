@@ -179,7 +179,20 @@ void HttpSession::route_request() {
     return respond_early(std::move(r));
   }
   route_ = match.route;
-  const bool key_accepted = ctx_->auth.accepts(request_.header("Authorization").value_or(""));
+  const std::string_view authorization = request_.header("Authorization").value_or("");
+  if (route_->options.admin && !ctx_->admin_auth.accepts(authorization)) {
+    // The API key is a valid credential, only not for this route: 403 says so; anything else 401.
+    if (ctx_->auth.accepts(authorization)) {
+      count(ctx_->counters.unauthorized);
+      return respond_early(error_response(
+          http::status::forbidden, "This is an admin route: it takes the admin key, not the API key"));
+    }
+    count(ctx_->counters.unauthorized);
+    auto r = error_response(http::status::unauthorized, "Invalid admin key");
+    r.headers.set(http::field::www_authenticate, "Bearer");
+    return respond_early(std::move(r));
+  }
+  const bool key_accepted = route_->options.admin || ctx_->auth.accepts(authorization);
   const bool link_accepted = !key_accepted && route_->options.signed_link && accepts_link(target->query);
   if (!route_->options.is_public && !route_->options.auth_in_handler && !key_accepted && !link_accepted) {
     count(ctx_->counters.unauthorized);

@@ -36,6 +36,8 @@
 #include "server/signed_links.hpp"
 #include "server/trash_routes.hpp"
 #include "server/trash_upkeep.hpp"
+#include "server/backup_routes.hpp"
+#include "backup/mirror_service.hpp"
 #include "store/chat_sessions.hpp"
 #include "net/inference_gateway.hpp"
 #include "net/egress_listener.hpp"
@@ -126,7 +128,7 @@ int serve(const ServeOptions& options) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
-  wipe_environment({kCredentialVariables[0], kCredentialVariables[1], "AGENTBOX_API_KEY"});
+  wipe_environment({kCredentialVariables[0], kCredentialVariables[1], "AGENTBOX_API_KEY", "AGENTBOX_ADMIN_KEY"});
   raise_fd_limit();
   // Root's reserved blocks and any quota are out of reach of everything the daemon writes for
   // an account (uploads, logs, spool) from here on, in every thread it starts (DESIGN §8).
@@ -142,6 +144,16 @@ int serve(const ServeOptions& options) {
     api_key = load_or_create_api_key(config.state_dir);
     std::cout << "API key: in " << config.state_dir << "/api_key (mode 0600)\n";
   }
+  // The operator's key for /admin/ routes: a secret of its own, never the API key.
+  std::string admin_key;
+  if (config.admin_key) {
+    admin_key = *config.admin_key;
+    std::cout << "admin key: from AGENTBOX_ADMIN_KEY or the config file\n";
+  } else {
+    admin_key = load_or_create_state_secret(config.state_dir, "admin_key");
+    std::cout << "admin key: in " << config.state_dir << "/admin_key (mode 0600)\n";
+  }
+  if (admin_key == api_key) throw UsageError("the admin key is the same as the API key: give admin_key a secret of its own");
 
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
@@ -308,8 +320,30 @@ int serve(const ServeOptions& options) {
                    std::move(agent_options));
   add_agent_session_routes(router, callers, file_options.pool);
 
+  // The mirror of homes, on a thread of its own (started after the stop signals are blocked).
+  std::unique_ptr<backup::MirrorService> mirror;
+  if (!config.backup.dir.empty()) {
+    backup::MirrorServiceOptions m;
+    m.dir = config.backup.dir;
+    m.interval = config.backup.interval;
+    m.keep_deleted_days = static_cast<int>(config.backup.keep_deleted_days);
+    m.status_file = config.state_dir + "/backup_status.json";
+    m.homes = [&accounts, state_dir = config.state_dir] {
+      std::vector<backup::MirrorHome> homes;
+      for (const Account& a : accounts.list()) homes.push_back({a.name, state_dir + "/" + a.home_dir});
+      return homes;
+    };
+    m.log = [](const std::string& message) { spdlog::warn("{}", message); };
+    mirror = std::make_unique<backup::MirrorService>(std::move(m));
+    mirror->start();
+    std::cout << "backup: mirror of homes in " << config.backup.dir << " every " << config.backup.interval.count()
+              << " s, deleted files kept " << config.backup.keep_deleted_days << " days\n";
+  }
+  add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool);
+
   HttpServerOptions http;
   http.api_key = api_key;
+  http.admin_key = admin_key;
   http.body_limit = config.limits.body_bytes;
   http.header_timeout = config.limits.header_timeout;
   http.cors_origins = config.cors_origins;
@@ -344,6 +378,7 @@ int serve(const ServeOptions& options) {
   }
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
+  if (mirror) mirror->stop();  // a pass under way ends at its next file
   terminals.shut_down();  // before the server's io_context goes: terminal output is posted there
   return 0;
 }

@@ -16,12 +16,17 @@ namespace agentbox::server {
 struct ServerContext {
   // Declaration order matters: auth and cors read o before it is moved into options.
   ServerContext(Router r, HttpServerOptions o)
-      : router(std::move(r)), auth(o.api_key), cors(o.cors_origins), options(without_key(std::move(o))) {}
+      : router(std::move(r)),
+        auth(o.api_key),
+        admin_auth(o.admin_key),
+        cors(o.cors_origins),
+        options(without_key(std::move(o))) {}
 
   const Router router;
   const ApiKeyAuth auth;  // keeps only a digest of the key
+  const ApiKeyAuth admin_auth;  // the admin key's, for RouteOptions::admin routes
   const CorsPolicy cors;
-  const HttpServerOptions options;  // api_key emptied
+  const HttpServerOptions options;  // api_key and admin_key emptied
   HttpCounters counters;
   std::atomic<bool> stopping{false};  // set once by HttpServer::stop()
   SessionRegistry sessions;
@@ -29,6 +34,7 @@ struct ServerContext {
  private:
   static HttpServerOptions without_key(HttpServerOptions o) {
     o.api_key.clear();
+    o.admin_key.clear();
     return o;
   }
 };

@@ -166,6 +166,27 @@ TEST_F(ServerConfigTest, TerminalKeysAreCheckedAndTakeTheirBounds) {
               ElementsAre(HasSubstr("terminals.max_per_account: must be between 1 and 1024, not 1025")));
 }
 
+TEST_F(ServerConfigTest, BackupKeysAndTheAdminKey) {
+  ServerConfig none = load_server_config(std::nullopt, env_of({}));
+  EXPECT_EQ(none.backup.dir, "");  // no mirror unless asked for
+  EXPECT_EQ(none.backup.interval, std::chrono::seconds(300));
+  EXPECT_EQ(none.backup.keep_deleted_days, 7u);
+  EXPECT_FALSE(none.admin_key);
+  ServerConfig c = load_server_config(
+      write_config("admin_key = \"adm1n\"\n[backup]\ndir = \"mirror\"\ninterval = 1\nkeep_deleted_days = 30\n",
+                   "backup.toml"),
+      env_of({}));
+  EXPECT_EQ(c.backup.dir, dir_ + "/mirror");  // relative: next to the file
+  EXPECT_EQ(c.backup.interval, std::chrono::seconds(1));
+  EXPECT_EQ(c.backup.keep_deleted_days, 30u);
+  EXPECT_EQ(c.admin_key, "adm1n");
+  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_ADMIN_KEY", "from-env"}})).admin_key, "from-env");
+  EXPECT_THAT(validate_config_file(write_config("[backup]\nkeep_deleted_days = 0\n", "zero.toml")),
+              ElementsAre(HasSubstr("backup.keep_deleted_days")));
+  EXPECT_THAT(validate_config_file(write_config("api_key = \"same\"\nadmin_key = \"same\"\n", "same.toml")),
+              ElementsAre(HasSubstr("admin_key is the same as api_key")));
+}
+
 TEST_F(ServerConfigTest, EnvironmentOverridesFileWhichOverridesDefaults) {
   std::string path = write_config("listen = \"127.0.0.1:9001\"\nstate_dir = \"/from/file\"\n");
   ServerConfig c = load_server_config(path, env_of({{"AGENTBOX_LISTEN", "127.0.0.1:9002"},

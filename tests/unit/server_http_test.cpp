@@ -259,6 +259,28 @@ TEST_F(HttpServerTest, ApiKeyIsRequiredExceptOnPublicRoutes) {
   EXPECT_EQ(counters().unauthorized.load(), 3u);
 }
 
+TEST_F(HttpServerTest, AdminRoutesTakeOnlyTheAdminKeyAndItOpensNothingElse) {
+  Router routes = base_routes();
+  routes.add(http::verb::get, "/admin/ping", [](const Request&) { return Response::json({{"admin", true}}); },
+             {.admin = true});
+  HttpServerOptions o = test_options();
+  o.admin_key = "admin-key-for-tests";
+  start(std::move(routes), o);
+  const Headers admin = {{"Authorization", "Bearer admin-key-for-tests"}};
+  EXPECT_EQ(fetch(port_, http::verb::get, "/admin/ping", {}, admin).status, 200u);
+  auto api_key = fetch(port_, http::verb::get, "/admin/ping");  // the ordinary API key
+  EXPECT_EQ(api_key.status, 403u);
+  EXPECT_EQ(api_key.body, R"({"detail":"This is an admin route: it takes the admin key, not the API key"})");
+  for (const Headers& bad : {Headers{}, Headers{{"Authorization", "Bearer wrong"}}}) {
+    auto r = fetch(port_, http::verb::get, "/admin/ping", {}, bad);
+    EXPECT_EQ(r.status, 401u);
+    EXPECT_EQ(r.body, R"({"detail":"Invalid admin key"})");
+  }
+  // The admin key is no API key: a user route refuses it (control: the API key opens it).
+  EXPECT_EQ(fetch(port_, http::verb::get, "/items/1", {}, admin).status, 401u);
+  EXPECT_EQ(fetch(port_, http::verb::get, "/items/1").status, 200u);
+}
+
 TEST_F(HttpServerTest, UnknownPathIs404AndWrongMethodIs405) {
   start(base_routes());
   auto r = fetch(port_, http::verb::get, "/nowhere");

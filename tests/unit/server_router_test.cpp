@@ -77,6 +77,16 @@ TEST(ServerRouter, MalformedPatternsAreRefused) {
   EXPECT_THROW(r.add(http::verb::get, "/{p:path}/x", ok), std::invalid_argument);
 }
 
+TEST(ServerRouter, AdminRoutesAreExactlyThoseUnderAdmin) {
+  Router r;
+  r.add(http::verb::get, "/admin/backup", ok, {.admin = true});
+  EXPECT_TRUE(r.routes().back().options.admin);
+  // A route under /admin/ that forgot the flag, or an admin route elsewhere: refused.
+  EXPECT_THROW(r.add(http::verb::get, "/admin/accounts", ok), std::invalid_argument);
+  EXPECT_THROW(r.add(http::verb::get, "/files/admin", ok, {.admin = true}), std::invalid_argument);
+  EXPECT_THROW(r.add(http::verb::get, "/admin/open", ok, {.is_public = true, .admin = true}), std::invalid_argument);
+}
+
 TEST(ServerRequest, NullQueryValuesAreAbsentInAnyCase) {
   auto t = parse_target("/files/list?directory=null&x=NuLL&y=nullish&z=&include%5B%5D=a&include%5B%5D=b+c");
   ASSERT_TRUE(t);

@@ -1,0 +1,26 @@
+#pragma once
+// The operator's routes of the mirror of homes (admin key only, RouteOptions::admin):
+//   GET  /admin/backup           the mirror's status: {"enabled": false} when [backup] dir is unset
+//   POST /admin/backup/run       a pass now (202); the status says when it has run
+//   POST /admin/backup/restore   {"user", "path"?, "date"?}: the saved copy back into the home
+// `user` is an account name or the external user id. Without `date` the copy is the mirror's
+// current one (MIRROR/NAME/home); with it, what was deleted or overwritten that day
+// (MIRROR/NAME/.deleted/DATE). Without `path`, the whole of it. Errors as {"detail"}: 404 for an
+// unknown user or a path not in the mirror, 409 when the mirror is off, 422 for a bad field.
+#include <memory>
+#include <string>
+
+#include "backup/mirror_service.hpp"
+#include "server/blocking_pool.hpp"
+#include "server/router.hpp"
+#include "server/caller.hpp"
+#include "store/account_store.hpp"
+
+namespace agentbox::server {
+
+// mirror may be null (no [backup] dir): status says so and the other routes answer 409.
+// Restores run on `pool`.
+void add_backup_routes(Router& router, AccountStore& accounts, CallerDirectory& callers,
+                       backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool);
+
+}  // namespace agentbox::server
