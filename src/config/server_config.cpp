@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox {
 namespace {
@@ -235,30 +235,7 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
   return errors;
 }
 
-// Fills buf from the kernel CSPRNG; getrandom without flags blocks only until boot-time seeding.
-void random_bytes(unsigned char* buf, size_t n) {
-  while (n > 0) {
-    ssize_t got = ::getrandom(buf, n, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw sys_error("getrandom");
-    }
-    buf += got;
-    n -= static_cast<size_t>(got);
-  }
-}
-
-std::string new_api_key() {
-  std::array<unsigned char, kApiKeyBytes> bytes;
-  random_bytes(bytes.data(), bytes.size());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string key;
-  for (unsigned char b : bytes) {
-    key += kHex[b >> 4];
-    key += kHex[b & 15];
-  }
-  return key;
-}
+std::string new_api_key() { return random_hex(kApiKeyBytes); }
 
 // The existing key, or nullopt if there is no key file. Refuses files others could read or
 // that someone else owns: the key is the server's only credential.

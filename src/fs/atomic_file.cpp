@@ -1,28 +1,19 @@
 #include "fs/atomic_file.hpp"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 
 #include "fs/fs_error.hpp"
 #include "util/file_io.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox {
 namespace {
 
 std::string random_temp_name() {
-  unsigned char bytes[8];
-  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) throw sys_error("getrandom");
-  std::string name = ".agentbox-";
-  char hex[3];
-  for (unsigned char b : bytes) {
-    std::snprintf(hex, sizeof hex, "%02x", b);
-    name += hex;
-  }
-  return name + ".tmp";
+  return ".agentbox-" + random_hex(8) + ".tmp";
 }
 
 }  // namespace

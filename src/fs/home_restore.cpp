@@ -2,17 +2,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 
 #include "fs/atomic_file.hpp"
 #include "fs/fs_error.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox {
 namespace {
@@ -39,15 +38,7 @@ std::vector<std::string> names_in(int dirfd) {
 }
 
 std::string temp_link_name() {
-  unsigned char bytes[8];
-  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) throw sys_error("getrandom");
-  std::string name = ".agentbox-";
-  char hex[3];
-  for (unsigned char b : bytes) {
-    std::snprintf(hex, sizeof hex, "%02x", b);
-    name += hex;
-  }
-  return name + ".tmp";
+  return ".agentbox-" + random_hex(8) + ".tmp";
 }
 
 class Restorer {

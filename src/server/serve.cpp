@@ -267,7 +267,10 @@ int serve(const ServeOptions& options) {
   exec::AccountBoxes boxes(manager, config.state_dir, config.box,
                            {.egress_proxy = config.egress_proxy.port, .inference = gateway ? config.inference.port : uint16_t{0}},
                            agent_mounts);
-  boxes.set_file_size_limit([volumes](const Account& account) { return volumes->quota(account.name).bytes; });
+  // From the config by the account's own id: a spec is made for every command, so no SQL here.
+  boxes.set_file_size_limit([storage = config.storage](const Account& account) {
+    return storage.quota_for(account.external_id).disk_bytes;
+  });
 
   exec::ProcessTableOptions table_options;
   // In the account's volume (made by resolving the caller before any command starts).

@@ -32,9 +32,4 @@ void drop_capability(int cap) {
   check(::syscall(SYS_capset, &c.header, c.data), "capset");
 }
 
-bool has_effective_capability(int cap) {
-  Caps c = current();
-  return (c.data[cap / 32].effective & (1u << (cap % 32))) != 0;
-}
-
 }  // namespace agentbox

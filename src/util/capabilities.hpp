@@ -6,7 +6,4 @@ namespace agentbox {
 // again. Programs it execs as root get their own full set back. Throws Error.
 void drop_capability(int cap);
 
-// Whether `cap` is in the thread's effective set.
-bool has_effective_capability(int cap);
-
 }  // namespace agentbox
