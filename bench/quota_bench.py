@@ -23,12 +23,14 @@ KEY = "bench-" + uuid.uuid4().hex
 
 
 class Daemon:
-    def __init__(self, binary, disk):
+    def __init__(self, binary, disk, slot):
         self.dir = tempfile.mkdtemp(prefix="agentbox-quota-bench-")
         with open(os.path.join(self.dir, "config.toml"), "w") as f:
             f.write(f'[accounts]\ndisk = "{disk}"\n')
         self.log = open(os.path.join(self.dir, "log"), "wb")
-        env = dict(os.environ, AGENTBOX_API_KEY=KEY)
+        # A uid range of its own (bench/lib.sh's scheme): two daemons may not share one.
+        uid_base = 2_000_000 + 65536 * (12288 + (os.getpid() * 2 + slot) % 4096)
+        env = dict(os.environ, AGENTBOX_API_KEY=KEY, AGENTBOX_UID_BASE=str(uid_base))
         self.proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--state",
                                       os.path.join(self.dir, "state"), "--config",
                                       os.path.join(self.dir, "config.toml")],
@@ -78,7 +80,7 @@ SMALL = ("python3 -c \"import os\nos.makedirs('s', exist_ok=True)\n"
 
 def main():
     binary, runs = sys.argv[1], int(sys.argv[2])
-    on, off = Daemon(binary, "4G"), Daemon(binary, "0")
+    on, off = Daemon(binary, "4G", 0), Daemon(binary, "0", 1)
     results = {name: {"on": [], "off": []} for name in ("first start", "dd 1 GiB", "small files")}
     try:
         users = {"on": "bench-on", "off": "bench-off"}

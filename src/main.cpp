@@ -1,6 +1,6 @@
 // agentbox: the command line. Subcommands: serve (the HTTP API, run by execing agentbox-serve),
 // run (one-shot box), doctor (host support), config check (validate a server config file),
-// backup (the mirror of homes, through the running daemon).
+// backup (the mirror of homes) and accounts (list, delete), through the running daemon.
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/accounts_command.hpp"
 #include "cli/backup_command.hpp"
 #include "cli/config_check.hpp"
 #include "cli/doctor.hpp"
@@ -83,6 +84,8 @@ int main(int argc, char** argv) {
   config_check->add_option("file", config_file, "The config file")->required();
   agentbox::cli::BackupOptions backup_opts;
   auto* backup = agentbox::cli::add_backup_command(app, backup_opts);
+  agentbox::cli::AccountsOptions accounts_opts;
+  auto* accounts = agentbox::cli::add_accounts_command(app, accounts_opts);
 
   // Everything after the first "--" is the command, verbatim: CLI11 would still read options
   // among those words (`run -- grep --bind x` must run grep, not add a bind).
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
                                   doctor_config.empty() ? std::nullopt : std::optional<std::string>(doctor_config));
     if (config_check->parsed()) return agentbox::cli::config_check(config_file);
     if (backup->parsed()) return agentbox::cli::run_backup(*backup, backup_opts);
+    if (accounts->parsed()) return agentbox::cli::run_accounts(*accounts, accounts_opts);
   } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return 2;

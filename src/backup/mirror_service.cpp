@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -147,6 +148,17 @@ PassReport MirrorService::run_pass() {
     }
     report.total.add(account.stats);
     report.accounts.push_back(std::move(account));
+  }
+  bool stopped = false;
+  {
+    std::lock_guard lock(mu_);
+    stopped = stopping_;
+  }
+  // Only after a complete look at the accounts: a pass cut short judges no account gone.
+  if (root && !stopped) {
+    std::set<std::string> live;
+    for (const MirrorHome& home : homes) live.insert(home.name);
+    put_away_gone_accounts(root.get(), live, today, options_.keep_deleted_days, report.total);
   }
   report.ended = options_.clock();
   nlohmann::json last = to_json(report);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <unordered_set>
@@ -441,6 +442,41 @@ void purge_deleted(int account_dir_fd, std::string_view today, int keep_days, Mi
       if (is_date_name(e.name) && e.name <= cutoff) remove_tree(deleted.get(), e.name);
   } catch (const Error& e) {
     stats.error(fmt::format("{}: {}", kDeletedDir, e.what()));
+  }
+}
+
+void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& live, std::string_view today,
+                            int keep_days, MirrorStats& stats) {
+  std::vector<DirEntry> entries;
+  try {
+    entries = list_dir(mirror_root_fd);
+  } catch (const Error& e) {
+    return stats.error(fmt::format("mirror: {}", e.what()));
+  }
+  const std::string home(kHomeDir), deleted(kDeletedDir), day(today);
+  for (const DirEntry& e : entries) {
+    if (e.name.starts_with('.') || live.contains(e.name)) continue;
+    try {
+      UniqueFd account(::openat(mirror_root_fd, e.name.c_str(), kDirFlags));
+      if (!account) continue;  // not a directory of ours
+      struct stat st{};
+      if (::fstatat(account.get(), home.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (::mkdirat(account.get(), deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(.deleted)");
+        const std::string into = deleted + "/" + day;
+        if (::mkdirat(account.get(), into.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + into + ")");
+        std::string target = into + "/.account-home";
+        for (int n = 2; ::renameat2(account.get(), home.c_str(), account.get(), target.c_str(), RENAME_NOREPLACE) != 0; ++n) {
+          if (errno != EEXIST || n > 100) throw sys_error("rename(home, " + target + ")");
+          target = into + "/.account-home-" + std::to_string(n);
+        }
+      }
+      purge_deleted(account.get(), today, keep_days, stats);
+      // Nothing kept any more: the account's directory goes.
+      if (::unlinkat(account.get(), deleted.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT)
+        ::unlinkat(mirror_root_fd, e.name.c_str(), AT_REMOVEDIR);
+    } catch (const Error& err) {
+      stats.error(fmt::format("{}: {}", e.name, err.what()));
+    }
   }
 }
 

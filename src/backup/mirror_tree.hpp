@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,13 @@ MirrorStats mirror_tree(int src_dir_fd, int account_dir_fd, std::string_view dat
 // Removes the days in account_dir_fd/.deleted that are keep_days old or older on `today`
 // (both "YYYY-MM-DD"): a file deleted on the 1st with keep_days 7 is gone on the 8th.
 void purge_deleted(int account_dir_fd, std::string_view today, int keep_days, MirrorStats& stats);
+
+// The mirrors of accounts that no longer exist (deleted by the operator): every directory of
+// mirror_root_fd not named in `live` (nor starting with '.') has its home moved into its
+// .deleted/<today>/ (as ".account-home"), so it is kept keep_days like any deleted file and
+// then purged; the account's directory goes once nothing is left in it.
+void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& live, std::string_view today,
+                            int keep_days, MirrorStats& stats);
 
 // Removes `name` in dirfd and, for a directory, everything under it, following no symlink.
 void remove_tree(int dirfd, const std::string& name);

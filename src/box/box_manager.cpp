@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -83,6 +84,11 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
     return zygote.get();
   }
 
+  bool is_closed(const std::string& account) const {
+    std::lock_guard lock(mu);
+    return closed.contains(account);
+  }
+
   // Takes one of max_active places, or says why not.
   void reserve_place() {
     size_t n = active.load();
@@ -107,6 +113,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
                                          const BoxSpec& spec) {
     if (slot->owner && slot->owner->accepting()) return slot->owner;
     if (closing) throw BoxUnavailable("the server is stopping", 0);
+    if (is_closed(account)) throw BoxUnavailable("this account has been deleted", 0);
     reserve_place();
     BoxOwner::Options oo;
     oo.start_timeout = opts.start_timeout;
@@ -221,6 +228,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
 
   mutable std::mutex mu;
   std::map<std::string, std::shared_ptr<Slot>> slots;  // guarded by mu
+  std::set<std::string> closed;                        // guarded by mu: deleted accounts
 
   std::atomic<uint64_t> next_spawn{1};
   std::atomic<uint64_t> box_serial{0};
@@ -311,6 +319,39 @@ void BoxManager::stop(const std::string& account, std::function<void()> done) {
     slot->when_gone.push_back(done);
     slot->owner->stop("");
   });
+}
+
+void BoxManager::close(const std::string& account, std::function<void()> done) {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->closed.insert(account);
+  }
+  // Queued behind anything already on the strand, so a spawn that got there first is stopped too.
+  stop(account, std::move(done));
+}
+
+void BoxManager::box_states(std::function<void(std::map<std::string, std::string>)> done) {
+  struct Gather {
+    std::mutex mu;
+    std::map<std::string, std::string> states;
+    size_t left = 0;
+    std::function<void(std::map<std::string, std::string>)> done;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->done = std::move(done);
+  std::vector<std::pair<std::string, std::shared_ptr<Impl::Slot>>> all;
+  {
+    std::lock_guard lock(impl_->mu);
+    all.assign(impl_->slots.begin(), impl_->slots.end());
+  }
+  if (all.empty()) return gather->done({});
+  gather->left = all.size();
+  for (auto& [account, slot] : all)
+    asio::post(slot->strand, [gather, account = account, slot = slot] {
+      std::lock_guard lock(gather->mu);
+      if (slot->owner && !slot->retired) gather->states[account] = slot->owner->phase();
+      if (--gather->left == 0) gather->done(std::move(gather->states));
+    });
 }
 
 void BoxManager::stop_all() {

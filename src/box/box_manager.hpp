@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,8 +76,15 @@ class BoxManager {
   void touch(const std::string& account);
   // Stops the account's box; done (may be empty) once it is gone or if there was none.
   void stop(const std::string& account, std::function<void()> done = {});
+  // Stops the account's box for good (the account is being deleted): from now on nothing
+  // starts a box for it in this run (spawns fail with BoxUnavailable); done once it is gone.
+  void close(const std::string& account, std::function<void()> done);
   // Stops every box and waits for them to go (bounded); not from a loop thread.
   void stop_all();
+
+  // What each account's box is doing: "starting", "running" or "stopping"; an account missing
+  // from the map has no box. done runs once every account's strand has answered.
+  void box_states(std::function<void(std::map<std::string, std::string>)> done);
 
   size_t running() const;       // boxes starting, running or stopping
   size_t accounts_held() const;  // accounts with state kept (a box or a network namespace)

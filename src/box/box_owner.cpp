@@ -43,6 +43,17 @@ BoxOwner::BoxOwner(BoxStrand strand, BlockingExecutor blocking, std::string name
   awaiting_.push_back(std::move(start));
 }
 
+const char* BoxOwner::phase() const {
+  switch (state_) {
+    case State::launching:
+    case State::starting: return "starting";
+    case State::ready: return "running";
+    case State::stopping: return "stopping";
+    case State::gone: break;
+  }
+  return "stopped";
+}
+
 BoxOwner::~BoxOwner() {
   // Normally gone by now; a loop torn down under a live owner still ends its box.
   if (box_) {

@@ -81,6 +81,8 @@ class BoxOwner : public std::enable_shared_from_this<BoxOwner> {
 
   bool accepting() const { return state_ == State::launching || state_ == State::starting || state_ == State::ready; }
   bool ready() const { return state_ == State::ready; }
+  // "starting", "running", "stopping" or "stopped": GET /admin/accounts.
+  const char* phase() const;
   size_t live_commands() const { return spawns_.size(); }
   std::chrono::steady_clock::time_point last_event() const { return last_event_; }
   BoxStrand strand() const { return strand_; }

@@ -9,6 +9,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <cctype>
+#include <ctime>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -120,6 +121,15 @@ std::string url_segment(std::string_view text) {
       out += fmt::format("%{:02X}", c);
   }
   return out;
+}
+
+std::string utc_time(double unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
 }
 
 }  // namespace agentbox::cli

@@ -71,6 +71,9 @@ class AdminClient {
   AdminTarget target_;
 };
 
+// "2026-12-02 05:40:12 UTC" for a unix time.
+std::string utc_time(double unix_seconds);
+
 // A path segment percent-encoded for a URL (`/admin/accounts/` + url_segment(name)).
 std::string url_segment(std::string_view text);
 

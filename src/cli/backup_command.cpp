@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -18,15 +17,6 @@
 
 namespace agentbox::cli {
 namespace {
-
-std::string when(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
 
 std::string bytes_text(uint64_t n) {
   if (n < 1024) return fmt::format("{} B", n);
@@ -43,7 +33,7 @@ void print_status(const nlohmann::json& s) {
   std::cout << fmt::format("mirror of homes: {} (every {} s, deleted files kept {} days)\n", s.value("dir", ""),
                            s.value("interval", 0), s.value("keep_deleted_days", 0));
   if (s.value("running", false) && s["running_since"].is_number())
-    std::cout << "now: a pass running since " << when(s["running_since"].get<double>()) << "\n";
+    std::cout << "now: a pass running since " << utc_time(s["running_since"].get<double>()) << "\n";
   const nlohmann::json& last = s["last_pass"];
   if (!last.is_object()) {
     std::cout << "last pass: none yet\n";
@@ -52,7 +42,7 @@ void print_status(const nlohmann::json& s) {
   const double started = last.value("started", 0.0), ended = last.value("ended", 0.0);
   std::cout << fmt::format("last pass: {} ({:.1f} s): {} accounts, {} files copied ({}), {} unchanged, {} kept in "
                            ".deleted, {} errors\n",
-                           when(started), ended - started, last["accounts"].size(), last.value("files_copied", 0),
+                           utc_time(started), ended - started, last["accounts"].size(), last.value("files_copied", 0),
                            bytes_text(last.value("bytes_copied", uint64_t{0})), last.value("unchanged", 0),
                            last.value("kept_deleted", 0), last.value("errors", 0));
   for (const nlohmann::json& a : last["accounts"]) {

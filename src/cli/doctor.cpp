@@ -11,7 +11,9 @@
 
 #include "box/agent_paths.hpp"
 #include "config/server_config.hpp"
+#include "config/units.hpp"
 #include "util/error.hpp"
+#include "util/loop_support.hpp"
 #include "util/unique_fd.hpp"
 
 #include "box/contain/seccomp.hpp"
@@ -165,6 +167,33 @@ void print_agent(const std::optional<std::string>& config_path, std::ostream& ou
   }
 }
 
+// Which volume backend the server would use (fs/volume_backend.hpp) and whether it can.
+bool print_storage(const std::optional<std::string>& config_path, std::ostream& out) {
+  out << "\nstorage (every account's files in a volume of its own):\n";
+  ServerConfig config;
+  try {
+    config = load_server_config(config_path);
+  } catch (const Error& e) {
+    out << "  the server config has errors (agentbox config check): " << e.what() << '\n';
+    return true;  // said once already by the agent section; the server refuses to start anyway
+  }
+  if (!config.storage.quotas()) {
+    out << "  plain: directories of the state filesystem, no quota ([accounts] disk = \"0\")\n";
+    return true;
+  }
+  const std::string quota = fmt::format("{} and {} inodes per account", format_size(config.storage.quota.disk_bytes),
+                                        config.storage.quota.inodes);
+  std::string why;
+  if (!loop_images_supported(&why)) {
+    out << "  loop_image: UNAVAILABLE (" << why << "): the server refuses to start with quotas on (" << quota
+        << "); load the loop module and install e2fsprogs, or set [accounts] disk = \"0\"\n";
+    return false;
+  }
+  out << "  loop_image: an ext4 image per account on a loop device, " << quota << " (kernel-enforced)\n"
+      << "  project quotas: not used (agentbox needs no quota support in the kernel)\n";
+  return true;
+}
+
 }  // namespace
 
 int run_doctor(bool as_root, std::ostream& out, const std::optional<std::string>& config_path) {
@@ -182,6 +211,7 @@ int run_doctor(bool as_root, std::ostream& out, const std::optional<std::string>
     ok = false;
   }
   print_agent(config_path, out);
+  if (!print_storage(config_path, out)) ok = false;
   for (const auto& f : features) {
     if (f.required && !f.present) {
       if (ok) out << '\n';

@@ -1,14 +1,24 @@
 #include "fs/account_volumes.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 
+#include <fmt/format.h>
+
+#include "fs/dir_entries.hpp"
+#include "fs/entry_ops.hpp"
 #include "util/error.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox {
 namespace {
+
+constexpr const char* kDeletedDir = ".deleted";
 
 // mkdir owned by uid:gid with `mode`; an existing one is left as it is (an operator may have
 // changed it on purpose).
@@ -58,6 +68,7 @@ VolumePaths AccountVolumes::open(const VolumeOwner& owner) {
   VolumePaths p = paths(owner.name);
   std::lock_guard lock(mu_);
   if (ready_.contains(owner.name)) return p;
+  if (retired_.contains(owner.name)) throw Error("the account " + owner.name + " has been deleted", ENOENT);
   backend_->prepare(p.root, quota_of_(owner.name));
   ensure_dir(p.home, 0700, owner.uid, owner.gid);
   ensure_dir(p.trash, 0700, owner.uid, owner.gid);
@@ -78,6 +89,46 @@ void AccountVolumes::release(const std::string& name) {
   std::lock_guard lock(mu_);
   backend_->release(paths(name).root);
   ready_.erase(name);
+}
+
+std::string AccountVolumes::retire(const std::string& name) {
+  VolumePaths p = paths(name);
+  std::lock_guard lock(mu_);
+  retired_.insert(name);
+  backend_->release(p.root);
+  ready_.erase(name);
+  const std::string deleted = volumes_dir_ + "/" + kDeletedDir;
+  if (::mkdir(deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + deleted + ")");
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string into = fmt::format("{}/{:013d}-{}", deleted, ms, name);
+  if (::mkdir(into.c_str(), 0700) != 0) throw sys_error("mkdir(" + into + ")");
+  for (const std::string& suffix : {std::string(), std::string(".img")}) {
+    const std::string from = p.root + suffix, to = into + "/" + name + suffix;
+    if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) throw sys_error("rename(" + from + ", " + to + ")");
+  }
+  return into;
+}
+
+size_t AccountVolumes::purge_retired(int64_t cutoff) {
+  const std::string deleted = volumes_dir_ + "/" + kDeletedDir;
+  UniqueFd dir(::open(deleted.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) {
+    if (errno == ENOENT) return 0;
+    throw sys_error("open(" + deleted + ")");
+  }
+  size_t purged = 0;
+  for (const DirEntry& e : read_dir_entries(dir.get(), deleted)) {
+    const std::string& entry = e.name;
+    // <13-digit unix ms>-NAME; anything else is not ours and stays.
+    if (entry.size() < 15 || entry[13] != '-') continue;
+    int64_t ms = 0;
+    auto [end, ec] = std::from_chars(entry.data(), entry.data() + 13, ms);
+    if (ec != std::errc() || end != entry.data() + 13 || ms / 1000 >= cutoff) continue;
+    remove_tree_at(dir.get(), entry, deleted + "/" + entry);
+    ++purged;
+  }
+  return purged;
 }
 
 }  // namespace agentbox

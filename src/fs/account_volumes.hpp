@@ -4,10 +4,13 @@
 //   STATE/volumes/NAME/trash    deleted entries (the account's, 0700), never shown in the box
 //   STATE/volumes/NAME/daemon   the daemon's files for the account (root, 0700): process logs,
 //                               request bodies being received, archives being built
+//   STATE/volumes/.deleted/     volumes of deleted accounts, until purged (a rename away: VOLUMES
+//                               is a mount of its own, so nothing can leave it by rename)
 // so all of them are charged to the account's quota and nothing it writes reaches the state
 // filesystem. Thread-safe; a volume is prepared once per daemon run and per account.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,13 +49,20 @@ class AccountVolumes {
   // Home relative to the state dir ("volumes/NAME/home"): Account::home_dir.
   static std::string home_dir(const std::string& name);
 
+  // Mounted or not (an unmounted image is read without mounting it).
   VolumeUsage usage(const std::string& name) const;
   DiskQuota quota(const std::string& name) const { return quota_of_(name); }
   const VolumeBackend& backend() const { return *backend_; }
   // Names of the volumes prepared by this daemon run (the ones in use).
   std::vector<std::string> opened() const;
-  // The volume goes out of use (the account is deleted): unmounted, forgotten.
+  // The volume goes out of use: unmounted, forgotten (opened again on its next use).
   void release(const std::string& name);
+  // The account is deleted: its volume is unmounted and its image and directory move to
+  // VOLUMES/.deleted/<unix ms, 13 digits>-NAME (returned), kept there until purge_retired().
+  // From now on open() refuses the name for the rest of this run.
+  std::string retire(const std::string& name);
+  // Deletes for good the retired volumes older than cutoff (unix seconds); returns how many.
+  size_t purge_retired(int64_t cutoff);
 
  private:
   std::string volumes_dir_;
@@ -60,6 +70,7 @@ class AccountVolumes {
   std::function<DiskQuota(const std::string&)> quota_of_;
   mutable std::mutex mu_;         // one preparation at a time: they are rare (first use)
   std::set<std::string> ready_;   // volumes prepared by this daemon run
+  std::set<std::string> retired_; // accounts deleted during this run
 };
 
 }  // namespace agentbox

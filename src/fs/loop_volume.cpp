@@ -16,9 +16,11 @@
 #include <cstring>
 #include <string>
 
+#include "fs/ext4_superblock.hpp"
 #include "fs/volume_backend.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
+#include "util/loop_support.hpp"
 #include "util/run_program.hpp"
 #include "util/unique_fd.hpp"
 
@@ -192,6 +194,7 @@ class LoopImageBackend final : public VolumeBackend {
   }
 
   VolumeUsage usage(const std::string& dir) const override {
+    if (!is_mounted(dir)) return ext4_image_usage(dir + ".img").value_or(VolumeUsage{});
     struct statvfs s{};
     check(::statvfs(dir.c_str(), &s), "statvfs(" + dir + ")");
     VolumeUsage u;
@@ -223,25 +226,6 @@ class PlainBackend final : public VolumeBackend {
 };
 
 }  // namespace
-
-bool loop_images_supported(std::string* why) {
-  if (::access("/dev/loop-control", R_OK | W_OK) != 0) {
-    if (why) *why = std::string("/dev/loop-control: ") + std::strerror(errno);
-    return false;
-  }
-  ProgramResult r;
-  try {
-    r = run_program({"mkfs.ext4", "-V"});
-  } catch (const Error& e) {
-    if (why) *why = e.what();
-    return false;
-  }
-  if (r.status != 0) {
-    if (why) *why = "mkfs.ext4 -V failed";
-    return false;
-  }
-  return true;
-}
 
 std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas) {
   if (!quotas) return std::make_unique<PlainBackend>();

@@ -60,7 +60,4 @@ class VolumeBackend {
 // mount images (no loop devices, no mkfs.ext4): quotas asked for are never silently dropped.
 std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas);
 
-// Both for tests and doctor: can this host mount an ext4 image through a loop device?
-bool loop_images_supported(std::string* why);
-
 }  // namespace agentbox

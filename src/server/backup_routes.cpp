@@ -25,12 +25,6 @@ backup::MirrorService& require_mirror(backup::MirrorService* mirror) {
   return *mirror;
 }
 
-Account find_account(AccountStore& accounts, const std::string& user) {
-  if (auto a = accounts.find_by_name(user)) return *a;
-  if (auto a = accounts.find(user)) return *a;
-  throw HttpError(http::status::not_found, "Unknown user: " + user);
-}
-
 // The directory `name` in dirfd, not followed if a symlink; nullopt when it is not there.
 UniqueFd open_saved_dir(int dirfd, const std::string& name) {
   return UniqueFd(::openat(dirfd, name.c_str(), kDirFlags));
@@ -43,7 +37,9 @@ Response restore(AccountStore& accounts, CallerDirectory& callers, backup::Mirro
   const std::string path = optional_string(body, "path").value_or("");
   const std::optional<std::string> date = optional_string(body, "date");
   if (date && !backup::is_date_name(*date)) unprocessable("Field 'date' must be a day of .deleted, YYYY-MM-DD");
-  const Account account = find_account(accounts, user);
+  std::optional<Account> found = accounts.find_by_name_or_id(user);
+  if (!found) throw HttpError(http::status::not_found, "Unknown user: " + user);
+  const Account account = *found;
   const std::string box_home = "/home/" + account.name;
   const HomePath target = parse_home_path(path, box_home);
 

@@ -33,7 +33,28 @@ CallerDirectory::CallerDirectory(AccountStore& accounts, std::string state_dir, 
       known_(limits.known_ids) {}
 
 VolumePaths CallerDirectory::volume_of(const Account& account) {
+  {
+    std::lock_guard lock(mu_);
+    refuse_if_deleted_locked(account);
+  }
   return volumes_->open({account.name, account.uid, account.gid});
+}
+
+void CallerDirectory::refuse_if_deleted_locked(const Account& account) const {
+  if (deleted_.contains(account.name))
+    throw HttpError(http::status::conflict, "This account is being deleted by the operator; try again shortly");
+}
+
+void CallerDirectory::begin_delete(const Account& account) {
+  std::lock_guard lock(mu_);
+  deleted_.insert(account.name);
+  homes_.erase(account.name);
+  std::erase_if(cwds_, [&](const auto& entry) { return entry.first.first == account.name; });
+}
+
+void CallerDirectory::end_delete(const Account& account) {
+  std::lock_guard lock(mu_);
+  known_.erase(account.external_id);
 }
 
 std::string CallerDirectory::host_home(const Account& account) const {
@@ -49,6 +70,7 @@ std::shared_ptr<const ConfinedDir> CallerDirectory::home_of(const Account& accou
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
+    refuse_if_deleted_locked(account);
     // Idle homes go even below the bound: a held descriptor keeps a directory (and the
     // filesystem under it) busy after its account has left.
     homes_.evict_oldest_while([&](const std::string&, const Home& h) { return now - h.used >= home_idle_; });
@@ -61,6 +83,7 @@ std::shared_ptr<const ConfinedDir> CallerDirectory::home_of(const Account& accou
   auto home = std::make_shared<const ConfinedDir>(
       ConfinedDir::open_home(host, "/home/" + account.name, account.uid, account.gid));
   std::lock_guard lock(mu_);
+  refuse_if_deleted_locked(account);  // deleted while it was being opened: not kept
   // Another request may have opened it meanwhile: theirs stays, so one ConfinedDir per account.
   return homes_.insert(account.name, Home{std::move(home), now}).dir;
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -68,6 +69,12 @@ class CallerDirectory {
   VolumePaths volume_of(const Account& account);
   AccountVolumes& volumes() { return *volumes_; }
 
+  // DELETE /admin/accounts: from begin_delete on, every request for the account is refused with
+  // 409 and its open home and session cwds are forgotten; after end_delete its external id
+  // makes a new account on its next request (the old name stays refused).
+  void begin_delete(const Account& account);
+  void end_delete(const Account& account);
+
   // Entries held now, never above CallerCacheLimits: for /metrics and tests.
   struct CacheSizes {
     size_t open_homes = 0;
@@ -98,10 +105,14 @@ class CallerDirectory {
   std::string state_dir_;
   std::shared_ptr<AccountVolumes> volumes_;
   std::chrono::seconds home_idle_;
-  std::mutex mu_;  // guards homes_, known_ and cwds_
+  // HttpError 409 when the account is being deleted or was; under mu_.
+  void refuse_if_deleted_locked(const Account& account) const;
+
+  std::mutex mu_;  // guards homes_, known_, cwds_ and deleted_
   StringKeyed<Home> homes_;    // by account name
   StringKeyed<Known> known_;   // by external id
   std::map<std::pair<std::string, std::string>, std::string> cwds_;  // (account, session) → cwd
+  std::set<std::string> deleted_;  // names of accounts deleted (or being) in this run
 };
 
 }  // namespace agentbox::server

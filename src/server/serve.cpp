@@ -36,6 +36,7 @@
 #include "server/signed_links.hpp"
 #include "server/trash_routes.hpp"
 #include "server/trash_upkeep.hpp"
+#include "server/account_routes.hpp"
 #include "server/backup_routes.hpp"
 #include "backup/mirror_service.hpp"
 #include "store/chat_sessions.hpp"
@@ -343,6 +344,7 @@ int serve(const ServeOptions& options) {
               << " s, deleted files kept " << config.backup.keep_deleted_days << " days\n";
   }
   add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool);
+  add_account_routes(router, accounts, callers, manager, file_options.pool, config.storage.trash_days);
 
   HttpServerOptions http;
   http.api_key = api_key;

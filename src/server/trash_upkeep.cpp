@@ -58,6 +58,11 @@ void TrashUpkeep::run_once() {
       spdlog::warn("trash of {}: {}", name, e.what());
     }
   }
+  try {
+    if (size_t n = volumes.purge_retired(cutoff)) spdlog::info("{} deleted account volume(s) purged for good", n);
+  } catch (const std::exception& e) {
+    spdlog::warn("deleted account volumes: {}", e.what());
+  }
 }
 
 }  // namespace agentbox::server

@@ -3,7 +3,8 @@
 // [accounts] trash_days are deleted, and a volume that is nearly full (under kFreeShare free,
 // bytes or inodes: its box is about to get ENOSPC) gives up its oldest items first. Visits the
 // volumes opened since the daemon started (an account's trash is not touched, or its image
-// mounted, while nobody uses it).
+// mounted, while nobody uses it). Deleted accounts' volumes (VOLUMES/.deleted) go after
+// trash_days too.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

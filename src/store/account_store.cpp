@@ -50,6 +50,12 @@ std::optional<Account> AccountStore::find_by_name(std::string_view name) {
   return find_where("name", name);
 }
 
+std::optional<Account> AccountStore::find_by_name_or_id(std::string_view user) {
+  std::lock_guard lock(mu_);
+  if (std::optional<Account> a = find_where("name", user)) return a;
+  return find_where("external_id", user);
+}
+
 std::vector<Account> AccountStore::list() {
   std::lock_guard lock(mu_);
   Statement st = db_.prepare(std::string(kSelectAccount) + "ORDER BY uid");
@@ -64,6 +70,26 @@ bool AccountStore::touch(std::string_view name, int64_t now) {
   st.bind(1, now).bind(2, name);
   st.step();
   return db_.changes() > 0;
+}
+
+std::optional<Account> AccountStore::remove(std::string_view name, int64_t now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  std::optional<Account> account = find_where("name", name);
+  if (!account) return std::nullopt;
+  Statement keep = db_.prepare(
+      "INSERT INTO deleted_accounts (name, external_id, uid, created, deleted) VALUES (?1, ?2, ?3, ?4, ?5)");
+  keep.bind(1, account->name).bind(2, account->external_id).bind(3, int64_t{account->uid});
+  keep.bind(4, account->created).bind(5, now);
+  keep.step();
+  for (const char* sql : {"DELETE FROM accounts WHERE name = ?1", "DELETE FROM processes WHERE account = ?1",
+                          "DELETE FROM chat_sessions WHERE account = ?1"}) {
+    Statement st = db_.prepare(sql);
+    st.bind(1, name);
+    st.step();
+  }
+  tx.commit();
+  return account;
 }
 
 // column is one of our own constants, never user input.
@@ -92,7 +118,8 @@ Account AccountStore::create_locked(std::string_view external_id, int64_t now) {
 // The usual 6-digit hash, lengthened in the (astronomically unlikely) case that another id
 // already holds the name.
 std::string AccountStore::free_name_locked(std::string_view external_id) {
-  Statement taken = db_.prepare("SELECT 1 FROM accounts WHERE name = ?1");
+  Statement taken = db_.prepare(
+      "SELECT 1 FROM accounts WHERE name = ?1 UNION ALL SELECT 1 FROM deleted_accounts WHERE name = ?1");
   for (size_t chars = kAccountNameHashChars; chars <= kAccountNameHashMax; ++chars) {
     std::string name = account_name(external_id, chars);
     taken.reset();
@@ -102,12 +129,14 @@ std::string AccountStore::free_name_locked(std::string_view external_id) {
   throw Error("no free account name for external id (every hash length is taken)");
 }
 
-// One past the highest uid in use, so a uid is not handed out again while any account above
-// it exists. Slot 0 is `agentbox run`'s.
+// One past the highest uid ever given (deleted accounts' included), so a uid is never handed
+// out twice. Slot 0 is `agentbox run`'s.
 uid_t AccountStore::next_uid_locked() {
   const int64_t first = int64_t{range_.base} + 1;
   const int64_t end = int64_t{range_.base} + range_.count;  // exclusive
-  Statement st = db_.prepare("SELECT MAX(uid) FROM accounts WHERE uid >= ?1 AND uid < ?2");
+  Statement st = db_.prepare(
+      "SELECT MAX(uid) FROM (SELECT uid FROM accounts UNION ALL SELECT uid FROM deleted_accounts) "
+      "WHERE uid >= ?1 AND uid < ?2");
   st.bind(1, first).bind(2, end);
   st.step();
   std::optional<int64_t> highest = st.column_optional_int64(0);

@@ -43,10 +43,18 @@ class AccountStore {
 
   std::optional<Account> find(std::string_view external_id);
   std::optional<Account> find_by_name(std::string_view name);
+  // An operator's way of naming an account: its name, else its external id.
+  std::optional<Account> find_by_name_or_id(std::string_view user);
   std::vector<Account> list();  // ordered by uid
 
   // Records activity (unix seconds); returns false if there is no such account.
   bool touch(std::string_view name, int64_t now);
+
+  // Deletes the account named `name` with its process records and chat sessions, in one
+  // transaction; nullopt when there is none. Its name and uid stay taken for good
+  // (deleted_accounts): the same external id later gets a new account, never the old one's
+  // uid or name. Usage records (tokens, network log) are kept for the operator.
+  std::optional<Account> remove(std::string_view name, int64_t now);
 
  private:
   std::optional<Account> find_where(std::string_view column, std::string_view value);

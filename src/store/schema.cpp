@@ -7,7 +7,7 @@ namespace {
 
 // Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
 // has shipped, add the next. Times are unix seconds.
-constexpr std::array<std::string_view, 3> kMigrations = {
+constexpr std::array<std::string_view, 4> kMigrations = {
     // 1: accounts, processes, chat sessions, audit.
     R"sql(
 CREATE TABLE accounts (
@@ -78,6 +78,17 @@ CREATE TABLE token_usage (
   cache_creation_input_tokens INTEGER NOT NULL,
   cache_read_input_tokens     INTEGER NOT NULL,
   PRIMARY KEY (account, day)
+) STRICT;
+)sql",
+    // 4: accounts deleted by the operator (DELETE /admin/accounts/{user}). Their names and uids
+    // are never handed out again: a uid that owned files must not own someone else's later.
+    R"sql(
+CREATE TABLE deleted_accounts (
+  name        TEXT PRIMARY KEY,
+  external_id TEXT NOT NULL,
+  uid         INTEGER NOT NULL UNIQUE,
+  created     INTEGER NOT NULL,
+  deleted     INTEGER NOT NULL
 ) STRICT;
 )sql",
 };

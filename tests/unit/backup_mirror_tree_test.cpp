@@ -291,5 +291,39 @@ TEST(MirrorServiceTest, PassesRecordStatusAndPurgeOnTheInjectedClock) {
   EXPECT_EQ(again.status()["passes"], 0);
 }
 
+TEST(MirrorServiceTest, ADeletedAccountsMirrorIsKeptKeepDaysThenGoes) {
+  testing::ScratchDir scratch("mirror-gone");
+  const std::string homes = scratch.path() + "/homes", mirror = scratch.path() + "/mirror";
+  fs::create_directories(homes + "/alice");
+  fs::create_directories(homes + "/bob");
+  write(homes + "/alice/a.txt", "alice's");
+  write(homes + "/bob/b.txt", "bob's");
+  auto now = std::chrono::system_clock::from_time_t(1'767'225'600);  // 2026-01-01 00:00 UTC
+  std::vector<MirrorHome> accounts = {{"alice", homes + "/alice"}, {"bob", homes + "/bob"}};
+  MirrorServiceOptions o;
+  o.dir = mirror;
+  o.keep_deleted_days = 7;
+  o.homes = [&] { return accounts; };
+  o.clock = [&] { return now; };
+  MirrorService service(o);
+  service.run_pass();
+  fs::create_directories(mirror + "/.not-an-account");
+
+  accounts.pop_back();  // bob's account is deleted
+  EXPECT_EQ(service.run_pass().total.errors, 0u);
+  EXPECT_FALSE(fs::exists(mirror + "/bob/home"));
+  EXPECT_EQ(read(mirror + "/bob/.deleted/2026-01-01/.account-home/b.txt"), "bob's") << "kept like a deleted file";
+  EXPECT_EQ(read(mirror + "/alice/home/a.txt"), "alice's") << "the living are untouched";
+
+  now += std::chrono::hours(24 * 6);
+  service.run_pass();
+  EXPECT_TRUE(fs::exists(mirror + "/bob/.deleted/2026-01-01/.account-home/b.txt"));
+  now += std::chrono::hours(24);
+  EXPECT_EQ(service.run_pass().total.errors, 0u);
+  EXPECT_FALSE(fs::exists(mirror + "/bob")) << "after keep_deleted_days nothing of bob's is left";
+  EXPECT_TRUE(fs::exists(mirror + "/alice/home/a.txt"));
+  EXPECT_TRUE(fs::exists(mirror + "/.not-an-account"));
+}
+
 }  // namespace
 }  // namespace agentbox::backup

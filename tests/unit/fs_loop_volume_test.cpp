@@ -16,6 +16,8 @@
 #include "fs/account_volumes.hpp"
 #include "fs/volume_backend.hpp"
 #include "util/capabilities.hpp"
+#include "util/error.hpp"
+#include "util/loop_support.hpp"
 
 namespace agentbox {
 namespace {
@@ -126,6 +128,49 @@ TEST_F(LoopVolumeTest, AccountVolumesMakeTheHomeTrashAndDaemonDirectories) {
   }
   // Unmounted when the daemon lets go of them.
   EXPECT_FALSE(mounted(base_ + "/volumes/alice-1"));
+}
+
+TEST_F(LoopVolumeTest, AnIdleVolumesUsageIsReadFromItsImageAsStatvfsWouldSayIt) {
+  const std::string dir = base_ + "/v";
+  backend_->prepare(dir, DiskQuota{32ull << 20, 2000});
+  std::ofstream(dir + "/data") << std::string(3 << 20, 'x');
+  std::ofstream(dir + "/more") << "y";
+  ::sync();
+  const VolumeUsage mounted_view = backend_->usage(dir);
+  backend_->release(dir);
+  ASSERT_FALSE(mounted(dir));
+  const VolumeUsage idle_view = backend_->usage(dir);
+  EXPECT_EQ(idle_view.bytes_limit, mounted_view.bytes_limit);
+  EXPECT_EQ(idle_view.bytes_used, mounted_view.bytes_used);
+  EXPECT_GE(idle_view.bytes_used, 3ull << 20);
+  EXPECT_EQ(idle_view.inodes_limit, mounted_view.inodes_limit);
+  EXPECT_EQ(idle_view.inodes_used, mounted_view.inodes_used);
+  EXPECT_FALSE(mounted(dir)) << "reading the usage mounts nothing";
+}
+
+TEST_F(LoopVolumeTest, ARetiredVolumeMovesAsideIsRefusedAndIsPurgedAfterItsTime) {
+  AccountVolumes volumes(base_, make_volume_backend(true),
+                         [](const std::string&) { return DiskQuota{32ull << 20, 2000}; });
+  VolumePaths p = volumes.open({"bob-1", 1999996, 1999996});
+  std::ofstream(p.home + "/notes") << "kept for a while";
+  volumes.open({"carol-1", 1999995, 1999995});
+
+  const std::string kept = volumes.retire("bob-1");
+  EXPECT_FALSE(stdfs::exists(p.root)) << "nothing left under the account's name";
+  EXPECT_FALSE(stdfs::exists(p.root + ".img"));
+  EXPECT_TRUE(stdfs::is_regular_file(kept + "/bob-1.img"));
+  EXPECT_EQ(stdfs::path(kept).parent_path(), stdfs::path(base_ + "/volumes/.deleted"));
+  EXPECT_EQ(volumes.opened(), std::vector<std::string>{"carol-1"});
+  EXPECT_THROW(volumes.open({"bob-1", 1999996, 1999996}), Error) << "never mounted again in this run";
+  EXPECT_FALSE(stdfs::exists(p.root)) << "the refusal made nothing";
+
+  // Its image still holds the files until the purge (an operator can mount it by hand).
+  EXPECT_GE(volumes.usage("carol-1").inodes_used, 1u);
+  EXPECT_EQ(volumes.purge_retired(::time(nullptr) - 60), 0u) << "younger than the cutoff: kept";
+  EXPECT_TRUE(stdfs::exists(kept));
+  EXPECT_EQ(volumes.purge_retired(::time(nullptr) + 60), 1u);
+  EXPECT_FALSE(stdfs::exists(kept));
+  EXPECT_TRUE(mounted(base_ + "/volumes/carol-1")) << "other accounts' volumes are untouched";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "box/host_support.hpp"
 #include "box/contain/landlock.hpp"
 #include "cli/doctor.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace agentbox {
 namespace {
@@ -137,6 +139,17 @@ TEST(Doctor, ReportsEverythingPresentAndWhatItWillEnforce) {
   EXPECT_THAT(text, HasSubstr("namespaces: network, mount, pid, ipc, uts, cgroup\n"));
   EXPECT_THAT(text, Not(HasSubstr("MISSING")));
   EXPECT_THAT(text, Not(HasSubstr("missing:")));
+  // The default config asks for quotas; this host has loop devices and mkfs.ext4.
+  EXPECT_THAT(text, HasSubstr("loop_image: an ext4 image per account on a loop device, 10G and 1000000 inodes"));
+}
+
+TEST(Doctor, SaysWhenTheConfigTurnsQuotasOff) {
+  testing::ScratchDir dir("doctor-storage");
+  const std::string config = dir.path() + "/config.toml";
+  std::ofstream(config) << "[accounts]\ndisk = \"0\"\n";
+  std::ostringstream out;
+  EXPECT_EQ(run_doctor(/*as_root=*/true, out, config), 0) << out.str();
+  EXPECT_THAT(out.str(), HasSubstr("plain: directories of the state filesystem, no quota"));
 }
 
 TEST(Doctor, OrdinaryUserModeEnforcesAUserNamespace) {

@@ -70,6 +70,31 @@ TEST_F(CallerTest, FirstSightCreatesAPrivateHomeOwnedByTheAccount) {
   EXPECT_NE(bob.account.name, alice.account.name);
 }
 
+TEST_F(CallerTest, ADeletedAccountIsRefusedUntilItsIdStartsAfresh) {
+  Caller carol = callers.resolve(request("carol", "chat"));
+  callers.begin_delete(carol.account);
+  for (auto attempt : {+[](CallerDirectory& c) { c.resolve(request("carol")); },
+                       +[](CallerDirectory& c) { c.resolve(request("carol", "chat")); }}) {
+    try {
+      attempt(callers);
+      FAIL() << "a request for an account being deleted must be refused";
+    } catch (const HttpError& e) {
+      EXPECT_EQ(e.status(), http::status::conflict);
+      EXPECT_THAT(std::string(e.detail()), HasSubstr("being deleted"));
+    }
+  }
+  EXPECT_THROW(callers.volume_of(carol.account), HttpError) << "nor is its volume opened for anyone";
+  EXPECT_EQ(callers.resolve(request("dave")).account.external_id, "dave") << "others are served";
+
+  ASSERT_TRUE(accounts.remove(carol.account.name, 1));
+  callers.end_delete(carol.account);
+  Caller fresh = callers.resolve(request("carol", "chat"));
+  EXPECT_NE(fresh.account.name, carol.account.name);
+  EXPECT_NE(fresh.account.uid, carol.account.uid);
+  EXPECT_EQ(fresh.cwd, fresh.box_home) << "the old session's cwd is forgotten";
+  EXPECT_THROW(callers.home(carol.account), HttpError) << "the old account stays refused";
+}
+
 TEST_F(CallerTest, SessionCwdIsKeptPerAccountAndSession) {
   Caller alice = callers.resolve(request("alice", "chat-1"));
   ASSERT_EQ(::mkdir((callers.host_home(alice.account) + "/proj").c_str(), 0755), 0);

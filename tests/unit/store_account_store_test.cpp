@@ -168,6 +168,38 @@ TEST_F(AccountStoreTest, TouchRecordsActivity) {
   EXPECT_FALSE(accounts.touch("nobody-000000", 1));
 }
 
+TEST_F(AccountStoreTest, ADeletedAccountsNameAndUidAreNeverGivenAgain) {
+  AccountStore accounts(open_state_db(dir_), UidRange{2000000, 100});
+  Account alice = accounts.get_or_create("alice");
+  Account bob = accounts.get_or_create("bob");
+  {
+    Db db = open_state_db(dir_);
+    db.exec("INSERT INTO processes VALUES ('p1', '" + bob.name + "', 'sleep', 'done', 0, 1, 2, 'x')");
+    db.exec("INSERT INTO chat_sessions VALUES ('" + bob.name + "', 'chat', 'claude', 1)");
+    db.exec("INSERT INTO processes VALUES ('p2', '" + alice.name + "', 'sleep', 'done', 0, 1, 2, 'x')");
+  }
+  std::optional<Account> removed = accounts.remove(bob.name, 1234);
+  ASSERT_TRUE(removed);
+  EXPECT_EQ(removed->external_id, "bob");
+  EXPECT_FALSE(accounts.find("bob"));
+  EXPECT_FALSE(accounts.remove(bob.name, 1235)) << "already gone";
+  {
+    Db db = open_state_db(dir_);
+    EXPECT_EQ(db.query_int64("SELECT COUNT(*) FROM processes WHERE account = '" + bob.name + "'"), 0);
+    EXPECT_EQ(db.query_int64("SELECT COUNT(*) FROM chat_sessions"), 0);
+    EXPECT_EQ(db.query_int64("SELECT COUNT(*) FROM processes"), 1) << "other accounts' records stay";
+    EXPECT_EQ(db.query_int64("SELECT deleted FROM deleted_accounts WHERE uid = " + std::to_string(bob.uid)), 1234);
+  }
+
+  // bob comes back: a new account, with neither the old name nor the old uid (the highest).
+  Account again = accounts.get_or_create("bob");
+  EXPECT_NE(again.name, bob.name);
+  EXPECT_EQ(again.name, account_name("bob", kAccountNameHashChars + 1));
+  EXPECT_EQ(again.uid, bob.uid + 1);
+  EXPECT_EQ(accounts.get_or_create("carol").uid, bob.uid + 2);
+  EXPECT_EQ(accounts.find("alice")->uid, alice.uid);
+}
+
 // 8 threads x 100 calls over 20 overlapping ids. Run twice: all threads sharing one store
 // (its lock), and each thread with its own connection (SQLite's write lock and UNIQUE).
 void hammer(const std::function<AccountStore&(int thread)>& store_for, AccountStore& check) {

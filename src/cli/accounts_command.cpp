@@ -1,0 +1,98 @@
+#include "cli/accounts_command.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "config/units.hpp"
+
+namespace agentbox::cli {
+namespace {
+
+std::string disk_text(const nlohmann::json& disk) {
+  if (!disk.is_object()) return "no quota";
+  const uint64_t used = disk.value("used", uint64_t{0}), limit = disk.value("limit", uint64_t{0});
+  return fmt::format("{} of {} ({}%)", format_size(used), format_size(limit), limit ? used * 100 / limit : 0);
+}
+
+std::string inodes_text(const nlohmann::json& disk) {
+  if (!disk.is_object()) return "-";
+  return fmt::format("{} of {}", disk.value("inodes_used", uint64_t{0}), disk.value("inodes_limit", uint64_t{0}));
+}
+
+void print_list(const nlohmann::json& answer) {
+  const nlohmann::json& accounts = answer["accounts"];
+  if (accounts.empty()) {
+    std::cout << "no accounts yet\n";
+    return;
+  }
+  // The user id goes last: it is the front end's, of any length.
+  const std::string row = "{:<24} {:>8} {:<8} {:<22} {:<16} {:<20} {}\n";
+  std::cout << fmt::format(fmt::runtime(row), "NAME", "UID", "BOX", "DISK", "FILES", "LAST ACTIVE", "USER");
+  for (const nlohmann::json& a : accounts)
+    std::cout << fmt::format(fmt::runtime(row), a.value("name", ""), a.value("uid", 0), a.value("box", ""),
+                             disk_text(a["disk"]), inodes_text(a["disk"]), utc_time(a.value("last_active", 0.0)),
+                             a.value("user", ""));
+}
+
+// Asked on a terminal; elsewhere --yes is required, so a script never deletes by accident.
+bool confirmed(const AccountsOptions& o) {
+  if (o.yes) return true;
+  if (!::isatty(STDIN_FILENO))
+    throw AdminError("deleting " + o.user + " needs --yes when no terminal can ask (its files go to the trash)");
+  std::cout << "Delete the account " << o.user
+            << "? Its box stops and its files go to the trash. [y/N] " << std::flush;
+  std::string reply;
+  std::getline(std::cin, reply);
+  return reply == "y" || reply == "Y" || reply == "yes";
+}
+
+int remove(const AccountsOptions& o) {
+  AdminClient client(find_admin_target(o.target));
+  if (!confirmed(o)) {
+    std::cout << "nothing deleted\n";
+    return 1;
+  }
+  nlohmann::json r = client.del("/admin/accounts/" + url_segment(o.user));
+  std::cout << fmt::format("deleted {} (uid {}, user {}); its files are kept until {}\n", r.value("name", ""),
+                           r.value("uid", 0), r.value("user", ""), utc_time(r.value("purge_after", 0.0)));
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_accounts_command(CLI::App& app, AccountsOptions& o) {
+  auto* accounts = app.add_subcommand("accounts", "The accounts, through the running daemon (admin key)");
+  accounts->require_subcommand(1);
+  auto* list = accounts->add_subcommand("list", "Every account: uid, box, disk and file usage, last activity");
+  add_admin_target_options(*list, o.target);
+  list->add_flag("--json", o.json, "Print the daemon's JSON answer");
+  auto* del = accounts->add_subcommand("delete", "Stop an account's box and move its files to the trash");
+  add_admin_target_options(*del, o.target);
+  del->add_option("user", o.user, "Account name or user id")->required();
+  del->add_flag("--yes,-y", o.yes, "Do not ask");
+  return accounts;
+}
+
+int run_accounts(CLI::App& accounts, const AccountsOptions& o) {
+  try {
+    if (accounts.got_subcommand("list")) {
+      nlohmann::json r = AdminClient(find_admin_target(o.target)).get("/admin/accounts");
+      if (o.json)
+        std::cout << r.dump(2) << "\n";
+      else
+        print_list(r);
+      return 0;
+    }
+    if (accounts.got_subcommand("delete")) return remove(o);
+  } catch (const AdminError& e) {
+    std::cerr << "agentbox accounts: " << e.what() << "\n";
+    return 1;
+  }
+  return 2;
+}
+
+}  // namespace agentbox::cli

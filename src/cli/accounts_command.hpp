@@ -1,0 +1,25 @@
+#pragma once
+// `agentbox accounts list|delete`: the operator's view of the accounts, through the running
+// daemon's /admin/accounts routes (cli/admin_client.hpp).
+#include <string>
+
+#include "cli/admin_client.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace agentbox::cli {
+
+struct AccountsOptions {
+  AdminTargetOptions target;
+  bool json = false;  // list: the daemon's JSON as is
+  std::string user;   // delete: account name or external id
+  bool yes = false;   // delete: no question asked
+};
+
+// Adds `accounts` and its subcommands; run_accounts() runs whichever was parsed.
+CLI::App* add_accounts_command(CLI::App& app, AccountsOptions& options);
+int run_accounts(CLI::App& accounts, const AccountsOptions& options);
+
+}  // namespace agentbox::cli

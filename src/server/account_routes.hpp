@@ -1,0 +1,28 @@
+#pragma once
+// The operator's view of the accounts (admin key only, RouteOptions::admin):
+//   GET    /admin/accounts          every account: {user, name, uid, created, last_active, box,
+//                                   disk}, ordered by uid. box: "running", "starting",
+//                                   "stopping" or "stopped"; disk: {used, limit, inodes_used,
+//                                   inodes_limit} in bytes and inodes, null without quotas.
+//   DELETE /admin/accounts/{user}   stops the account's box for good, deletes its records
+//                                   (process records, chat sessions) and moves its volume (home,
+//                                   trash, logs) to VOLUMES/.deleted, purged after trash_days.
+// `user` is an account name or the external user id. Its name and uid are never given again;
+// the same external id later gets a new, empty account. While the deletion runs, the account's
+// own requests get 409. Errors as {"detail"}: 404 unknown user, 504 a box that would not stop.
+#include <cstdint>
+#include <memory>
+
+#include "box/box_manager.hpp"
+#include "server/blocking_pool.hpp"
+#include "server/caller.hpp"
+#include "server/router.hpp"
+#include "store/account_store.hpp"
+
+namespace agentbox::server {
+
+// Both routes run on `pool` (a deletion waits for the box to stop).
+void add_account_routes(Router& router, AccountStore& accounts, CallerDirectory& callers, BoxManager& boxes,
+                        std::shared_ptr<BlockingPool> pool, uint32_t trash_days);
+
+}  // namespace agentbox::server
