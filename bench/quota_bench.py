@@ -46,7 +46,7 @@ class Daemon:
             time.sleep(0.05)
 
     def execute(self, user, command):
-        req = urllib.request.Request(self.url + "/execute?wait=600", method="POST",
+        req = urllib.request.Request(self.url + "/execute?wait=300", method="POST",
                                      data=json.dumps({"command": command, "pty": False}).encode(),
                                      headers={"Authorization": f"Bearer {KEY}", "X-User-Id": user,
                                               "Content-Type": "application/json"})
