@@ -59,7 +59,7 @@ trap cleanup EXIT
 source "$here/lib.sh"
 trap 'exit 130' INT TERM
 
-AGENTBOX_API_KEY=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+AGENTBOX_API_KEY=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 export AGENTBOX_API_KEY
 unset AGENTBOX_CONFIG
 "$build/agentbox" serve --listen 127.0.0.1:0 --state "$state" >"$log" 2>&1 &

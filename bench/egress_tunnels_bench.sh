@@ -55,7 +55,7 @@ allow_addresses = ["127.0.0.1/32"]
 [hosts]
 "origin.test" = "127.0.0.1"
 EOF
-key=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+key=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 env -u AGENTBOX_CONFIG AGENTBOX_API_KEY="$key" "$build/agentbox" serve --listen 127.0.0.1:0 --state "$work/state" \
   --config "$work/config.toml" >"$work/serve.log" 2>&1 &
 daemon=$!

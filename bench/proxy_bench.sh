@@ -54,7 +54,7 @@ source "$here/lib.sh"
 cp "$here/serve_bytes.py" "$work/server.py"
 
 # ---- agentbox serve, and the server in a box
-key=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+key=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 env -u AGENTBOX_CONFIG AGENTBOX_API_KEY="$key" "$build/agentbox" serve --listen 127.0.0.1:0 --state "$work/state" \
   >"$work/serve.log" 2>&1 &
 daemon=$!

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 
@@ -29,6 +30,7 @@ CallerDirectory::CallerDirectory(AccountStore& accounts, std::string state_dir, 
                        : std::make_shared<AccountVolumes>(state_dir_, make_volume_backend(false),
                                                           [](const std::string&) { return DiskQuota{}; })),
       home_idle_(limits.home_idle),
+      session_cwds_(std::max<size_t>(limits.session_cwds, 1)),
       homes_(limits.open_homes),
       known_(limits.known_ids) {}
 
@@ -156,7 +158,7 @@ Caller CallerDirectory::resolve(const Request& req, bool query_user_allowed) {
     std::optional<std::string> kept;
     {
       std::lock_guard lock(mu_);
-      if (auto it = cwds_.find({caller.account.name, caller.session_id}); it != cwds_.end()) kept = it->second;
+      if (auto it = cwds_.find({caller.account.name, caller.session_id}); it != cwds_.end()) kept = it->second.cwd;
     }
     // A cwd deleted since it was set: the session goes on from the home rather than failing.
     if (kept && is_directory(*caller.home, caller.home->path(*kept))) caller.cwd = *kept;
@@ -172,7 +174,15 @@ std::string CallerDirectory::set_cwd(const Caller& caller, std::string_view path
   if (!is_directory(*caller.home, p))
     throw FsError(FsErrorKind::not_found, "Directory not found: " + p.shown);
   std::lock_guard lock(mu_);
-  cwds_[{caller.account.name, caller.session_id}] = p.shown;
+  cwds_[{caller.account.name, caller.session_id}] = SessionCwd{p.shown, ++cwd_clock_};
+  // One account's sessions are a contiguous range of the map: past the bound, its least
+  // recently set cwd is forgotten (that session starts from the home again).
+  auto first = cwds_.lower_bound({caller.account.name, std::string()});
+  size_t count = 0;
+  auto oldest = first;
+  for (auto it = first; it != cwds_.end() && it->first.first == caller.account.name; ++it, ++count)
+    if (it->second.set < oldest->second.set) oldest = it;
+  if (count > session_cwds_) cwds_.erase(oldest);
   return p.shown;
 }
 

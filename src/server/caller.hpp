@@ -34,6 +34,7 @@ struct CallerCacheLimits {
   size_t open_homes = 256;               // home directory descriptors kept open ([accounts] open_homes)
   size_t known_ids = 4096;               // external id → account entries kept
   std::chrono::seconds home_idle{600};   // a home unused this long is closed (at the next request)
+  size_t session_cwds = 256;             // cwds kept per account; past it the least recently set goes
 };
 
 // The external user id a request names: X-User-Id or X-OpenWebUI-User-Id (Open WebUI's generic
@@ -101,17 +102,24 @@ class CallerDirectory {
   template <class V>
   using StringKeyed = LruCache<std::string, V, TransparentStringHash, std::equal_to<>>;
 
+  // HttpError 409 when the account is being deleted or was; under mu_.
+  void refuse_if_deleted_locked(const Account& account) const;
+
+  struct SessionCwd {
+    std::string cwd;
+    uint64_t set = 0;  // cwd_clock_ when set: the smallest of an account's is forgotten first
+  };
+
   AccountStore& accounts_;
   std::string state_dir_;
   std::shared_ptr<AccountVolumes> volumes_;
   std::chrono::seconds home_idle_;
-  // HttpError 409 when the account is being deleted or was; under mu_.
-  void refuse_if_deleted_locked(const Account& account) const;
-
-  std::mutex mu_;  // guards homes_, known_, cwds_ and deleted_
+  size_t session_cwds_;
+  std::mutex mu_;  // guards homes_, known_, cwd_clock_, cwds_ and deleted_
   StringKeyed<Home> homes_;    // by account name
   StringKeyed<Known> known_;   // by external id
-  std::map<std::pair<std::string, std::string>, std::string> cwds_;  // (account, session) → cwd
+  uint64_t cwd_clock_ = 0;
+  std::map<std::pair<std::string, std::string>, SessionCwd> cwds_;  // (account, session) → cwd
   std::set<std::string> deleted_;  // names of accounts deleted (or being) in this run
 };
 

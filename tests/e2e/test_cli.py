@@ -87,13 +87,16 @@ def stop(proc):
     return proc.wait(20)
 
 
+KEY = "0123456789abcdef" * 2  # the shortest key the daemon takes
+
+
 def test_flag_beats_environment_beats_file(workdir):
     file_port, env_port, flag_port = free_port(), free_port(), free_port()
     config = write(os.path.join(workdir, "c.toml"),
                    f'listen = "127.0.0.1:{file_port}"\nstate_dir = "{workdir}/state-file"\n')
     # environment over file
     proc, url, log = serve(["--config", config],
-                           {"AGENTBOX_LISTEN": f"127.0.0.1:{env_port}", "AGENTBOX_API_KEY": "k"}, workdir)
+                           {"AGENTBOX_LISTEN": f"127.0.0.1:{env_port}", "AGENTBOX_API_KEY": KEY}, workdir)
     try:
         assert url == f"http://127.0.0.1:{env_port}", log
         assert os.path.isdir(f"{workdir}/state-file"), "state_dir from the file (no env/flag for it)"
@@ -101,7 +104,7 @@ def test_flag_beats_environment_beats_file(workdir):
         assert stop(proc) == 0
     # flag over environment
     proc, url, log = serve(["--config", config, "--listen", f"127.0.0.1:{flag_port}"],
-                           {"AGENTBOX_LISTEN": f"127.0.0.1:{env_port}", "AGENTBOX_API_KEY": "k"}, workdir)
+                           {"AGENTBOX_LISTEN": f"127.0.0.1:{env_port}", "AGENTBOX_API_KEY": KEY}, workdir)
     try:
         assert url == f"http://127.0.0.1:{flag_port}", log
         r = httpx.get(url + "/health", timeout=10)
@@ -133,9 +136,12 @@ def test_defaults_keep_state_in_the_current_directory_and_generate_a_private_key
     (["--listen", "127.0.0.1:0"], {"AGENTBOX_LISTEN": "nonsense"}, "AGENTBOX_LISTEN"),
     (["--config", "/nonexistent/agentbox.toml"], {}, "/nonexistent/agentbox.toml"),
     (["--bogus"], {}, "bogus"),
+    # a guessable key is no key: refused before anything starts
+    (["--listen", "127.0.0.1:0"], {"AGENTBOX_API_KEY": "changeme"}, "AGENTBOX_API_KEY: api key is 8 characters long"),
+    (["--listen", "127.0.0.1:0"], {"AGENTBOX_ADMIN_KEY": "x" * 31}, "at least 32"),
 ])
 def test_bad_settings_give_one_clear_line(workdir, args, env, needle):
-    proc, url, log = serve(args, {"AGENTBOX_API_KEY": "k", **env}, workdir)
+    proc, url, log = serve(args, {"AGENTBOX_API_KEY": KEY, **env}, workdir)
     assert url is None, "must not start with " + " ".join(args)
     assert proc.wait(10) == 2, log
     lines = [l for l in log.splitlines() if l.strip()]

@@ -2,6 +2,8 @@
 his own commands or any file route, including through symlinks he plants and swaps under a race."""
 import io
 import os
+import stat
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -11,7 +13,7 @@ import zipfile
 import httpx
 import pytest
 
-from conftest import home_of, run, sh, text_of, wait_for_output
+from conftest import agentbox_bin, home_of, run, sh, text_of, wait_for_output
 
 SECRET = "ALICE-SECRET-" + uuid.uuid4().hex
 NEEDLE = SECRET.encode()
@@ -223,6 +225,79 @@ def test_the_boxs_init_gives_nothing_away(world):
     # Control: the same reads of its own processes work for bob.
     code, out, err = sh(w.bob, "cat /proc/self/environ | tr '\\0' '\\n' | grep -c . ; ls /proc/self/fd | wc -l")
     assert code == 0 and all(int(n) > 0 for n in out.split()), (out, err)
+
+
+def host_process(cmdline, timeout=15):
+    """Host pid of the process whose command line is exactly `cmdline` (argv joined by spaces)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    if f.read().replace(b"\0", b" ").strip() == cmdline.encode():
+                        return int(d)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no process {cmdline!r}")
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("PPid:")).split()[1])
+
+
+def descriptors_of(pid):
+    """fd -> what it is; a character device by its numbers (its path depends on the mount
+    namespace it was opened in: /dev/null opened before the box's root was built reads "/null")."""
+    fd_dir = f"/proc/{pid}/fd"
+    out = {}
+    for n in os.listdir(fd_dir):
+        path = os.path.join(fd_dir, n)
+        st = os.stat(path)
+        out[int(n)] = f"chr {os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" if stat.S_ISCHR(st.st_mode) \
+            else os.readlink(path)
+    return out
+
+
+def assert_init_holds_nothing_of_its_starter(fds):
+    assert [fds.get(n) for n in (0, 1, 2)] == ["chr 1:3"] * 3, fds  # /dev/null
+    # Beyond stdio only its own sockets and kernel objects (epoll, signalfd, pidfds): no file.
+    assert all(t.startswith(("socket:", "anon_inode:")) for n, t in fds.items() if n > 2), fds
+
+
+def test_a_boxs_init_holds_dev_null_and_its_own_sockets_only(world, tmp_path):
+    """Seen from the host (a box's user may not list /proc/1/fd): no descriptor of the daemon's,
+    its log least of all, in a box's init; nor the caller's terminal under `agentbox run`."""
+    w = world
+    seconds = 700000 + uuid.uuid4().int % 100000  # a command line no other process has
+    p = run(w.bob, f"sleep {seconds}", wait=0, pty=False)
+    try:
+        sleeper = host_process(p["command"])
+        init = parent_of(sleeper)
+        with open(f"/proc/{init}/comm") as f:
+            assert f.read().strip() == "agentbox-init"
+        assert_init_holds_nothing_of_its_starter(descriptors_of(init))
+        # Control: the daemon itself holds its log as stdout (what init used to inherit).
+        daemon_fds = descriptors_of(w.daemon.pid)
+        assert daemon_fds[1].endswith(".log"), daemon_fds[1]
+    finally:
+        w.bob.delete(f"/execute/{p['id']}", params={"force": "true"})
+
+    # `agentbox run` execs init itself (no zygote), from a caller whose stdout is a file.
+    seconds += 1
+    log = tmp_path / "run.out"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([agentbox_bin(), "run", "--", "sleep", str(seconds)], stdout=out, stderr=out,
+                                stdin=subprocess.DEVNULL)
+    try:
+        init = parent_of(host_process(f"sleep {seconds}"))
+        assert_init_holds_nothing_of_its_starter(descriptors_of(init))
+    finally:
+        proc.kill()
+        proc.wait(10)
 
 
 # ---- through the file routes ----------------------------------------------------------------

@@ -33,7 +33,7 @@ def serve_refused(workdir, *, uid_base, uid_count=UID_RANGE_SIZE):
         f.write(f"[accounts]\nuid_base = {uid_base}\nuid_count = {uid_count}\n")
     state = os.path.join(workdir, "refused-state")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
-    env["AGENTBOX_API_KEY"] = "k"
+    env["AGENTBOX_API_KEY"] = "k" * 32
     started = time.monotonic()
     r = subprocess.run([agentbox_bin(), "serve", "--listen", "127.0.0.1:0", "--state", state, "--config", config],
                        capture_output=True, text=True, env=env, timeout=30, stdin=subprocess.DEVNULL)

@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -49,12 +50,16 @@ class ZygoteTest : public ::testing::Test {
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
 // What /proc/PID/fd shows, as "fd -> target" with socket and anon inode numbers dropped so two
-// processes can be compared.
+// processes can be compared. A device is named by its numbers ("chr 1:3" is /dev/null): its
+// path depends on the mount namespace it was opened in.
 std::set<std::string> descriptors(pid_t pid) {
   std::set<std::string> out;
   for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
     std::string target = fs::read_symlink(e.path()).string();
     if (auto bracket = target.find('['); bracket != std::string::npos) target.erase(bracket);
+    struct stat st{};
+    if (::stat(e.path().c_str(), &st) == 0 && S_ISCHR(st.st_mode))
+      target = "chr " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
     out.insert(e.path().filename().string() + " -> " + target);
   }
   return out;
@@ -71,6 +76,12 @@ TEST_F(ZygoteTest, InitHoldsNothingOfTheZygote) {
   auto from_zygote = Box::start(spec, options("zyg-fds", zygote.get()));
   auto execd = Box::start(spec, options("exec-fds", nullptr));
   EXPECT_EQ(descriptors(from_zygote->init_pid()), descriptors(execd->init_pid()));
+  // Its stdio is /dev/null, never the starter's (the daemon's log, a caller's terminal).
+  const std::set<std::string> fds = descriptors(from_zygote->init_pid());
+  EXPECT_TRUE(fds.contains("0 -> chr 1:3") && fds.contains("1 -> chr 1:3")) << ::testing::PrintToString(fds);
+#ifndef AGENTBOX_SANITIZE  // sanitizer builds keep stderr for init's reports
+  EXPECT_TRUE(fds.contains("2 -> chr 1:3")) << ::testing::PrintToString(fds);
+#endif
   const fs::path zygote_socket = fs::read_symlink("/proc/" + std::to_string(zygote->pid()) + "/fd/3");
   for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(from_zygote->init_pid()) + "/fd"))
     EXPECT_NE(fs::read_symlink(e.path()), zygote_socket) << "init holds the zygote's request socket";

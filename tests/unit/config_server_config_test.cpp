@@ -80,7 +80,7 @@ TEST_F(ServerConfigTest, FileOverridesEveryDefault) {
   std::string path = write_config(R"(
 listen = "[::1]:9000"
 state_dir = "/var/lib/agentbox"
-api_key = "file-key-0123456789"
+api_key = "file-key-0123456789abcdef0123456789"
 cors_origins = ["https://chat.example"]
 [limits]
 body = "10M"
@@ -120,7 +120,7 @@ tunnel_idle_timeout = 11
   ServerConfig c = load_server_config(path, env_of({}));
   EXPECT_EQ(c.listen, "[::1]:9000");
   EXPECT_EQ(c.state_dir, "/var/lib/agentbox");
-  EXPECT_EQ(c.api_key, "file-key-0123456789");
+  EXPECT_EQ(c.api_key, "file-key-0123456789abcdef0123456789");
   EXPECT_THAT(c.cors_origins, ElementsAre("https://chat.example"));
   EXPECT_EQ(c.limits.body_bytes, 10ull << 20);
   EXPECT_EQ(c.limits.header_timeout, 5s);
@@ -173,28 +173,28 @@ TEST_F(ServerConfigTest, BackupKeysAndTheAdminKey) {
   EXPECT_EQ(none.backup.keep_deleted_days, 7u);
   EXPECT_FALSE(none.admin_key);
   ServerConfig c = load_server_config(
-      write_config("admin_key = \"adm1n\"\n[backup]\ndir = \"mirror\"\ninterval = 1\nkeep_deleted_days = 30\n",
+      write_config("admin_key = \"adm1n-0123456789abcdef0123456789abc\"\n[backup]\ndir = \"mirror\"\ninterval = 1\nkeep_deleted_days = 30\n",
                    "backup.toml"),
       env_of({}));
   EXPECT_EQ(c.backup.dir, dir_ + "/mirror");  // relative: next to the file
   EXPECT_EQ(c.backup.interval, std::chrono::seconds(1));
   EXPECT_EQ(c.backup.keep_deleted_days, 30u);
-  EXPECT_EQ(c.admin_key, "adm1n");
-  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_ADMIN_KEY", "from-env"}})).admin_key, "from-env");
+  EXPECT_EQ(c.admin_key, "adm1n-0123456789abcdef0123456789abc");
+  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_ADMIN_KEY", "from-env-0123456789abcdef0123456789"}})).admin_key, "from-env-0123456789abcdef0123456789");
   EXPECT_THAT(validate_config_file(write_config("[backup]\nkeep_deleted_days = 0\n", "zero.toml")),
               ElementsAre(HasSubstr("backup.keep_deleted_days")));
-  EXPECT_THAT(validate_config_file(write_config("api_key = \"same\"\nadmin_key = \"same\"\n", "same.toml")),
+  EXPECT_THAT(validate_config_file(write_config("api_key = \"same-0123456789abcdef0123456789abcd\"\nadmin_key = \"same-0123456789abcdef0123456789abcd\"\n", "same.toml")),
               ElementsAre(HasSubstr("admin_key is the same as api_key")));
 }
 
 TEST_F(ServerConfigTest, EnvironmentOverridesFileWhichOverridesDefaults) {
   std::string path = write_config("listen = \"127.0.0.1:9001\"\nstate_dir = \"/from/file\"\n");
   ServerConfig c = load_server_config(path, env_of({{"AGENTBOX_LISTEN", "127.0.0.1:9002"},
-                                                    {"AGENTBOX_API_KEY", "env-key"},
+                                                    {"AGENTBOX_API_KEY", "env-key-0123456789abcdef0123456789"},
                                                     {"AGENTBOX_CORS_ORIGINS", "https://a, https://b"}}));
   EXPECT_EQ(c.listen, "127.0.0.1:9002");      // env beats file
   EXPECT_EQ(c.state_dir, "/from/file");       // file beats default
-  EXPECT_EQ(c.api_key, "env-key");            // env beats default
+  EXPECT_EQ(c.api_key, "env-key-0123456789abcdef0123456789");            // env beats default
   EXPECT_THAT(c.cors_origins, ElementsAre("https://a", "https://b"));
   EXPECT_EQ(c.exec.retention, 3600s);         // default stays
 }
@@ -401,14 +401,36 @@ TEST_F(ServerConfigTest, KeyFileReadableByOthersIsRefused) {
   }
 }
 
+TEST_F(ServerConfigTest, KeysShorterThan32CharactersAreRefusedWhereverTheyComeFrom) {
+  const std::string short_key(31, 'k');
+  for (const char* variable : {"AGENTBOX_API_KEY", "AGENTBOX_ADMIN_KEY"}) {
+    try {
+      load_server_config(std::nullopt, env_of({{variable, short_key}}));
+      FAIL() << variable << ": a 31-character key was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("is 31 characters long; use at least 32")) << variable;
+    }
+  }
+  EXPECT_THAT(validate_config_file(write_config("api_key = \"changeme\"\n", "short.toml")),
+              ElementsAre(HasSubstr("api key is 8 characters long")));
+  std::string state = dir_ + "/short-state";
+  ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+  std::ofstream(state + "/api_key") << "changeme\n";
+  ASSERT_EQ(::chmod((state + "/api_key").c_str(), 0600), 0);
+  EXPECT_THROW(load_or_create_api_key(state), Error);
+  // Control: 32 characters are enough.
+  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_API_KEY", std::string(32, 'k')}})).api_key,
+            std::string(32, 'k'));
+}
+
 TEST_F(ServerConfigTest, OperatorWrittenKeyFileIsUsedAsIs) {
   std::string state = dir_ + "/state";
   ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
   {
-    std::ofstream(state + "/api_key") << "my-own-key\n";
+    std::ofstream(state + "/api_key") << "my-own-key-0123456789abcdef0123456789\n";
   }
   ASSERT_EQ(::chmod((state + "/api_key").c_str(), 0600), 0);
-  EXPECT_EQ(load_or_create_api_key(state), "my-own-key");
+  EXPECT_EQ(load_or_create_api_key(state), "my-own-key-0123456789abcdef0123456789");
 }
 
 }  // namespace

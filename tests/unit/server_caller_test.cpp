@@ -95,6 +95,24 @@ TEST_F(CallerTest, ADeletedAccountIsRefusedUntilItsIdStartsAfresh) {
   EXPECT_THROW(callers.home(carol.account), HttpError) << "the old account stays refused";
 }
 
+TEST_F(CallerTest, AnAccountKeepsABoundedNumberOfSessionCwdsForgettingTheOldest) {
+  CallerDirectory bounded{accounts, state, {.session_cwds = 3}};
+  Caller first = bounded.resolve(request("erin", "s0"));
+  const std::string proj = bounded.host_home(first.account) + "/proj";
+  ASSERT_EQ(::mkdir(proj.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(proj.c_str(), first.account.uid, first.account.gid), 0);
+  const std::string in_proj = first.box_home + "/proj";
+  for (const char* session : {"s1", "s2", "s3"}) bounded.set_cwd(bounded.resolve(request("erin", session)), in_proj);
+  bounded.set_cwd(bounded.resolve(request("erin", "s1")), in_proj);  // s1 is now the most recent
+  bounded.set_cwd(bounded.resolve(request("erin", "s4")), in_proj);  // a fourth: s2 goes
+  EXPECT_EQ(bounded.resolve(request("erin", "s2")).cwd, first.box_home) << "forgotten: back to the home";
+  for (const char* session : {"s1", "s3", "s4"}) EXPECT_EQ(bounded.resolve(request("erin", session)).cwd, in_proj);
+  // Another account's sessions do not count against erin's.
+  Caller frank = bounded.resolve(request("frank", "f1"));
+  bounded.set_cwd(frank, ".");
+  EXPECT_EQ(bounded.resolve(request("erin", "s3")).cwd, in_proj);
+}
+
 TEST_F(CallerTest, SessionCwdIsKeptPerAccountAndSession) {
   Caller alice = callers.resolve(request("alice", "chat-1"));
   ASSERT_EQ(::mkdir((callers.host_home(alice.account) + "/proj").c_str(), 0755), 0);
