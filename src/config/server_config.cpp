@@ -10,7 +10,6 @@
 #include <charconv>
 #include <filesystem>
 
-#include <fmt/format.h>
 
 #include "config/agent_config.hpp"
 #include "config/egress_config.hpp"
@@ -33,14 +32,8 @@ constexpr int64_t kMaxFileOps = 64;
 // Each terminal holds a shell, a pty and its replay buffer for as long as it lives.
 constexpr int64_t kMaxTerminalsPerAccount = 1024;
 
-// A shorter key is guessable or a placeholder ("changeme", "test"): refused at start.
-constexpr size_t kMinKeyChars = 32;
-
 void require_api_key_text(std::string_view key, std::string_view what = "api key") {
   if (key.empty()) throw Error(std::string(what) + " is empty");
-  if (key.size() < kMinKeyChars)
-    throw Error(fmt::format("{} is {} characters long; use at least {} (e.g. `openssl rand -hex 32`)", what,
-                            key.size(), kMinKeyChars));
   for (char c : key)
     if (c <= ' ' || c > '~') throw Error(std::string(what) + " must be printable ASCII without spaces");
 }
