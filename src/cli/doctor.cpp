@@ -140,15 +140,8 @@ std::string version_of(const std::string& path) {
   return text.substr(0, text.find('\n'));
 }
 
-void print_agent(const std::optional<std::string>& config_path, std::ostream& out) {
+void print_agent(const ServerConfig& config, std::ostream& out) {
   out << "\nagent (Claude Code in every box):\n";
-  ServerConfig config;
-  try {
-    config = load_server_config(config_path);
-  } catch (const Error& e) {
-    out << "  the server config has errors (agentbox config check): " << e.what() << '\n';
-    return;
-  }
   std::string why;
   std::optional<std::string> claude = find_claude(config.agent, &why);
   if (!claude) {
@@ -168,15 +161,8 @@ void print_agent(const std::optional<std::string>& config_path, std::ostream& ou
 }
 
 // Which volume backend the server would use (fs/volume_backend.hpp) and whether it can.
-bool print_storage(const std::optional<std::string>& config_path, std::ostream& out) {
+bool print_storage(const ServerConfig& config, std::ostream& out) {
   out << "\nstorage (every account's files in a volume of its own):\n";
-  ServerConfig config;
-  try {
-    config = load_server_config(config_path);
-  } catch (const Error& e) {
-    out << "  the server config has errors (agentbox config check): " << e.what() << '\n';
-    return true;  // said once already by the agent section; the server refuses to start anyway
-  }
   if (!config.storage.quotas()) {
     out << "  plain: directories of the state filesystem, no quota ([accounts] disk = \"0\")\n";
     return true;
@@ -210,8 +196,15 @@ int run_doctor(bool as_root, std::ostream& out, const std::optional<std::string>
     out << "\nmissing: a working box start (see the trial above)\n";
     ok = false;
   }
-  print_agent(config_path, out);
-  if (!print_storage(config_path, out)) ok = false;
+  // The agent and storage sections describe the server this config would start.
+  ServerConfig config;
+  try {
+    config = load_server_config(config_path);
+    print_agent(config, out);
+    if (!print_storage(config, out)) ok = false;
+  } catch (const Error& e) {
+    out << "\nthe server config has errors (agentbox config check): " << e.what() << '\n';
+  }
   for (const auto& f : features) {
     if (f.required && !f.present) {
       if (ok) out << '\n';
