@@ -10,8 +10,12 @@ packages=(
   libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev libseccomp-dev libsqlite3-dev
   libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev libzip-dev
   libgtest-dev libgmock-dev
+  # fuzzers (scripts/fuzz.sh): clang and its libFuzzer runtime
+  clang libclang-rt-14-dev
   # runtime tools the tests and the box use
   iproute2 procps util-linux python3 bash coreutils tmux curl
+  # what the real-workload tests run in boxes (gcc and make come with build-essential)
+  python3-venv
   # black-box tests (Debian's interpreter, not the pyenv one on PATH)
   python3-pytest python3-httpx python3-websockets
   # peers for bench/

@@ -74,8 +74,11 @@ void print_summary(const std::vector<HostFeature>& features, bool as_root, std::
       << '\n';
 
   if (has(features, "seccomp"))
-    out << "  seccomp deny-list (" << seccomp_filter::denied_syscalls().size()
-        << " syscalls, plus namespace clone flags, TIOCSTI/TIOCLINUX, raw socket families)\n";
+    out << "  seccomp allowlist v" << seccomp_filter::kPolicyVersion << ": "
+        << seccomp_filter::allowed_syscalls().size() << " syscalls, "
+        << seccomp_filter::argument_filtered_syscalls().size()
+        << " more by argument (clone, ioctl, socket, socketpair, personality), the rest EPERM; "
+        << seccomp_filter::embedded_program().size() << " BPF instructions\n";
   else
     out << "  no seccomp filter\n";
 

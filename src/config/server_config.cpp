@@ -10,6 +10,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 
 #include "config/agent_config.hpp"
 #include "config/egress_config.hpp"
@@ -197,6 +199,13 @@ constexpr std::array<EnvSetting, 6> kEnvSettings = {{
 // Checks that span several keys.
 std::vector<std::string> cross_checks(const ServerConfig& c, const std::string& file) {
   std::vector<std::string> errors;
+  for (const auto& [what, key] : {std::pair{"api key", &c.api_key}, std::pair{"admin key", &c.admin_key}}) {
+    try {
+      if (*key) require_key_strength(what, **key, c.listen);
+    } catch (const Error& e) {
+      errors.push_back(file + ": " + e.what());
+    }
+  }
   if (uint64_t{c.accounts.uid_base} + c.accounts.uid_count - 1 > kMaxUid)
     errors.push_back(file + ": accounts: uid_base + uid_count - 1 exceeds the largest uid " +
                      std::to_string(kMaxUid));
@@ -283,6 +292,30 @@ ListenAddress parse_listen_address(std::string_view text) {
   if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535)
     throw bad("port must be a number from 0 to 65535");
   return {host, static_cast<uint16_t>(port)};
+}
+
+namespace {
+bool is_loopback(const std::string& host) {
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+}  // namespace
+
+void require_key_strength(std::string_view what, std::string_view key, const std::string& listen) {
+  if (key.size() >= kMinKeyChars) return;
+  const ListenAddress addr = parse_listen_address(listen);
+  if (is_loopback(addr.host)) return;
+  throw Error(fmt::format("{} is {} characters long; listening on {} (beyond loopback) needs at least {} "
+                          "(e.g. `openssl rand -hex 32`)",
+                          what, key.size(), addr.host, kMinKeyChars));
+}
+
+std::optional<std::string> short_key_warning(std::string_view what, std::string_view key) {
+  if (key.size() >= kMinKeyChars) return std::nullopt;
+  return fmt::format("{} is {} characters long: accepted on loopback only; listening beyond it needs at least {}",
+                     what, key.size(), kMinKeyChars);
 }
 
 void apply_config_file(ServerConfig& config, const std::string& path) {

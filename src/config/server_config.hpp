@@ -128,6 +128,16 @@ struct ListenAddress {
 // "127.0.0.1:8000" or "[::1]:8000"; throws Error naming the value.
 ListenAddress parse_listen_address(std::string_view text);
 
+// A key under this many characters is guessable or a placeholder ("changeme", "test").
+constexpr size_t kMinKeyChars = 32;
+
+// Throws Error when `key` (`what`: "api key", "admin key") is shorter than kMinKeyChars and the
+// daemon listens beyond loopback (`listen`: the listen setting), where anyone on the network can
+// try keys. On loopback only local users can, and a short key is accepted (a first try, a
+// laptop): short_key_warning says so.
+void require_key_strength(std::string_view what, std::string_view key, const std::string& listen);
+std::optional<std::string> short_key_warning(std::string_view what, std::string_view key);
+
 // Looks up an environment variable (nullptr if unset); ::getenv in production.
 using GetEnv = std::function<const char*(const char*)>;
 

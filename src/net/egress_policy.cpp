@@ -55,7 +55,9 @@ std::optional<std::string> normalize_host(std::string_view host) {
   if (host.empty() || host.size() > kMaxHostLength) return std::nullopt;
   std::string name = lower(host);
   if (!std::all_of(name.begin(), name.end(), is_name_char)) return std::nullopt;
-  if (name.front() == '.' || name.find("..") != std::string::npos) return std::nullopt;
+  // One trailing dot is the root's (dropped above); a second would survive as "name." and slip
+  // past every rule that names the host without it (a deny rule among them).
+  if (name.front() == '.' || name.back() == '.' || name.find("..") != std::string::npos) return std::nullopt;
   return name;
 }
 

@@ -101,6 +101,14 @@ exec::AgentMounts find_agent(const AgentConfig& agent) {
   return mounts;
 }
 
+void require_strong_key(const char* what, const std::string& key, const std::string& listen) {
+  try {
+    require_key_strength(what, key, listen);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // Every long-poll and stream holds a connection: allow as many descriptors as the hard limit.
 void raise_fd_limit() {
   rlimit rl{};
@@ -122,6 +130,9 @@ int serve(const ServeOptions& options) {
   if (std::optional<std::string> conflict = host_uid_range_conflict(uid_range)) throw UsageError(*conflict);
   UidRangeLock uid_range_lock = UidRangeLock::acquire(uid_range, config.state_dir);
   ListenAddress addr = parse_listen_address(config.listen);
+  // Keys given in the config or the environment: refused before anything else is said or made.
+  if (config.api_key) require_strong_key("API key", *config.api_key, config.listen);
+  if (config.admin_key) require_strong_key("admin key", *config.admin_key, config.listen);
   exec::AgentMounts agent_mounts = find_agent(config.agent);
   std::optional<net::Credential> model_credential;
   try {
@@ -155,6 +166,10 @@ int serve(const ServeOptions& options) {
     std::cout << "admin key: in " << config.state_dir << "/admin_key (mode 0600)\n";
   }
   if (admin_key == api_key) throw UsageError("the admin key is the same as the API key: give admin_key a secret of its own");
+  for (const auto& [what, key] : {std::pair{"API key", &api_key}, std::pair{"admin key", &admin_key}}) {
+    require_strong_key(what, *key, config.listen);  // a key file an operator wrote
+    if (auto warning = short_key_warning(what, *key)) std::cout << "warning: " << *warning << "\n";
+  }
 
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);

@@ -136,6 +136,9 @@ def test_defaults_keep_state_in_the_current_directory_and_generate_a_private_key
     (["--listen", "127.0.0.1:0"], {"AGENTBOX_LISTEN": "nonsense"}, "AGENTBOX_LISTEN"),
     (["--config", "/nonexistent/agentbox.toml"], {}, "/nonexistent/agentbox.toml"),
     (["--bogus"], {}, "bogus"),
+    # a guessable key is no key where the network can try it: refused before anything starts
+    (["--listen", "0.0.0.0:0"], {"AGENTBOX_API_KEY": "changeme"}, "API key is 8 characters long; listening on 0.0.0.0"),
+    (["--listen", "[::]:0"], {"AGENTBOX_ADMIN_KEY": "x" * 31}, "at least 32"),
 ])
 def test_bad_settings_give_one_clear_line(workdir, args, env, needle):
     proc, url, log = serve(args, {"AGENTBOX_API_KEY": KEY, **env}, workdir)

@@ -300,6 +300,23 @@ def test_a_boxs_init_holds_dev_null_and_its_own_sockets_only(world, tmp_path):
         proc.wait(10)
 
 
+def test_no_proc_or_etc_file_in_a_box_names_the_state_directory(world):
+    """The daemon's state directory (every account's volume, the database, the keys) is a host
+    path no box has any business knowing: not in its mountinfo, its init's command line, any
+    /proc or /etc file. The red-team probe searches them all from inside bob's box."""
+    w = world
+    probe = os.path.join(os.path.dirname(agentbox_bin()), "tests", "abx-probe")
+    with open(probe, "rb") as f:
+        r = w.bob.post("/files/upload", params={"directory": "."}, files={"file": (".abx-probe", f.read())})
+    assert r.status_code == 200, r.text
+    needle = w.daemon.state_dir.encode().hex()
+    code, out, err = sh(w.bob, f"chmod +x ~/.abx-probe && ~/.abx-probe find-text {needle} /etc /proc")
+    assert code == 1 and out.startswith("BLOCKED: not found"), (code, out, err)
+    # Control: the same search finds it in the daemon's own /proc directory on the host.
+    control = subprocess.run([probe, "find-text", needle, f"/proc/{w.daemon.pid}"], capture_output=True, text=True)
+    assert control.returncode == 0 and control.stdout.startswith("ALLOWED: found the text"), control
+
+
 # ---- through the file routes ----------------------------------------------------------------
 
 def read_routes(w, path):

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
 
 #include "redteam/probe_runner.hpp"
 
@@ -174,6 +177,73 @@ TEST(RedteamProc, CoreDumpsAreNotWritten) {
   // "core" on our machines; the probe removes the file again).
   TempDir dump_dir("core");
   EXPECT_TRUE(Allowed(probe_outside({"core-dump", dump_dir.path()}, {.core_limit = RLIM_INFINITY})));
+}
+
+// /proc files that show the whole host (its boot command line, interrupts, kernel modules and
+// symbols, timers) read empty in a box: /dev/null is bound over them. Control: as root outside
+// the same files hold data, so "empty" is the mask's doing.
+TEST(RedteamProcMasks, HostWideProcFilesReadEmptyInsideAndHoldDataOutside) {
+  BoxHome home;
+  BoxRun box = home.box();
+  int controls = 0;
+  for (const char* path : {"/proc/cmdline", "/proc/interrupts", "/proc/modules", "/proc/kallsyms",
+                           "/proc/timer_list", "/proc/keys", "/proc/config.gz", "/proc/latency_stats",
+                           "/proc/sched_debug", "/proc/kcore"}) {
+    const ProbeResult outside = probe_outside({"read-content", path});
+    if (outside.run.exit_code != 0) continue;  // nothing there on this kernel, nothing to hide
+    ++controls;
+    EXPECT_TRUE(Allowed(outside));
+    EXPECT_TRUE(Blocked(box.probe({"read-content", path}), "empty")) << path;
+  }
+  EXPECT_GE(controls, 3) << "fewer than three host-wide /proc files hold data here: the test shows little";
+}
+
+// Directories of the host's hardware (/proc/bus, /proc/irq, /proc/fs, /proc/acpi, /proc/scsi)
+// are empty in a box; /proc/sys is read-only. Controls: outside they list entries, and a box's
+// /proc/self is as full as ever.
+TEST(RedteamProcMasks, HardwareDirectoriesAreEmptyAndProcSysReadOnly) {
+  BoxHome home;
+  BoxRun box = home.box();
+  int controls = 0;
+  for (const char* dir : {"/proc/bus", "/proc/irq", "/proc/fs", "/proc/acpi", "/proc/scsi"}) {
+    const ProbeResult outside = probe_outside({"list-dir", dir});
+    if (outside.run.exit_code != 0) continue;
+    ++controls;
+    EXPECT_TRUE(Allowed(outside));
+    const ProbeResult inside = box.probe({"list-dir", dir});
+    EXPECT_TRUE(Allowed(inside));
+    EXPECT_TRUE(inside.line.starts_with("ALLOWED: listed 0 entries")) << dir << ": " << inside.line;
+  }
+  EXPECT_GE(controls, 2);
+  const ProbeResult self = box.probe({"list-dir", "/proc/self"});
+  EXPECT_TRUE(Allowed(self));
+  EXPECT_FALSE(self.line.starts_with("ALLOWED: listed 0 entries")) << self.line;
+  // A file the box's own (uts) namespace would let root write: read-only for anyone here.
+  EXPECT_TRUE(Blocked(box.probe({"write-file", "/proc/sys/kernel/hostname"}), "EROFS"));
+}
+
+// The host's /etc/environment is where administrators put proxy credentials and tokens for every
+// login. A secret planted there is nowhere in a box's /etc or /proc. Control: outside, the same
+// search finds it in /etc.
+TEST(RedteamProcMasks, APlantedSecretInTheHostsEtcIsNowhereInABox) {
+  const std::string path = "/etc/environment";
+  std::string original;
+  {
+    std::ifstream in(path);
+    original.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  struct Restore {
+    std::string path, text;
+    ~Restore() { std::ofstream(path, std::ios::trunc) << text; }
+  } restore{path, original};
+  const std::string secret = "AGENTBOX_PLANTED_" + std::to_string(::getpid()) + "_" + std::to_string(::time(nullptr));
+  std::ofstream(path, std::ios::app) << "HTTPS_PROXY=http://user:" << secret << "@proxy.invalid:3128\n";
+
+  std::string hex;
+  for (unsigned char c : secret) hex += fmt::format("{:02x}", c);
+  BoxHome home;
+  EXPECT_TRUE(Blocked(home.box().probe({"find-text", hex, "/etc", "/proc"}), "not found"));
+  EXPECT_TRUE(Allowed(probe_outside({"find-text", hex, "/etc"})));
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
-// Red team, system calls: everything the seccomp deny-list removes answers EPERM inside a box
-// (mount family, namespaces, kernel attack surface, terminal injection), while the same probe
-// as root outside a box is ALLOWED — so the refusal is the box's doing, not the machine's.
+// Red team, system calls: everything off the seccomp allowlist answers EPERM inside a box (mount
+// family, namespaces, kernel attack surface, terminal injection, every number the list lacks,
+// every socket family it lacks), while the same probe as root outside a box is ALLOWED — so the
+// refusal is the box's doing, not the machine's.
 #include <sys/mount.h>
+#include <sys/socket.h>
 
+#include <string>
+
+#include "box/contain/seccomp.hpp"
 #include "redteam/probe_runner.hpp"
 
 namespace agentbox::redteam {
@@ -40,6 +45,7 @@ const DeniedCall kDeniedCalls[] = {
     // TIOCLINUX works on a virtual console only; on the box's pty the kernel would answer
     // ENOTTY, so inside only EPERM (the filter) counts. The control uses the host's console.
     {"Tioclinux", {"tioclinux"}, {"tioclinux", "/dev/tty0"}},
+    {"Tiocsetd", {"tiocsetd"}, {"tiocsetd"}},
 };
 
 class RedteamSyscall : public ::testing::TestWithParam<DeniedCall> {};
@@ -53,6 +59,47 @@ TEST_P(RedteamSyscall, IsRefusedWithEpermInsideAndAllowedOutside) {
 
 INSTANTIATE_TEST_SUITE_P(Seccomp, RedteamSyscall, ::testing::ValuesIn(kDeniedCalls),
                          [](const auto& info) { return std::string(info.param.name); });
+
+std::string comma_joined(const std::vector<int>& numbers) {
+  std::string out;
+  for (const int n : numbers) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
+
+// Every syscall number from 0 to 470 that the allowlist does not name, called with junk
+// arguments: EPERM for each in a box. Outside as root the same calls answer EFAULT, EINVAL,
+// ENOSYS... and never EPERM, so each EPERM inside is the filter's. Left out: the uprobe calls
+// the kernel runs past every filter by design (seccomp_filter::kernel_passthrough_numbers).
+TEST(RedteamSyscallSweep, EveryNumberOffTheListIsRefusedInsideAndAnsweredOutside) {
+  std::vector<int> skip = seccomp_filter::listed_numbers();
+  for (const int nr : seccomp_filter::kernel_passthrough_numbers()) skip.push_back(nr);
+  const std::string except = comma_joined(skip);
+  BoxHome home;
+  const ProbeResult inside = home.box().probe({"syscall-sweep", "470", except});
+  EXPECT_TRUE(Blocked(inside, "EPERM"));
+  const ProbeResult outside = probe_outside({"syscall-sweep", "470", except});
+  ASSERT_TRUE(Allowed(outside));
+  // "ALLOWED: N of N ...": not one number answered EPERM outside.
+  const std::string counts = outside.line.substr(9, outside.line.find(" syscall numbers") - 9);
+  const std::string n = counts.substr(0, counts.find(' '));
+  EXPECT_EQ(counts, n + " of " + n) << outside.line;
+}
+
+// socket() of every family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK, of raw IP, SCTP,
+// UDP-Lite and SOCK_PACKET, and of every netlink protocol but NETLINK_ROUTE: EPERM in a box
+// (a distribution kernel would autoload a module for many). Outside, as root in a network
+// namespace of its own, none of them answers EPERM (EAFNOSUPPORT, EPROTONOSUPPORT or a socket).
+TEST(RedteamSyscallSweep, EverySocketKindOffTheListIsRefusedInsideAndAnsweredOutside) {
+  const std::string listed = comma_joined({AF_UNIX, AF_INET, AF_INET6, AF_NETLINK});
+  BoxHome home;
+  EXPECT_TRUE(Blocked(home.box().probe({"socket-sweep", listed}), "EPERM"));
+  const RunResult r = run({"unshare", "--net", probe_path(), "socket-sweep", listed});
+  const ProbeResult outside = to_probe_result(r, "outside as root in its own network namespace");
+  ASSERT_TRUE(Allowed(outside));
+  const std::string counts = outside.line.substr(9, outside.line.find(" sockets") - 9);
+  const std::string n = counts.substr(0, counts.find(' '));
+  EXPECT_EQ(counts, n + " of " + n) << outside.line;
+}
 
 // umount needs a mount to remove: in the box, /tmp (a tmpfs init made); for the control, a
 // tmpfs made in a private mount namespace (util-linux unshare), so the host's table is untouched.

@@ -18,6 +18,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Optional;
 using namespace std::chrono_literals;
 
 class ServerConfigTest : public ::testing::Test {
@@ -387,6 +389,29 @@ TEST_F(ServerConfigTest, ConcurrentFirstStartsAgreeOnOneKey) {
   for (auto& t : threads) t.join();
   for (const std::string& k : keys) EXPECT_EQ(k, keys[0]);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(state), std::filesystem::directory_iterator()), 1);
+}
+
+// A key under 32 characters is refused beyond loopback, where anyone on the network can try
+// keys; on loopback (a first try, a laptop) it is accepted, with a warning to print.
+TEST_F(ServerConfigTest, ShortKeysAreRefusedBeyondLoopbackOnly) {
+  for (const char* listen : {"0.0.0.0:8000", "192.0.2.7:8000", "[::]:8000"}) {
+    try {
+      require_key_strength("api key", "changeme", listen);
+      FAIL() << "an 8-character key was accepted on " << listen;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("api key is 8 characters long")) << listen;
+      EXPECT_THAT(e.what(), HasSubstr("at least 32")) << listen;
+    }
+  }
+  for (const char* listen : {"127.0.0.1:8000", "127.0.0.2:0", "[::1]:8000"})
+    EXPECT_NO_THROW(require_key_strength("api key", "changeme", listen)) << listen;
+  EXPECT_NO_THROW(require_key_strength("api key", std::string(32, 'k'), "0.0.0.0:8000"));
+  EXPECT_THAT(short_key_warning("api key", "changeme"), Optional(HasSubstr("loopback only")));
+  EXPECT_EQ(short_key_warning("api key", std::string(32, 'k')), std::nullopt);
+  // `config check` says it of a file that listens beyond loopback with a short key.
+  EXPECT_THAT(validate_config_file(write_config("listen = \"0.0.0.0:8000\"\nadmin_key = \"changeme-too\"\n", "short.toml")),
+              ElementsAre(HasSubstr("admin key is 12 characters long")));
+  EXPECT_THAT(validate_config_file(write_config("admin_key = \"changeme-too\"\n", "short-local.toml")), IsEmpty());
 }
 
 TEST_F(ServerConfigTest, KeyFileReadableByOthersIsRefused) {

@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "box/contain/seccomp.hpp"
 #include "box/host_support.hpp"
 #include "box/contain/landlock.hpp"
 #include "cli/doctor.hpp"
@@ -133,7 +134,9 @@ TEST(Doctor, ReportsEverythingPresentAndWhatItWillEnforce) {
   EXPECT_EQ(run_doctor(/*as_root=*/true, out), 0) << out.str();
   const std::string text = out.str();
   EXPECT_THAT(text, HasSubstr("Landlock ABI"));
-  EXPECT_THAT(text, HasSubstr("seccomp deny-list"));
+  // The policy's version and size, as an operator comparing two hosts would read them.
+  EXPECT_THAT(text, HasSubstr("seccomp allowlist v" + std::to_string(seccomp_filter::kPolicyVersion) + ": " +
+                              std::to_string(seccomp_filter::allowed_syscalls().size()) + " syscalls, 5 more by argument"));
   EXPECT_THAT(text, HasSubstr("agentbox will enforce:"));
   EXPECT_THAT(text, HasSubstr("cgroup v1 memory/pids/cpu"));
   EXPECT_THAT(text, HasSubstr("namespaces: network, mount, pid, ipc, uts, cgroup\n"));

@@ -113,7 +113,7 @@ TEST(EgressPolicy, AUsersAdditionsAddToTheDefault) {
 
 TEST(EgressPolicy, MalformedHostsAreNotHosts) {
   for (std::string_view host : {"", ".", "a b.com", "exa$mple.com", ".example.com", "a..b", "ex*ample.com",
-                                "http://x", "x/y"})
+                                "http://x", "x/y", "evil.com.."})
     EXPECT_FALSE(normalize_host(host)) << host;
   EXPECT_FALSE(normalize_host(std::string(254, 'a')));
   EXPECT_EQ(normalize_host("Example.COM."), "example.com");

@@ -158,6 +158,11 @@ void fill_etc(int host_dir, int dest_dir, OnDir&& on_dir) {
   for (const auto& name : etc_allowlist()) {
     struct stat st {};
     if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (const size_t slash = name.find('/'); slash != std::string::npos) {  // "ssl/certs": its parent, empty
+      const std::string parent = name.substr(0, slash);
+      if (::mkdirat(dest_dir, parent.c_str(), 0755) != 0 && errno != EEXIST)
+        throw sys_error("mkdir(/etc/" + parent + ")");
+    }
     if (S_ISLNK(st.st_mode)) {
       copy_symlink_at(host_dir, name, dest_dir, name);
     } else if (S_ISDIR(st.st_mode)) {
@@ -183,12 +188,21 @@ void fill_etc_bound(const std::string& host_etc, const std::string& dest, Api ap
            [&](const std::string& name) { bind(host_etc + "/" + name, dest + "/" + name, false, api); });
 }
 
+// No DNS server is reachable from a box, and the host's servers are not its business: lookups
+// fail at once (nothing listens on the box's own port 53), while HTTP clients hand names to the
+// egress proxy (HTTP_PROXY), which resolves them.
+constexpr const char* kResolvConf =
+    "# agentbox: no DNS in this box; its egress proxy (HTTP_PROXY) resolves names\n"
+    "nameserver 127.0.0.1\n"
+    "options timeout:1 attempts:1\n";
+
 // What only this box has in /etc.
 std::vector<std::pair<const char*, std::string>> own_etc_files(const BoxSpec& spec) {
   return {{"passwd", passwd_file(spec)},
           {"group", group_file(spec)},
           {"hostname", spec.hostname + "\n"},
-          {"hosts", hosts_file(spec)}};
+          {"hosts", hosts_file(spec)},
+          {"resolv.conf", kResolvConf}};
 }
 
 void build_etc(const BoxSpec& spec, Api api) {
@@ -264,6 +278,33 @@ void build_dev(const BoxSpec& spec) {
            fmt::format("mode=1777,size={}", spec.limits.shm_bytes));
 }
 
+// /proc, with what Docker's and runc's defaults hide hidden too: files that show kernel memory,
+// keys, timers and scheduler internals of the whole host, or the host's boot command line and
+// kernel configuration, read empty (/dev/null bound over them); directories of host hardware
+// show an empty read-only tmpfs; /proc/sys is read-only. Paths this kernel lacks are skipped.
+constexpr const char* kMaskedProcFiles[] = {
+    "kcore", "keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats",
+    "sysrq-trigger", "cmdline", "config.gz", "kallsyms", "modules", "interrupts",
+};
+constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi", "bus", "irq", "fs"};
+
+void mask_proc(const std::string& proc) {
+  const std::string null = std::string(kOld) + "/dev/null";
+  for (const char* name : kMaskedProcFiles) {
+    const std::string path = proc + "/" + name;
+    if (!exists(path)) continue;
+    do_mount(null.c_str(), path, nullptr, MS_BIND);
+  }
+  for (const char* name : kMaskedProcDirs) {
+    const std::string path = proc + "/" + name;
+    if (!exists(path)) continue;
+    do_mount("tmpfs", path, "tmpfs", MS_RDONLY | kSafe | MS_NOEXEC, "size=0,mode=0555");
+  }
+  const std::string sys = proc + "/sys";
+  do_mount(sys.c_str(), sys, nullptr, MS_BIND | MS_REC);
+  do_mount(nullptr, sys, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | kSafe | MS_NOEXEC);
+}
+
 void build_home_and_binds(const BoxSpec& spec, Api api) {
   const std::string home = kNew + spec.home_target;
   mkdir_p(home);
@@ -288,22 +329,28 @@ void build_home_and_binds(const BoxSpec& spec, Api api) {
 
 }  // namespace
 
+// What programs need from the host's /etc to run, and nothing where administrators keep
+// secrets: no environment, profile.d, npmrc, wgetrc, gitconfig, gnupg or subversion (proxy
+// credentials, registry and API tokens), no ssl/private or pki (host keys), no resolv.conf (the
+// box has its own stub: names are resolved by its egress proxy). A name with a slash brings that
+// entry alone, in an otherwise empty parent.
 const std::vector<std::string>& etc_allowlist() {
   static const std::vector<std::string> names = {
       // name service and libc
       "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "host.conf", "gai.conf",
-      "resolv.conf", "protocols", "services", "networks", "rpc", "ethertypes",
+      "protocols", "services", "networks", "rpc", "ethertypes",
       // locale, time, identity of the OS
       "localtime", "timezone", "locale.alias", "locale.conf", "os-release",
       "debian_version", "lsb-release", "issue",
       // shells and terminals
-      "shells", "profile", "profile.d", "bash.bashrc", "bash_completion", "bash_completion.d",
-      "inputrc", "terminfo", "environment", "login.defs", "mtab",
+      "shells", "profile", "bash.bashrc", "bash_completion", "bash_completion.d", "inputrc",
+      "terminfo", "login.defs", "mtab",
+      // certificates
+      "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf",
       // tools' system configuration
-      "alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "pki", "mime.types",
-      "mailcap", "magic", "magic.mime", "manpath.config", "papersize", "gitconfig", "vim",
-      "python3", "python3.11", "perl", "npmrc", "wgetrc", "fonts", "ImageMagick-6",
-      "java-17-openjdk", "R", "emacs", "gnupg", "subversion", "xdg"};
+      "alternatives", "mime.types", "mailcap", "magic", "magic.mime", "manpath.config",
+      "papersize", "vim", "python3", "python3.11", "perl", "fonts", "ImageMagick-6",
+      "java-17-openjdk", "R", "emacs", "xdg"};
   return names;
 }
 
@@ -336,7 +383,7 @@ std::string hosts_file(const BoxSpec& spec) {
 void build_etc_template(const std::string& dir) {
   check(::mkdir(dir.c_str(), 0755), "mkdir(" + dir + ")");
   fill_etc_bound("/etc", dir, Api::new_api);
-  for (const char* name : {"passwd", "group", "hostname", "hosts"}) touch(dir + "/" + name);
+  for (const char* name : {"passwd", "group", "hostname", "hosts", "resolv.conf"}) touch(dir + "/" + name);
 }
 
 EtcTree build_etc_tree(const BoxSpec& spec) {
@@ -392,6 +439,7 @@ void apply_in_child(const BoxSpec& spec, bool legacy_mounts, const EtcFrom& etc)
   }
   mkdir_p(std::string(kNew) + "/proc");
   do_mount("proc", std::string(kNew) + "/proc", "proc", kSafe | MS_NOEXEC);
+  mask_proc(std::string(kNew) + "/proc");
   build_dev(spec);
   mkdir_p(std::string(kNew) + "/tmp");
   do_mount("tmpfs", std::string(kNew) + "/tmp", "tmpfs", kSafe,

@@ -1,6 +1,7 @@
 #include "box/contain/seccomp.hpp"
 
 #include <linux/netlink.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -8,11 +9,13 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,10 +27,125 @@
 namespace agentbox::seccomp_filter {
 namespace {
 
-// Unconditional denials, all answered with EPERM. The box holds no capabilities, so the kernel
-// would refuse many of these anyway; the filter removes the code paths from reach (a kernel
-// bug behind a capability check is still reachable until the check runs).
-constexpr DeniedSyscall kDenied[] = {
+// Allowed whatever the arguments, by what needs them (Docker's default profile without what it
+// allows only to containers holding capabilities a box never has, and without io_uring,
+// name_to_handle_at, remap_file_pages and the ptrace family, which it allows by default).
+constexpr const char* kFiles = "files and directories";
+constexpr const char* kXattrs = "extended attributes";
+constexpr const char* kIo = "descriptors, pipes and I/O";
+constexpr const char* kPoll = "waiting for events";
+constexpr const char* kMemory = "memory";
+constexpr const char* kProcesses = "processes and threads";
+constexpr const char* kIds = "ids (changing them needs capabilities a box lacks)";
+constexpr const char* kSignals = "signals";
+constexpr const char* kTime = "time and timers";
+constexpr const char* kSockets = "sockets (socket itself is filtered by family)";
+constexpr const char* kIpc = "System V and POSIX IPC (the box's own IPC namespace)";
+constexpr const char* kScheduling = "scheduling and limits";
+constexpr const char* kSandboxing = "sandboxing themselves (browsers, nested tools)";
+constexpr const char* kSystem = "system information";
+
+constexpr ListedSyscall kAllowed[] = {
+    {"open", kFiles}, {"openat", kFiles}, {"openat2", kFiles}, {"creat", kFiles},
+    {"close", kFiles}, {"close_range", kFiles}, {"stat", kFiles}, {"fstat", kFiles},
+    {"lstat", kFiles}, {"newfstatat", kFiles}, {"statx", kFiles}, {"statfs", kFiles},
+    {"fstatfs", kFiles}, {"access", kFiles}, {"faccessat", kFiles}, {"faccessat2", kFiles},
+    {"getdents", kFiles}, {"getdents64", kFiles}, {"getcwd", kFiles}, {"chdir", kFiles},
+    {"fchdir", kFiles}, {"rename", kFiles}, {"renameat", kFiles}, {"renameat2", kFiles},
+    {"mkdir", kFiles}, {"mkdirat", kFiles}, {"rmdir", kFiles}, {"link", kFiles},
+    {"linkat", kFiles}, {"unlink", kFiles}, {"unlinkat", kFiles}, {"symlink", kFiles},
+    {"symlinkat", kFiles}, {"readlink", kFiles}, {"readlinkat", kFiles}, {"chmod", kFiles},
+    {"fchmod", kFiles}, {"fchmodat", kFiles}, {"fchmodat2", kFiles}, {"chown", kFiles},
+    {"fchown", kFiles}, {"lchown", kFiles}, {"fchownat", kFiles}, {"umask", kFiles},
+    {"utime", kFiles}, {"utimes", kFiles}, {"utimensat", kFiles}, {"futimesat", kFiles},
+    {"mknod", kFiles}, {"mknodat", kFiles}, {"truncate", kFiles}, {"ftruncate", kFiles},
+    {"fallocate", kFiles}, {"fadvise64", kFiles}, {"readahead", kFiles}, {"flock", kFiles},
+    {"fsync", kFiles}, {"fdatasync", kFiles}, {"sync", kFiles}, {"syncfs", kFiles},
+    {"sync_file_range", kFiles}, {"inotify_init", kFiles}, {"inotify_init1", kFiles},
+    {"inotify_add_watch", kFiles}, {"inotify_rm_watch", kFiles}, {"cachestat", kFiles},
+    {"file_getattr", kFiles}, {"file_setattr", kFiles},
+    {"setxattr", kXattrs}, {"lsetxattr", kXattrs}, {"fsetxattr", kXattrs}, {"setxattrat", kXattrs},
+    {"getxattr", kXattrs}, {"lgetxattr", kXattrs}, {"fgetxattr", kXattrs}, {"getxattrat", kXattrs},
+    {"listxattr", kXattrs}, {"llistxattr", kXattrs}, {"flistxattr", kXattrs}, {"listxattrat", kXattrs},
+    {"removexattr", kXattrs}, {"lremovexattr", kXattrs}, {"fremovexattr", kXattrs},
+    {"removexattrat", kXattrs},
+    {"read", kIo}, {"write", kIo}, {"readv", kIo}, {"writev", kIo}, {"pread64", kIo},
+    {"pwrite64", kIo}, {"preadv", kIo}, {"pwritev", kIo}, {"preadv2", kIo}, {"pwritev2", kIo},
+    {"lseek", kIo}, {"dup", kIo}, {"dup2", kIo}, {"dup3", kIo}, {"fcntl", kIo}, {"pipe", kIo},
+    {"pipe2", kIo}, {"sendfile", kIo}, {"splice", kIo}, {"tee", kIo}, {"vmsplice", kIo},
+    {"copy_file_range", kIo}, {"memfd_create", kIo}, {"eventfd", kIo}, {"eventfd2", kIo},
+    {"io_setup", kIo}, {"io_destroy", kIo}, {"io_submit", kIo}, {"io_cancel", kIo},
+    {"io_getevents", kIo}, {"io_pgetevents", kIo},
+    {"poll", kPoll}, {"ppoll", kPoll}, {"select", kPoll}, {"pselect6", kPoll},
+    {"epoll_create", kPoll}, {"epoll_create1", kPoll}, {"epoll_ctl", kPoll}, {"epoll_wait", kPoll},
+    {"epoll_pwait", kPoll}, {"epoll_pwait2", kPoll}, {"futex", kPoll}, {"futex_waitv", kPoll},
+    {"futex_wake", kPoll}, {"futex_wait", kPoll}, {"futex_requeue", kPoll},
+    {"brk", kMemory}, {"mmap", kMemory}, {"munmap", kMemory}, {"mprotect", kMemory},
+    {"mremap", kMemory}, {"msync", kMemory}, {"mincore", kMemory}, {"madvise", kMemory},
+    {"mlock", kMemory}, {"mlock2", kMemory}, {"munlock", kMemory}, {"mlockall", kMemory},
+    {"munlockall", kMemory}, {"membarrier", kMemory}, {"memfd_secret", kMemory},
+    {"pkey_alloc", kMemory}, {"pkey_free", kMemory}, {"pkey_mprotect", kMemory},
+    {"mseal", kMemory}, {"map_shadow_stack", kMemory},
+    {"fork", kProcesses}, {"vfork", kProcesses}, {"execve", kProcesses}, {"execveat", kProcesses},
+    {"exit", kProcesses}, {"exit_group", kProcesses}, {"wait4", kProcesses}, {"waitid", kProcesses},
+    {"getpid", kProcesses}, {"getppid", kProcesses}, {"gettid", kProcesses},
+    {"getpgid", kProcesses}, {"setpgid", kProcesses}, {"getpgrp", kProcesses},
+    {"getsid", kProcesses}, {"setsid", kProcesses}, {"set_tid_address", kProcesses},
+    {"set_robust_list", kProcesses}, {"get_robust_list", kProcesses}, {"rseq", kProcesses},
+    {"arch_prctl", kProcesses}, {"set_thread_area", kProcesses}, {"get_thread_area", kProcesses},
+    {"prctl", kProcesses}, {"capget", kProcesses}, {"capset", kProcesses},
+    {"pidfd_open", kProcesses}, {"pidfd_send_signal", kProcesses}, {"restart_syscall", kProcesses},
+    {"getuid", kIds}, {"geteuid", kIds}, {"getgid", kIds}, {"getegid", kIds}, {"getresuid", kIds},
+    {"getresgid", kIds}, {"getgroups", kIds}, {"setuid", kIds}, {"setgid", kIds},
+    {"setreuid", kIds}, {"setregid", kIds}, {"setresuid", kIds}, {"setresgid", kIds},
+    {"setfsuid", kIds}, {"setfsgid", kIds}, {"setgroups", kIds},
+    {"kill", kSignals}, {"tkill", kSignals}, {"tgkill", kSignals}, {"rt_sigaction", kSignals},
+    {"rt_sigprocmask", kSignals}, {"rt_sigreturn", kSignals}, {"rt_sigpending", kSignals},
+    {"rt_sigtimedwait", kSignals}, {"rt_sigqueueinfo", kSignals}, {"rt_tgsigqueueinfo", kSignals},
+    {"rt_sigsuspend", kSignals}, {"sigaltstack", kSignals}, {"signalfd", kSignals},
+    {"signalfd4", kSignals}, {"pause", kSignals},
+    {"nanosleep", kTime}, {"clock_nanosleep", kTime}, {"clock_gettime", kTime},
+    {"clock_getres", kTime}, {"gettimeofday", kTime}, {"time", kTime}, {"alarm", kTime},
+    {"getitimer", kTime}, {"setitimer", kTime}, {"timer_create", kTime}, {"timer_settime", kTime},
+    {"timer_gettime", kTime}, {"timer_getoverrun", kTime}, {"timer_delete", kTime},
+    {"timerfd_create", kTime}, {"timerfd_settime", kTime}, {"timerfd_gettime", kTime},
+    {"bind", kSockets}, {"listen", kSockets}, {"accept", kSockets}, {"accept4", kSockets},
+    {"connect", kSockets}, {"getsockname", kSockets}, {"getpeername", kSockets},
+    {"sendto", kSockets}, {"recvfrom", kSockets}, {"sendmsg", kSockets}, {"recvmsg", kSockets},
+    {"sendmmsg", kSockets}, {"recvmmsg", kSockets}, {"shutdown", kSockets},
+    {"setsockopt", kSockets}, {"getsockopt", kSockets},
+    {"shmget", kIpc}, {"shmat", kIpc}, {"shmdt", kIpc}, {"shmctl", kIpc}, {"semget", kIpc},
+    {"semop", kIpc}, {"semtimedop", kIpc}, {"semctl", kIpc}, {"msgget", kIpc}, {"msgsnd", kIpc},
+    {"msgrcv", kIpc}, {"msgctl", kIpc}, {"mq_open", kIpc}, {"mq_unlink", kIpc},
+    {"mq_timedsend", kIpc}, {"mq_timedreceive", kIpc}, {"mq_notify", kIpc},
+    {"mq_getsetattr", kIpc},
+    {"getpriority", kScheduling}, {"setpriority", kScheduling}, {"sched_yield", kScheduling},
+    {"sched_getaffinity", kScheduling}, {"sched_setaffinity", kScheduling},
+    {"sched_getparam", kScheduling}, {"sched_setparam", kScheduling},
+    {"sched_getscheduler", kScheduling}, {"sched_setscheduler", kScheduling},
+    {"sched_getattr", kScheduling}, {"sched_setattr", kScheduling},
+    {"sched_get_priority_max", kScheduling}, {"sched_get_priority_min", kScheduling},
+    {"sched_rr_get_interval", kScheduling}, {"ioprio_get", kScheduling},
+    {"ioprio_set", kScheduling}, {"getrlimit", kScheduling}, {"setrlimit", kScheduling},
+    {"prlimit64", kScheduling}, {"getrusage", kScheduling}, {"times", kScheduling},
+    {"seccomp", kSandboxing}, {"landlock_create_ruleset", kSandboxing},
+    {"landlock_add_rule", kSandboxing}, {"landlock_restrict_self", kSandboxing},
+    {"uname", kSystem}, {"sysinfo", kSystem}, {"getrandom", kSystem}, {"getcpu", kSystem},
+};
+
+// Allowed with some arguments only (the rules are below).
+constexpr ListedSyscall kArgumentFiltered[] = {
+    {"clone", "without namespace flags (fork, vfork, threads)"},
+    {"ioctl", "all requests but TIOCSTI, TIOCLINUX and TIOCSETD"},
+    {"socket", "AF_UNIX, AF_INET, AF_INET6 of the usual types and protocols; AF_NETLINK for NETLINK_ROUTE"},
+    {"socketpair", "AF_UNIX"},
+    {"personality", "Linux, linux32, UNAME26 and the query (Docker's values)"},
+};
+
+// Refused on purpose. The box holds no capabilities, so the kernel would refuse many of these
+// anyway; the filter removes the code paths from reach (a kernel bug behind a capability check
+// is still reachable until the check runs).
+constexpr ListedSyscall kRefused[] = {
     // Mounts and the root: init builds the box's view of files; nobody inside changes it.
     {"mount", "mounting filesystems changes the box's view of files"},
     {"umount2", "unmounting could uncover what a mount hides"},
@@ -39,9 +157,11 @@ constexpr DeniedSyscall kDenied[] = {
     {"fsmount", "new mount API: turns a context into a mount"},
     {"fspick", "new mount API: reconfigures existing mounts"},
     {"mount_setattr", "new mount API: changes mount flags (read-only, idmap)"},
+    {"statmount", "mount details (6.8), host paths among them"},
+    {"listmount", "lists mounts (6.8), beyond what the box's /proc shows"},
     {"pivot_root", "changes the root; only init does that"},
     {"chroot", "changes the root; a classic escape aid"},
-    // Namespaces (clone's namespace flags are refused below, clone3 answers ENOSYS).
+    // Namespaces (clone's namespace flags are refused by its rule, clone3 answers ENOSYS).
     {"setns", "joining another namespace leaves the box"},
     {"unshare", "new namespaces (a user namespace above all) open kernel surface meant for root"},
     // Other processes' memory: processes stay opaque to each other.
@@ -50,7 +170,15 @@ constexpr DeniedSyscall kDenied[] = {
     {"process_vm_writev", "writes another process's memory"},
     {"pidfd_getfd", "takes a file descriptor out of another process (ptrace-class)"},
     {"process_madvise", "acts on another process's memory (ptrace-class)"},
+    {"process_mrelease", "reaps another process's memory"},
     {"kcmp", "compares other processes' kernel objects, leaks kernel pointer order"},
+    // NUMA placement: moves pages between nodes, other processes' among them (Docker: CAP_SYS_NICE).
+    {"mbind", "NUMA memory policy, a history of kernel bugs"},
+    {"set_mempolicy", "NUMA memory policy"},
+    {"get_mempolicy", "NUMA memory policy"},
+    {"set_mempolicy_home_node", "NUMA memory policy"},
+    {"migrate_pages", "moves another process's pages"},
+    {"move_pages", "moves another process's pages"},
     // Large or exploit-friendly kernel surface.
     {"bpf", "eBPF programs and maps: large kernel attack surface"},
     {"perf_event_open", "performance counters: kernel attack surface and side channels"},
@@ -59,6 +187,12 @@ constexpr DeniedSyscall kDenied[] = {
     {"io_uring_enter", "io_uring: large attack surface, its operations bypass seccomp"},
     {"io_uring_register", "io_uring: large attack surface, its operations bypass seccomp"},
     {"modify_ldt", "x86 LDT changes: obsolete, a history of kernel bugs"},
+    {"remap_file_pages", "deprecated, emulated by the kernel"},
+    {"fanotify_init", "filesystem-wide monitoring"},
+    {"fanotify_mark", "filesystem-wide monitoring"},
+    {"lsm_get_self_attr", "security module attributes (6.8)"},
+    {"lsm_set_self_attr", "security module attributes (6.8)"},
+    {"lsm_list_modules", "security module list (6.8)"},
     // Kernel keyrings are not namespaced: keys could be shared with the host.
     {"keyctl", "kernel keyring, not namespaced"},
     {"add_key", "kernel keyring, not namespaced"},
@@ -66,7 +200,7 @@ constexpr DeniedSyscall kDenied[] = {
     // File handles bypass path resolution (the "shocker" escape).
     {"open_by_handle_at", "opens files by handle, bypassing paths and mounts"},
     {"name_to_handle_at", "makes the handles open_by_handle_at takes"},
-    // The host itself: kernel, modules, devices, clock, logs.
+    // The host itself: kernel, modules, devices, clock, names, logs.
     {"kexec_load", "loads a new kernel"},
     {"kexec_file_load", "loads a new kernel"},
     {"init_module", "loads a kernel module"},
@@ -87,6 +221,11 @@ constexpr DeniedSyscall kDenied[] = {
     {"settimeofday", "the clock is shared with the host"},
     {"clock_settime", "the clock is shared with the host"},
     {"clock_adjtime", "the clock is shared with the host"},
+    {"adjtimex", "the clock is shared with the host"},
+    {"sethostname", "the box's name is set by init"},
+    {"setdomainname", "the box's name is set by init"},
+    {"sysfs", "obsolete filesystem type query"},
+    {"ustat", "obsolete, device numbers of the host's filesystems"},
 };
 
 // Calls newer than the libseccomp we build with, by number. Numbers from 424 on are the same on
@@ -96,26 +235,48 @@ struct NewerSyscall {
   int number;
 };
 constexpr NewerSyscall kNewerThanLibseccomp[] = {
-    {"open_tree_attr", 467},
+    {"statmount", 457},         {"listmount", 458},     {"lsm_get_self_attr", 459},
+    {"lsm_set_self_attr", 460}, {"lsm_list_modules", 461}, {"mseal", 462},
+    {"setxattrat", 463},        {"getxattrat", 464},    {"listxattrat", 465},
+    {"removexattrat", 466},     {"open_tree_attr", 467}, {"file_getattr", 468},
+    {"file_setattr", 469},
 };
 
-// clone(2) with any of these is refused; plain fork, vfork and thread clones carry none.
+// clone(2) is allowed without any of these: plain fork, vfork and thread clones carry none.
 // (CLONE_NEWTIME cannot be passed to clone(2): its bit is part of the exit signal there.)
-constexpr unsigned long kNamespaceFlags[] = {
-    CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
-    CLONE_NEWIPC, CLONE_NEWUTS,  CLONE_NEWCGROUP,
-};
+constexpr uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |
+                                     CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
 
 // Terminal ioctls that reach beyond the caller: TIOCSTI types into another process's input,
-// TIOCLINUX drives the virtual console (selection paste is TIOCSTI again).
-constexpr unsigned long kDeniedIoctls[] = {TIOCSTI, TIOCLINUX};
+// TIOCLINUX drives the virtual console (selection paste is TIOCSTI again), TIOCSETD switches
+// the line discipline, loading rarely used kernel code (n_hdlc, slcan, ...).
+constexpr uint32_t kRefusedIoctls[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
+
+// socket(2): the families, types and protocols a box may open. Everything else (AF_PACKET,
+// AF_VSOCK, raw IP, SCTP, every rarely used family a distribution kernel autoloads a module
+// for) answers EPERM. Protocol 0 means the family's default.
+struct SocketKind {
+  int family, type, protocol;
+};
+constexpr SocketKind kAllowedSockets[] = {
+    {AF_UNIX, SOCK_STREAM, 0},        {AF_UNIX, SOCK_DGRAM, 0},         {AF_UNIX, SOCK_SEQPACKET, 0},
+    {AF_INET, SOCK_STREAM, 0},        {AF_INET, SOCK_STREAM, IPPROTO_TCP},
+    {AF_INET, SOCK_STREAM, IPPROTO_MPTCP},  // Go 1.24 listens with MPTCP first
+    {AF_INET, SOCK_DGRAM, 0},         {AF_INET, SOCK_DGRAM, IPPROTO_UDP},
+    {AF_INET, SOCK_DGRAM, IPPROTO_ICMP},  // unprivileged ping sockets
+    {AF_INET6, SOCK_STREAM, 0},       {AF_INET6, SOCK_STREAM, IPPROTO_TCP},
+    {AF_INET6, SOCK_STREAM, IPPROTO_MPTCP},
+    {AF_INET6, SOCK_DGRAM, 0},        {AF_INET6, SOCK_DGRAM, IPPROTO_UDP},
+    {AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6},
+    // Routing netlink only (`ip`, getifaddrs); audit, uevents, netfilter and the rest stay out.
+    {AF_NETLINK, SOCK_RAW, NETLINK_ROUTE}, {AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE},
+};
 
 // personality(2) values a box may set: Docker's set. Linux, linux32 (`setarch i386` changes
 // uname only), UNAME26, both, and 0xffffffff which only queries. The rest (READ_IMPLIES_EXEC,
 // ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO, ...) weaken memory protections.
-constexpr uint64_t kPersonalityQuery = 0xffffffff;
-constexpr unsigned kPersonalityAllowedBits[] = {3 /* PER_LINUX32 */, 17 /* UNAME26 */};
-static_assert(PER_LINUX32 == (1u << 3) && UNAME26 == (1u << 17));
+constexpr uint64_t kAllowedPersonalities[] = {PER_LINUX, PER_LINUX32, UNAME26, uint64_t{UNAME26} | PER_LINUX32,
+                                              0xffffffff};
 
 // Masks for the kernel's `int` and `unsigned int` arguments: the kernel uses the low 32 bits
 // only, so a compare on all 64 would let `value | 0xffffffff00000000` slip past a rule.
@@ -138,71 +299,66 @@ int required_number(const char* name) {
   return nr;
 }
 
-void deny_table(scmp_filter_ctx ctx) {
-  for (const DeniedSyscall& call : kDenied) {
+void allow_table(scmp_filter_ctx ctx) {
+  for (const ListedSyscall& call : kAllowed) {
     const int nr = native_number(call);
-    if (nr < 0) continue;  // not on this architecture: nothing to call
-    add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, call.name);
+    if (nr < 0) continue;  // not on this architecture
+    add_rule(ctx, SCMP_ACT_ALLOW, nr, call.name);
   }
 }
 
 // clone3 passes its flags in memory, where seccomp cannot look: answer ENOSYS so glibc falls
-// back to clone(2), whose flags are a register the rules below check.
-void deny_namespace_clones(scmp_filter_ctx ctx) {
+// back to clone(2), whose flags are a register the rule checks. x86_64, arm64 and the others
+// we build for pass the flags in the first argument.
+void allow_clone_without_namespaces(scmp_filter_ctx ctx) {
   add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), required_number("clone3"), "clone3");
-  const int clone_nr = required_number("clone");
-  // One rule per flag: libseccomp ORs rules, while one rule allows one compare per argument.
-  // x86_64, arm64 and the others we build for pass the flags in the first argument.
-  for (const unsigned long flag : kNamespaceFlags)
-    add_rule(ctx, SCMP_ACT_ERRNO(EPERM), clone_nr, "clone namespace flag",
-             {SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)});
+  add_rule(ctx, SCMP_ACT_ALLOW, required_number("clone"), "clone",
+           {SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceFlags, 0)});
 }
 
-void deny_terminal_injection(scmp_filter_ctx ctx) {
-  const int ioctl_nr = required_number("ioctl");
-  for (const unsigned long request : kDeniedIoctls)
-    add_rule(ctx, SCMP_ACT_ERRNO(EPERM), ioctl_nr, "ioctl",
-             {SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request)});
+// Allows `nr` when the low 32 bits of argument `arg` are none of `refused`. libseccomp can
+// neither compare one argument twice in a rule nor let a refusal override an unconditional
+// allow, so the allowed values are written as their binary trie: each subtree holding no
+// refused value is one masked compare on its prefix (about 32 rules per refused value).
+void allow_unless_low32(scmp_filter_ctx ctx, int nr, unsigned arg, std::span<const uint32_t> refused,
+                        std::string_view what) {
+  const auto visit = [&](const auto& self, uint32_t prefix, unsigned bits) -> void {
+    const auto within = [&](uint32_t v) { return bits == 0 || (v >> (32 - bits)) == prefix; };
+    if (std::none_of(refused.begin(), refused.end(), within)) {
+      const uint64_t mask = bits == 0 ? 0 : (kLow32 << (32 - bits)) & kLow32;
+      const uint64_t value = bits == 0 ? 0 : uint64_t{prefix} << (32 - bits);
+      add_rule(ctx, SCMP_ACT_ALLOW, nr, what, {scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, mask, value}});
+      return;
+    }
+    if (bits == 32) return;  // a refused value itself
+    self(self, prefix << 1, bits + 1);
+    self(self, (prefix << 1) | 1, bits + 1);
+  };
+  visit(visit, 0, 0);
 }
 
-// AF_PACKET (and AF_INET's obsolete SOCK_PACKET alias of it) sees and forges raw frames;
-// AF_VSOCK talks to the hypervisor; netlink families other than NETLINK_ROUTE reach audit,
-// uevents, netfilter and more (NETLINK_ROUTE stays: `ip` and getifaddrs need it); raw IP
-// sockets need CAP_NET_RAW, refused here as well in case a box ever holds it.
-void deny_socket_families(scmp_filter_ctx ctx) {
+void allow_ioctls(scmp_filter_ctx ctx) {
+  allow_unless_low32(ctx, required_number("ioctl"), 1, kRefusedIoctls, "ioctl");
+}
+
+// The protocol is compared on all 64 bits: a high bit set makes it none of the listed values
+// and refused (fails closed); family and type on the bits the kernel reads.
+void allow_socket_kinds(scmp_filter_ctx ctx) {
   const int socket_nr = required_number("socket");
-  const auto family = [](uint64_t af) { return SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, af); };
-  const auto type = [](uint64_t t) { return SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, t); };
-  add_rule(ctx, SCMP_ACT_ERRNO(EPERM), socket_nr, "socket(AF_PACKET)", {family(AF_PACKET)});
-  add_rule(ctx, SCMP_ACT_ERRNO(EPERM), socket_nr, "socket(AF_VSOCK)", {family(AF_VSOCK)});
-  // Protocol compared on all 64 bits: a high bit set makes it "not 0" and refused (fails closed).
-  add_rule(ctx, SCMP_ACT_ERRNO(EPERM), socket_nr, "socket(AF_NETLINK)",
-           {family(AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)});
-  for (const int af : {AF_INET, AF_INET6}) {
-    add_rule(ctx, SCMP_ACT_ERRNO(EPERM), socket_nr, "socket(SOCK_RAW)", {family(af), type(SOCK_RAW)});
-    add_rule(ctx, SCMP_ACT_ERRNO(EPERM), socket_nr, "socket(SOCK_PACKET)",
-             {family(af), type(SOCK_PACKET)});
-  }
+  for (const SocketKind& k : kAllowedSockets)
+    add_rule(ctx, SCMP_ACT_ALLOW, socket_nr, "socket",
+             {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<uint64_t>(k.family)),
+              SCMP_A1(SCMP_CMP_MASKED_EQ, kSockTypeMask, static_cast<uint64_t>(k.type)),
+              SCMP_A2(SCMP_CMP_EQ, static_cast<uint64_t>(k.protocol))});
+  add_rule(ctx, SCMP_ACT_ALLOW, required_number("socketpair"), "socketpair",
+           {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, AF_UNIX)});
 }
 
-// libseccomp allows one compare per argument in a rule, so "not one of five values" is written
-// as its complement, a union of single compares (personality takes an unsigned int):
-//   above 32 bits                                   -> refused (glibc never passes such values)
-//   bit 31 clear and any bit b other than 3, 17 set -> refused (0, 8, 0x20000, 0x20008 pass)
-//   bit 31 set and any bit c below 31 clear         -> refused (only 0xffffffff passes)
-void restrict_personality(scmp_filter_ctx ctx) {
+// Compared on all 64 bits: glibc never passes more than 32, and anything above is refused.
+void allow_personalities(scmp_filter_ctx ctx) {
   const int nr = required_number("personality");
-  add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, "personality", {SCMP_A0(SCMP_CMP_GT, kPersonalityQuery)});
-  constexpr uint64_t bit31 = 1ull << 31;
-  for (unsigned b = 0; b < 31; ++b) {
-    const uint64_t bit = 1ull << b;
-    const bool allowed = b == kPersonalityAllowedBits[0] || b == kPersonalityAllowedBits[1];
-    if (!allowed)
-      add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, "personality",
-               {SCMP_A0(SCMP_CMP_MASKED_EQ, bit31 | bit, bit)});
-    add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, "personality",
-             {SCMP_A0(SCMP_CMP_MASKED_EQ, bit31 | bit, bit31)});
-  }
+  for (const uint64_t persona : kAllowedPersonalities)
+    add_rule(ctx, SCMP_ACT_ALLOW, nr, "personality", {SCMP_A0(SCMP_CMP_EQ, persona)});
 }
 
 void set_attr(scmp_filter_ctx ctx, scmp_filter_attr attr, uint32_t value, std::string_view what) {
@@ -230,9 +386,11 @@ std::vector<sock_filter> exported_program(scmp_filter_ctx ctx) {
 
 }  // namespace
 
-std::span<const DeniedSyscall> denied_syscalls() { return kDenied; }
+std::span<const ListedSyscall> allowed_syscalls() { return kAllowed; }
+std::span<const ListedSyscall> argument_filtered_syscalls() { return kArgumentFiltered; }
+std::span<const ListedSyscall> refused_syscalls() { return kRefused; }
 
-int native_number(const DeniedSyscall& call) {
+int native_number(const ListedSyscall& call) {
   const int nr = seccomp_syscall_resolve_name(call.name);
   if (nr >= 0) return nr;
   if (nr != __NR_SCMP_ERROR) return -1;  // libseccomp knows it, but not on this architecture
@@ -241,8 +399,27 @@ int native_number(const DeniedSyscall& call) {
   throw Error(std::string("seccomp: unknown syscall name ") + call.name);
 }
 
+std::span<const int> kernel_passthrough_numbers() {
+#if defined(__x86_64__)
+  static constexpr int kNumbers[] = {335, 336};
+  return kNumbers;
+#else
+  return {};
+#endif
+}
+
+std::vector<int> listed_numbers() {
+  std::vector<int> numbers{required_number("clone3")};
+  for (const auto list : {allowed_syscalls(), argument_filtered_syscalls()})
+    for (const ListedSyscall& call : list)
+      if (const int nr = native_number(call); nr >= 0) numbers.push_back(nr);
+  std::sort(numbers.begin(), numbers.end());
+  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+  return numbers;
+}
+
 std::vector<sock_filter> build_program() {
-  FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
+  FilterCtx ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)), &seccomp_release);
   if (!ctx) throw Error("seccomp_init: failed", ENOMEM);
   // The context holds the native architecture only. Any other (i386 through int 0x80, x32
   // numbers with bit 30 set, which libseccomp sends here too when x32 is not in the filter)
@@ -250,11 +427,11 @@ std::vector<sock_filter> build_program() {
   set_attr(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "badarch");
   set_attr(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2, "optimize");  // binary search on numbers
 
-  deny_table(ctx.get());
-  deny_namespace_clones(ctx.get());
-  deny_terminal_injection(ctx.get());
-  deny_socket_families(ctx.get());
-  restrict_personality(ctx.get());
+  allow_table(ctx.get());
+  allow_clone_without_namespaces(ctx.get());
+  allow_ioctls(ctx.get());
+  allow_socket_kinds(ctx.get());
+  allow_personalities(ctx.get());
 
   return exported_program(ctx.get());
 }

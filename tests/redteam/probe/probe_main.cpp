@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -296,6 +297,91 @@ Result probe_write_file(Args args) {
   return allowed("wrote 1 byte to " + path);
 }
 
+// Looks for NEEDLE in every file under each PATH (directories walked without following links;
+// in /proc only the top level, /proc/sys, and the process directories "self" and "1"; at most
+// 1 MiB of each file, opened non-blocking). ALLOWED names the first file holding it: a secret
+// the box should never see was there to be read.
+struct TextSearch {
+  std::string needle;
+  size_t files_read = 0;
+  std::optional<std::string> found;
+
+  void file(const std::string& path) {
+    // Files whose reads are endless, huge or consume something (the kernel log).
+    static const std::set<std::string_view> skipped = {"kmsg", "kcore", "pagemap", "mem", "kpagecount",
+                                                       "kpageflags", "kpagecgroup", "clear_refs"};
+    if (skipped.contains(std::string_view(path).substr(path.rfind('/') + 1))) return;
+    Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd) return;
+    std::string text;
+    char buf[65536];
+    for (ssize_t n; text.size() < (1u << 20) && (n = read(fd.get(), buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<size_t>(n));
+    ++files_read;
+    if (!found && text.find(needle) != std::string::npos) found = path;
+  }
+
+  void walk(const std::string& path, int depth) {
+    struct stat st {};
+    if (found || lstat(path.c_str(), &st) != 0) return;
+    if (S_ISREG(st.st_mode)) return file(path);
+    if (!S_ISDIR(st.st_mode) || depth > 12) return;
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(path.c_str()), closedir);
+    if (!dir) return;
+    std::vector<std::string> names;
+    while (const dirent* entry = readdir(dir.get())) {
+      const std::string_view name = entry->d_name;
+      if (name != "." && name != "..") names.emplace_back(name);
+    }
+    for (const std::string& name : names) {
+      if (path == "/proc") {
+        const bool pid_dir = std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if ((pid_dir && name != "1") || name == "thread-self") continue;
+        if (name == "self") {  // a link: the probe's own process directory
+          walk("/proc/" + std::to_string(getpid()), depth + 1);
+          continue;
+        }
+      }
+      if (path.starts_with("/proc/") && (name == "task" || name == "fd" || name == "map_files" || name == "net"))
+        continue;  // per-thread copies, descriptors (links) and the network tables: nothing new
+      walk(path + "/" + name, depth + 1);
+    }
+  }
+};
+
+// NEEDLE in hex, so that the text itself is not in the probe's own command line.
+Result probe_find_text(Args args) {
+  TextSearch search;
+  const std::string_view hex = args[0];
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    unsigned byte = 0;
+    const auto [end, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, byte, 16);
+    if (ec != std::errc() || end != hex.data() + i + 2) return error("find-text: NEEDLE must be hex");
+    search.needle += static_cast<char>(byte);
+  }
+  if (hex.size() % 2 != 0 || search.needle.size() < 8) return error("find-text: a hex needle of 8 bytes or more");
+  for (size_t i = 1; i < args.size(); ++i) search.walk(args[i], 0);
+  if (search.found) return allowed("found the text in " + *search.found);
+  if (search.files_read == 0) return error("find-text: no file could be read");
+  return blocked("not found (" + std::to_string(search.files_read) + " files read)");
+}
+
+// Reads a whole file (up to 1 MiB): ALLOWED when it holds something, BLOCKED when it reads
+// empty (a mask) or cannot be read.
+Result probe_read_content(Args args) {
+  const std::string path = args[0];
+  Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return blocked_errno("open(" + path + ")", errno);
+  char buf[65536];
+  size_t total = 0;
+  for (ssize_t n; total < (1u << 20) && (n = read(fd.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0) return blocked_errno("read(" + path + ")", errno);
+    total += static_cast<size_t>(n);
+  }
+  if (total == 0) return blocked("empty (" + path + " read 0 bytes)");
+  return allowed("read " + std::to_string(total) + " bytes from " + path);
+}
+
 // ---------------------------------------------------------------- other processes
 
 std::optional<pid_t> parse_pid(const char* text) { return parse_number<pid_t>(text, 1, 1 << 22); }
@@ -520,7 +606,16 @@ Result tioclinux_attempt(int fd, const std::string& tty) {
   return allowed("TIOCLINUX(TIOCL_GETSHIFTSTATE) on " + tty + " returned 0");
 }
 
+// Sets the line discipline the terminal already has (N_TTY): changes nothing when it works, but
+// any other value would load rarely used kernel code (n_hdlc, slcan, ...).
+Result tiocsetd_attempt(int fd, const std::string& tty) {
+  int discipline = N_TTY;
+  if (ioctl(fd, TIOCSETD, &discipline) != 0) return blocked_errno("ioctl(" + tty + ", TIOCSETD)", errno);
+  return allowed("TIOCSETD(N_TTY) on " + tty + " returned 0");
+}
+
 Result probe_tiocsti(Args args) { return on_terminal(args, tiocsti_attempt); }
+Result probe_tiocsetd(Args args) { return on_terminal(args, tiocsetd_attempt); }
 Result probe_tiocsti_highbit(Args args) { return on_terminal(args, tiocsti_highbit_attempt); }
 Result probe_tioclinux(Args args) { return on_terminal(args, tioclinux_attempt); }
 
@@ -846,6 +941,112 @@ Result probe_int80(Args) {
 #endif
 }
 
+// ---------------------------------------------------------------- sweeps (the seccomp allowlist)
+
+// What one attempt, made in its own child so a kill is attributed to it, answered: "EPERM",
+// another errno name, "ok", or "SIGxxx" when it killed the child.
+std::string attempt_in_child(const std::function<long()>& call) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return "pipe2 failed";
+  Fd read_end(fds[0]);
+  Fd write_end(fds[1]);
+  const pid_t pid = fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGILL, SIG_DFL);
+    signal(SIGALRM, SIG_DFL);
+    alarm(2);  // a call that blocks is an answer too ("SIGALRM")
+    errno = 0;
+    const long rc = call();
+    const std::string answer = rc == -1 ? errno_name(errno) : "ok";
+    write_all(write_end.get(), answer);
+    _exit(0);
+  }
+  write_end.reset();
+  std::string answer = read_all(read_end.get());
+  const int status = wait_child(pid);
+  if (WIFSIGNALED(status)) return signal_name(WTERMSIG(status));
+  return answer.empty() ? "no answer" : answer;
+}
+
+// "1,2,5" -> {1, 2, 5}; nullopt on anything else.
+std::optional<std::set<long>> parse_number_list(const char* text) {
+  std::set<long> numbers;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    const auto n = parse_number<long>(item.c_str(), 0, 1 << 20);
+    if (!n) return std::nullopt;
+    numbers.insert(*n);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return numbers;
+}
+
+// The verdict over many attempts: BLOCKED when every one answered EPERM (the filter's answer),
+// else ALLOWED naming how many got another answer, and the first of them.
+Result sweep_verdict(const std::string& what, const std::vector<std::pair<std::string, std::string>>& answers) {
+  std::string past;
+  size_t count = 0;
+  for (const auto& [attempt, answer] : answers) {
+    if (answer == "EPERM") continue;
+    if (++count <= 40) past += " " + attempt + "=" + answer;
+  }
+  if (count == 0) return blocked("EPERM (all " + std::to_string(answers.size()) + " " + what + ")");
+  return allowed(std::to_string(count) + " of " + std::to_string(answers.size()) + " " + what +
+                 " answered other than EPERM:" + past);
+}
+
+// Every syscall number from 0 to LAST except the listed ones, with junk arguments (-1: bad
+// descriptors, bad pointers, invalid flags), so a call that got through still does nothing.
+Result probe_syscall_sweep(Args args) {
+  const auto last = parse_number<long>(args[0], 0, 1023);
+  const auto except = parse_number_list(args[1]);
+  if (!last || !except) return error("syscall-sweep LAST EXCEPT: a number and a comma-separated list");
+  setsid();  // no controlling terminal: vhangup has nothing to hang up
+  std::vector<std::pair<std::string, std::string>> answers;
+  for (long nr = 0; nr <= *last; ++nr) {
+    if (except->contains(nr)) continue;
+    answers.emplace_back(std::to_string(nr), attempt_in_child([nr] { return syscall(nr, -1L, -1L, -1L, -1L, -1L, -1L); }));
+  }
+  return sweep_verdict("syscall numbers", answers);
+}
+
+// socket() of every family up to AF_MAX but the listed ones, in each of the four usual types;
+// then the listed families with types and protocols off the list (raw IP, SCTP, UDP-Lite,
+// netlink other than ROUTE). Each socket made is closed at once.
+Result probe_socket_sweep(Args args) {
+  const auto except = parse_number_list(args[0]);
+  if (!except) return error("socket-sweep FAMILIES: a comma-separated list of families to skip");
+  std::vector<std::pair<int, std::array<int, 2>>> attempts;  // family, {type, protocol}
+  for (int af = 0; af < AF_MAX; ++af) {
+    if (except->contains(af)) continue;
+    for (int type : {SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET}) attempts.push_back({af, {type, 0}});
+  }
+  for (int af : {AF_INET, AF_INET6}) {
+    attempts.push_back({af, {SOCK_RAW, IPPROTO_RAW}});
+    attempts.push_back({af, {SOCK_STREAM, IPPROTO_SCTP}});
+    attempts.push_back({af, {SOCK_SEQPACKET, IPPROTO_SCTP}});
+    attempts.push_back({af, {SOCK_DGRAM, IPPROTO_UDPLITE}});
+    attempts.push_back({af, {SOCK_PACKET, 0}});
+  }
+  attempts.push_back({AF_UNIX, {SOCK_STREAM, 1}});
+  for (int protocol = 1; protocol < 32; ++protocol) attempts.push_back({AF_NETLINK, {SOCK_RAW, protocol}});
+  std::vector<std::pair<std::string, std::string>> answers;
+  for (const auto& [af, kind] : attempts) {
+    const auto [type, protocol] = kind;
+    answers.emplace_back("socket(" + std::to_string(af) + "," + std::to_string(type) + "," + std::to_string(protocol) + ")",
+                         attempt_in_child([af, type, protocol] {
+                           const int fd = socket(af, type | SOCK_CLOEXEC, protocol);
+                           if (fd >= 0) close(fd);
+                           return fd < 0 ? -1L : 0L;
+                         }));
+  }
+  return sweep_verdict("sockets", answers);
+}
+
 // ---------------------------------------------------------------- helper
 
 Result probe_whoami(Args) {
@@ -875,6 +1076,8 @@ struct Probe {
 const Probe kProbes[] = {
     {"read-file", "PATH", 1, 1, probe_read_file},
     {"list-dir", "PATH", 1, 1, probe_list_dir},
+    {"read-content", "PATH", 1, 1, probe_read_content},
+    {"find-text", "NEEDLE PATH...", 2, 8, probe_find_text},
     {"write-file", "PATH", 1, 1, probe_write_file},
     {"see-pid", "PID", 1, 1, probe_see_pid},
     {"signal-pid", "PID", 1, 1, probe_signal_pid},
@@ -896,6 +1099,7 @@ const Probe kProbes[] = {
     {"tiocsti", "[TTY]", 0, 1, probe_tiocsti},
     {"tiocsti-highbit", "[TTY]", 0, 1, probe_tiocsti_highbit},
     {"tioclinux", "[TTY]", 0, 1, probe_tioclinux},
+    {"tiocsetd", "[TTY]", 0, 1, probe_tiocsetd},
     {"raw-socket", "", 0, 0,
      [](Args) { return try_socket(AF_INET, SOCK_RAW, IPPROTO_ICMP, "AF_INET, SOCK_RAW, ICMP"); }},
     {"packet-socket", "", 0, 0, [](Args) { return try_socket(AF_PACKET, SOCK_RAW, 0, "AF_PACKET, SOCK_RAW"); }},
@@ -908,6 +1112,8 @@ const Probe kProbes[] = {
     {"int80", "", 0, 0, probe_int80},
     {"caps", "", 0, 0, probe_caps},
     {"no-new-privs", "", 0, 0, probe_no_new_privs},
+    {"syscall-sweep", "LAST EXCEPT", 2, 2, probe_syscall_sweep},
+    {"socket-sweep", "FAMILIES", 1, 1, probe_socket_sweep},
     {"whoami", "", 0, 0, probe_whoami},
 };
 
