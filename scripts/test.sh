@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every test: the normal build, then the same tests under
-# AddressSanitizer/UndefinedBehaviorSanitizer. Needs root (boxes use host uids and cgroups).
-# One phase at a time: the suites time fairness and isolation under load they make themselves,
-# so a compile beside them (even at nice 19) can fail them.
+# Installs, builds and runs every test: the black-box suites (e2e, red team with other
+# addresses) against the normal, optimized build of the daemon; every unit, integration and
+# red-team test under AddressSanitizer/UndefinedBehaviorSanitizer; then each fuzzer for a bounded
+# time. Needs root (boxes use host uids and cgroups). One phase at a time: the suites time
+# fairness and isolation under load they make themselves, so a compile beside them (even at
+# nice 19) can fail them. The test drivers are built once, in the sanitizer build (CI time);
+# `scripts/build.sh --all && ctest --test-dir build` runs them optimized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $(id -u) -eq 0 ]] || { echo "scripts/test.sh: run as root (the tests start real boxes)" >&2; exit 1; }
@@ -14,7 +17,6 @@ run_suite() {
 }
 
 bash scripts/build.sh
-run_suite build
 echo "== e2e (black-box HTTP suite against build/agentbox serve)"
 AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider
 echo "== red team with other addresses (a daemon in a world netns whose routes end in a recording bait netns)"
@@ -23,3 +25,5 @@ if [[ ${AGENTBOX_SKIP_ASAN:-0} != 1 ]]; then
   bash scripts/build.sh --asan
   run_suite build-asan
 fi
+echo "== fuzzers (libFuzzer, ASan/UBSan; a crash or leak fails; scripts/fuzz.sh)"
+bash scripts/fuzz.sh "${AGENTBOX_FUZZ_SECONDS:-15}"

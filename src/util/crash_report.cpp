@@ -17,7 +17,7 @@
 namespace agentbox {
 
 // Sanitizer builds keep their own reports.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(AGENTBOX_SANITIZE)
 #define AGENTBOX_CRASH_REPORT 0
 #else
 #define AGENTBOX_CRASH_REPORT 1

@@ -157,6 +157,19 @@ def readme_first_command():
     return first.split("&&", 1)[1].strip()
 
 
+def test_a_short_typed_key_serves_on_loopback_with_a_warning(workdir):
+    """A newcomer's first try with a typed key (12 characters): on loopback it serves, says the
+    key is short, and opens the API; the same key beyond loopback is refused (the test above)."""
+    proc, url, log = serve(["--listen", "127.0.0.1:0"], {"AGENTBOX_API_KEY": "my-test-key1"}, workdir)
+    try:
+        assert url, log
+        assert "warning: API key is 12 characters long: accepted on loopback only" in log, log
+        r = httpx.get(url + "/system", headers={"Authorization": "Bearer my-test-key1", "X-User-Id": "u"}, timeout=30)
+        assert r.status_code == 200, r.text
+    finally:
+        assert stop(proc) == 0
+
+
 def test_the_readmes_first_command_serves_and_runs_a_command_from_a_fresh_directory(workdir):
     """A newcomer's first command exactly as the README writes it, from a fresh directory that
     holds the build (the checkout's `build/`), with no configuration: the state is the relative

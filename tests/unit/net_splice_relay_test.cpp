@@ -80,7 +80,9 @@ std::string read_to_eof(tcp::socket& s) {
 }
 
 TEST_F(SpliceRelayTest, RelaysBothWaysIntactAndPassesAHalfCloseOn) {
-  auto [c1, c2] = relay({});
+  auto pair = relay({});
+  tcp::socket& c1 = pair.first;  // lambdas capture references: clang 14 cannot capture bindings
+  tcp::socket& c2 = pair.second;
   const std::string up = random_bytes(8 << 20, 1), down = random_bytes(1 << 20, 2);
   // Both directions at once: a relay that served one side at a time would deadlock here,
   // with both senders' buffers full.

@@ -288,8 +288,9 @@ constexpr const char* kMaskedProcFiles[] = {
 };
 constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi", "bus", "irq", "fs"};
 
-void mask_proc(const std::string& proc) {
-  const std::string null = std::string(kOld) + "/dev/null";
+}  // namespace
+
+void mask_proc(const std::string& proc, const std::string& null) {
   for (const char* name : kMaskedProcFiles) {
     const std::string path = proc + "/" + name;
     if (!exists(path)) continue;
@@ -304,6 +305,8 @@ void mask_proc(const std::string& proc) {
   do_mount(sys.c_str(), sys, nullptr, MS_BIND | MS_REC);
   do_mount(nullptr, sys, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | kSafe | MS_NOEXEC);
 }
+
+namespace {
 
 void build_home_and_binds(const BoxSpec& spec, Api api) {
   const std::string home = kNew + spec.home_target;
@@ -439,7 +442,7 @@ void apply_in_child(const BoxSpec& spec, bool legacy_mounts, const EtcFrom& etc)
   }
   mkdir_p(std::string(kNew) + "/proc");
   do_mount("proc", std::string(kNew) + "/proc", "proc", kSafe | MS_NOEXEC);
-  mask_proc(std::string(kNew) + "/proc");
+  mask_proc(std::string(kNew) + "/proc", std::string(kOld) + "/dev/null");
   build_dev(spec);
   mkdir_p(std::string(kNew) + "/tmp");
   do_mount("tmpfs", std::string(kNew) + "/tmp", "tmpfs", kSafe,

@@ -46,6 +46,11 @@ struct EtcFrom {
   std::vector<std::string> tree_dirs;  // its EtcTree::dirs
 };
 
+// Masks what a fresh proc mounted at `proc` shows of the whole host (apply_in_child does it to
+// the box's /proc; the benchmark times it alone): host-wide files read empty (`dev_null` bound
+// over them), hardware directories show an empty read-only tmpfs, `sys` is read-only.
+void mask_proc(const std::string& proc, const std::string& dev_null);
+
 // Builds the root and pivots into it; afterwards nothing of the host tree is reachable but
 // what the spec names. Runs in init, in the box's own mount namespace, before privileges drop.
 // /etc is a clone of the zygote's template, or the parent's tree, with the box's own files;

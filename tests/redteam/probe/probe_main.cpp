@@ -1035,8 +1035,8 @@ Result probe_socket_sweep(Args args) {
   attempts.push_back({AF_UNIX, {SOCK_STREAM, 1}});
   for (int protocol = 1; protocol < 32; ++protocol) attempts.push_back({AF_NETLINK, {SOCK_RAW, protocol}});
   std::vector<std::pair<std::string, std::string>> answers;
-  for (const auto& [af, kind] : attempts) {
-    const auto [type, protocol] = kind;
+  for (const auto& attempt : attempts) {
+    const int af = attempt.first, type = attempt.second[0], protocol = attempt.second[1];
     answers.emplace_back("socket(" + std::to_string(af) + "," + std::to_string(type) + "," + std::to_string(protocol) + ")",
                          attempt_in_child([af, type, protocol] {
                            const int fd = socket(af, type | SOCK_CLOEXEC, protocol);
