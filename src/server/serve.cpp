@@ -399,6 +399,9 @@ int serve(const ServeOptions& options) {
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
   if (mirror) mirror->stop();  // a pass under way ends at its next file
+  // Boxes stop while http_io still exists: a terminal's shell ending posts to its strand there
+  // (the box manager's destructor, after http_io's, came too late: found by ThreadSanitizer).
+  manager.stop_all();
   terminals.shut_down();  // before the server's io_context goes: terminal output is posted there
   return 0;
 }
