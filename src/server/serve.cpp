@@ -276,6 +276,12 @@ int serve(const ServeOptions& options) {
       return account && account->external_id.starts_with(prefix);
     };
   }
+  // The API's io threads run on http_io; a terminal's pty is read and written there too, so a
+  // keystroke and its echo do not cross to the box loop's threads and back (bench/RESULTS.md).
+  // Made before the box manager so it outlives it: boxes stopped as the manager goes end their
+  // terminals' shells, which posts to their strands here (ThreadSanitizer found the
+  // use-after-free when http_io went first).
+  boost::asio::io_context http_io;
   BoxManager manager(loop.context(), std::move(box_options));
 
   CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);
@@ -295,9 +301,6 @@ int serve(const ServeOptions& options) {
   table_options.retention = config.exec.retention;
   table_options.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
   exec::ProcessTable table(loop.context(), boxes, processes, table_options);
-  // The API's io threads run on http_io; a terminal's pty is read and written there too, so a
-  // keystroke and its echo do not cross to the box loop's threads and back (bench/RESULTS.md).
-  boost::asio::io_context http_io;
   exec::Terminals terminals(http_io, boxes,
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
@@ -399,9 +402,6 @@ int serve(const ServeOptions& options) {
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
   if (mirror) mirror->stop();  // a pass under way ends at its next file
-  // Boxes stop while http_io still exists: a terminal's shell ending posts to its strand there
-  // (the box manager's destructor, after http_io's, came too late: found by ThreadSanitizer).
-  manager.stop_all();
   terminals.shut_down();  // before the server's io_context goes: terminal output is posted there
   return 0;
 }
