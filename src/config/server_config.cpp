@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
-
 #include "config/agent_config.hpp"
 #include "config/egress_config.hpp"
 #include "config/inference_config.hpp"
 #include "config/secret_file.hpp"
 #include "config/toml_schema.hpp"
+#include "net/ip_address.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
@@ -294,19 +294,11 @@ ListenAddress parse_listen_address(std::string_view text) {
   return {host, static_cast<uint16_t>(port)};
 }
 
-namespace {
-bool is_loopback(const std::string& host) {
-  in_addr v4{};
-  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
-}
-}  // namespace
-
 void require_key_strength(std::string_view what, std::string_view key, const std::string& listen) {
   if (key.size() >= kMinKeyChars) return;
   const ListenAddress addr = parse_listen_address(listen);
-  if (is_loopback(addr.host)) return;
+  const std::optional<net::IpAddress> ip = net::IpAddress::parse(addr.host);
+  if (ip && net::classify(*ip) == net::AddressKind::loopback) return;
   throw Error(fmt::format("{} is {} characters long; listening on {} (beyond loopback) needs at least {} "
                           "(e.g. `openssl rand -hex 32`)",
                           what, key.size(), addr.host, kMinKeyChars));

@@ -386,7 +386,8 @@ std::string hosts_file(const BoxSpec& spec) {
 void build_etc_template(const std::string& dir) {
   check(::mkdir(dir.c_str(), 0755), "mkdir(" + dir + ")");
   fill_etc_bound("/etc", dir, Api::new_api);
-  for (const char* name : {"passwd", "group", "hostname", "hosts", "resolv.conf"}) touch(dir + "/" + name);
+  // Empty files where each box binds its own (their names: own_etc_files, whatever the spec).
+  for (const auto& file : own_etc_files(BoxSpec{})) touch(dir + "/" + file.first);
 }
 
 EtcTree build_etc_tree(const BoxSpec& spec) {

@@ -943,31 +943,20 @@ Result probe_int80(Args) {
 
 // ---------------------------------------------------------------- sweeps (the seccomp allowlist)
 
-// What one attempt, made in its own child so a kill is attributed to it, answered: "EPERM",
-// another errno name, "ok", or "SIGxxx" when it killed the child.
+// What one attempt, made in its own child (run_in_child) so a kill is attributed to it,
+// answered: "EPERM", another errno name, "ok", or "SIGxxx" when it killed the child.
 std::string attempt_in_child(const std::function<long()>& call) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return "pipe2 failed";
-  Fd read_end(fds[0]);
-  Fd write_end(fds[1]);
-  const pid_t pid = fork();
-  if (pid < 0) return "fork failed";
-  if (pid == 0) {
+  const ChildEnd end = run_in_child([&] {
     signal(SIGSEGV, SIG_DFL);
     signal(SIGILL, SIG_DFL);
-    signal(SIGALRM, SIG_DFL);
-    alarm(2);  // a call that blocks is an answer too ("SIGALRM")
+    arm_watchdog(2);  // a call that blocks is reported as a timeout, not waited for
     errno = 0;
     const long rc = call();
-    const std::string answer = rc == -1 ? errno_name(errno) : "ok";
-    write_all(write_end.get(), answer);
-    _exit(0);
-  }
-  write_end.reset();
-  std::string answer = read_all(read_end.get());
-  const int status = wait_child(pid);
-  if (WIFSIGNALED(status)) return signal_name(WTERMSIG(status));
-  return answer.empty() ? "no answer" : answer;
+    return Result{0, rc == -1 ? errno_name(errno) : "ok"};
+  });
+  if (end.result) return end.result->exit_code == 0 ? end.result->line : "timeout";
+  if (WIFSIGNALED(end.status)) return signal_name(WTERMSIG(end.status));
+  return "no answer";
 }
 
 // "1,2,5" -> {1, 2, 5}; nullopt on anything else.
