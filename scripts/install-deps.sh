@@ -20,6 +20,8 @@ packages=(
   python3-pytest python3-httpx python3-websockets
   # peers for bench/
   bubblewrap tinyproxy socat ripgrep hyperfine websocketd nginx-light wrk rsync
+  # the scale-out router (tests/cluster): Debian nginx with set-misc (percent-decodes ?user_id=)
+  libnginx-mod-http-set-misc
 )
 
 missing=()

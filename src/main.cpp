@@ -15,6 +15,7 @@
 
 #include "cli/accounts_command.hpp"
 #include "cli/backup_command.hpp"
+#include "cli/cluster_command.hpp"
 #include "cli/config_check.hpp"
 #include "cli/doctor.hpp"
 #include "cli/run_command.hpp"
@@ -86,6 +87,8 @@ int main(int argc, char** argv) {
   auto* backup = agentbox::cli::add_backup_command(app, backup_opts);
   agentbox::cli::AccountsOptions accounts_opts;
   auto* accounts = agentbox::cli::add_accounts_command(app, accounts_opts);
+  agentbox::cli::ClusterOptions cluster_opts;
+  auto* cluster = agentbox::cli::add_cluster_command(app, cluster_opts);
 
   // Everything after the first "--" is the command, verbatim: CLI11 would still read options
   // among those words (`run -- grep --bind x` must run grep, not add a bind).
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
     if (config_check->parsed()) return agentbox::cli::config_check(config_file);
     if (backup->parsed()) return agentbox::cli::run_backup(*backup, backup_opts);
     if (accounts->parsed()) return agentbox::cli::run_accounts(*accounts, accounts_opts);
+    if (cluster->parsed()) return agentbox::cli::run_cluster(*cluster, cluster_opts);
   } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return 2;

@@ -104,7 +104,9 @@ Account CallerDirectory::account_of(std::string_view external_id) {
       return account;
     }
   }
-  Account account = accounts_.get_or_create(external_id);
+  std::optional<Account> held;
+  if (new_account_check_ && !(held = accounts_.find(external_id))) new_account_check_(external_id);
+  Account account = held ? std::move(*held) : accounts_.get_or_create(external_id);
   // A new account was created with last_seen = now: no second write for it.
   int64_t touched = account.last_seen;
   if (now - touched >= kTouchEvery) {

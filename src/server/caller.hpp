@@ -3,6 +3,7 @@
 // uid and home), its confined home and the session's working directory (X-Session-Id). Every
 // route that touches a box or a file starts with CallerDirectory::resolve().
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -83,6 +84,12 @@ class CallerDirectory {
   };
   CacheSizes cache_sizes();
 
+  // A cluster node's placement guard: asked before an account is created for an external id
+  // this node does not hold; it throws (HttpError 421) to refuse. Set before serving.
+  void set_new_account_check(std::function<void(std::string_view external_id)> check) {
+    new_account_check_ = std::move(check);
+  }
+
  private:
   // The account's home, opened again if it was dropped from homes_. A request holds its own
   // reference, so dropping one never closes a home in use.
@@ -115,6 +122,7 @@ class CallerDirectory {
   std::shared_ptr<AccountVolumes> volumes_;
   std::chrono::seconds home_idle_;
   size_t session_cwds_;
+  std::function<void(std::string_view)> new_account_check_;
   std::mutex mu_;  // guards homes_, known_, cwd_clock_, cwds_ and deleted_
   StringKeyed<Home> homes_;    // by account name
   StringKeyed<Known> known_;   // by external id

@@ -34,6 +34,8 @@ struct HttpServerOptions {
   // When set, the spool directory of this request (its head is complete): the daemon spools
   // each account's uploads in its own volume, charged to its quota. May throw HttpError.
   std::function<std::string(const Request&)> spool_dir_for;
+  std::string node_name;                                // a cluster node's name: X-Agentbox-Node on every
+                                                        // answer (which node nginx chose); empty: none
   std::shared_ptr<const SignedLinks> links;             // checks RouteOptions::signed_link tokens; none: refused
 };
 

@@ -350,6 +350,7 @@ http::response<Body> HttpSession::make_message(Response& response) {
   http::response<Body> msg{response.status, version_};
   for (const auto& field : response.headers) msg.insert(field.name_string(), field.value());
   ctx_->cors.decorate(request_.headers, msg.base());
+  if (!ctx_->options.node_name.empty()) msg.set("X-Agentbox-Node", ctx_->options.node_name);
   keep_alive_ = request_keep_alive_ && !close_after_ && !ctx_->stopping.load();
   msg.keep_alive(keep_alive_);
   status_ = static_cast<unsigned>(response.status);

@@ -20,6 +20,7 @@
 #include "exec/process_table.hpp"
 #include "box/start_steps.hpp"
 #include "box/uid_range_guard.hpp"
+#include "server/placement_guard.hpp"
 #include "exec/account_boxes.hpp"
 #include "fs/account_volumes.hpp"
 #include "server/caller.hpp"
@@ -109,6 +110,18 @@ void require_strong_key(const char* what, const std::string& key, const std::str
   }
 }
 
+// --cluster FILE --node NAME: this daemon is that node, and refuses users it does not own.
+std::unique_ptr<PlacementGuard> placement_of(const ServeOptions& options) {
+  if (!options.cluster && !options.node) return nullptr;
+  if (!options.cluster) throw UsageError("--node needs --cluster FILE (the cluster it is a node of)");
+  if (!options.node) throw UsageError("--cluster needs --node NAME (this node's name in " + *options.cluster + ")");
+  try {
+    return std::make_unique<PlacementGuard>(*options.cluster, *options.node);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // Every long-poll and stream holds a connection: allow as many descriptors as the hard limit.
 void raise_fd_limit() {
   rlimit rl{};
@@ -130,6 +143,7 @@ int serve(const ServeOptions& options) {
   if (std::optional<std::string> conflict = host_uid_range_conflict(uid_range)) throw UsageError(*conflict);
   UidRangeLock uid_range_lock = UidRangeLock::acquire(uid_range, config.state_dir);
   ListenAddress addr = parse_listen_address(config.listen);
+  std::unique_ptr<PlacementGuard> placement = placement_of(options);
   // Keys given in the config or the environment: refused before anything else is said or made.
   if (config.api_key) require_strong_key("API key", *config.api_key, config.listen);
   if (config.admin_key) require_strong_key("admin key", *config.admin_key, config.listen);
@@ -285,6 +299,13 @@ int serve(const ServeOptions& options) {
   BoxManager manager(loop.context(), std::move(box_options));
 
   CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);
+  if (placement) {
+    callers.set_new_account_check([&guard = *placement](std::string_view user) { guard.check_new(user); });
+    const ClusterNode& self = placement->placement()->self();
+    std::cout << "cluster: node " << self.name << " (" << self.server << ") of " << *options.cluster << ", "
+              << placement->placement()->config().nodes.size() << " nodes, "
+              << placement->placement()->config().pins.size() << " pins\n";
+  }
   TrashUpkeep trash_upkeep(callers, accounts, config.storage.trash_days);
   exec::AccountBoxes boxes(manager, config.state_dir, config.box,
                            {.egress_proxy = config.egress_proxy.port, .inference = gateway ? config.inference.port : uint16_t{0}},
@@ -377,6 +398,7 @@ int serve(const ServeOptions& options) {
     return callers.volume_of(caller.account).daemon;
   };
   http.links = links;
+  if (placement) http.node_name = placement->node();
 
   HttpServer http_server(std::move(router), http, http_io);
   auto listener = http_server.listen(addr.host, addr.port);
@@ -395,6 +417,10 @@ int serve(const ServeOptions& options) {
       ServerConfig fresh = load_config(options);
       egress.set_config(std::make_shared<const net::EgressConfig>(std::move(fresh.egress)));
       spdlog::info("SIGHUP: egress policy reloaded");
+      if (placement) {
+        placement->reload();
+        spdlog::info("SIGHUP: cluster file reloaded ({} pins)", placement->placement()->config().pins.size());
+      }
     } catch (const std::exception& e) {
       spdlog::error("SIGHUP: the configuration has errors, the policy stays as it was:\n{}", e.what());
     }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "util/error.hpp"
+#include "util/random_hex.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox {
@@ -38,6 +39,20 @@ void write_all(int fd, std::string_view data) {
       throw sys_error("write");
     }
     data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void replace_file(const std::string& path, std::string_view data, unsigned mode) {
+  const std::string temp = path + ".tmp-" + random_hex(6);
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) throw sys_error("open(" + temp + ")");
+  try {
+    write_all(fd.get(), data);
+    if (::fsync(fd.get()) == -1) throw sys_error("fsync(" + temp + ")");
+    if (::rename(temp.c_str(), path.c_str()) == -1) throw sys_error("rename(" + temp + ", " + path + ")");
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
   }
 }
 

@@ -17,6 +17,10 @@ void write_file(const std::string& path, std::string_view data);
 // Same, relative to a directory fd.
 void write_file_at(int dirfd, const std::string& name, std::string_view data);
 std::string read_file_at(int dirfd, const std::string& name, size_t max = 1 << 20);
+// Makes path hold exactly data (mode for a new file), all or nothing: written to a temporary
+// file beside it, flushed, then renamed over it. For files other programs read at any moment
+// (nginx's pins map, the cluster's pins).
+void replace_file(const std::string& path, std::string_view data, unsigned mode = 0644);
 // Writes all of data to fd, retrying on EINTR and short writes.
 void write_all(int fd, std::string_view data);
 // The file `name` in the directory of the running executable (/proc/self/exe), whether or not

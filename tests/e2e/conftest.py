@@ -120,10 +120,11 @@ class Daemon:
     listen: another address to listen on (port 0); url still names 127.0.0.1.
     wrap: a command prefix that execs the rest (e.g. nsenter into a network namespace).
     own_uid_range=False: the range is the config's (or the default), not one of the harness's.
+    args: more `agentbox serve` arguments.
     """
 
     def __init__(self, workdir, *, state_dir=None, config_text=None, api_key=None, lifetime=600, env=None,
-                 listen="127.0.0.1:0", wrap=(), own_uid_range=True):
+                 listen="127.0.0.1:0", wrap=(), own_uid_range=True, args=()):
         self.workdir = workdir
         self.state_dir = state_dir or os.path.join(workdir, "state")
         self.config_path = None
@@ -140,6 +141,7 @@ class Daemon:
         self.lifetime = lifetime
         self.listen = listen
         self.wrap = list(wrap)
+        self.args = list(args)  # more `serve` arguments (e.g. --cluster FILE --node NAME)
         self.proc = None
         self.url = None
         self.starts = 0
@@ -181,6 +183,7 @@ class Daemon:
                            "--listen", self.listen, "--state", self.state_dir]
         if self.config_path:
             cmd += ["--config", self.config_path]
+        cmd += self.args
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,

@@ -1,0 +1,27 @@
+#pragma once
+// `agentbox cluster owner|nginx-conf`: what the cluster file says, computed here exactly as the
+// router and the nodes compute it (cluster/ring.hpp), so an operator can ask without either.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace agentbox::cli {
+
+struct ClusterOptions {
+  std::string file;                   // --cluster FILE (default $AGENTBOX_CLUSTER)
+  std::vector<std::string> users;     // owner: the user ids
+  std::string out_dir;                // nginx-conf: where nginx.conf and pins.map go ("" = stdout)
+  std::string listen = "127.0.0.1:8100";
+  std::string max_body = "100M";      // the nodes' [limits] body
+  int64_t read_timeout = 330;         // API calls (past /execute?wait=300)
+  int64_t long_timeout = 3600;        // terminals and /proxy
+};
+
+CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& options);
+int run_cluster(CLI::App& cluster, ClusterOptions& options);
+
+}  // namespace agentbox::cli
