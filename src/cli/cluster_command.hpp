@@ -1,6 +1,8 @@
 #pragma once
-// `agentbox cluster owner|nginx-conf`: what the cluster file says, computed here exactly as the
-// router and the nodes compute it (cluster/ring.hpp), so an operator can ask without either.
+// `agentbox cluster owner|nginx-conf|plan|add`: what the cluster file says, computed here exactly
+// as the router and the nodes compute it (cluster/ring.hpp), so an operator can ask without
+// either. plan and add also ask every node for the accounts it holds (GET /admin/accounts at its
+// admin_url, with the cluster's admin key from AGENTBOX_ADMIN_KEY).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +21,11 @@ struct ClusterOptions {
   std::string max_body = "100M";      // the nodes' [limits] body
   int64_t read_timeout = 330;         // API calls (past /execute?wait=300)
   int64_t long_timeout = 3600;        // terminals and /proxy
+  std::string new_file;               // plan: the cluster file to compare with (--to)
+  std::string accounts_file;          // plan: "USER<TAB>NODE" lines instead of asking the nodes
+  std::string node_name;              // add: the new node's name
+  std::string node_server;            // add: its nginx server string
+  std::string node_admin_url;         // add: its admin URL (default http://SERVER)
 };
 
 CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& options);

@@ -75,7 +75,8 @@ std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& o) {
   c += "    # A failed node answers 503 for its users; no other node gets them.\n";
   c += "    proxy_next_upstream off;\n    proxy_connect_timeout 2s;\n";
   c += "    proxy_read_timeout " + secs(o.read_timeout) + ";\n    proxy_send_timeout " + secs(o.read_timeout) + ";\n";
-  c += "    location /api/terminals/ {\n      proxy_read_timeout " + secs(o.long_timeout) + ";\n      proxy_send_timeout " +
+  // No trailing slash: nginx answers a bare "/api/terminals/" prefix's "/api/terminals" with a 301.
+  c += "    location /api/terminals {\n      proxy_read_timeout " + secs(o.long_timeout) + ";\n      proxy_send_timeout " +
        secs(o.long_timeout) + ";\n      proxy_pass http://$ab_pool;\n    }\n";
   c += "    location /proxy/ {\n      proxy_read_timeout " + secs(o.long_timeout) + ";\n      proxy_send_timeout " +
        secs(o.long_timeout) + ";\n      proxy_pass http://$ab_pool;\n    }\n";

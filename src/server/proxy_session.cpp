@@ -355,6 +355,7 @@ std::string ProxySession::client_head(bool interim) const {
     if (response_out_ == Framing::chunked) append_field(head, "Transfer-Encoding", "chunked");
     append_field(head, "Connection", "close");
   }
+  if (!options_.node_name.empty()) append_field(head, "X-Agentbox-Node", options_.node_name);
   head += "\r\n";
   return head;
 }

@@ -42,6 +42,8 @@ struct ProxyOptions {
   std::chrono::milliseconds tunnel_idle_timeout{3'600'000};  // the same after a WebSocket upgrade
   std::uint32_t header_limit = 64 * 1024;                  // bytes of the box's response head; then 502
   std::size_t buffer_size = 256 * 1024;                    // bytes per direction
+  std::string node_name;                                   // a cluster node's X-Agentbox-Node, as on
+                                                           // every answer of its own (empty: none)
   std::chrono::milliseconds linger_timeout{2'000};         // draining the client's input before close
 };
 

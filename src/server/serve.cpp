@@ -337,7 +337,9 @@ int serve(const ServeOptions& options) {
   add_file_routes(router, callers, file_options);
   add_trash_routes(router, callers, file_options.pool, config.storage.trash_days);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
-  add_proxy_routes(router, callers, boxes, proxy_options(config.proxy));
+  ProxyOptions proxy = proxy_options(config.proxy);
+  if (placement) proxy.node_name = placement->node();
+  add_proxy_routes(router, callers, boxes, std::move(proxy));
   add_network_routes(router, callers, network_log);
   add_usage_routes(router, callers, token_ledger, config.inference.anthropic.daily_tokens);
   // Claude Code in the caller's box; its download links open without the API key.

@@ -46,8 +46,9 @@ def wait_listening(port, timeout=10):
             time.sleep(0.02)
 
 
-def agentbox(*args, check=True):
-    return subprocess.run([agentbox_bin(), *args], capture_output=True, text=True, check=check, timeout=120)
+def agentbox(*args, check=True, env=None):
+    return subprocess.run([agentbox_bin(), *args], capture_output=True, text=True, check=check, timeout=120,
+                          env=None if env is None else {**os.environ, **env})
 
 
 class Router:
@@ -59,9 +60,12 @@ class Router:
         agentbox("cluster", "nginx-conf", "--cluster", cluster_file, "--out", self.dir,
                  "--listen", f"127.0.0.1:{self.port}", *more)
         self.proc = subprocess.Popen(["nginx", "-e", "stderr", "-p", self.dir, "-c", "nginx.conf",
-                                      "-g", "daemon off; worker_processes 2;"],
+                                      "-g", "daemon off;"],
                                      stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "err.log"), "wb"))
-        wait_listening(self.port)
+        try:
+            wait_listening(self.port)
+        except AssertionError:
+            raise AssertionError(open(os.path.join(self.dir, "err.log")).read())
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self):
@@ -77,6 +81,7 @@ class Cluster:
     def __init__(self, workdir):
         self.workdir = workdir
         self.key = secrets.token_hex(16)
+        self.admin = secrets.token_hex(16)  # the nodes of a cluster share one admin key
         self.ports = {n: free_port() for n in NODES}
         self.file = os.path.join(workdir, "cluster.toml")
         with open(self.file, "w") as f:
@@ -84,12 +89,20 @@ class Cluster:
                 f.write(f'[[node]]\nname = "{n}"\nserver = "127.0.0.1:{self.ports[n]}"\n\n')
         self.nodes = {}
         for n in NODES:
-            d = Daemon(os.path.join(workdir, n), config_text=CONFIG, api_key=self.key, lifetime=1200,
-                       listen=f"127.0.0.1:{self.ports[n]}", args=["--cluster", self.file, "--node", n])
-            self.nodes[n] = d
+            self.add_node(n, start=False)
         for d in self.nodes.values():
             d.start()
         self.router = Router(self.file, workdir)
+
+    def add_node(self, name, start=True):
+        os.makedirs(os.path.join(self.workdir, name))
+        d = Daemon(os.path.join(self.workdir, name), config_text=CONFIG, api_key=self.key, lifetime=1200,
+                   listen=f"127.0.0.1:{self.ports[name]}", args=["--cluster", self.file, "--node", name],
+                   env={"AGENTBOX_ADMIN_KEY": self.admin})
+        self.nodes[name] = d
+        if start:
+            d.start()
+        return d
 
     def client(self, user=None, *, via=None, **kw):
         headers = {"Authorization": f"Bearer {self.key}"}
@@ -108,9 +121,7 @@ class Cluster:
 
     def accounts_on(self, node):
         d = self.nodes[node]
-        with open(os.path.join(d.state_dir, "admin_key")) as f:
-            admin = f.read().strip()
-        r = httpx.get(f"{d.url}/admin/accounts", headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+        r = httpx.get(f"{d.url}/admin/accounts", headers={"Authorization": f"Bearer {self.admin}"}, timeout=30)
         assert r.status_code == 200, r.text
         return {a["user"] for a in r.json()["accounts"]}
 
@@ -351,3 +362,43 @@ def test_cluster_owner_and_nginx_conf_explain_bad_input(cluster, tmp_path):
         r = subprocess.run([agentbox_bin(), "serve", "--listen", "127.0.0.1:0", "--state", str(tmp_path / "s"), *args],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and says in r.stderr, r.stderr
+
+
+def test_adding_a_node_pins_whoever_would_change_node_so_nobody_moves(cluster):
+    """Runs last: the cluster has four nodes afterwards."""
+    held = {u: n for n in NODES for u in cluster.accounts_on(n)}
+    assert len(held) >= 300
+    cluster.ports["n4"] = free_port()
+    admin = {"AGENTBOX_ADMIN_KEY": cluster.admin}
+    plan = agentbox("cluster", "plan", "--cluster", cluster.file, "--to", cluster.file, env=admin).stdout
+    assert plan.endswith(f"0 of {len(held)} accounts would move\n"), plan
+    out = agentbox("cluster", "add", "--cluster", cluster.file, "n4", f"127.0.0.1:{cluster.ports['n4']}", env=admin).stdout
+    pinned = int(out.split("pinned ")[1].split()[0])
+    assert 0.1 * len(held) < pinned < 0.4 * len(held), out
+    cluster.add_node("n4")
+    for n in NODES:
+        os.kill(cluster.nodes[n].pid, signal.SIGHUP)
+    agentbox("cluster", "nginx-conf", "--cluster", cluster.file, "--out", cluster.router.dir,
+             "--listen", f"127.0.0.1:{cluster.router.port}")
+    cluster.router.proc.send_signal(signal.SIGHUP)
+    newcomers = [f"new-{uuid.uuid4()}" for _ in range(400)]
+    owners = cluster.owners(newcomers)
+    to_n4 = next(u for u in newcomers if owners[u] == "n4")
+    deadline = time.monotonic() + 15
+    with cluster.client() as c:
+        while node_of(c.get("/health", headers={"X-User-Id": to_n4})) != "n4":
+            assert time.monotonic() < deadline, "the router did not take the new ring"
+            time.sleep(0.1)
+        # Everyone who was there stays where their files are; every node agrees (no 421).
+        for u, n in held.items():
+            r = c.get("/files/list", params={"directory": "."}, headers={"X-User-Id": u.encode()})
+            assert r.status_code == 200 and node_of(r) == n, (u, n, r.status_code, r.text)
+        # Newcomers spread over four nodes, n4 included, as `cluster owner` says.
+        for u in newcomers:
+            r = c.post("/execute", params={"wait": 20}, json={"command": "true"}, headers={"X-User-Id": u})
+            assert r.status_code == 200 and node_of(r) == owners[u], (u, r.text)
+    share = sum(1 for u in newcomers if owners[u] == "n4") / len(newcomers)
+    assert 0.12 < share < 0.4, share
+    assert not set(held) & cluster.accounts_on("n4")
+    plan = agentbox("cluster", "plan", "--cluster", cluster.file, "--to", cluster.file, env=admin).stdout
+    assert plan.endswith(f"0 of {len(held) + len(newcomers)} accounts would move\n"), plan

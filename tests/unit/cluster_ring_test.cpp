@@ -129,9 +129,9 @@ TEST_F(ClusterFileTest, MistakesAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of("[[node]]\nname = \"n1\"\nserver = \"a:1\"\nweight = 0\n").find("weight"), std::string::npos);
   EXPECT_NE(error_of("nodes = 1\n").find("unknown key"), std::string::npos);
+  EXPECT_THROW(Placement(load_cluster_config(write("d.toml", kThree)), "n7"), UsageError);
   write("pins.toml", "\"x\" = \"n9\"\n");
   EXPECT_NE(error_of("[[node]]\nname = \"n1\"\nserver = \"a:1\"\n").find("n9"), std::string::npos);
-  EXPECT_THROW(Placement(load_cluster_config(write("d.toml", kThree)), "n7"), UsageError);
 }
 
 TEST(ClusterNginx, PinsAreKeyedByTheMd5OfTheExactId) {

@@ -1,0 +1,227 @@
+"""What the scale-out router costs, measured against the same router in front of a static upstream.
+
+Run by bench/cluster_bench.sh (which builds and checks the tools). In one run, alternating rounds:
+
+  latency     wrk, 1 connection, keep-alive: GET /files/cwd from a node directly and through the
+              router (`agentbox cluster nginx-conf`), and a static nginx `return 200` directly and
+              through a router made the same way. Added = via - direct, at p50; the ratio of
+              agentbox's added time to the static upstream's (target <= 1.2).
+  throughput  wrk, 32 connections: requests/s via / direct, for agentbox and for the static
+              upstream; the ratio of the two (target >= 0.9).
+  failover    SIGKILL of the node while a client sends a request every ms through the router:
+              time to the first 503 (target <= 50 ms); a restart: time from the node's
+              "serving" line to the first 200 through the router (target <= 100 ms).
+
+Prints a table of medians.
+"""
+import argparse
+import os
+import re
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def to_us(text):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
+    return float(m.group(1)) * {"us": 1, "ms": 1000, "s": 1e6}[m.group(2)]
+
+
+def wrk(url, headers, connections, seconds):
+    cmd = ["wrk", "-t", "1" if connections == 1 else "2", "-c", str(connections), "-d", f"{seconds}s", "--latency"]
+    for k, v in headers.items():
+        cmd += ["-H", f"{k}: {v}"]
+    out = subprocess.run(cmd + [url], capture_output=True, text=True, check=True).stdout
+    p50 = to_us(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    if re.search(r"Non-2xx", out):
+        raise RuntimeError(f"wrk saw errors from {url}:\n{out}")
+    return p50, rps
+
+
+class Node:
+    def __init__(self, agentbox, work, cluster_file, port, key):
+        self.cmd = [agentbox, "serve", "--listen", f"127.0.0.1:{port}", "--state", os.path.join(work, "state"),
+                    "--config", os.path.join(work, "node.toml"), "--cluster", cluster_file, "--node", "n1"]
+        with open(os.path.join(work, "node.toml"), "w") as f:
+            f.write('[accounts]\ndisk = "0"\n')
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
+        self.env["AGENTBOX_API_KEY"] = key
+        self.env["AGENTBOX_UID_BASE"] = os.environ["AGENTBOX_UID_BASE"]
+        self.log = os.path.join(work, "node.log")
+        self.proc = None
+
+    def start(self):
+        """Starts the node; returns the monotonic time its "serving" line appeared."""
+        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        for line in self.proc.stdout:
+            if " serving on " in line:
+                serving = time.monotonic()
+                # Its log goes on: drained, so that a full pipe never stalls the node.
+                threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+                return serving
+        raise RuntimeError("the node did not start")
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(60)
+
+
+def router(agentbox, work, name, cluster_file):
+    d = os.path.join(work, name)
+    port = free_port()
+    subprocess.run([agentbox, "cluster", "nginx-conf", "--cluster", cluster_file, "--out", d,
+                    "--listen", f"127.0.0.1:{port}"], check=True, capture_output=True)
+    p = subprocess.Popen(["nginx", "-e", "stderr", "-p", d, "-c", "nginx.conf", "-g", "daemon off;"],
+                         stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return p, port
+
+
+def static_upstream(work):
+    d = os.path.join(work, "static")
+    os.makedirs(d)
+    port = free_port()
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(f"""pid nginx.pid; error_log stderr warn; worker_processes 1;
+events {{ worker_connections 1024; }}
+http {{ access_log off; keepalive_requests 1000000;
+  server {{ listen 127.0.0.1:{port};
+    location / {{ default_type application/json; return 200 '{{"cwd":"/home/bench"}}'; }} }} }}
+""")
+    p = subprocess.Popen(["nginx", "-e", "stderr", "-p", d, "-c", "nginx.conf", "-g", "daemon off;"],
+                         stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return p, port
+
+
+def cluster_file(work, name, port):
+    path = os.path.join(work, f"{name}.toml")
+    with open(path, "w") as f:
+        f.write(f'[[node]]\nname = "n1"\nserver = "127.0.0.1:{port}"\n')
+    return path
+
+
+def status(url, headers):
+    req = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
+def failover(node, router_port, headers):
+    url = f"http://127.0.0.1:{router_port}/files/cwd"
+    assert status(url, headers) == 200
+    t_kill = time.monotonic()
+    node.kill()
+    while status(url, headers) != 503:
+        time.sleep(0.001)
+    to_503 = (time.monotonic() - t_kill) * 1000
+    # Restart: the node's own start time is not the router's; count from its "serving" line.
+    serving = node.start()
+    while status(url, headers) != 200:
+        time.sleep(0.001)
+    to_200 = (time.monotonic() - serving) * 1000
+    return to_503, to_200
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agentbox", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=5)
+    a = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="agentbox-clusterbench-")
+    os.chmod(work, 0o755)
+    key = secrets.token_hex(16)
+    node_port = free_port()
+    node_cluster = cluster_file(work, "node", node_port)
+    node = Node(a.agentbox, work, node_cluster, node_port, key)
+    procs = []
+    try:
+        node.start()
+        static, static_port = static_upstream(work)
+        procs.append(static)
+        r1, via_node = router(a.agentbox, work, "router-node", node_cluster)
+        r2, via_static = router(a.agentbox, work, "router-static", cluster_file(work, "static", static_port))
+        procs += [r1, r2]
+        headers = {"Authorization": f"Bearer {key}", "X-User-Id": "bench"}
+        targets = {"agentbox direct": node_port, "agentbox via nginx": via_node,
+                   "static direct": static_port, "static via nginx": via_static}
+        for port in targets.values():  # the account and its box exist before anything is timed
+            assert status(f"http://127.0.0.1:{port}/files/cwd", headers) == 200
+        lat = {k: [] for k in targets}
+        rps = {k: [] for k in targets}
+        for r in range(a.rounds):
+            for name, port in targets.items():
+                lat[name].append(wrk(f"http://127.0.0.1:{port}/files/cwd", headers, 1, a.seconds)[0])
+                rps[name].append(wrk(f"http://127.0.0.1:{port}/files/cwd", headers, 32, a.seconds)[1])
+            print(f"round {r + 1}: " + ", ".join(f"{k} p50 {lat[k][-1]:.0f} us / {rps[k][-1]:.0f} rps" for k in targets),
+                  file=sys.stderr)
+        fo = [failover(node, via_node, headers) for _ in range(a.rounds)]
+
+        med = {k: statistics.median(v) for k, v in lat.items()}
+        thr = {k: statistics.median(v) for k, v in rps.items()}
+        added_ab = med["agentbox via nginx"] - med["agentbox direct"]
+        added_st = med["static via nginx"] - med["static direct"]
+        print(f"{'':34}{'direct':>12}{'via nginx':>12}{'added':>10}")
+        for who in ("agentbox", "static"):
+            d, v = med[f"{who} direct"], med[f"{who} via nginx"]
+            print(f"{who + ' p50 latency (us)':34}{d:12.0f}{v:12.0f}{v - d:10.0f}")
+        print(f"added by nginx, agentbox / static upstream: {added_ab / added_st:.2f}x (target <= 1.2x)")
+        for who in ("agentbox", "static"):
+            print(f"{who + ' 32-client throughput (req/s)':34}{thr[who + ' direct']:12.0f}{thr[who + ' via nginx']:12.0f}"
+                  f"{thr[who + ' via nginx'] / thr[who + ' direct']:9.2f}x")
+        ratio = (thr["agentbox via nginx"] / thr["agentbox direct"]) / (thr["static via nginx"] / thr["static direct"])
+        print(f"via/direct throughput, agentbox / static upstream: {ratio:.2f}x (target >= 0.9x)")
+        print(f"SIGKILL -> first 503 through nginx: median {statistics.median(f[0] for f in fo):.1f} ms "
+              f"(max {max(f[0] for f in fo):.1f}; target <= 50 ms)")
+        print(f"restart: serving -> first 200 through nginx: median {statistics.median(f[1] for f in fo):.1f} ms "
+              f"(max {max(f[1] for f in fo):.1f}; target <= 100 ms)")
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGQUIT)
+        node.stop()
+        for p in procs:
+            p.wait(10)
+        subprocess.run(["rm", "-rf", work])
+
+
+if __name__ == "__main__":
+    main()
