@@ -67,8 +67,8 @@ def wrk(url, headers, connections, seconds):
 class Node:
     def __init__(self, agentbox, work, cluster_file, port, key):
         self.cmd = [agentbox, "serve", "--listen", f"127.0.0.1:{port}", "--state", os.path.join(work, "state"),
-                    "--config", os.path.join(work, "node.toml"), "--cluster", cluster_file, "--node", "n1"]
-        with open(os.path.join(work, "node.toml"), "w") as f:
+                    "--config", os.path.join(work, "serve.toml"), "--cluster", cluster_file, "--node", "n1"]
+        with open(os.path.join(work, "serve.toml"), "w") as f:
             f.write('[accounts]\ndisk = "0"\n')
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
         self.env["AGENTBOX_API_KEY"] = key
@@ -80,13 +80,15 @@ class Node:
         """Starts the node; returns the monotonic time its "serving" line appeared."""
         self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
+        seen = []
         for line in self.proc.stdout:
+            seen.append(line)
             if " serving on " in line:
                 serving = time.monotonic()
                 # Its log goes on: drained, so that a full pipe never stalls the node.
                 threading.Thread(target=self.proc.stdout.read, daemon=True).start()
                 return serving
-        raise RuntimeError("the node did not start")
+        raise RuntimeError("the node did not start:\n" + "".join(seen[-20:]))
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)

@@ -285,6 +285,41 @@ def test_streams_uploads_terminals_and_previews_pass_through_the_router(cluster)
         assert r.json()["status"] == "done" and "late" in text_of(r.json())
 
 
+def test_an_idle_terminal_survives_a_router_reload(cluster):
+    """Pins change with moves and nginx reloads for them: its old workers keep open WebSockets."""
+    u = f"reload-{uuid.uuid4()}"
+    with cluster.client(u) as c:
+        tid = c.post("/api/terminals").json()["id"]
+
+    async def scenario():
+        url = f"ws://127.0.0.1:{cluster.router.port}/api/terminals/{tid}?user_id={u}"
+        async with websockets.connect(url, open_timeout=15, ping_interval=None) as ws:
+            await ws.send(json.dumps({"type": "auth", "token": cluster.key}))
+            await ws.send(b"echo before-$((1+1))\r")
+            seen = b""
+            while b"before-2" not in seen:
+                seen += await asyncio.wait_for(ws.recv(), 15)
+            old_workers = set(subprocess.run(["pgrep", "-P", str(cluster.router.proc.pid)], capture_output=True,
+                                             text=True).stdout.split())
+            cluster.router.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 15
+            while True:  # new workers up: the reload took effect
+                now = set(subprocess.run(["pgrep", "-P", str(cluster.router.proc.pid)], capture_output=True,
+                                         text=True).stdout.split())
+                if now - old_workers:
+                    break
+                assert time.monotonic() < deadline, "nginx did not reload"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # idle across the reload
+            await ws.send(b"echo after-$((2+2))\r")
+            while b"after-4" not in seen:
+                seen += await asyncio.wait_for(ws.recv(), 15)
+
+    asyncio.run(scenario())
+    with cluster.client(u) as c:
+        assert c.delete(f"/api/terminals/{tid}").status_code == 200
+
+
 def _users_of(cluster, node, n):
     found = []
     while len(found) < n:
