@@ -187,6 +187,10 @@ def test_a_websockets_query_user_is_routed_as_its_header_would_be(cluster):
         for u in users:
             r = c.get("/health?user_id=" + urllib.parse.quote(u, safe=""))
             assert node_of(r) == expected[u], u
+        # Form encoding: a "+" in a query is a space, to nginx (set-misc) as to the nodes.
+        spaced = [f"first last {i}" for i in range(40)]
+        for u, n in cluster.owners(spaced).items():
+            assert node_of(c.get("/health?user_id=" + u.replace(" ", "+"))) == n, u
 
 
 def test_300_users_each_work_on_their_own_node_only(cluster):
