@@ -8,6 +8,7 @@ Run by bench/cluster_bench.sh (which builds and checks the tools). In one run, a
               agentbox's added time to the static upstream's (target <= 1.2).
   throughput  wrk, 32 connections: requests/s via / direct, for agentbox and for the static
               upstream; the ratio of the two (target >= 0.9).
+  plan        `agentbox cluster plan` of 100,000 accounts on 16 nodes against 17 (target <= 1 s).
   failover    SIGKILL of the node while a client sends a request every ms through the router:
               time to the first 503 (target <= 50 ms); a restart: time from the node's
               "serving" line to the first 200 through the router (target <= 100 ms).
@@ -162,6 +163,33 @@ def failover(node, router_port, headers):
     return to_503, to_200
 
 
+def plan_time(agentbox, work, runs):
+    """Median seconds of `cluster plan` for 100,000 accounts held where 16 nodes' ring puts them,
+    against the ring with a 17th node."""
+    files = {}
+    for n in (16, 17):
+        files[n] = os.path.join(work, f"ring{n}.toml")
+        with open(files[n], "w") as f:
+            f.write("".join(f'[[node]]\nname = "n{i}"\nserver = "agentbox-{i}.agentbox.ab.svc:8000"\n'
+                            for i in range(n)))
+    users = [f"{i:08x}-{secrets.token_hex(12)}" for i in range(100000)]
+    held = []
+    for i in range(0, len(users), 5000):
+        out = subprocess.run([agentbox, "cluster", "owner", "--cluster", files[16], *users[i:i + 5000]],
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+        held += [f"{line.split()[2]}\t{line.split()[0]}" for line in out if line]
+    accounts = os.path.join(work, "accounts.tsv")
+    with open(accounts, "w") as f:
+        f.write("\n".join(held) + "\n")
+    times = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        last = subprocess.run([agentbox, "cluster", "plan", "--cluster", files[16], "--to", files[17],
+                               "--accounts", accounts], capture_output=True, text=True, check=True).stdout
+        times.append(time.monotonic() - t0)
+    return statistics.median(times), last.splitlines()[-1]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agentbox", required=True)
@@ -197,6 +225,7 @@ def main():
             print(f"round {r + 1}: " + ", ".join(f"{k} p50 {lat[k][-1]:.0f} us / {rps[k][-1]:.0f} rps" for k in targets),
                   file=sys.stderr)
         fo = [failover(node, via_node, headers) for _ in range(a.rounds)]
+        plan_s, plan_said = plan_time(a.agentbox, work, a.rounds)
 
         med = {k: statistics.median(v) for k, v in lat.items()}
         thr = {k: statistics.median(v) for k, v in rps.items()}
@@ -212,6 +241,7 @@ def main():
                   f"{thr[who + ' via nginx'] / thr[who + ' direct']:9.2f}x")
         ratio = (thr["agentbox via nginx"] / thr["agentbox direct"]) / (thr["static via nginx"] / thr["static direct"])
         print(f"via/direct throughput, agentbox / static upstream: {ratio:.2f}x (target >= 0.9x)")
+        print(f"cluster plan, 100,000 accounts, 16 -> 17 nodes: median {plan_s:.3f} s (target <= 1 s): {plan_said}")
         print(f"SIGKILL -> first 503 through nginx: median {statistics.median(f[0] for f in fo):.1f} ms "
               f"(max {max(f[0] for f in fo):.1f}; target <= 50 ms)")
         print(f"restart: serving -> first 200 through nginx: median {statistics.median(f[1] for f in fo):.1f} ms "
