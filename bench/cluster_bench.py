@@ -8,6 +8,10 @@ Run by bench/cluster_bench.sh (which builds and checks the tools). In one run, a
               agentbox's added time to the static upstream's (target <= 1.2).
   throughput  wrk, 32 connections: requests/s via / direct, for agentbox and for the static
               upstream; the ratio of the two (target >= 0.9).
+  keystrokes  a terminal's keystroke -> echo round trip (bench/terminal_bench.py's client) from the
+              node directly and through the router, and websocketd relaying cat directly and
+              through a router made the same way: p50 added by nginx, agentbox / websocketd
+              (target <= 1.2).
   plan        `agentbox cluster plan` of 100,000 accounts on 16 nodes against 17 (target <= 1 s).
   failover    SIGKILL of the node while a client sends a request every ms through the router:
               time to the first 503 (target <= 50 ms); a restart: time from the node's
@@ -190,6 +194,40 @@ def plan_time(agentbox, work, runs):
     return statistics.median(times), last.splitlines()[-1]
 
 
+def keystrokes(node_port, via_node, wsd_port, via_wsd, key, rounds, per_round):
+    """Round-trip samples (us) of the four paths, rounds alternating between them."""
+    import asyncio
+    import websockets
+    import terminal_bench as tb
+
+    async def run():
+        user = "cluster-bench-terminal"
+        # A terminal of its own for each path, made and attached through that path.
+        tid, direct = await tb.agentbox_terminal(f"127.0.0.1:{node_port}", key, user)
+        tid_via, via = await tb.agentbox_terminal(f"127.0.0.1:{via_node}", key, user)
+        wsd = await websockets.connect(f"ws://127.0.0.1:{wsd_port}/", ping_interval=None, compression=None)
+        wsd_via = await websockets.connect(f"ws://127.0.0.1:{via_wsd}/api/terminals/x", ping_interval=None,
+                                           compression=None)
+        paths = {"agentbox direct": (direct, True), "agentbox via nginx": (via, True),
+                 "websocketd direct": (wsd, False), "websocketd via nginx": (wsd_via, False)}
+        samples = {k: [] for k in paths}
+        try:
+            for ws, binary in paths.values():
+                await tb.round_trips(ws, 50, binary)  # warm-up
+            for r in range(rounds):
+                for name, (ws, binary) in (paths.items() if r % 2 == 0 else reversed(paths.items())):
+                    samples[name] += await tb.round_trips(ws, per_round, binary)
+        finally:
+            for ws, _ in paths.values():
+                await ws.close()
+            tb.delete_terminal(f"127.0.0.1:{node_port}", key, user, tid)
+            tb.delete_terminal(f"127.0.0.1:{node_port}", key, user, tid_via)
+        return samples
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    return asyncio.run(run())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agentbox", required=True)
@@ -224,6 +262,15 @@ def main():
                 rps[name].append(wrk(f"http://127.0.0.1:{port}/files/cwd", headers, 32, a.seconds)[1])
             print(f"round {r + 1}: " + ", ".join(f"{k} p50 {lat[k][-1]:.0f} us / {rps[k][-1]:.0f} rps" for k in targets),
                   file=sys.stderr)
+        wsd_port = free_port()
+        wsd = subprocess.Popen(["websocketd", "--address=127.0.0.1", f"--port={wsd_port}", "--binary=false", "cat"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(wsd)
+        wait_port(wsd_port)
+        r3, via_wsd = router(a.agentbox, work, "router-websocketd", cluster_file(work, "websocketd", wsd_port))
+        procs.append(r3)
+        ks = keystrokes(node_port, via_node, wsd_port, via_wsd, key, 2 * a.rounds, 200)
+        ks50 = {k: statistics.median(v) for k, v in ks.items()}
         fo = [failover(node, via_node, headers) for _ in range(a.rounds)]
         plan_s, plan_said = plan_time(a.agentbox, work, a.rounds)
 
@@ -241,6 +288,11 @@ def main():
                   f"{thr[who + ' via nginx'] / thr[who + ' direct']:9.2f}x")
         ratio = (thr["agentbox via nginx"] / thr["agentbox direct"]) / (thr["static via nginx"] / thr["static direct"])
         print(f"via/direct throughput, agentbox / static upstream: {ratio:.2f}x (target >= 0.9x)")
+        for who in ("agentbox", "websocketd"):
+            d, v = ks50[f"{who} direct"], ks50[f"{who} via nginx"]
+            print(f"{who + ' keystroke echo p50 (us)':34}{d:12.0f}{v:12.0f}{v - d:10.0f}")
+        print(f"keystroke p50 added by nginx, agentbox / websocketd: "
+              f"{(ks50['agentbox via nginx'] - ks50['agentbox direct']) / (ks50['websocketd via nginx'] - ks50['websocketd direct']):.2f}x (target <= 1.2x)")
         print(f"cluster plan, 100,000 accounts, 16 -> 17 nodes: median {plan_s:.3f} s (target <= 1 s): {plan_said}")
         print(f"SIGKILL -> first 503 through nginx: median {statistics.median(f[0] for f in fo):.1f} ms "
               f"(max {max(f[0] for f in fo):.1f}; target <= 50 ms)")
