@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "util/random_hex.hpp"
+
 namespace agentbox::cluster {
 namespace {
 
@@ -18,13 +20,7 @@ std::string md5_hex(std::string_view bytes) {
   unsigned int len = 0;
   if (EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_md5(), nullptr) != 1)
     throw std::runtime_error("md5 failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
+  return hex_of(digest, len);
 }
 
 std::string nginx_pins_map(const ClusterPins& pins) {

@@ -8,12 +8,12 @@
 #include <charconv>
 
 #include "util/error.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox::server {
 
 namespace {
 
-constexpr char kHex[] = "0123456789abcdef";
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -44,12 +44,8 @@ std::array<unsigned char, 32> SignedLinks::mac(std::string_view user, std::strin
 }
 
 std::string SignedLinks::sign(std::string_view user, std::string_view path, int64_t expires) const {
-  std::string token = std::to_string(expires) + ".";
-  for (unsigned char b : mac(user, path, expires)) {
-    token += kHex[b >> 4];
-    token += kHex[b & 15];
-  }
-  return token;
+  const auto digest = mac(user, path, expires);
+  return std::to_string(expires) + "." + hex_of(digest.data(), digest.size());
 }
 
 bool SignedLinks::verify(std::string_view user, std::string_view path, std::string_view token, int64_t now) const {

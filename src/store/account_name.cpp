@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include "util/error.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox {
 
@@ -31,13 +32,7 @@ std::string sha256_hex(std::string_view data) {
   unsigned int len = 0;
   if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1)
     throw Error("EVP_Digest(sha256) failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
+  return hex_of(digest, len);
 }
 
 }  // namespace agentbox

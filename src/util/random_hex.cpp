@@ -18,12 +18,17 @@ std::string random_hex(size_t bytes) {
     if (n < 0) throw sys_error("getrandom");
     got += static_cast<size_t>(n);
   }
+  return hex_of(raw.data(), raw.size());
+}
+
+std::string hex_of(const void* data, size_t size) {
   static constexpr char kHex[] = "0123456789abcdef";
+  const auto* bytes = static_cast<const unsigned char*>(data);
   std::string out;
-  out.reserve(2 * bytes);
-  for (unsigned char b : raw) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
+  out.reserve(2 * size);
+  for (size_t i = 0; i < size; ++i) {
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
   }
   return out;
 }
