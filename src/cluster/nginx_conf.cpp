@@ -71,11 +71,12 @@ std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& o) {
   c += "    # A failed node answers 503 for its users; no other node gets them.\n";
   c += "    proxy_next_upstream off;\n    proxy_connect_timeout 2s;\n";
   c += "    proxy_read_timeout " + secs(o.read_timeout) + ";\n    proxy_send_timeout " + secs(o.read_timeout) + ";\n";
-  // No trailing slash: nginx answers a bare "/api/terminals/" prefix's "/api/terminals" with a 301.
-  c += "    location /api/terminals {\n      proxy_read_timeout " + secs(o.long_timeout) + ";\n      proxy_send_timeout " +
-       secs(o.long_timeout) + ";\n      proxy_pass http://$ab_pool;\n    }\n";
-  c += "    location /proxy/ {\n      proxy_read_timeout " + secs(o.long_timeout) + ";\n      proxy_send_timeout " +
-       secs(o.long_timeout) + ";\n      proxy_pass http://$ab_pool;\n    }\n";
+  // Terminals and /proxy carry WebSockets and dev servers' streams, idle far longer than an API
+  // call. No trailing slash on /api/terminals: nginx would answer POST /api/terminals with a 301.
+  const std::string long_idle = secs(o.long_timeout);
+  for (const char* prefix : {"/api/terminals", "/proxy/"})
+    c += std::string("    location ") + prefix + " {\n      proxy_read_timeout " + long_idle +
+         ";\n      proxy_send_timeout " + long_idle + ";\n      proxy_pass http://$ab_pool;\n    }\n";
   c += "    location / {\n      proxy_pass http://$ab_pool;\n    }\n";
   c += "    # nginx's own 502/504 (the node is down or hung); a node's own 502/504 pass through.\n";
   c += "    error_page 502 504 = @ab_down;\n";
