@@ -155,10 +155,8 @@ function checkNodePod(where, podSpec, objects, caps) {
     fail(where, `seccompProfile must be Unconfined or Localhost agentbox.json, is ${JSON.stringify(seccomp)}`);
   const apparmor = sc.appArmorProfile ?? podSpec.securityContext?.appArmorProfile;
   if (apparmor?.type !== "Unconfined") fail(where, `appArmorProfile must be Unconfined, is ${JSON.stringify(apparmor)}`);
-  for (const x of [...podSpec.containers, ...(podSpec.initContainers ?? [])]) {
-    if (x.securityContext?.allowPrivilegeEscalation === false && x.name === "agentbox")
-      fail(where, "allowPrivilegeEscalation: false is rejected by the API together with SYS_ADMIN");
-  }
+  if (sc.allowPrivilegeEscalation === false)
+    fail(where, "allowPrivilegeEscalation: false is rejected by the API together with SYS_ADMIN");
   const env = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value]));
   const cmName = podSpec.volumes?.find((v) => v.name === "config")?.configMap?.name;
   const toml = objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === cmName)?.data?.["agentbox.toml"];
