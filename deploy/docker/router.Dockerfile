@@ -4,7 +4,7 @@
 #   docker build -f deploy/docker/router.Dockerfile -t agentbox-router deploy/docker
 FROM debian:12-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends nginx-light libnginx-mod-http-set-misc \
+ && apt-get install -y --no-install-recommends nginx libnginx-mod-http-set-misc \
  && rm -rf /var/lib/apt/lists/* /etc/nginx/sites-enabled/default \
  && echo 'include /etc/agentbox/*.conf;' > /etc/nginx/conf.d/agentbox.conf \
  && ln -sf /dev/stderr /var/log/nginx/error.log && ln -sf /dev/stdout /var/log/nginx/access.log

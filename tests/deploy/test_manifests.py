@@ -120,3 +120,21 @@ def test_the_seccomp_profile_is_the_runtime_default_plus_what_a_box_start_calls(
                           "chroot", "swapon", "acct", "settimeofday"}
     socket_rules = [s for s in profile["syscalls"] if s["names"] == ["socket"]]
     assert len(socket_rules) == 3  # every family but AF_ALG and AF_VSOCK, as containerd's
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed (scripts/install-deps.sh installs it)")
+def test_the_routers_placeholder_config_is_valid_nginx(tmp_path):
+    # The ConfigMap the router starts with, before `agentbox cluster nginx-conf` replaces it,
+    # included as the router image includes it (/etc/agentbox/*.conf inside http).
+    extract = ("const Y = require('yaml'); const fs = require('fs');"
+               "for (const d of Y.parseAllDocuments(fs.readFileSync(process.argv[1], 'utf8')))"
+               "  if (d.toJS().kind === 'ConfigMap') process.stdout.write(d.toJS().data['agentbox.conf']);")
+    conf = subprocess.run(["node", "-e", extract, str(K8S / "base" / "router.yaml")], capture_output=True,
+                          text=True, check=True, env={"NODE_PATH": str(MODULES), "PATH": "/usr/bin:/bin"}).stdout
+    assert "listen 8000;" in conf
+    (tmp_path / "agentbox.conf").write_text(conf)
+    main = tmp_path / "nginx.conf"
+    main.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log stderr;\nevents {{}}\n"
+                    f"http {{ client_body_temp_path {tmp_path}/body; include {tmp_path}/agentbox.conf; }}\n")
+    r = subprocess.run(["nginx", "-t", "-q", "-c", str(main), "-p", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
