@@ -63,3 +63,16 @@ if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]] && command -v npm >/dev/null; then
       || echo "install-deps: npm install of @anthropic-ai/sandbox-runtime failed (bench only)" >&2
   fi
 fi
+
+# Kubernetes schemas and a YAML parser for the offline manifest check (tests/deploy), pinned in
+# tests/deploy/package.json, into tests/deploy/node_modules (git-ignored). The copy of the
+# package.json they were installed from keeps a run with them present instant.
+if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]]; then
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  deploy_tests=$here/tests/deploy
+  if ! cmp -s "$deploy_tests/package.json" "$deploy_tests/node_modules/.installed-from.json"; then
+    command -v npm >/dev/null || { echo "install-deps: npm is needed for tests/deploy" >&2; exit 1; }
+    npm install --prefix "$deploy_tests" --silent --no-audit --no-fund --no-save >/dev/null
+    cp "$deploy_tests/package.json" "$deploy_tests/node_modules/.installed-from.json"
+  fi
+fi

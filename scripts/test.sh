@@ -21,6 +21,8 @@ echo "== e2e (black-box HTTP suite against build/agentbox serve)"
 AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider
 echo "== red team with other addresses (a daemon in a world netns whose routes end in a recording bait netns)"
 AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/redteam -q -p no:cacheprovider
+echo "== deploy (manifests offline, the systemd unit, the node image; the pod's needs under setpriv)"
+AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/deploy -q -p no:cacheprovider
 if [[ ${AGENTBOX_SKIP_ASAN:-0} != 1 ]]; then
   bash scripts/build.sh --asan
   run_suite build-asan

@@ -1,9 +1,12 @@
 // cgroup v2 driver: one directory <root>/agentbox/<name> holding every controller.
 #include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "box/cgroup_drivers.hpp"
 #include "box/cgroup_fs.hpp"
@@ -38,6 +41,35 @@ std::string missing_controllers(const std::string& file) {
 void enable_for_children(const std::string& dir) {
   const std::string subtree = dir + "/cgroup.subtree_control";
   if (!missing_controllers(subtree).empty()) write_knob(subtree, "+memory +pids +cpu");
+}
+
+// Where the daemon's own processes go when its cgroup namespace's root holds them.
+constexpr const char* kDaemonLeaf = "daemon";
+
+// A cgroup that holds processes cannot delegate controllers (the no-internal-process rule:
+// EBUSY), except the real root. In a cgroup namespace (a container) the root that the daemon
+// sees is some group of the host's, holding the daemon itself: move whatever it holds into the
+// leaf <root>/daemon first. Only a non-root group has cgroup.type, so the host's root, with
+// every host process in it, is never emptied.
+void move_processes_to_leaf(const std::string& root) {
+  if (!exists(root + "/cgroup.type")) return;
+  const std::vector<pid_t> pids = read_pids(root + "/cgroup.procs");
+  if (pids.empty()) return;
+  const std::string leaf = root + "/" + kDaemonLeaf;
+  make_dir(leaf);
+  const std::string procs = leaf + "/cgroup.procs";
+  // One pid per write(2), as the kernel takes them; O_APPEND keeps a fake tree's list whole.
+  UniqueFd fd(::open(procs.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (!fd) throw sys_error("open(" + procs + ")");
+  for (pid_t pid : pids) {
+    const std::string line = std::to_string(pid) + "\n";
+    ssize_t n;
+    do {
+      n = ::write(fd.get(), line.data(), line.size());
+    } while (n < 0 && errno == EINTR);
+    // ESRCH: it exited meanwhile. Anything else (a kernel thread: EINVAL) leaves the root busy.
+    if (n < 0 && errno != ESRCH) throw sys_error("write(" + procs + ", \"" + std::to_string(pid) + "\")");
+  }
 }
 
 // A group the kernel just made holds its defaults ("max" everywhere, a 100 ms period): only the
@@ -146,6 +178,8 @@ std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(const std::string& root, std
         reasons += (reasons.empty() ? "" : "; ") + controllers + " lacks " + missing;
         continue;
       }
+      if (!missing_controllers(v2root + "/cgroup.subtree_control").empty())
+        move_processes_to_leaf(v2root);
       enable_for_children(v2root);
       make_dir(v2root + "/agentbox");
       check_writable(v2root + "/agentbox");

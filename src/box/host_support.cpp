@@ -22,6 +22,7 @@
 #include <string>
 
 #include "box/cgroup.hpp"
+#include "box/pod_needs.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
@@ -242,9 +243,14 @@ HostFeature probe_cgroups(bool as_root) {
 }
 
 HostFeature probe_loop_devices() {
-  HostFeature f{"loop devices", false, false, "", "modprobe loop"};
-  f.present = ::access("/dev/loop-control", F_OK) == 0;
-  f.detail = f.present ? "/dev/loop-control" : "no /dev/loop-control";
+  HostFeature f{"loop devices", false, false, "",
+                "modprobe loop; in a container, the host's loop devices (Kubernetes: the privileged "
+                "overlay, docs/DEPLOY.md) or [accounts] disk = \"0\""};
+  // Opening it is what a container's device cgroup refuses (EPERM) where the node exists.
+  UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+  f.present = static_cast<bool>(control);
+  f.detail = f.present ? "/dev/loop-control opens read-write"
+                       : "open(/dev/loop-control): " + errno_text(errno);
   return f;
 }
 
@@ -284,6 +290,8 @@ std::vector<HostFeature> probe_host(bool as_root) {
   features.push_back(probe_cgroups(as_root));
   features.push_back(probe_loop_devices());
   features.push_back(probe_core_pattern());
+  // What the container around the daemon grants (a pod, Docker, a systemd unit).
+  for (HostFeature& f : probe_pod_needs(as_root)) features.push_back(std::move(f));
   return features;
 }
 

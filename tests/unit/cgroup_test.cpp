@@ -184,6 +184,53 @@ TEST_F(FakeCgroupfs, V2LeavesSubtreeControlAloneWhenAlreadyEnabled) {
   EXPECT_EQ(get("cgroup.subtree_control"), "cpu io memory pids\n");
 }
 
+TEST_F(FakeCgroupfs, V2InACgroupNamespaceMovesTheDaemonIntoALeafFirst) {
+  // A container's cgroup namespace: its root is a group of the host's (it has cgroup.type)
+  // and holds the daemon, so it cannot delegate controllers until the daemon has left it.
+  make_v2_root();
+  put("cgroup.type", "domain\n");
+  put("cgroup.procs", "1\n42\n");
+  put("daemon/cgroup.procs", "");  // the kernel makes it with the directory
+  std::string why;
+  ASSERT_NE(detect(&why), nullptr) << why;
+  EXPECT_EQ(get("daemon/cgroup.procs"), "1\n42\n");  // every process, one write each
+  EXPECT_EQ(get("cgroup.subtree_control"), "+memory +pids +cpu");
+  EXPECT_EQ(get("agentbox/cgroup.subtree_control"), "+memory +pids +cpu");
+}
+
+TEST_F(FakeCgroupfs, V2AtTheRealRootMovesNothing) {
+  // The host's root (no cgroup.type) is exempt from the rule and holds every host process.
+  make_v2_root();
+  put("cgroup.procs", "1\n42\n");
+  ASSERT_NE(detect(), nullptr);
+  EXPECT_FALSE(fs::exists(at("daemon")));
+  EXPECT_EQ(get("cgroup.subtree_control"), "+memory +pids +cpu");
+}
+
+TEST_F(FakeCgroupfs, V2InACgroupNamespaceWithControllersOnMovesNothing) {
+  // Already delegated (a restart, or a runtime that did it): nothing to move.
+  make_v2_root();
+  put("cgroup.type", "domain\n");
+  put("cgroup.procs", "");
+  put("cgroup.subtree_control", "cpu memory pids\n");
+  ASSERT_NE(detect(), nullptr);
+  EXPECT_FALSE(fs::exists(at("daemon")));
+}
+
+TEST_F(FakeCgroupfs, V2LeafMoveFailureIsTheReasonAndV1IsNext) {
+  make_v2_root();
+  put("cgroup.type", "domain\n");
+  put("cgroup.procs", "42\n");
+  fs::create_directories(at("daemon"));  // no cgroup.procs in it: the write cannot open it
+  make_v1_mounts();
+  std::string why;
+  auto driver = detect(&why);
+  ASSERT_NE(driver, nullptr);
+  EXPECT_EQ(driver->kind(), "v1");  // the next choice, with the reason kept
+  EXPECT_THAT(why, HasSubstr("open(" + at("daemon/cgroup.procs") + ")"));
+  EXPECT_EQ(get("cgroup.subtree_control"), "");
+}
+
 TEST_F(FakeCgroupfs, V2OnHybridHostIsFoundUnderUnified) {
   make_v2_root("unified");
   auto driver = detect();

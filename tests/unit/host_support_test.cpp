@@ -54,7 +54,8 @@ TEST(HostSupport, EveryFeatureARootDaemonRequiresIsPresent) {
   const std::set<std::string> expected = {
       "network namespaces", "mount namespaces", "pid namespaces", "ipc namespaces",
       "uts namespaces",     "cgroup namespaces", "landlock",      "seccomp",
-      "no_new_privs",       "openat2",           "pidfd_open",    "cgroups"};
+      "no_new_privs",       "openat2",           "pidfd_open",    "cgroups",
+      "capabilities",       "seccomp profile"};
   EXPECT_EQ(required, expected);
 }
 
