@@ -50,16 +50,23 @@ int nginx_conf(const ClusterOptions& o) {
   n.max_body_bytes = parse_size(o.max_body);
   n.read_timeout = std::chrono::seconds(o.read_timeout);
   n.long_timeout = std::chrono::seconds(o.long_timeout);
+  n.http_only = o.http_only;
+  // A whole config finds pins.map beside it (nginx resolves includes from the config's
+  // directory); an include for another nginx.conf names it absolutely.
+  n.pins_map = !o.pins_map.empty() ? o.pins_map : o.http_only ? "/etc/agentbox/pins.map" : "pins.map";
   if (o.out_dir.empty()) {
     std::cout << cluster::nginx_conf(config, n);
     return 0;
   }
   if (::mkdir(o.out_dir.c_str(), 0755) == -1 && errno != EEXIST) throw sys_error("mkdir(" + o.out_dir + ")");
-  n.pins_map = "pins.map";  // beside nginx.conf: nginx reads includes relative to the config's directory
+  const std::string conf = o.out_dir + (o.http_only ? "/agentbox.conf" : "/nginx.conf");
   replace_file(o.out_dir + "/pins.map", cluster::nginx_pins_map(config.pins));
-  replace_file(o.out_dir + "/nginx.conf", cluster::nginx_conf(config, n));
-  std::cout << "wrote " << o.out_dir << "/nginx.conf and " << o.out_dir << "/pins.map (" << config.nodes.size()
-            << " nodes, " << config.pins.size() << " pins); run: nginx -p " << o.out_dir << " -c nginx.conf\n";
+  replace_file(conf, cluster::nginx_conf(config, n));
+  std::cout << "wrote " << conf << " and " << o.out_dir << "/pins.map (" << config.nodes.size() << " nodes, "
+            << config.pins.size() << " pins)"
+            << (o.http_only ? "; include it in nginx's http block, with pins.map at " + n.pins_map
+                            : "; run: nginx -p " + o.out_dir + " -c nginx.conf")
+            << "\n";
   return 0;
 }
 
@@ -183,6 +190,12 @@ CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
   conf->add_option("--out", o.out_dir, "Directory for nginx.conf and pins.map (default: nginx.conf to stdout)")->type_name("DIR");
   conf->add_option("--listen", o.listen, "The router's address (default 127.0.0.1:8100)")->type_name("ADDR:PORT");
   conf->add_option("--max-body", o.max_body, "The nodes' [limits] body (default 100M)")->type_name("SIZE");
+  conf->add_flag("--http-only", o.http_only,
+                 "Write only the http block's part (agentbox.conf), to include in a stock nginx.conf");
+  conf->add_option("--pins-map", o.pins_map,
+                   "The pins map's path as nginx sees it (default: beside nginx.conf; with --http-only "
+                   "/etc/agentbox/pins.map)")
+      ->type_name("PATH");
   conf->add_option("--read-timeout", o.read_timeout, "Seconds an API call may be silent (default 330)")
       ->check(CLI::Range(1, 86400));
   conf->add_option("--long-timeout", o.long_timeout, "Seconds a terminal or /proxy may be idle (default 3600)")

@@ -21,6 +21,8 @@ struct ClusterOptions {
   std::string max_body = "100M";      // the nodes' [limits] body
   int64_t read_timeout = 330;         // API calls (past /execute?wait=300)
   int64_t long_timeout = 3600;        // terminals and /proxy
+  bool http_only = false;             // nginx-conf: an include for a stock nginx.conf's http block
+  std::string pins_map;               // nginx-conf: the pins map's path as nginx will see it
   std::string new_file;               // plan: the cluster file to compare with (--to)
   std::string accounts_file;          // plan: "USER<TAB>NODE" lines instead of asking the nodes
   std::string node_name;              // add: the new node's name

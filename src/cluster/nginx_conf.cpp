@@ -44,12 +44,14 @@ std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& o) {
   std::string c;
   c += "# Written by `agentbox cluster nginx-conf` from " + cluster.path +
        ".\n# Do not edit: change the cluster file and write it again (the nodes read the same ring).\n";
-  c += "load_module /usr/lib/nginx/modules/ndk_http_module.so;\n";
-  c += "load_module /usr/lib/nginx/modules/ngx_http_set_misc_module.so;\n";
-  c += "worker_processes auto;\npid nginx.pid;\nerror_log stderr warn;\n";
-  c += "events {\n  worker_connections 8192;\n}\n";
-  c += "http {\n";
-  c += "  access_log off;\n  client_body_temp_path client_body;\n  proxy_temp_path proxy_temp;\n";
+  if (!o.http_only) {
+    c += "load_module /usr/lib/nginx/modules/ndk_http_module.so;\n";
+    c += "load_module /usr/lib/nginx/modules/ngx_http_set_misc_module.so;\n";
+    c += "worker_processes auto;\npid nginx.pid;\nerror_log stderr warn;\n";
+    c += "events {\n  worker_connections 8192;\n}\n";
+    c += "http {\n";
+    c += "  client_body_temp_path client_body;\n  proxy_temp_path proxy_temp;\n";
+  }
   c += "  # The key, as the nodes read it: X-User-Id, else X-OpenWebUI-User-Id, else ?user_id=\n"
        "  # (Open WebUI's WebSockets), percent-decoded so that REST and WebSocket hash alike.\n";
   c += "  map $http_x_user_id $ab_header {\n    \"\" $http_x_openwebui_user_id;\n    default $http_x_user_id;\n  }\n";
@@ -61,7 +63,7 @@ std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& o) {
   c += "  map $upstream_addr $ab_down_node {\n" + names + "    default $upstream_addr;\n  }\n";
   c += "  upstream ab_ring {\n    hash $ab_key consistent;\n" + ring + "    keepalive 64;\n  }\n";
   c += nodes;
-  c += "  server {\n    listen " + o.listen + ";\n";
+  c += "  server {\n    listen " + o.listen + ";\n    access_log off;\n";
   c += "    set_unescape_uri $ab_query_user $arg_user_id;\n    set_md5 $ab_key_md5 $ab_key;\n";
   c += "    client_max_body_size " + body_mb + ";\n";
   c += "    proxy_request_buffering off;\n    proxy_buffering off;\n";
@@ -84,7 +86,7 @@ std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& o) {
        std::to_string(o.retry_after.count()) + " always;\n";
   c += "      return 503 '{\"detail\":\"the agentbox node holding this user\\'s files, $ab_down_node, is not "
        "answering; nothing is lost: retry shortly\"}';\n    }\n";
-  c += "  }\n}\n";
+  c += o.http_only ? "  }\n" : "  }\n}\n";
   return c;
 }
 

@@ -17,10 +17,13 @@ struct NginxOptions {
   std::chrono::seconds read_timeout{330};     // API calls: past /execute?wait=300
   std::chrono::seconds long_timeout{3600};    // terminals and /proxy: idle WebSockets
   std::chrono::seconds retry_after{5};        // told to clients while a node is down
+  bool http_only = false;                     // only what goes in nginx's http block: an include
+                                              // for Debian's stock nginx.conf (modules-enabled
+                                              // loads set-misc), e.g. a Kubernetes ConfigMap
 };
 
 // A whole nginx.conf for a router (run with `nginx -p DIR -c nginx.conf`: pid, logs and temp
-// files under DIR).
+// files under DIR), or with http_only the maps, upstreams and server to include in one.
 std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& options);
 
 // The pins as nginx map entries: the md5 of each user id (so case and any byte survive nginx's

@@ -441,3 +441,19 @@ def test_adding_a_node_pins_whoever_would_change_node_so_nobody_moves(cluster):
     assert not set(held) & cluster.accounts_on("n4")
     plan = agentbox("cluster", "plan", "--cluster", cluster.file, "--to", cluster.file, env=admin).stdout
     assert plan.endswith(f"0 of {len(held) + len(newcomers)} accounts would move\n"), plan
+
+
+def test_the_http_only_config_goes_into_a_stock_debian_nginx_conf(cluster, tmp_path):
+    """The Kubernetes router (deploy/docker/router.Dockerfile) includes the generated part in
+    Debian's own nginx.conf, whose modules-enabled loads set-misc."""
+    out = tmp_path / "router"
+    agentbox("cluster", "nginx-conf", "--cluster", cluster.file, "--http-only", "--listen", "8000",
+             "--out", str(out), "--pins-map", str(out / "pins.map"))
+    main = tmp_path / "nginx.conf"
+    main.write_text("include /etc/nginx/modules-enabled/*.conf;\n"
+                    f"pid {tmp_path}/nginx.pid;\nevents {{ worker_connections 64; }}\n"
+                    f"http {{ include /etc/nginx/mime.types; access_log /dev/null; include {out}/agentbox.conf; }}\n")
+    r = subprocess.run(["nginx", "-t", "-e", "stderr", "-c", str(main)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    text = (out / "agentbox.conf").read_text()
+    assert "load_module" not in text and "http {" not in text and f"include {out}/pins.map;" in text
