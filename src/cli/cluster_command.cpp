@@ -2,10 +2,12 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -13,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/admin_client.hpp"
+#include "cli/move_command.hpp"
 #include "cluster/nginx_conf.hpp"
 #include "cluster/placement.hpp"
 #include "config/units.hpp"
@@ -43,6 +46,44 @@ int owner(const ClusterOptions& o) {
   return 0;
 }
 
+// The router's files in dir: its config, pins.map, and router.json (the options they were
+// written with, so that drain and rebalance can write them again for a changed cluster).
+void write_router(const std::string& dir, const ClusterConfig& config, const cluster::NginxOptions& n) {
+  if (::mkdir(dir.c_str(), 0755) == -1 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
+  const nlohmann::json options = {{"listen", n.listen},
+                                  {"pins_map", n.pins_map},
+                                  {"max_body_bytes", n.max_body_bytes},
+                                  {"read_timeout", n.read_timeout.count()},
+                                  {"long_timeout", n.long_timeout.count()},
+                                  {"http_only", n.http_only}};
+  replace_file(dir + "/pins.map", cluster::nginx_pins_map(config.pins));
+  replace_file(dir + (n.http_only ? "/agentbox.conf" : "/nginx.conf"), cluster::nginx_conf(config, n));
+  replace_file(dir + "/router.json", options.dump(2) + "\n");
+}
+
+// Writes the router in dir again for config (with the options it was written with) and, when an
+// nginx runs there (DIR/nginx.pid), reloads it: open connections stay on the old workers.
+std::string rewrite_router(const std::string& dir, const ClusterConfig& config) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(dir + "/router.json"));
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(dir + "/router.json: " + e.what());
+  }
+  cluster::NginxOptions n;
+  n.listen = j.value("listen", n.listen);
+  n.pins_map = j.value("pins_map", n.pins_map);
+  n.max_body_bytes = j.value("max_body_bytes", n.max_body_bytes);
+  n.read_timeout = std::chrono::seconds(j.value("read_timeout", n.read_timeout.count()));
+  n.long_timeout = std::chrono::seconds(j.value("long_timeout", n.long_timeout.count()));
+  n.http_only = j.value("http_only", false);
+  write_router(dir, config, n);
+  const std::optional<std::string> pid_text = read_file_if_exists(dir + "/nginx.pid");
+  const long pid = pid_text ? std::strtol(pid_text->c_str(), nullptr, 10) : 0;
+  if (pid > 1 && ::kill(static_cast<pid_t>(pid), SIGHUP) == 0) return "router in " + dir + " written and reloaded";
+  return "router in " + dir + " written (no nginx runs there: give it to the routers and reload them)";
+}
+
 int nginx_conf(const ClusterOptions& o) {
   ClusterConfig config = load(o);
   cluster::NginxOptions n;
@@ -58,12 +99,9 @@ int nginx_conf(const ClusterOptions& o) {
     std::cout << cluster::nginx_conf(config, n);
     return 0;
   }
-  if (::mkdir(o.out_dir.c_str(), 0755) == -1 && errno != EEXIST) throw sys_error("mkdir(" + o.out_dir + ")");
-  const std::string conf = o.out_dir + (o.http_only ? "/agentbox.conf" : "/nginx.conf");
-  replace_file(o.out_dir + "/pins.map", cluster::nginx_pins_map(config.pins));
-  replace_file(conf, cluster::nginx_conf(config, n));
-  std::cout << "wrote " << conf << " and " << o.out_dir << "/pins.map (" << config.nodes.size() << " nodes, "
-            << config.pins.size() << " pins)"
+  write_router(o.out_dir, config, n);
+  std::cout << "wrote " << o.out_dir << (o.http_only ? "/agentbox.conf" : "/nginx.conf") << " and " << o.out_dir
+            << "/pins.map (" << config.nodes.size() << " nodes, " << config.pins.size() << " pins)"
             << (o.http_only ? "; include it in nginx's http block, with pins.map at " + n.pins_map
                             : "; run: nginx -p " + o.out_dir + " -c nginx.conf")
             << "\n";
@@ -178,6 +216,121 @@ int add(const ClusterOptions& o) {
   return 0;
 }
 
+// The accounts node holds now, from its admin API (with their last activity).
+std::vector<nlohmann::json> held_on(const ClusterNode& node) {
+  nlohmann::json answer = AdminClient(target_of(node)).get("/admin/accounts");
+  return answer["accounts"].get<std::vector<nlohmann::json>>();
+}
+
+// Asks every node to read the cluster file again; each must then read it as written (a node
+// elsewhere needs the file given to it first).
+void reload_nodes(const ClusterConfig& config, const ClusterNode& changed) {
+  for (const ClusterNode& n : config.nodes) {
+    nlohmann::json r = AdminClient(target_of(n)).post("/admin/cluster/reload", nlohmann::json::object());
+    bool agrees = false;
+    for (const nlohmann::json& x : r["nodes"])
+      agrees |= x.value("name", "") == changed.name && x.value("drain", false) == changed.drain;
+    if (!agrees)
+      throw UsageError("node " + n.name + " does not read " + config.path + " as written here: give it this file, then run the command again");
+  }
+}
+
+// Pins that say what the ring says are dropped; returns how many.
+size_t drop_needless_pins(ClusterConfig& config) {
+  cluster::Placement placement(config, "");
+  size_t dropped = 0;
+  for (auto it = config.pins.begin(); it != config.pins.end();) {
+    if (placement.ring_owner(it->first).name == it->second) {
+      it = config.pins.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  replace_file(config.pins_path, pins_file_text(config.pins));
+  return dropped;
+}
+
+void move_one(const ClusterOptions& o, const ClusterConfig& config, const std::string& user, const std::string& from,
+              const std::string& to) {
+  MoveOptions m;
+  m.user = user;
+  m.to = to;
+  m.from = from;
+  m.cluster = config.path;
+  if (!o.router_dir.empty()) m.router_dir = o.router_dir;
+  move_account(m);
+}
+
+// Every account of a node goes to its owner on the ring without it; the node takes no new user
+// from the start (drain = true: the nodes' guard and nginx's `down` skip it), and each of its
+// accounts stays reachable on it (pinned) until its own move. Safe to run again after a failure.
+int drain(const ClusterOptions& o) {
+  ClusterConfig config = load(o);
+  if (!config.node(o.node_name)) throw UsageError("the cluster has no node " + o.node_name);
+  const auto pin_everyone_there = [&](ClusterConfig& c) {
+    for (const nlohmann::json& a : held_on(*c.node(o.node_name))) c.pins[a.value("user", "")] = o.node_name;
+    replace_file(c.pins_path, pins_file_text(c.pins));
+  };
+  pin_everyone_there(config);
+  for (ClusterNode& n : config.nodes)
+    if (n.name == o.node_name) n.drain = true;
+  replace_file(config.path, cluster_file_text(config));
+  reload_nodes(config, *config.node(o.node_name));
+  // Accounts it made before it read the flag are pinned too; then the router skips it.
+  config = load(o);
+  pin_everyone_there(config);
+  if (!o.router_dir.empty()) std::cout << rewrite_router(o.router_dir, config) << "\n";
+  cluster::Placement placement(config, "");
+  size_t moved = 0;
+  for (const nlohmann::json& a : held_on(*config.node(o.node_name))) {
+    const std::string user = a.value("user", "");
+    move_one(o, config, user, o.node_name, placement.ring_owner(user).name);
+    ++moved;
+  }
+  config = load(o);
+  drop_needless_pins(config);
+  if (!o.router_dir.empty()) std::cout << rewrite_router(o.router_dir, config) << "\n";
+  std::cout << "drained " << o.node_name << ": " << moved << " accounts moved, none left there. It takes no new "
+            << "users; remove it from " << config.path << " when you stop it\n";
+  return 0;
+}
+
+// Pinned accounts go to their owners on the ring, the least recently active first, and their pins
+// go. A pin of an account its node does not hold is dropped (nothing to move).
+int rebalance(const ClusterOptions& o) {
+  ClusterConfig config = load(o);
+  cluster::Placement placement(config, "");
+  struct Job {
+    std::string user, from, to;
+    double last_active;
+  };
+  std::vector<Job> jobs;
+  std::map<std::string, std::map<std::string, double>> held;  // node -> user -> last activity
+  for (const auto& [user, node] : config.pins) {
+    const std::string to = placement.ring_owner(user).name;
+    if (to == node) continue;
+    if (!held.contains(node))
+      for (const nlohmann::json& a : held_on(*config.node(node))) held[node][a.value("user", "")] = a.value("last_active", 0.0);
+    if (auto it = held[node].find(user); it != held[node].end()) jobs.push_back({user, node, to, it->second});
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.last_active < b.last_active; });
+  for (const Job& j : jobs) move_one(o, config, j.user, j.from, j.to);
+  // The moves rewrote the pins file (each moved account pinned to its ring owner, dropped below).
+  // A pin of an account its node did not hold named nothing to move: it goes too.
+  config = load(o);
+  for (auto it = config.pins.begin(); it != config.pins.end();) {
+    auto node = held.find(it->second);
+    const bool absent = node != held.end() && !node->second.contains(it->first);
+    it = absent ? config.pins.erase(it) : std::next(it);
+  }
+  const size_t dropped = drop_needless_pins(config);
+  if (!o.router_dir.empty()) std::cout << rewrite_router(o.router_dir, config) << "\n";
+  std::cout << "rebalanced: " << jobs.size() << " accounts moved to their ring owners, " << dropped
+            << " pins dropped, " << config.pins.size() << " left\n";
+  return 0;
+}
+
 }  // namespace
 
 CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
@@ -208,7 +361,13 @@ CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
   ad->add_option("server", o.node_server, "Its address as nginx's server line writes it (HOST:PORT)")->required();
   ad->add_option("--admin-url", o.node_admin_url, "Its admin URL (default http://SERVER)");
   ad->add_option("--accounts", o.accounts_file, "USER<TAB>NODE lines instead of asking the nodes")->type_name("FILE");
-  for (CLI::App* sub : {own, conf, pl, ad}) sub->fallthrough();  // --cluster may come after the subcommand too
+  auto* dr = cluster->add_subcommand("drain", "Move every account of a node to its owner on the ring without it");
+  dr->add_option("name", o.node_name, "The node")->required();
+  auto* rb = cluster->add_subcommand("rebalance", "Move pinned accounts to their ring owners, idle first, and drop the pins");
+  for (CLI::App* sub : {dr, rb})
+    sub->add_option("--router-dir", o.router_dir, "A router written by `cluster nginx-conf --out DIR`: written again and reloaded")
+        ->type_name("DIR");
+  for (CLI::App* sub : {own, conf, pl, ad, dr, rb}) sub->fallthrough();  // --cluster may come after the subcommand too
   return cluster;
 }
 
@@ -218,6 +377,8 @@ int run_cluster(CLI::App& cluster, ClusterOptions& o) {
     if (cluster.got_subcommand("nginx-conf")) return nginx_conf(o);
     if (cluster.got_subcommand("plan")) return plan(o);
     if (cluster.got_subcommand("add")) return add(o);
+    if (cluster.got_subcommand("drain")) return drain(o);
+    if (cluster.got_subcommand("rebalance")) return rebalance(o);
   } catch (const UsageError&) {
     throw;
   } catch (const AdminError& e) {

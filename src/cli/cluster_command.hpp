@@ -1,5 +1,5 @@
 #pragma once
-// `agentbox cluster owner|nginx-conf|plan|add`: what the cluster file says, computed here exactly
+// `agentbox cluster owner|nginx-conf|plan|add|drain|rebalance`: what the cluster file says, computed here exactly
 // as the router and the nodes compute it (cluster/ring.hpp), so an operator can ask without
 // either. plan and add also ask every node for the accounts it holds (GET /admin/accounts at its
 // admin_url, with the cluster's admin key from AGENTBOX_ADMIN_KEY).
@@ -28,6 +28,7 @@ struct ClusterOptions {
   std::string node_name;              // add: the new node's name
   std::string node_server;            // add: its nginx server string
   std::string node_admin_url;         // add: its admin URL (default http://SERVER)
+  std::string router_dir;             // drain, rebalance: a router to write again and reload
 };
 
 CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& options);

@@ -35,7 +35,8 @@ std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& o) {
     const std::string weight = n.weight == 1 ? "" : " weight=" + std::to_string(n.weight);
     // max_fails=0: a node that fails is never skipped for the next on the ring, which would be a
     // node without this user's files (nginx's failover is wrong for state on local disks).
-    ring += "    server " + n.server + weight + " max_fails=0;\n";
+    // A draining node stays on the ring, `down`: nginx walks past its points, the ring without it.
+    ring += "    server " + n.server + weight + " max_fails=0" + (n.drain ? " down" : "") + ";\n";
     nodes += "  upstream " + upstream_of(n) + " {\n    server " + n.server +
              " max_fails=0;\n    keepalive 16;\n  }\n";
     names += "    \"" + n.server + "\" \"" + n.name + " (" + n.server + ")\";\n";

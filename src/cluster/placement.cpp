@@ -20,7 +20,8 @@ Placement::Placement(ClusterConfig config, std::string self)
 }
 
 const ClusterNode& Placement::ring_owner(std::string_view user) const {
-  return config_.nodes[ring_.owner(user)];
+  // A draining node takes no new users: its points pass to the next node, as nginx's `down` does.
+  return config_.nodes[ring_.owner(user, [this](size_t i) { return config_.nodes[i].drain; })];
 }
 
 const ClusterNode& Placement::owner(std::string_view user) const {

@@ -60,11 +60,19 @@ Ring::Ring(const std::vector<RingServer>& servers) {
 }
 
 size_t Ring::owner(std::string_view key) const {
+  return owner(key, [](size_t) { return false; });
+}
+
+size_t Ring::owner(std::string_view key, const std::function<bool(size_t)>& skip) const {
   const uint32_t hash = crc32_of(key);
-  auto it = std::lower_bound(points_.begin(), points_.end(), hash,
-                             [](const Point& p, uint32_t h) { return p.hash < h; });
-  if (it == points_.end()) it = points_.begin();
-  return it->server;
+  const auto first = std::lower_bound(points_.begin(), points_.end(), hash,
+                                      [](const Point& p, uint32_t h) { return p.hash < h; });
+  size_t i = static_cast<size_t>(first - points_.begin());
+  for (size_t tried = 0; tried < points_.size(); ++tried, ++i) {
+    const Point& p = points_[i % points_.size()];
+    if (!skip(p.server)) return p.server;
+  }
+  throw std::invalid_argument("every server of the ring is skipped");
 }
 
 }  // namespace agentbox::cluster

@@ -6,6 +6,7 @@
 // node and the CLI compute the owner of a user this way, so nobody has to ask the router.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,9 @@ class Ring {
   // Index into the servers given to the constructor of the owner of key. key must not be
   // empty (nginx balances an empty key round robin: no owner).
   size_t owner(std::string_view key) const;
+  // The same, skipping the points of servers for which skip(index) is true, as nginx walks past
+  // a server marked `down`: the owner on the ring without them.
+  size_t owner(std::string_view key, const std::function<bool(size_t)>& skip) const;
 
   size_t points() const { return points_.size(); }
 

@@ -1,5 +1,6 @@
 #include "config/cluster_config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -46,8 +47,12 @@ ClusterNode read_node(const toml::table& table) {
         while (!node.admin_url.empty() && node.admin_url.back() == '/') node.admin_url.pop_back();
       } else if (k.str() == "weight") {
         node.weight = static_cast<uint32_t>(toml_integer(v, 1, 100));
+      } else if (k.str() == "drain") {
+        const auto* b = v.as_boolean();
+        if (!b) throw Error("expected true or false");
+        node.drain = b->get();
       } else {
-        throw Error("unknown key (expected name, server, admin_url or weight)");
+        throw Error("unknown key (expected name, server, admin_url, weight or drain)");
       }
     } catch (const Error& e) {
       throw e.wrap(k.str());
@@ -57,6 +62,16 @@ ClusterNode read_node(const toml::table& table) {
   if (node.server.empty()) throw Error("node " + node.name + " needs a server");
   if (node.admin_url.empty()) node.admin_url = "http://" + node.server;
   return node;
+}
+
+// A TOML basic string (names, servers and URLs hold no control characters: checked on read).
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
 }
 
 std::string dir_of(const std::string& path) {
@@ -106,6 +121,8 @@ ClusterConfig load_cluster_config(const std::string& path) {
   });
   throw_if_errors(errors);
   if (config.nodes.empty()) throw Error(path + ": no [[node]]: a cluster needs at least one");
+  if (std::all_of(config.nodes.begin(), config.nodes.end(), [](const ClusterNode& n) { return n.drain; }))
+    throw Error(path + ": every node drains: new users would have nowhere to go");
   std::set<std::string, std::less<>> names, servers;
   for (const ClusterNode& n : config.nodes) {
     if (!names.insert(n.name).second) throw Error(path + ": node name " + n.name + " appears twice");
@@ -115,6 +132,19 @@ ClusterConfig load_cluster_config(const std::string& path) {
   config.pins_path = pins_file.front() == '/' ? pins_file : dir_of(path) + "/" + pins_file;
   config.pins = read_pins(config.pins_path, config.nodes);
   return config;
+}
+
+std::string cluster_file_text(const ClusterConfig& config) {
+  std::string out = "# agentbox cluster: the ring nginx hashes users onto (docs/SCALING.md)\n";
+  const std::string default_pins = dir_of(config.path) + "/pins.toml";
+  if (config.pins_path != default_pins) out += "pins = " + quoted(config.pins_path) + "\n";
+  for (const ClusterNode& n : config.nodes) {
+    out += "\n[[node]]\nname = " + quoted(n.name) + "\nserver = " + quoted(n.server) + "\n";
+    if (n.admin_url != "http://" + n.server) out += "admin_url = " + quoted(n.admin_url) + "\n";
+    if (n.weight != 1) out += "weight = " + std::to_string(n.weight) + "\n";
+    if (n.drain) out += "drain = true\n";
+  }
+  return out;
 }
 
 std::string pins_file_text(const ClusterPins& pins) {

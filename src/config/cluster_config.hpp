@@ -10,6 +10,7 @@
 //   server = "127.0.0.1:8101"          # exactly as nginx's `server` line writes it
 //   admin_url = "http://127.0.0.1:8101"  # optional; default http://SERVER
 //   weight = 1                         # optional, 1..100 (nginx: 160 ring points per unit)
+//   drain = true                       # optional: takes no new users (`cluster drain`)
 #include <cstdint>
 #include <map>
 #include <string>
@@ -23,6 +24,7 @@ struct ClusterNode {
   std::string server;     // nginx's server string: HOST:PORT
   std::string admin_url;  // where other nodes and the CLI reach its API
   uint32_t weight = 1;
+  bool drain = false;     // on the ring but skipped for new users (nginx: `down`); pins still reach it
 };
 
 // user id -> node name: accounts kept off their ring owner (a move, or `cluster add` holding
@@ -44,5 +46,8 @@ ClusterConfig load_cluster_config(const std::string& path);
 
 // The pins file's text for pins: one `"user" = "node"` line each, sorted.
 std::string pins_file_text(const ClusterPins& pins);
+
+// A cluster file's text for config's nodes (and its pins file's name, when not the default).
+std::string cluster_file_text(const ClusterConfig& config);
 
 }  // namespace agentbox

@@ -20,6 +20,7 @@
 #include "exec/process_table.hpp"
 #include "box/start_steps.hpp"
 #include "box/uid_range_guard.hpp"
+#include "server/cluster_routes.hpp"
 #include "server/placement_guard.hpp"
 #include "exec/account_boxes.hpp"
 #include "fs/account_volumes.hpp"
@@ -386,6 +387,7 @@ int serve(const ServeOptions& options) {
   }
   add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool);
   add_account_routes(router, accounts, callers, manager, file_options.pool, config.storage.trash_days);
+  if (placement) add_cluster_routes(router, *placement);
 
   HttpServerOptions http;
   http.api_key = api_key;
