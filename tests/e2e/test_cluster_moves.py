@@ -64,6 +64,7 @@ class MoveCluster:
                 f.write(f'[[node]]\nname = "{n}"\nserver = "127.0.0.1:{self.ports[n]}"\n\n')
         self.nodes = {}
         for n in NODES:
+            os.makedirs(os.path.join(workdir, n))
             self.nodes[n] = Daemon(os.path.join(workdir, n), config_text=config, api_key=self.key, lifetime=1200,
                                    listen=f"127.0.0.1:{self.ports[n]}", env={"AGENTBOX_ADMIN_KEY": self.admin_key},
                                    args=["--cluster", self.file, "--node", n])
