@@ -105,7 +105,8 @@ nlohmann::json read_answer(asio::ip::tcp::socket& socket, const NodeEndpoint& to
 class TarReader {
  public:
   explicit TarReader(const std::vector<ArchivePart>& parts) {
-    std::vector<std::string> argv = {"tar", "--create", "--numeric-owner", "--file=-"};
+    // pax: nanosecond times, any name length and file size.
+    std::vector<std::string> argv = {"tar", "--create", "--format=posix", "--numeric-owner", "--file=-"};
     for (const ArchivePart& p : parts) {
       argv.push_back("--directory=" + p.dir);
       for (const std::string& e : p.entries) argv.push_back(e);
