@@ -15,7 +15,7 @@ MoveGate::MoveGate(MoveStore& moves, std::string self_node) : moves_(moves), sel
 
 void MoveGate::reload() {
   std::map<std::string, Entry, std::less<>> fresh;
-  for (const MoveOut& m : moves_.outs()) fresh[m.external_id] = {m.state == "done", m.to_node, m.to_server};
+  for (const MoveOut& m : moves_.outs()) fresh[m.external_id] = {m.state == "moved", m.to_node, m.to_server};
   // A move in supersedes an old tombstone of the same user (moved away, now moved back).
   for (const MoveIn& m : moves_.pending_ins()) fresh[m.external_id] = {false, self_, ""};
   std::lock_guard lock(mu_);

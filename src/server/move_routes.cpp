@@ -104,7 +104,7 @@ class Mover {
       // Moved already: a rerun (the CLI died before writing the pin) finishes the activation.
       std::optional<MoveOut> done;
       for (const MoveOut& m : c_.moves.outs())
-        if (m.external_id == user) done = m;
+        if (m.external_id == user && m.state == "moved") done = m;
       if (done && done->to_node == to) return finish(*done, *target);
       if (done) throw HttpError(http::status::conflict, "user " + user + " moved to node " + done->to_node);
       throw HttpError(http::status::not_found, "Unknown user: " + user + " (node " + self + " holds no such account)");
@@ -231,7 +231,7 @@ class Mover {
     m.state = "sent";
   }
 
-  // Source, 'sent': deleted here as DELETE /admin/accounts deletes; 'done' is the tombstone.
+  // Source, 'sent': deleted here as DELETE /admin/accounts deletes; then 'done'.
   void tombstone(MoveOut& m) {
     move_test_pause("sent");
     c_.accounts.remove(m.name, unix_now());
@@ -246,13 +246,19 @@ class Mover {
     c_.callers.end_delete(gone);
     c_.moves.set_out_state(m.id, "done", unix_now());
     m.state = "done";
-    c_.gate.reload();
     remove_path(c_.state_dir + "/moves/" + m.id);
   }
 
-  // Source, 'done': the target serves the user from now on.
-  Response finish(const MoveOut& m, const ClusterNode& target) {
+  // Source, 'done': the target serves the user from now on; 'moved', the tombstone, once it
+  // said so (until then the user gets the 503 here, not a 421 naming a node that refuses them).
+  Response finish(MoveOut& m, const ClusterNode& target) {
+    if (m.state == "done") move_test_pause("done");
     nlohmann::json on = post_admin(node_endpoint(target, c_.admin_key), "/admin/moves/" + m.id + "/activate");
+    if (m.state != "moved") {
+      c_.moves.set_out_state(m.id, "moved", unix_now());
+      m.state = "moved";
+      c_.gate.reload();
+    }
     spdlog::info("move {}: {} is on node {} now", m.id, m.external_id, m.to_node);
     return Response::json({{"id", m.id},
                            {"user", m.external_id},

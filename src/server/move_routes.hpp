@@ -20,10 +20,11 @@
 //           account made with a uid of its own range; unpacked into VOLUME/.move-in, re-owned;
 //           then records + 'committed' in one transaction (the commit point); renamed into place
 //   source  'sent'; the account and its records deleted, its volume to the trash area
-//           (as DELETE /admin/accounts does); 'done': the tombstone, 421 naming the target
+//           (as DELETE /admin/accounts does); 'done'
 //   target  'active': served
+//   source  'moved': the tombstone, 421 naming the target
 // At no time do both nodes serve the user: the source refuses from 'moving' on, the target
-// until 'active', which comes only after the source's 'done'. Before the target's commit the
+// until 'active', which comes only after the source's 'done' (its account deleted). Before the target's commit the
 // source holds everything and a rerun sends it again; after it, the target holds everything
 // and a rerun only finishes the remaining steps.
 #include <cstdint>

@@ -23,7 +23,7 @@ MoveStore::MoveStore(Db db) : db_(std::move(db)) {}
 
 std::optional<MoveOut> MoveStore::open_out(std::string_view external_id) {
   std::lock_guard lock(mu_);
-  Statement st = db_.prepare(std::string(kSelectOut) + "WHERE external_id = ?1 AND state != 'done'");
+  Statement st = db_.prepare(std::string(kSelectOut) + "WHERE external_id = ?1 AND state != 'moved'");
   st.bind(1, external_id);
   if (!st.step()) return std::nullopt;
   return out_from_row(st);
@@ -121,7 +121,7 @@ void MoveStore::insert_in(const MoveIn& m) {
       "INSERT INTO moves_in (id, external_id, name, from_node, state, started) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
   st.bind(1, m.id).bind(2, m.external_id).bind(3, m.name).bind(4, m.from_node).bind(5, m.state).bind(6, m.started);
   st.step();
-  Statement gone = db_.prepare("DELETE FROM moves_out WHERE external_id = ?1 AND state = 'done'");
+  Statement gone = db_.prepare("DELETE FROM moves_out WHERE external_id = ?1 AND state = 'moved'");
   gone.bind(1, m.external_id);
   gone.step();
   tx.commit();

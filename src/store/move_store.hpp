@@ -23,7 +23,7 @@ struct MoveOut {
   std::string name;       // the account's name on this (source) node
   std::string to_node;
   std::string to_server;  // the target's nginx server string (named in the 421)
-  std::string state;      // "moving", "sent", "done"
+  std::string state;      // "moving", "sent", "done", "moved" (store/schema.cpp, step 5)
   int64_t started = 0;
 };
 
@@ -54,7 +54,7 @@ class MoveStore {
   explicit MoveStore(Db db);  // its own connection (open_state_db)
 
   // Source side.
-  // The user's move that is not done yet, else nullopt.
+  // The user's move that is not over ("moved") yet, else nullopt.
   std::optional<MoveOut> open_out(std::string_view external_id);
   void insert_out(const MoveOut& move);
   void set_out_state(std::string_view id, std::string_view state, int64_t now);

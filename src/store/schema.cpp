@@ -92,9 +92,10 @@ CREATE TABLE deleted_accounts (
 ) STRICT;
 )sql",
     // 5: accounts moved between cluster nodes (server/move_routes.hpp). moves_out on the source:
-    // 'moving' until the target has committed, 'sent' until the account is tombstoned here,
-    // 'done' for good (the tombstone: requests for the user answer 421 naming to_node).
-    // moves_in on the target: 'receiving', 'committed' (records in), 'active' (served).
+    // 'moving' until the target has committed, 'sent' until the account is deleted here, 'done'
+    // until the target serves it, 'moved' for good (the tombstone: requests for the user answer
+    // 421 naming to_node). moves_in on the target: 'receiving', 'committed' (records in),
+    // 'active' (served).
     R"sql(
 CREATE TABLE moves_out (
   id          TEXT PRIMARY KEY,
@@ -102,7 +103,7 @@ CREATE TABLE moves_out (
   name        TEXT NOT NULL,          -- the account's name here
   to_node     TEXT NOT NULL,
   to_server   TEXT NOT NULL,          -- the node's nginx server string, for the 421
-  state       TEXT NOT NULL CHECK (state IN ('moving', 'sent', 'done')),
+  state       TEXT NOT NULL CHECK (state IN ('moving', 'sent', 'done', 'moved')),
   started     INTEGER NOT NULL,
   ended       INTEGER
 ) STRICT;

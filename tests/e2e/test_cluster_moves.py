@@ -260,7 +260,7 @@ def test_the_user_gets_503_on_both_nodes_while_the_move_runs(cluster):
     assert_moved(c, user, before)
 
 
-@pytest.mark.parametrize("victim,point", [("n1", "transfer"), ("n1", "sent"), ("n3", "unpacked"),
+@pytest.mark.parametrize("victim,point", [("n1", "transfer"), ("n1", "sent"), ("n1", "done"), ("n3", "unpacked"),
                                           ("n3", "committed")])
 def test_a_node_killed_mid_move_comes_back_refusing_and_the_move_runs_again_to_its_end(cluster, victim, point):
     c = cluster
@@ -276,7 +276,7 @@ def test_a_node_killed_mid_move_comes_back_refusing_and_the_move_runs_again_to_i
     # Back up: the user is refused by the source, and by the target if it got as far as a commit;
     # nobody serves them and nothing was lost.
     assert_refused_while_moving(c, user, "n1")
-    if point in ("sent", "committed"):
+    if point in ("sent", "done", "committed"):
         assert_refused_while_moving(c, user, "n3")
     r = c.move(user, "n3")
     assert r.returncode == 0, r.stdout + r.stderr

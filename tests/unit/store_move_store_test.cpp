@@ -19,7 +19,7 @@ class MoveStoreTest : public ::testing::Test {
   MoveStore source_{open_state_db(source_dir_.path())}, target_{open_state_db(target_dir_.path())};
 };
 
-TEST_F(MoveStoreTest, AMoveOutIsOpenUntilDoneAndTheDoneOneIsATombstone) {
+TEST_F(MoveStoreTest, AMoveOutIsOpenUntilMovedAndTheMovedOneIsATombstone) {
   EXPECT_FALSE(source_.open_out("alice"));
   source_.insert_out({"0123", "alice", "alice-1a2b3c", "n3", "127.0.0.1:8103", "moving", 100});
   ASSERT_TRUE(source_.open_out("alice"));
@@ -27,9 +27,11 @@ TEST_F(MoveStoreTest, AMoveOutIsOpenUntilDoneAndTheDoneOneIsATombstone) {
   source_.set_out_state("0123", "sent", 101);
   EXPECT_EQ(source_.open_out("alice")->state, "sent");
   source_.set_out_state("0123", "done", 102);
+  EXPECT_EQ(source_.open_out("alice")->state, "done") << "refused with a 503 until the target serves alice";
+  source_.set_out_state("0123", "moved", 103);
   EXPECT_FALSE(source_.open_out("alice"));
   ASSERT_EQ(source_.outs().size(), 1u);
-  EXPECT_EQ(source_.outs()[0].state, "done");
+  EXPECT_EQ(source_.outs()[0].state, "moved");
   // The user moves back here: receiving supersedes the tombstone.
   source_.insert_in({"4567", "alice", "", "n3", "receiving", 200});
   EXPECT_TRUE(source_.outs().empty());
