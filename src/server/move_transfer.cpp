@@ -1,6 +1,5 @@
 #include "server/move_transfer.hpp"
 
-#include <dirent.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -27,6 +26,7 @@
 #include <thread>
 
 #include "cluster/admin_url.hpp"
+#include "fs/dir_entries.hpp"
 #include "server/http_error.hpp"
 #include "util/error.hpp"
 #include "util/run_program.hpp"
@@ -158,24 +158,11 @@ void reown_at(int dirfd, const std::string& name, const std::string& shown, uid_
   // bits included, which chown cleared.
   check(::fchmodat(dirfd, name.c_str(), st.st_mode & 07777, 0), "chmod(" + shown + ")");
   if (!S_ISDIR(st.st_mode)) return;
-  if (depth > 4096) throw Error("reown: " + shown + " is nested too deep");
+  if (depth > 1024) throw Error("reown: " + shown + " is nested too deep");  // one descriptor per level
   UniqueFd dir(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) throw sys_error("open(" + shown + ")");
-  UniqueFd listing(::dup(dir.get()));
-  if (!listing) throw sys_error("dup");
-  DIR* d = ::fdopendir(listing.get());
-  if (!d) throw sys_error("fdopendir(" + shown + ")");
-  listing.release();
-  std::vector<std::string> names;
-  errno = 0;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n(e->d_name);
-    if (n != "." && n != "..") names.emplace_back(n);
-  }
-  const int err = errno;
-  ::closedir(d);
-  if (err != 0) throw sys_error("readdir(" + shown + ")", err);
-  for (const std::string& n : names) reown_at(dir.get(), n, shown + "/" + n, uid, gid, depth + 1);
+  for (const DirEntry& e : read_dir_entries(dir.get(), shown))
+    reown_at(dir.get(), e.name, shown + "/" + e.name, uid, gid, depth + 1);
 }
 
 }  // namespace

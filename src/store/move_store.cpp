@@ -58,19 +58,11 @@ MovedRecords MoveStore::records_of(std::string_view account) {
   std::lock_guard lock(mu_);
   MovedRecords r;
   Statement p = db_.prepare(
-      "SELECT id, command, status, exit_code, started, ended, log_path FROM processes WHERE account = ?1 "
+      "SELECT id, account, command, status, exit_code, started, ended, log_path FROM processes WHERE account = ?1 "
       "ORDER BY started, id");
   p.bind(1, account);
   while (p.step()) {
-    ProcessRecord rec;
-    rec.id = p.column_text(0);
-    rec.account = std::string(account);
-    rec.command = p.column_text(1);
-    rec.status = process_status_from_string(p.column_text(2));
-    rec.exit_code = p.column_optional_int64(3);
-    rec.started = p.column_int64(4);
-    rec.ended = p.column_optional_int64(5);
-    rec.log_path = p.column_text(6);
+    ProcessRecord rec = process_record_from_row(p);
     if (rec.status == ProcessStatus::running) {
       // Its box stopped before the move read this: it will never end by itself.
       rec.status = ProcessStatus::lost;
@@ -85,16 +77,7 @@ MovedRecords MoveStore::records_of(std::string_view account) {
       "SELECT day, requests, input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens "
       "FROM token_usage WHERE account = ?1 ORDER BY day");
   t.bind(1, account);
-  while (t.step()) {
-    DailyTokens d;
-    d.day = t.column_text(0);
-    d.requests = static_cast<uint64_t>(t.column_int64(1));
-    d.tokens.input_tokens = static_cast<uint64_t>(t.column_int64(2));
-    d.tokens.output_tokens = static_cast<uint64_t>(t.column_int64(3));
-    d.tokens.cache_creation_input_tokens = static_cast<uint64_t>(t.column_int64(4));
-    d.tokens.cache_read_input_tokens = static_cast<uint64_t>(t.column_int64(5));
-    r.tokens.push_back(std::move(d));
-  }
+  while (t.step()) r.tokens.push_back(daily_tokens_from_row(t));
   return r;
 }
 

@@ -240,6 +240,19 @@ def test_a_move_carries_home_trash_and_records_and_the_router_follows(cluster):
     assert_moved(c, user, before)
 
 
+def test_a_user_moved_away_and_back_is_served_by_the_first_node_again(cluster):
+    c = cluster
+    user = c.users_owned_by("n1", 1)[0]
+    before = populate(c, user)
+    assert c.move(user, "n3").returncode == 0
+    assert_moved(c, user, before)
+    r = c.move(user, "n1")  # from n3 (the pin) back to n1, where a tombstone stands
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert_moved(c, user, before, to="n1", frm="n3")
+    with c.client(user) as u:
+        assert sh(u, "echo back > back.txt")[0] == 0
+
+
 def test_the_user_gets_503_on_both_nodes_while_the_move_runs(cluster):
     c = cluster
     user = c.users_owned_by("n1", 1)[0]
