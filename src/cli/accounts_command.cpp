@@ -74,6 +74,16 @@ CLI::App* add_accounts_command(CLI::App& app, AccountsOptions& o) {
   add_admin_target_options(*del, o.target);
   del->add_option("user", o.user, "Account name or user id")->required();
   del->add_flag("--yes,-y", o.yes, "Do not ask");
+  auto* move = accounts->add_subcommand("move", "Move an account to another node of the cluster (docs/SCALING.md)");
+  add_admin_target_options(*move, o.move.target);
+  move->add_option("user", o.move.user, "The user id (as the front end sends it)")->required();
+  move->add_option("--to", o.move.to, "The node to move it to")->required()->type_name("NODE");
+  move->add_option("--cluster", o.move.cluster, "The cluster file")->required()->type_name("FILE");
+  move->add_option("--from", o.move.from, "The node that holds it, when not its owner (pin, else ring)")
+      ->type_name("NODE");
+  move->add_option("--router-dir", o.move.router_dir,
+                   "The router's directory (cluster nginx-conf --out): pins.map rewritten, nginx reloaded")
+      ->type_name("DIR");
   return accounts;
 }
 
@@ -88,6 +98,7 @@ int run_accounts(CLI::App& accounts, const AccountsOptions& o) {
       return 0;
     }
     if (accounts.got_subcommand("delete")) return remove(o);
+    if (accounts.got_subcommand("move")) return move_account(o.move);
   } catch (const AdminError& e) {
     std::cerr << "agentbox accounts: " << e.what() << "\n";
     return 1;

@@ -1,9 +1,10 @@
 #pragma once
-// `agentbox accounts list|delete`: the operator's view of the accounts, through the running
-// daemon's /admin/accounts routes (cli/admin_client.hpp).
+// `agentbox accounts list|delete|move`: the operator's view of the accounts, through the running
+// daemon's /admin/accounts routes (cli/admin_client.hpp); move: cli/move_command.hpp.
 #include <string>
 
 #include "cli/admin_client.hpp"
+#include "cli/move_command.hpp"
 
 namespace CLI {
 class App;
@@ -16,6 +17,7 @@ struct AccountsOptions {
   bool json = false;  // list: the daemon's JSON as is
   std::string user;   // delete: account name or external id
   bool yes = false;   // delete: no question asked
+  MoveOptions move;   // move
 };
 
 // Adds `accounts` and its subcommands; run_accounts() runs whichever was parsed.

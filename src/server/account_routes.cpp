@@ -56,12 +56,7 @@ Response remove(AccountStore& accounts, CallerDirectory& callers, BoxManager& bo
   // 1. Its requests are refused from here on, so nothing new starts or opens its home.
   callers.begin_delete(account);
   // 2. Its box stops, for good: what ran in it (commands, terminals, agent runs) ends.
-  auto stopped = std::make_shared<std::promise<void>>();
-  std::future<void> gone = stopped->get_future();
-  boxes.close(account.name, [stopped] { stopped->set_value(); });
-  if (gone.wait_for(kStopWait) != std::future_status::ready)
-    throw HttpError(http::status::gateway_timeout,
-                    "The box of " + account.name + " did not stop in time; its requests stay refused, try again");
+  stop_box_for_good(boxes, account.name);
   // 3. The records go (the commit point), then the files: a crash between the two leaves a
   //    volume with no account, which nothing serves.
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
@@ -78,6 +73,15 @@ Response remove(AccountStore& accounts, CallerDirectory& callers, BoxManager& bo
 }
 
 }  // namespace
+
+void stop_box_for_good(BoxManager& boxes, const std::string& name) {
+  auto stopped = std::make_shared<std::promise<void>>();
+  std::future<void> gone = stopped->get_future();
+  boxes.close(name, [stopped] { stopped->set_value(); });
+  if (gone.wait_for(kStopWait) != std::future_status::ready)
+    throw HttpError(http::status::gateway_timeout,
+                    "The box of " + name + " did not stop in time; its requests stay refused, try again");
+}
 
 void add_account_routes(Router& router, AccountStore& accounts, CallerDirectory& callers, BoxManager& boxes,
                         std::shared_ptr<BlockingPool> pool, uint32_t trash_days) {

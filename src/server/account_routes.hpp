@@ -21,6 +21,10 @@
 
 namespace agentbox::server {
 
+// Stops the account's box for good: what ran in it (commands, terminals, agent runs) ends.
+// HttpError 504 when it has not stopped within a minute. Blocks: call from a pool thread.
+void stop_box_for_good(BoxManager& boxes, const std::string& name);
+
 // Both routes run on `pool` (a deletion waits for the box to stop).
 void add_account_routes(Router& router, AccountStore& accounts, CallerDirectory& callers, BoxManager& boxes,
                         std::shared_ptr<BlockingPool> pool, uint32_t trash_days);

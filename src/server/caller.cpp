@@ -93,6 +93,7 @@ std::shared_ptr<const ConfinedDir> CallerDirectory::home_of(const Account& accou
 Account CallerDirectory::account_of(std::string_view external_id) {
   constexpr int64_t kTouchEvery = 60;  // seconds; last_seen needs no finer grain
   const auto now = static_cast<int64_t>(::time(nullptr));
+  if (account_gate_) account_gate_(external_id);
   {
     std::lock_guard lock(mu_);
     if (Known* known = known_.find(external_id)) {

@@ -89,6 +89,9 @@ class CallerDirectory {
   void set_new_account_check(std::function<void(std::string_view external_id)> check) {
     new_account_check_ = std::move(check);
   }
+  // Asked first for every request's external id, held or not: a node refuses users being moved
+  // or moved away (server/move_gate.hpp) by throwing. Set before serving.
+  void set_account_gate(std::function<void(std::string_view external_id)> gate) { account_gate_ = std::move(gate); }
 
  private:
   // The account's home, opened again if it was dropped from homes_. A request holds its own
@@ -123,6 +126,7 @@ class CallerDirectory {
   std::chrono::seconds home_idle_;
   size_t session_cwds_;
   std::function<void(std::string_view)> new_account_check_;
+  std::function<void(std::string_view)> account_gate_;
   std::mutex mu_;  // guards homes_, known_, cwd_clock_, cwds_ and deleted_
   StringKeyed<Home> homes_;    // by account name
   StringKeyed<Known> known_;   // by external id

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -40,6 +42,9 @@
 #include "server/trash_upkeep.hpp"
 #include "server/account_routes.hpp"
 #include "server/backup_routes.hpp"
+#include "server/move_gate.hpp"
+#include "server/move_routes.hpp"
+#include "store/move_store.hpp"
 #include "backup/mirror_service.hpp"
 #include "store/chat_sessions.hpp"
 #include "net/inference_gateway.hpp"
@@ -307,6 +312,17 @@ int serve(const ServeOptions& options) {
               << placement->placement()->config().nodes.size() << " nodes, "
               << placement->placement()->config().pins.size() << " pins\n";
   }
+  // Moves between nodes (server/move_routes.hpp): users being moved or moved away are refused
+  // before anything else looks at them.
+  std::optional<MoveStore> moves;
+  std::optional<MoveGate> move_gate;
+  if (placement) {
+    moves.emplace(open_state_db(config.state_dir));
+    move_gate.emplace(*moves, placement->node());
+    callers.set_account_gate([&gate = *move_gate](std::string_view user) { gate.check(user); });
+    if (::mkdir((config.state_dir + "/moves").c_str(), 0700) != 0 && errno != EEXIST)
+      throw sys_error("mkdir(" + config.state_dir + "/moves)");
+  }
   TrashUpkeep trash_upkeep(callers, accounts, config.storage.trash_days);
   exec::AccountBoxes boxes(manager, config.state_dir, config.box,
                            {.egress_proxy = config.egress_proxy.port, .inference = gateway ? config.inference.port : uint16_t{0}},
@@ -387,7 +403,13 @@ int serve(const ServeOptions& options) {
   }
   add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool);
   add_account_routes(router, accounts, callers, manager, file_options.pool, config.storage.trash_days);
-  if (placement) add_cluster_routes(router, *placement);
+  std::optional<MoveContext> move_context;
+  if (placement) {
+    add_cluster_routes(router, *placement);
+    move_context.emplace(MoveContext{accounts, callers, manager, *moves, *move_gate, *placement, token_ledger,
+                                     admin_key, config.state_dir});
+    add_move_routes(router, *move_context, file_options.pool);
+  }
 
   HttpServerOptions http;
   http.api_key = api_key;
@@ -397,7 +419,9 @@ int serve(const ServeOptions& options) {
   http.cors_origins = config.cors_origins;
   http.spool_dir = config.state_dir;
   // An upload is received into its account's volume, charged to its quota.
-  http.spool_dir_for = [&callers](const Request& req) {
+  http.spool_dir_for = [&callers, moves_dir = config.state_dir + "/moves"](const Request& req) {
+    // A move's archive names no user: the state filesystem's (admin only, one at a time).
+    if (req.path.starts_with("/admin/")) return moves_dir;
     Caller caller = callers.resolve(req);
     return callers.volume_of(caller.account).daemon;
   };

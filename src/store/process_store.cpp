@@ -19,7 +19,9 @@ constexpr std::array<StatusName, 4> kStatusNames = {{
 constexpr std::string_view kSelectProcess =
     "SELECT id, account, command, status, exit_code, started, ended, log_path FROM processes ";
 
-ProcessRecord record_from_row(const Statement& row) {
+}  // namespace
+
+ProcessRecord process_record_from_row(const Statement& row) {
   ProcessRecord r;
   r.id = row.column_text(0);
   r.account = row.column_text(1);
@@ -31,8 +33,6 @@ ProcessRecord record_from_row(const Statement& row) {
   r.log_path = row.column_text(7);
   return r;
 }
-
-}  // namespace
 
 std::string_view to_string(ProcessStatus status) {
   for (const StatusName& s : kStatusNames)
@@ -72,7 +72,7 @@ std::optional<ProcessRecord> ProcessStore::get(std::string_view account, std::st
   auto st = db_.prepare_cached(std::string(kSelectProcess) + "WHERE id = ?1 AND account = ?2");
   st->bind(1, id).bind(2, account);
   if (!st->step()) return std::nullopt;
-  return record_from_row(*st);
+  return process_record_from_row(*st);
 }
 
 std::vector<ProcessRecord> ProcessStore::list_by_account(std::string_view account) {
@@ -80,7 +80,7 @@ std::vector<ProcessRecord> ProcessStore::list_by_account(std::string_view accoun
   auto st = db_.prepare_cached(std::string(kSelectProcess) + "WHERE account = ?1 ORDER BY started, rowid");
   st->bind(1, account);
   std::vector<ProcessRecord> out;
-  while (st->step()) out.push_back(record_from_row(*st));
+  while (st->step()) out.push_back(process_record_from_row(*st));
   return out;
 }
 

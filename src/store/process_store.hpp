@@ -29,6 +29,10 @@ struct ProcessRecord {
   std::string log_path;              // output log file
 };
 
+// A row of "SELECT id, account, command, status, exit_code, started, ended, log_path FROM
+// processes" (the moves of accounts read them too: store/move_store.hpp).
+ProcessRecord process_record_from_row(const Statement& row);
+
 class ProcessStore {
  public:
   // Takes its own connection (open_state_db). Safe to use from several threads.

@@ -7,7 +7,7 @@ namespace {
 
 // Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
 // has shipped, add the next. Times are unix seconds.
-constexpr std::array<std::string_view, 4> kMigrations = {
+constexpr std::array<std::string_view, 5> kMigrations = {
     // 1: accounts, processes, chat sessions, audit.
     R"sql(
 CREATE TABLE accounts (
@@ -90,6 +90,34 @@ CREATE TABLE deleted_accounts (
   created     INTEGER NOT NULL,
   deleted     INTEGER NOT NULL
 ) STRICT;
+)sql",
+    // 5: accounts moved between cluster nodes (server/move_routes.hpp). moves_out on the source:
+    // 'moving' until the target has committed, 'sent' until the account is deleted here, 'done'
+    // until the target serves it, 'moved' for good (the tombstone: requests for the user answer
+    // 421 naming to_node). moves_in on the target: 'receiving', 'committed' (records in),
+    // 'active' (served).
+    R"sql(
+CREATE TABLE moves_out (
+  id          TEXT PRIMARY KEY,
+  external_id TEXT NOT NULL,
+  name        TEXT NOT NULL,          -- the account's name here
+  to_node     TEXT NOT NULL,
+  to_server   TEXT NOT NULL,          -- the node's nginx server string, for the 421
+  state       TEXT NOT NULL CHECK (state IN ('moving', 'sent', 'done', 'moved')),
+  started     INTEGER NOT NULL,
+  ended       INTEGER
+) STRICT;
+CREATE INDEX moves_out_by_user ON moves_out (external_id);
+CREATE TABLE moves_in (
+  id          TEXT PRIMARY KEY,
+  external_id TEXT NOT NULL,
+  name        TEXT NOT NULL,          -- the account's name here
+  from_node   TEXT NOT NULL,
+  state       TEXT NOT NULL CHECK (state IN ('receiving', 'committed', 'active')),
+  started     INTEGER NOT NULL,
+  ended       INTEGER
+) STRICT;
+CREATE INDEX moves_in_by_user ON moves_in (external_id);
 )sql",
 };
 

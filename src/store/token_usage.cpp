@@ -27,9 +27,7 @@ std::string utc_today() {
                      .count());
 }
 
-namespace {
-
-DailyTokens read_row(Statement& st) {
+DailyTokens daily_tokens_from_row(const Statement& st) {
   DailyTokens d;
   d.day = st.column_text(0);
   d.requests = static_cast<uint64_t>(st.column_int64(1));
@@ -39,6 +37,8 @@ DailyTokens read_row(Statement& st) {
   d.tokens.cache_read_input_tokens = static_cast<uint64_t>(st.column_int64(5));
   return d;
 }
+
+namespace {
 
 constexpr const char* kColumns =
     "day, requests, input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens";
@@ -65,7 +65,7 @@ DailyTokens& TokenLedger::cached(const Key& key) {
     std::lock_guard db_lock(db_mu_);
     auto st = db_.prepare_cached(fmt::format("SELECT {} FROM token_usage WHERE account = ?1 AND day = ?2", kColumns));
     st->bind(1, key.first).bind(2, key.second);
-    if (st->step()) found = read_row(*st);
+    if (st->step()) found = daily_tokens_from_row(*st);
   }
   // Days other than this one that are stored already are not needed in memory any more.
   std::erase_if(days_, [&](const auto& entry) { return entry.first.second != key.second && !dirty_.contains(entry.first); });
@@ -97,7 +97,7 @@ std::vector<DailyTokens> TokenLedger::recent(std::string_view account, size_t da
       fmt::format("SELECT {} FROM token_usage WHERE account = ?1 ORDER BY day DESC LIMIT ?2", kColumns));
   st->bind(1, account).bind(2, static_cast<int64_t>(days));
   std::vector<DailyTokens> out;
-  while (st->step()) out.push_back(read_row(*st));
+  while (st->step()) out.push_back(daily_tokens_from_row(*st));
   return out;
 }
 

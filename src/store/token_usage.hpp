@@ -37,6 +37,10 @@ struct DailyTokens {
   TokenCounts tokens;
 };
 
+// A row of "SELECT day, requests, input_tokens, output_tokens, cache_creation_input_tokens,
+// cache_read_input_tokens FROM token_usage" (the moves of accounts read them too).
+DailyTokens daily_tokens_from_row(const Statement& row);
+
 // "YYYY-MM-DD" of a unix time, in UTC: the day a budget is counted in.
 std::string utc_day(int64_t unix_seconds);
 std::string utc_today();

@@ -40,18 +40,19 @@ std::string last_line(std::string_view text) {
 
 }  // namespace
 
-ProgramResult run_program(const std::vector<std::string>& argv) {
+pid_t spawn_program(const std::vector<std::string>& argv, int in, int out, int err) {
   if (argv.empty()) throw Error("run_program: no program");
   const std::string program = find_program(argv[0]);
-  int fds[2];
-  check(::pipe2(fds, O_CLOEXEC), "pipe2");
-  UniqueFd read_end(fds[0]), write_end(fds[1]);
-
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, write_end.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa, write_end.get(), 2);
+  // dup2 clears close-on-exec on the copy: the daemon's descriptors stay CLOEXEC.
+  const int fds[3] = {in, out, err};
+  for (int target = 0; target < 3; ++target) {
+    if (fds[target] >= 0)
+      posix_spawn_file_actions_adddup2(&fa, fds[target], target);
+    else
+      posix_spawn_file_actions_addopen(&fa, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0);
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -59,6 +60,22 @@ ProgramResult run_program(const std::vector<std::string>& argv) {
   int rc = ::posix_spawn(&pid, program.c_str(), &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw sys_error("posix_spawn(" + program + ")", rc);
+  return pid;
+}
+
+int wait_program(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) == -1) {
+    if (errno != EINTR) throw sys_error("waitpid");
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+ProgramResult run_program(const std::vector<std::string>& argv, int stdin_fd) {
+  int fds[2];
+  check(::pipe2(fds, O_CLOEXEC), "pipe2");
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  const pid_t pid = spawn_program(argv, stdin_fd, write_end.get(), write_end.get());
   write_end.reset();
 
   ProgramResult result;
@@ -69,13 +86,11 @@ ProgramResult run_program(const std::vector<std::string>& argv) {
     if (n <= 0) break;
     if (result.output.size() < kMaxOutput) result.output.append(buf, static_cast<size_t>(n));
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) == -1) {
-    if (errno != EINTR) throw sys_error("waitpid(" + program + ")");
-  }
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.status = wait_program(pid);
   return result;
 }
+
+std::string last_output_line(std::string_view text) { return last_line(text); }
 
 void run_program_checked(const std::vector<std::string>& argv) {
   ProgramResult r = run_program(argv);
