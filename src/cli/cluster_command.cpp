@@ -1,7 +1,5 @@
 #include "cli/cluster_command.hpp"
 
-#include <netdb.h>
-#include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 
 #include "cli/admin_client.hpp"
 #include "cli/move_command.hpp"
+#include "cluster/admin_url.hpp"
 #include "cluster/nginx_conf.hpp"
 #include "cluster/placement.hpp"
 #include "config/units.hpp"
@@ -108,26 +107,16 @@ int nginx_conf(const ClusterOptions& o) {
   return 0;
 }
 
-// A node's admin API, from its admin_url (http://HOST:PORT; a name is resolved here).
+// A node's admin API, from its admin_url, with the cluster's admin key (the nodes share one).
 AdminTarget target_of(const ClusterNode& node) {
-  constexpr std::string_view kHttp = "http://";
-  if (node.admin_url.rfind(kHttp, 0) != 0)
-    throw UsageError("node " + node.name + ": only http:// admin URLs are supported, not " + node.admin_url);
-  const std::string hostport = node.admin_url.substr(kHttp.size());
-  const size_t colon = hostport.rfind(':');
   AdminTarget t;
-  std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
-  t.port = colon == std::string::npos ? 80 : static_cast<uint16_t>(std::stoi(hostport.substr(colon + 1)));
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0)
-    throw AdminError("node " + node.name + ": cannot resolve " + host + ": " + ::gai_strerror(rc));
-  char numeric[INET6_ADDRSTRLEN] = {};
-  ::getnameinfo(found->ai_addr, found->ai_addrlen, numeric, sizeof numeric, nullptr, 0, NI_NUMERICHOST);
-  ::freeaddrinfo(found);
-  t.host = numeric;
+  try {
+    cluster::AdminAddress a = cluster::admin_address(node);
+    t.host = a.host;
+    t.port = a.port;
+  } catch (const Error& e) {
+    throw AdminError(e.what());
+  }
   const char* key = ::getenv("AGENTBOX_ADMIN_KEY");
   if (!key || !*key) throw UsageError("set AGENTBOX_ADMIN_KEY to the cluster's admin key (the nodes share one)");
   t.admin_key = key;

@@ -10,7 +10,7 @@
 namespace agentbox::cluster {
 
 struct AdminAddress {
-  std::string host;  // as written, without IPv6 brackets
+  std::string host;  // numeric: a name in the URL is resolved
   uint16_t port = 80;
 };
 
