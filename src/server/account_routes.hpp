@@ -9,7 +9,8 @@
 //                                   trash, logs) to VOLUMES/.deleted, purged after trash_days.
 // `user` is an account name or the external user id. Its name and uid are never given again;
 // the same external id later gets a new, empty account. While the deletion runs, the account's
-// own requests get 409. Errors as {"detail"}: 404 unknown user, 504 a box that would not stop.
+// own requests get 409. Errors as {"detail"}: 404 unknown user, 503 an account being moved
+// (server/move_routes.hpp), 504 a box that would not stop.
 #include <cstdint>
 #include <memory>
 

@@ -92,6 +92,10 @@ class CallerDirectory {
   // Asked first for every request's external id, held or not: a node refuses users being moved
   // or moved away (server/move_gate.hpp) by throwing. Set before serving.
   void set_account_gate(std::function<void(std::string_view external_id)> gate) { account_gate_ = std::move(gate); }
+  // The same refusal for the operator's routes (an account being moved is not deleted meanwhile).
+  void check_gate(std::string_view external_id) const {
+    if (account_gate_) account_gate_(external_id);
+  }
 
  private:
   // The account's home, opened again if it was dropped from homes_. A request holds its own

@@ -263,6 +263,10 @@ def test_the_user_gets_503_on_both_nodes_while_the_move_runs(cluster):
         c.wait_for_log("n3", "move paused at committed")
         assert_refused_while_moving(c, user, "n1")
         assert_refused_while_moving(c, user, "n3")  # committed there, not activated yet
+        for n in ("n1", "n3"):  # nor can the operator delete it on either side meanwhile
+            with c.admin(n) as a:
+                r = a.delete(f"/admin/accounts/{user}")
+                assert r.status_code == 503 and "being moved to n3" in r.json()["detail"], r.text
         with c.client(user) as u:  # the router still sends them to n1
             r = u.get("/files/cwd")
             assert r.status_code == 503 and r.headers["x-agentbox-node"] == "n1", r.text
