@@ -105,8 +105,9 @@ nlohmann::json read_answer(asio::ip::tcp::socket& socket, const NodeEndpoint& to
 class TarReader {
  public:
   explicit TarReader(const std::vector<ArchivePart>& parts) {
-    // pax: nanosecond times, any name length and file size.
-    std::vector<std::string> argv = {"tar", "--create", "--format=posix", "--numeric-owner", "--file=-"};
+    // pax: nanosecond times, any name length and file size; holes stay holes (a sparse file
+    // must not outgrow the target's quota).
+    std::vector<std::string> argv = {"tar", "--create", "--format=posix", "--sparse", "--numeric-owner", "--file=-"};
     for (const ArchivePart& p : parts) {
       argv.push_back("--directory=" + p.dir);
       for (const std::string& e : p.entries) argv.push_back(e);

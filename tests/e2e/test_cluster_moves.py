@@ -356,6 +356,8 @@ def test_a_move_between_quota_volumes_retires_the_source_volume():
     c = make_cluster("moves-vol", config='[accounts]\ndisk = "64M"\n')
     try:
         user, = c.users_owned_by("n1", 1)
+        with c.client(user) as u:  # 75 MB of holes: written out they would not fit the target's 64M
+            assert sh(u, "truncate -s 25M holes1.bin holes2.bin holes3.bin")[0] == 0
         before = populate(c, user)
         name = c.accounts_on("n1")[user]["name"]
         r = c.move(user, "n3")
