@@ -165,7 +165,15 @@ class Mover {
     const std::string staging = v.root + "/" + kStaging;
     remove_path(staging);  // an interrupted attempt's
     make_dir(staging);
-    unpack_archive(req.body_file.get(), staging);
+    try {
+      unpack_archive(req.body_file.get(), staging);
+    } catch (const Error& e) {
+      // A volume too small for what arrives is the operator's to fix (a bigger quota here).
+      const std::string why = e.what();
+      if (why.find("No space left") == std::string::npos && why.find("quota exceeded") == std::string::npos) throw;
+      throw HttpError(http::status::insufficient_storage,
+                      "the files of " + *user + " do not fit their volume here (" + why + ")");
+    }
     move_test_pause("unpacked");
 
     nlohmann::json doc = nlohmann::json::parse(read_file(staging + "/move.json", kMaxRecordsBytes), nullptr, false);
