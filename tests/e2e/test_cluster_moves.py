@@ -118,7 +118,7 @@ class MoveCluster:
 
     def users_owned_by(self, node, n):
         """Fresh user ids whose ring owner is node."""
-        ids = [f"mv-{uuid.uuid4()}" for _ in range(12 * n)]
+        ids = [f"mv-{uuid.uuid4()}" for _ in range(40 * n)]  # a third each: none of 40 on node is ~1e-7
         out = subprocess.run([agentbox_bin(), "cluster", "owner", "--cluster", self.file, *ids], capture_output=True,
                              text=True, check=True, timeout=60).stdout.splitlines()
         mine = [u for u, line in zip(ids, out) if line.split()[0] == node]
