@@ -68,16 +68,31 @@ def hardened_wrap(caps):
     return ["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c", script, "sh"]
 
 
-def test_boxes_start_under_the_units_hardening(doctor_caps, tmp_path):
+@pytest.fixture
+def installed(monkeypatch):
+    """The binaries where a unit's ExecStart would find them: outside /tmp, /var/tmp and /home,
+    which the hardening hides or makes read-only (a checkout under /tmp, as CI's may be, would
+    vanish behind the private /tmp). Returns the copied `agentbox`; AGENTBOX_BIN names it."""
+    where = f"/var/lib/agentbox-deploy-test-bin-{os.getpid()}"
+    os.makedirs(where, exist_ok=True)
+    build = os.path.dirname(agentbox_bin())
+    for name in ("agentbox", "agentbox-serve", "agentbox-init"):
+        shutil.copy2(os.path.join(build, name), os.path.join(where, name))
+    monkeypatch.setenv("AGENTBOX_BIN", os.path.join(where, "agentbox"))
+    yield os.path.join(where, "agentbox")
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def test_boxes_start_under_the_units_hardening(doctor_caps, installed):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
-    r = subprocess.run([*hardened_wrap(doctor_caps), agentbox_bin(), "run", "--", "sh", "-c",
+    r = subprocess.run([*hardened_wrap(doctor_caps), installed, "run", "--", "sh", "-c",
                         "grep NoNewPrivs /proc/self/status; touch /tmp/x; echo ok"],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "NoNewPrivs:\t1" in r.stdout and r.stdout.endswith("ok\n"), r.stdout
 
 
-def test_the_daemon_serves_under_the_units_hardening(doctor_caps):
+def test_the_daemon_serves_under_the_units_hardening(doctor_caps, installed):
     # The state dir is outside the private /tmp (the test could not see into it), where the
     # unit's StateDirectory is: /var/lib.
     workdir = e2e.new_workdir("deploy-unit")
