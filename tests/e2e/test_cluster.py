@@ -8,6 +8,7 @@ loop volumes are not what is tested here.
 """
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
 import secrets
@@ -133,9 +134,11 @@ class Cluster:
             d.stop()
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    workdir = new_workdir("cluster")
+@contextlib.contextmanager
+def running_cluster(tag):
+    """Three nodes and a router, stopped and removed afterwards (module fixtures here and in
+    test_cluster_ops.py)."""
+    workdir = new_workdir(tag)
     os.chmod(workdir, 0o755)  # nginx's workers (nobody) read nothing here, but traverse to their temp dirs
     c = Cluster(workdir)
     try:
@@ -145,6 +148,20 @@ def cluster():
         for d in c.nodes.values():
             remove_workdir(d.workdir)
         remove_workdir(workdir)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with running_cluster("cluster") as c:
+        yield c
+
+
+async def type_until(ws, keys, seen_text):
+    """Types keys into a terminal WebSocket and reads until seen_text shows."""
+    await ws.send(keys)
+    seen = b""
+    while seen_text not in seen:
+        seen += await asyncio.wait_for(ws.recv(), 15)
 
 
 def odd_ids():
@@ -266,10 +283,7 @@ def test_streams_uploads_terminals_and_previews_pass_through_the_router(cluster)
                    urllib.parse.quote(u, safe=""))
             async with websockets.connect(url, open_timeout=15, ping_interval=None) as ws:
                 await ws.send(json.dumps({"type": "auth", "token": cluster.key}))
-                await ws.send(b"echo through-$((6*7))\r")
-                seen = b""
-                while b"through-42" not in seen:
-                    seen += await asyncio.wait_for(ws.recv(), 15)
+                await type_until(ws, b"echo through-$((6*7))\r", b"through-42")
 
         asyncio.run(type_echo())
         assert c.delete(f"/api/terminals/{tid}").status_code == 200
@@ -299,25 +313,22 @@ def test_an_idle_terminal_survives_a_router_reload(cluster):
         url = f"ws://127.0.0.1:{cluster.router.port}/api/terminals/{tid}?user_id={u}"
         async with websockets.connect(url, open_timeout=15, ping_interval=None) as ws:
             await ws.send(json.dumps({"type": "auth", "token": cluster.key}))
-            await ws.send(b"echo before-$((1+1))\r")
-            seen = b""
-            while b"before-2" not in seen:
-                seen += await asyncio.wait_for(ws.recv(), 15)
-            old_workers = set(subprocess.run(["pgrep", "-P", str(cluster.router.proc.pid)], capture_output=True,
-                                             text=True).stdout.split())
+            await type_until(ws, b"echo before-$((1+1))\r", b"before-2")
+
+            def workers():
+                return set(subprocess.run(["pgrep", "-P", str(cluster.router.proc.pid)], capture_output=True,
+                                          text=True).stdout.split())
+
+            old_workers = workers()
             cluster.router.proc.send_signal(signal.SIGHUP)
             deadline = time.monotonic() + 15
             while True:  # new workers up: the reload took effect
-                now = set(subprocess.run(["pgrep", "-P", str(cluster.router.proc.pid)], capture_output=True,
-                                         text=True).stdout.split())
-                if now - old_workers:
+                if workers() - old_workers:
                     break
                 assert time.monotonic() < deadline, "nginx did not reload"
                 await asyncio.sleep(0.05)
             await asyncio.sleep(0.5)  # idle across the reload
-            await ws.send(b"echo after-$((2+2))\r")
-            while b"after-4" not in seen:
-                seen += await asyncio.wait_for(ws.recv(), 15)
+            await type_until(ws, b"echo after-$((2+2))\r", b"after-4")
 
     asyncio.run(scenario())
     with cluster.client(u) as c:

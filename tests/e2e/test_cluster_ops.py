@@ -11,22 +11,14 @@ import uuid
 
 import pytest
 
-from conftest import new_workdir, remove_workdir, sh
-from test_cluster import NODES, Cluster, agentbox, free_port, node_of
+from conftest import sh
+from test_cluster import NODES, agentbox, free_port, node_of, running_cluster
 
 
 @pytest.fixture(scope="module")
 def small():
-    workdir = new_workdir("cluster-ops")
-    os.chmod(workdir, 0o755)
-    c = Cluster(workdir)
-    try:
+    with running_cluster("cluster-ops") as c:
         yield c
-    finally:
-        c.stop()
-        for d in c.nodes.values():
-            remove_workdir(d.workdir)
-        remove_workdir(workdir)
 
 
 def served_by(cluster, user, node, timeout=20):
