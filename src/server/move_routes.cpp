@@ -21,6 +21,7 @@
 #include "server/json_body.hpp"
 #include "server/move_records.hpp"
 #include "server/move_transfer.hpp"
+#include "server/takeover_response.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/random_hex.hpp"
@@ -129,14 +130,15 @@ class Mover {
     return finish(*move, *target);
   }
 
-  // PUT /admin/moves/{id} on the target.
-  Response receive(const Request& req) {
+  // PUT /admin/moves/{id} on the target: the archive is read from the connection as it arrives.
+  Response receive(Takeover& upload) {
+    const Request& req = upload.request;
     const std::string id = req.param("id");
     if (!valid_move_id(id)) throw HttpError(http::status::bad_request, "Bad move id: " + id);
     const std::optional<std::string> user = req.query_param("user"), from = req.query_param("from");
     if (!user || user->empty() || !from || from->empty())
       throw HttpError(http::status::bad_request, "PUT /admin/moves/{id} needs ?user=USER&from=NODE");
-    if (!req.body_file) throw HttpError(http::status::bad_request, "The move's archive is missing");
+    if (upload.parser->is_done()) throw HttpError(http::status::bad_request, "The move's archive is missing");
 
     std::lock_guard lock(in_mu_);
     std::optional<MoveIn> move = c_.moves.in(id);
@@ -166,7 +168,7 @@ class Mover {
     remove_path(staging);  // an interrupted attempt's
     make_dir(staging);
     try {
-      unpack_archive(req.body_file.get(), staging);
+      receive_archive(upload, staging);
     } catch (const Error& e) {
       // A volume too small for what arrives is the operator's to fix (a bigger quota here).
       const std::string why = e.what();
@@ -313,10 +315,23 @@ void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<Block
   const RouteOptions admin{.admin = true};
   router.add_async(http::verb::post, "/admin/moves",
                    offload(pool, Handler([mover](const Request& req) { return mover->start(req); })), admin);
-  // The archive may be as big as a volume: spooled to a file, bounded by the disk.
-  router.add_async(http::verb::put, "/admin/moves/{id}",
-                   offload(pool, Handler([mover](const Request& req) { return mover->receive(req); })),
-                   RouteOptions{.admin = true, .body_limit = UINT64_MAX, .spool_body = true});
+  // The archive, as big as a volume, is unpacked while it arrives: the route takes the
+  // connection and reads it on a pool thread.
+  router.add_takeover(
+      http::verb::put, "/admin/moves/{id}",
+      [mover, pool](Takeover t) {
+        auto upload = std::make_shared<Takeover>(std::move(t));
+        pool->post(upload->request.query_param("user").value_or(""), [mover, upload] {
+          Response r;
+          try {
+            r = mover->receive(*upload);
+          } catch (...) {
+            r = response_for_exception(std::current_exception(), "PUT /admin/moves/{id}");
+          }
+          respond_and_close(std::move(*upload), std::move(r));
+        });
+      },
+      admin);
   router.add_async(http::verb::post, "/admin/moves/{id}/activate",
                    offload(pool, Handler([mover](const Request& req) { return mover->activate(req); })), admin);
 }

@@ -7,7 +7,8 @@
 //                                           user's unfinished one) and returns once it is done:
 //                                           {"id", "user", "from", "to", "state": "done", "uid"}
 //   PUT  /admin/moves/{id}?user=U&from=n1   on the target: the archive (server/move_transfer.hpp)
-//                                           as the body. Unpacks, re-owns and commits; answers
+//                                           as the body, unpacked as it arrives; re-owns and
+//                                           commits; answers
 //                                           {"state": "committed", "name", "uid"}. Again for a
 //                                           committed move: the same answer, nothing redone.
 //   POST /admin/moves/{id}/activate         on the target: the account is served from now on.

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +43,8 @@ namespace beast = boost::beast;
 // re-owned everything, which for a big home takes minutes.
 constexpr int kSendTimeoutSeconds = 300;
 constexpr int kAnswerTimeoutSeconds = 3600;
+// The receiver's wait for the next bytes of an archive (the sender waits as long on its disk).
+constexpr int kBodyTimeoutSeconds = 300;
 constexpr size_t kChunk = 256 << 10;
 
 void set_timeout(asio::ip::tcp::socket& s, int option, int seconds) {
@@ -100,38 +103,16 @@ nlohmann::json read_answer(asio::ip::tcp::socket& socket, const NodeEndpoint& to
   return answer_of(*res, to);
 }
 
-// tar's output, read by the sender; the child is waited for (and killed if still running) on
-// every way out.
-class TarReader {
+// A tar child whose stderr (and stdout) goes to a file read when it fails; it is waited for
+// (and killed if still running) on every way out.
+class TarChild {
  public:
-  explicit TarReader(const std::vector<ArchivePart>& parts) {
-    // pax: nanosecond times, any name length and file size; holes stay holes (a sparse file
-    // must not outgrow the target's quota).
-    std::vector<std::string> argv = {"tar", "--create", "--format=posix", "--sparse", "--numeric-owner", "--file=-"};
-    for (const ArchivePart& p : parts) {
-      argv.push_back("--directory=" + p.dir);
-      for (const std::string& e : p.entries) argv.push_back(e);
-    }
-    int out[2];
-    check(::pipe2(out, O_CLOEXEC), "pipe2");
-    read_end_.reset(out[0]);
-    UniqueFd write_end(out[1]);
-    errors_.reset(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    if (!errors_) throw sys_error("open(O_TMPFILE in /tmp)");
-    pid_ = spawn_program(argv, -1, write_end.get(), errors_.get());
-  }
-  ~TarReader() {
+  TarChild(const TarChild&) = delete;
+  TarChild& operator=(const TarChild&) = delete;
+  ~TarChild() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       wait_program(pid_);
-    }
-  }
-  // 0 at the end.
-  size_t read(char* buf, size_t size) {
-    for (;;) {
-      ssize_t n = ::read(read_end_.get(), buf, size);
-      if (n >= 0) return static_cast<size_t>(n);
-      if (errno != EINTR) throw sys_error("read(tar)");
     }
   }
   // Throws Error with tar's last line unless it exited 0.
@@ -142,13 +123,119 @@ class TarReader {
     std::string text(4096, '\0');
     ssize_t n = ::pread(errors_.get(), text.data(), text.size(), 0);
     text.resize(n > 0 ? static_cast<size_t>(n) : 0);
-    throw Error("tar --create failed (status " + std::to_string(status) + "): " + last_output_line(text));
+    // Its last line is a summary ("Exiting with failure status due to previous errors"): the
+    // line before says what failed.
+    const size_t summary = text.find("tar: Exiting with failure status");
+    if (summary != std::string::npos) text.resize(summary);
+    throw Error(what_ + " failed (status " + std::to_string(status) + "): " + last_output_line(text));
+  }
+
+ protected:
+  // Runs tar `argv` with stdin `in` and stdout `out` (-1: its errors file).
+  TarChild(const std::vector<std::string>& argv, int in, int out) : what_(argv[0] + " " + argv[1]) {
+    errors_.reset(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (!errors_) throw sys_error("open(O_TMPFILE in /tmp)");
+    pid_ = spawn_program(argv, in, out >= 0 ? out : errors_.get(), errors_.get());
   }
 
  private:
-  UniqueFd read_end_, errors_;
+  std::string what_;
+  UniqueFd errors_;
   pid_t pid_ = -1;
 };
+
+// tar --create of the parts, its archive read by the sender.
+class TarReader : public TarChild {
+ public:
+  explicit TarReader(const std::vector<ArchivePart>& parts) : TarReader(parts, Pipe()) {}
+  // 0 at the end.
+  size_t read(char* buf, size_t size) {
+    for (;;) {
+      ssize_t n = ::read(read_end_.get(), buf, size);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) throw sys_error("read(tar)");
+    }
+  }
+
+ private:
+  struct Pipe {
+    UniqueFd read_end, write_end;
+    Pipe() {
+      int fds[2];
+      check(::pipe2(fds, O_CLOEXEC), "pipe2");
+      read_end.reset(fds[0]);
+      write_end.reset(fds[1]);
+    }
+  };
+  TarReader(const std::vector<ArchivePart>& parts, Pipe pipe)
+      : TarChild(create_argv(parts), -1, pipe.write_end.get()), read_end_(std::move(pipe.read_end)) {}
+  static std::vector<std::string> create_argv(const std::vector<ArchivePart>& parts) {
+    // pax: nanosecond times, any name length and file size; holes stay holes (a sparse file
+    // must not outgrow the target's quota).
+    std::vector<std::string> argv = {"tar", "--create", "--format=posix", "--sparse", "--numeric-owner", "--file=-"};
+    for (const ArchivePart& p : parts) {
+      argv.push_back("--directory=" + p.dir);
+      for (const std::string& e : p.entries) argv.push_back(e);
+    }
+    return argv;
+  }
+  UniqueFd read_end_;
+};
+
+// tar --extract into dir, fed by the receiver. Its stdin is a socket, not a pipe: a write to it
+// after tar died is EPIPE (MSG_NOSIGNAL), never a SIGPIPE to the daemon.
+class TarWriter : public TarChild {
+ public:
+  explicit TarWriter(const std::string& dir) : TarWriter(dir, SocketPair()) {}
+  // False once tar stopped reading: it failed (finish() says why) or saw the archive's end.
+  bool write(const char* data, size_t size) {
+    while (size > 0) {
+      ssize_t n = ::send(write_end_.get(), data, size, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) return false;
+      if (n < 0) throw sys_error("write(tar)");
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // The archive's end: tar sees EOF.
+  void close() { write_end_.reset(); }
+
+ private:
+  struct SocketPair {
+    UniqueFd ours, tars;
+    SocketPair() {
+      int fds[2];
+      check(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), "socketpair");
+      ours.reset(fds[0]);
+      tars.reset(fds[1]);
+      const int size = 1 << 20;  // fewer wakeups of tar per MiB
+      ::setsockopt(ours.get(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    }
+  };
+  TarWriter(const std::string& dir, SocketPair s)
+      : TarChild(extract_argv(dir), s.tars.get(), -1), write_end_(std::move(s.ours)) {}
+  static std::vector<std::string> extract_argv(const std::string& dir) {
+    // As root tar would give entries the archive's owners (the source's uids, which may be
+    // anyone's here): root's until reown_tree gives them the account's. Modes and times as
+    // sent; GNU tar refuses members with "..", strips leading "/", and makes links pointing
+    // outward only after every file is written, so nothing lands outside dir.
+    return {"tar", "--extract", "--file=-", "--directory=" + dir, "--no-same-owner", "--preserve-permissions",
+            "--delay-directory-restore"};
+  }
+  UniqueFd write_end_;
+};
+
+// Waits until fd is readable; false after `seconds` without.
+bool wait_readable(int fd, int seconds) {
+  pollfd p{fd, POLLIN, 0};
+  for (;;) {
+    const int n = ::poll(&p, 1, seconds * 1000);
+    if (n >= 0) return n > 0;
+    if (errno != EINTR) throw sys_error("poll");
+  }
+}
 
 void reown_at(int dirfd, const std::string& name, const std::string& shown, uid_t uid, gid_t gid, int depth) {
   struct stat st;
@@ -225,16 +312,39 @@ nlohmann::json post_admin(const NodeEndpoint& to, const std::string& target) {
   return read_answer(socket, to);
 }
 
-void unpack_archive(int archive_fd, const std::string& dir) {
-  // As root tar would give entries the archive's owners (the source's uids, which may be
-  // anyone's here): root's until reown_tree gives them the account's. Modes and times as sent;
-  // GNU tar refuses members with "..", strips leading "/", and makes links pointing outward
-  // only after every file is written, so nothing lands outside dir.
-  ProgramResult r = run_program({"tar", "--extract", "--file=-", "--directory=" + dir, "--no-same-owner",
-                                 "--preserve-permissions", "--delay-directory-restore"},
-                                archive_fd);
-  if (r.status != 0)
-    throw Error("tar --extract failed (status " + std::to_string(r.status) + "): " + last_output_line(r.output));
+void receive_archive(Takeover& upload, const std::string& dir) {
+  TarWriter tar(dir);
+  Takeover::Parser& parser = *upload.parser;
+  parser.body_limit(boost::none);  // as big as a volume: bounded by the disk it lands on
+  upload.socket.non_blocking(true);  // a read that would wait returns, to wait here with a deadline
+  std::vector<char> buf(kChunk);
+  bool tar_reads = true;
+  while (!parser.is_done()) {
+    parser.get().body().data = buf.data();
+    parser.get().body().size = buf.size();
+    boost::system::error_code ec;
+    http::read_some(upload.socket, upload.buffer, parser, ec);
+    const size_t n = buf.size() - parser.get().body().size;
+    if (n > 0 && tar_reads && !tar.write(buf.data(), n)) {
+      // tar stopped early: a failure is reported; after the archive's end the rest (padding)
+      // is read and dropped, so that the sender can finish and read the answer.
+      tar_reads = false;
+      tar.close();
+      tar.finish();
+    }
+    if (ec == http::error::need_buffer) continue;
+    if (ec == asio::error::would_block) {
+      if (!wait_readable(upload.socket.native_handle(), kBodyTimeoutSeconds))
+        throw HttpError(http::status::request_timeout,
+                        "the archive stopped arriving (nothing for " + std::to_string(kBodyTimeoutSeconds) + " s)");
+      continue;
+    }
+    if (ec) throw HttpError(http::status::bad_request, "the archive broke off (" + ec.message() + ")");
+  }
+  if (tar_reads) {
+    tar.close();
+    tar.finish();
+  }
 }
 
 void reown_tree(const std::string& path, uid_t uid, gid_t gid) {

@@ -2,8 +2,9 @@
 // The bytes of a move between cluster nodes (server/move_routes.hpp): the source streams a tar
 // archive (GNU tar, --numeric-owner, symlinks as links, nothing followed) of the account's
 // home, trash and process logs plus move.json (its records) as the chunked body of one
-// `PUT /admin/moves/{id}` to the target, which unpacks it into a staging directory and gives
-// every file the account's new uid and gid there. The nodes of a cluster share one admin key.
+// `PUT /admin/moves/{id}` to the target, which unpacks it into a staging directory as it
+// arrives (each byte written once there) and gives every file the account's new uid and gid.
+// The nodes of a cluster share one admin key.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/cluster_config.hpp"
+#include "server/router.hpp"
 
 namespace agentbox::server {
 
@@ -42,9 +44,11 @@ nlohmann::json send_archive(const NodeEndpoint& to, const std::string& target, c
 // POST `target` on `to` (no body): the JSON answer of a 2xx, errors as send_archive's.
 nlohmann::json post_admin(const NodeEndpoint& to, const std::string& target);
 
-// Unpacks the tar archive read from archive_fd into dir (which exists), owned by root with
-// the archive's modes and times; Error with tar's last line when it fails.
-void unpack_archive(int archive_fd, const std::string& dir);
+// Unpacks the tar archive that is the body of the request `upload` holds into dir (which
+// exists) while it arrives, owned by root with the archive's modes and times. Error with tar's
+// last line when tar fails; HttpError 400 for a body that breaks off or is not HTTP, 408 for one
+// that stalls. Runs on a thread of its own (it waits on the socket and on the disk).
+void receive_archive(Takeover& upload, const std::string& dir);
 
 // Gives every entry under path (itself included, links as links) uid:gid, and then its mode
 // again (chown clears set-id bits). Nothing is followed.

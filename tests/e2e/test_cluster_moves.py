@@ -42,17 +42,18 @@ touch -d '2019-05-05 05:05:05' sub/deeper/x
 touch -h -d '2020-01-02 03:04:05' a.txt shadow-link sub/deeper empty
 echo doomed > doomed.txt
 """
-# What must be identical after a move: every entry's path, type, mode, mtime, link target, size,
-# and every file's sha256.
+# What must be identical after a move: every entry's path, type, mode, mtime, link target, size
+# (a directory's depends on its filesystem's block size: not compared), and every file's sha256.
 SNAPSHOT = r"""
-cd ~ && find . -mindepth 1 -path ./.cache -prune -o -printf '%P|%y|%m|%T@|%l|%s\n' | LC_ALL=C sort
+cd ~ && find . -mindepth 1 -path ./.cache -prune -o -type d -printf '%P|%y|%m|%T@\n' \
+  -o -printf '%P|%y|%m|%T@|%l|%s\n' | LC_ALL=C sort
 find . -type f -not -path './.cache/*' -exec sha256sum {} + | LC_ALL=C sort -k2
 """
 OWNERS = r"""cd ~ && printf '%s\n' "$(id -u)" && find . -printf '%U:%G\n' | sort -u"""
 
 
 class MoveCluster:
-    def __init__(self, workdir, config=CONFIG):
+    def __init__(self, workdir, config=CONFIG, configs=None):
         self.workdir = workdir
         self.key = secrets.token_hex(16)
         self.admin_key = secrets.token_hex(32)  # the nodes of a cluster share one admin key
@@ -65,7 +66,8 @@ class MoveCluster:
         self.nodes = {}
         for n in NODES:
             os.makedirs(os.path.join(workdir, n))
-            self.nodes[n] = Daemon(os.path.join(workdir, n), config_text=config, api_key=self.key, lifetime=1200,
+            self.nodes[n] = Daemon(os.path.join(workdir, n), config_text=(configs or {}).get(n, config),
+                                   api_key=self.key, lifetime=1200,
                                    listen=f"127.0.0.1:{self.ports[n]}", env={"AGENTBOX_ADMIN_KEY": self.admin_key},
                                    args=["--cluster", self.file, "--node", n])
         for d in self.nodes.values():
@@ -131,10 +133,10 @@ class MoveCluster:
             d.stop()
 
 
-def make_cluster(tag, config=CONFIG):
+def make_cluster(tag, config=CONFIG, configs=None):
     workdir = new_workdir(tag)
     os.chmod(workdir, 0o755)  # nginx's workers traverse to their temp dirs
-    return MoveCluster(workdir, config)
+    return MoveCluster(workdir, config, configs)
 
 
 def drop_cluster(c):
@@ -369,5 +371,32 @@ def test_a_move_between_quota_volumes_retires_the_source_volume():
         assert not os.path.exists(os.path.join(volumes, name))
         kept = [e for e in os.listdir(os.path.join(volumes, ".deleted")) if e.endswith("-" + name)]
         assert len(kept) == 1, os.listdir(volumes)  # kept trash_days, as a deleted account's
+    finally:
+        drop_cluster(c)
+
+
+def test_a_home_too_big_for_the_target_is_refused_mid_stream_and_moves_once_the_target_grows():
+    """The target unpacks while the archive arrives: when its volume fills up it answers 507
+    before the sender has finished, the move stays resumable (the user refused on both nodes,
+    nothing served twice), and once the operator gives the target room the same command ends it."""
+    small, big = '[accounts]\ndisk = "64M"\n', '[accounts]\ndisk = "512M"\n'
+    c = make_cluster("moves-full", configs={"n1": big, "n2": big, "n3": small})
+    try:
+        user, = c.users_owned_by("n1", 1)
+        with c.client(user) as u:  # 160 MB that does not compress: cannot fit in 64M
+            assert sh(u, "head -c 160000000 /dev/urandom > big.bin")[0] == 0
+        before = populate(c, user)
+        r = c.move(user, "n3")
+        assert r.returncode != 0
+        assert "do not fit their volume" in r.stderr and "n3" in r.stderr, r.stderr
+        assert_refused_while_moving(c, user, "n1")
+        assert user in c.accounts_on("n1")
+        c.nodes["n3"].stop()
+        with open(c.nodes["n3"].config_path, "w") as f:
+            f.write(big)
+        c.nodes["n3"].start()
+        r = c.move(user, "n3")
+        assert r.returncode == 0, r.stderr
+        assert_moved(c, user, before)
     finally:
         drop_cluster(c)
