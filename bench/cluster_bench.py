@@ -16,10 +16,17 @@ Run by bench/cluster_bench.sh (which builds and checks the tools). In one run, a
   failover    SIGKILL of the node while a client sends a request every ms through the router:
               time to the first 503 (target <= 50 ms); a restart: time from the node's
               "serving" line to the first 200 through the router (target <= 100 ms).
+  others      two nodes behind one router: a user of n1 sends requests one after another through
+              the router for a few seconds, then n2 is SIGKILLed (its user asking all along, and
+              getting 503s) and the same goes on as long again: the n1 user's errors (target 0)
+              and p99 while n2 is down / before (target <= 1.2).
+
+--only NAME[,NAME] runs some of them (latency and throughput go together as "router").
 
 Prints a table of medians.
 """
 import argparse
+import http.client
 import os
 import re
 import secrets
@@ -70,15 +77,16 @@ def wrk(url, headers, connections, seconds):
 
 
 class Node:
-    def __init__(self, agentbox, work, cluster_file, port, key):
+    def __init__(self, agentbox, work, cluster_file, port, key, name="n1", uid_offset=0):
+        work = os.path.join(work, name)
+        os.makedirs(work, exist_ok=True)
         self.cmd = [agentbox, "serve", "--listen", f"127.0.0.1:{port}", "--state", os.path.join(work, "state"),
-                    "--config", os.path.join(work, "serve.toml"), "--cluster", cluster_file, "--node", "n1"]
+                    "--config", os.path.join(work, "serve.toml"), "--cluster", cluster_file, "--node", name]
         with open(os.path.join(work, "serve.toml"), "w") as f:
             f.write('[accounts]\ndisk = "0"\n')
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
         self.env["AGENTBOX_API_KEY"] = key
-        self.env["AGENTBOX_UID_BASE"] = os.environ["AGENTBOX_UID_BASE"]
-        self.log = os.path.join(work, "node.log")
+        self.env["AGENTBOX_UID_BASE"] = str(int(os.environ["AGENTBOX_UID_BASE"]) + uid_offset)
         self.proc = None
 
     def start(self):
@@ -133,10 +141,11 @@ http {{ access_log off; keepalive_requests 1000000;
     return p, port
 
 
-def cluster_file(work, name, port):
+def cluster_file(work, name, *ports):
     path = os.path.join(work, f"{name}.toml")
     with open(path, "w") as f:
-        f.write(f'[[node]]\nname = "n1"\nserver = "127.0.0.1:{port}"\n')
+        for i, port in enumerate(ports):
+            f.write(f'[[node]]\nname = "n{i + 1}"\nserver = "127.0.0.1:{port}"\n')
     return path
 
 
@@ -165,6 +174,73 @@ def failover(node, router_port, headers):
         time.sleep(0.001)
     to_200 = (time.monotonic() - serving) * 1000
     return to_503, to_200
+
+
+def others_during_kill(agentbox, work, key, rounds, seconds):
+    """p99 of an n1 user's requests through the router before and while n2 is down; errors."""
+    ports = [free_port(), free_port()]
+    cfile = cluster_file(work, "two", *ports)
+    nodes = [Node(agentbox, os.path.join(work, "two"), cfile, p, key, f"n{i + 1}", (i + 1) * 65536)
+             for i, p in enumerate(ports)]
+    for n in nodes:
+        n.start()
+    rproc, rport = router(agentbox, work, "router-two", cfile)
+    ids = [f"user-{i}" for i in range(64)]
+    owners = subprocess.run([agentbox, "cluster", "owner", "--cluster", cfile, *ids], capture_output=True, text=True,
+                            check=True).stdout.split("\n")
+    other = next(u for u, o in zip(ids, owners) if o.split()[:1] == ["n1"])
+    victim = next(u for u, o in zip(ids, owners) if o.split()[:1] == ["n2"])
+    before, during, errors = [], [], []
+    try:
+        for _ in range(rounds):
+            for u in (other, victim):
+                assert status(f"http://127.0.0.1:{rport}/files/cwd", {"Authorization": f"Bearer {key}",
+                                                                       "X-User-Id": u}) == 200
+            stop = threading.Event()
+            victim_statuses = []
+
+            def victim_asks():
+                h = {"Authorization": f"Bearer {key}", "X-User-Id": victim}
+                while not stop.is_set():
+                    victim_statuses.append(status(f"http://127.0.0.1:{rport}/files/cwd", h))
+                    time.sleep(0.001)
+
+            asker = threading.Thread(target=victim_asks)
+            asker.start()
+            conn = http.client.HTTPConnection("127.0.0.1", rport, timeout=10)
+            h = {"Authorization": f"Bearer {key}", "X-User-Id": other}
+
+            def timed(until, into):
+                while time.monotonic() < until:
+                    t0 = time.perf_counter()
+                    try:
+                        conn.request("GET", "/files/cwd", headers=h)
+                        r = conn.getresponse()
+                        r.read()
+                        if r.status != 200:
+                            errors.append(r.status)
+                    except OSError as e:
+                        errors.append(str(e))
+                        conn.close()
+                    into.append((time.perf_counter() - t0) * 1e6)
+
+            timed(time.monotonic() + seconds, before)
+            nodes[1].kill()
+            timed(time.monotonic() + seconds, during)
+            stop.set()
+            asker.join()
+            conn.close()
+            assert 503 in victim_statuses, "the victim never saw the 503"
+            nodes[1].start()
+    finally:
+        rproc.send_signal(signal.SIGQUIT)
+        rproc.wait(10)
+        for n in nodes:
+            n.stop()
+
+    def p99(v):
+        return statistics.quantiles(v, n=100)[98]
+    return p99(before), p99(during), len(before), len(during), errors
 
 
 def plan_time(agentbox, work, runs):
@@ -233,7 +309,9 @@ def main():
     ap.add_argument("--agentbox", required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--only", default="router,keystrokes,plan,failover,others")
     a = ap.parse_args()
+    only = set(a.only.split(","))
 
     work = tempfile.mkdtemp(prefix="agentbox-clusterbench-")
     os.chmod(work, 0o755)
@@ -242,62 +320,44 @@ def main():
     node_cluster = cluster_file(work, "node", node_port)
     node = Node(a.agentbox, work, node_cluster, node_port, key)
     procs = []
+    headers = {"Authorization": f"Bearer {key}", "X-User-Id": "bench"}
     try:
         node.start()
-        static, static_port = static_upstream(work)
-        procs.append(static)
         r1, via_node = router(a.agentbox, work, "router-node", node_cluster)
-        r2, via_static = router(a.agentbox, work, "router-static", cluster_file(work, "static", static_port))
-        procs += [r1, r2]
-        headers = {"Authorization": f"Bearer {key}", "X-User-Id": "bench"}
-        targets = {"agentbox direct": node_port, "agentbox via nginx": via_node,
-                   "static direct": static_port, "static via nginx": via_static}
-        for port in targets.values():  # the account and its box exist before anything is timed
-            assert status(f"http://127.0.0.1:{port}/files/cwd", headers) == 200
-        lat = {k: [] for k in targets}
-        rps = {k: [] for k in targets}
-        for r in range(a.rounds):
-            for name, port in targets.items():
-                lat[name].append(wrk(f"http://127.0.0.1:{port}/files/cwd", headers, 1, a.seconds)[0])
-                rps[name].append(wrk(f"http://127.0.0.1:{port}/files/cwd", headers, 32, a.seconds)[1])
-            print(f"round {r + 1}: " + ", ".join(f"{k} p50 {lat[k][-1]:.0f} us / {rps[k][-1]:.0f} rps" for k in targets),
-                  file=sys.stderr)
-        wsd_port = free_port()
-        wsd = subprocess.Popen(["websocketd", "--address=127.0.0.1", f"--port={wsd_port}", "--binary=false", "cat"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(wsd)
-        wait_port(wsd_port)
-        r3, via_wsd = router(a.agentbox, work, "router-websocketd", cluster_file(work, "websocketd", wsd_port))
-        procs.append(r3)
-        ks = keystrokes(node_port, via_node, wsd_port, via_wsd, key, 2 * a.rounds, 200)
-        ks50 = {k: statistics.median(v) for k, v in ks.items()}
-        fo = [failover(node, via_node, headers) for _ in range(a.rounds)]
-        plan_s, plan_said = plan_time(a.agentbox, work, a.rounds)
-
-        med = {k: statistics.median(v) for k, v in lat.items()}
-        thr = {k: statistics.median(v) for k, v in rps.items()}
-        added_ab = med["agentbox via nginx"] - med["agentbox direct"]
-        added_st = med["static via nginx"] - med["static direct"]
-        print(f"{'':34}{'direct':>12}{'via nginx':>12}{'added':>10}")
-        for who in ("agentbox", "static"):
-            d, v = med[f"{who} direct"], med[f"{who} via nginx"]
-            print(f"{who + ' p50 latency (us)':34}{d:12.0f}{v:12.0f}{v - d:10.0f}")
-        print(f"added by nginx, agentbox / static upstream: {added_ab / added_st:.2f}x (target <= 1.2x)")
-        for who in ("agentbox", "static"):
-            print(f"{who + ' 32-client throughput (req/s)':34}{thr[who + ' direct']:12.0f}{thr[who + ' via nginx']:12.0f}"
-                  f"{thr[who + ' via nginx'] / thr[who + ' direct']:9.2f}x")
-        ratio = (thr["agentbox via nginx"] / thr["agentbox direct"]) / (thr["static via nginx"] / thr["static direct"])
-        print(f"via/direct throughput, agentbox / static upstream: {ratio:.2f}x (target >= 0.9x)")
-        for who in ("agentbox", "websocketd"):
-            d, v = ks50[f"{who} direct"], ks50[f"{who} via nginx"]
-            print(f"{who + ' keystroke echo p50 (us)':34}{d:12.0f}{v:12.0f}{v - d:10.0f}")
-        print(f"keystroke p50 added by nginx, agentbox / websocketd: "
-              f"{(ks50['agentbox via nginx'] - ks50['agentbox direct']) / (ks50['websocketd via nginx'] - ks50['websocketd direct']):.2f}x (target <= 1.2x)")
-        print(f"cluster plan, 100,000 accounts, 16 -> 17 nodes: median {plan_s:.3f} s (target <= 1 s): {plan_said}")
-        print(f"SIGKILL -> first 503 through nginx: median {statistics.median(f[0] for f in fo):.1f} ms "
-              f"(max {max(f[0] for f in fo):.1f}; target <= 50 ms)")
-        print(f"restart: serving -> first 200 through nginx: median {statistics.median(f[1] for f in fo):.1f} ms "
-              f"(max {max(f[1] for f in fo):.1f}; target <= 100 ms)")
+        procs.append(r1)
+        assert status(f"http://127.0.0.1:{via_node}/files/cwd", headers) == 200  # the account and its box exist
+        if "router" in only:
+            router_rounds(a, work, node_port, via_node, headers, procs)
+        if "keystrokes" in only:
+            wsd_port = free_port()
+            wsd = subprocess.Popen(["websocketd", "--address=127.0.0.1", f"--port={wsd_port}", "--binary=false", "cat"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(wsd)
+            wait_port(wsd_port)
+            r3, via_wsd = router(a.agentbox, work, "router-websocketd", cluster_file(work, "websocketd", wsd_port))
+            procs.append(r3)
+            ks = keystrokes(node_port, via_node, wsd_port, via_wsd, key, 2 * a.rounds, 200)
+            ks50 = {k: statistics.median(v) for k, v in ks.items()}
+            for who in ("agentbox", "websocketd"):
+                d, v = ks50[f"{who} direct"], ks50[f"{who} via nginx"]
+                print(f"{who + ' keystroke echo p50 (us)':34}{d:12.0f}{v:12.0f}{v - d:10.0f}")
+            added = {w: ks50[f"{w} via nginx"] - ks50[f"{w} direct"] for w in ("agentbox", "websocketd")}
+            print(f"keystroke p50 added by nginx, agentbox / websocketd: "
+                  f"{added['agentbox'] / added['websocketd']:.2f}x (target <= 1.2x)")
+        if "plan" in only:
+            plan_s, plan_said = plan_time(a.agentbox, work, a.rounds)
+            print(f"cluster plan, 100,000 accounts, 16 -> 17 nodes: median {plan_s:.3f} s (target <= 1 s): {plan_said}")
+        if "failover" in only:
+            fo = [failover(node, via_node, headers) for _ in range(a.rounds)]
+            print(f"SIGKILL -> first 503 through nginx: median {statistics.median(f[0] for f in fo):.1f} ms "
+                  f"(max {max(f[0] for f in fo):.1f}; target <= 50 ms)")
+            print(f"restart: serving -> first 200 through nginx: median {statistics.median(f[1] for f in fo):.1f} ms "
+                  f"(max {max(f[1] for f in fo):.1f}; target <= 100 ms)")
+        if "others" in only:
+            before, during, nb, nd, errors = others_during_kill(a.agentbox, work, key, a.rounds, a.seconds)
+            print(f"another node's user while n2 is SIGKILLed: p99 {before:.0f} us before ({nb} requests), "
+                  f"{during:.0f} us while n2 is down ({nd}): {during / before:.2f}x (target <= 1.2x); "
+                  f"errors: {len(errors)} {errors[:3]}")
     finally:
         for p in procs:
             p.send_signal(signal.SIGQUIT)
@@ -305,6 +365,39 @@ def main():
         for p in procs:
             p.wait(10)
         subprocess.run(["rm", "-rf", work])
+
+
+def router_rounds(a, work, node_port, via_node, headers, procs):
+    static, static_port = static_upstream(work)
+    procs.append(static)
+    r2, via_static = router(a.agentbox, work, "router-static", cluster_file(work, "static", static_port))
+    procs.append(r2)
+    targets = {"agentbox direct": node_port, "agentbox via nginx": via_node,
+               "static direct": static_port, "static via nginx": via_static}
+    for port in targets.values():
+        assert status(f"http://127.0.0.1:{port}/files/cwd", headers) == 200
+    lat = {k: [] for k in targets}
+    rps = {k: [] for k in targets}
+    for r in range(a.rounds):
+        for name, port in targets.items():
+            lat[name].append(wrk(f"http://127.0.0.1:{port}/files/cwd", headers, 1, a.seconds)[0])
+            rps[name].append(wrk(f"http://127.0.0.1:{port}/files/cwd", headers, 32, a.seconds)[1])
+        print(f"round {r + 1}: " + ", ".join(f"{k} p50 {lat[k][-1]:.0f} us / {rps[k][-1]:.0f} rps" for k in targets),
+              file=sys.stderr)
+    med = {k: statistics.median(v) for k, v in lat.items()}
+    thr = {k: statistics.median(v) for k, v in rps.items()}
+    added_ab = med["agentbox via nginx"] - med["agentbox direct"]
+    added_st = med["static via nginx"] - med["static direct"]
+    print(f"{'':34}{'direct':>12}{'via nginx':>12}{'added':>10}")
+    for who in ("agentbox", "static"):
+        d, v = med[f"{who} direct"], med[f"{who} via nginx"]
+        print(f"{who + ' p50 latency (us)':34}{d:12.0f}{v:12.0f}{v - d:10.0f}")
+    print(f"added by nginx, agentbox / static upstream: {added_ab / added_st:.2f}x (target <= 1.2x)")
+    for who in ("agentbox", "static"):
+        print(f"{who + ' 32-client throughput (req/s)':34}{thr[who + ' direct']:12.0f}{thr[who + ' via nginx']:12.0f}"
+              f"{thr[who + ' via nginx'] / thr[who + ' direct']:9.2f}x")
+    ratio = (thr["agentbox via nginx"] / thr["agentbox direct"]) / (thr["static via nginx"] / thr["static direct"])
+    print(f"via/direct throughput, agentbox / static upstream: {ratio:.2f}x (target >= 0.9x)")
 
 
 if __name__ == "__main__":
