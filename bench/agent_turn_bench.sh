@@ -17,10 +17,9 @@ claude=$root/deps/claude-code/node_modules/.bin/claude
 
 [[ $(id -u) -eq 0 ]] || { echo "agent_turn_bench.sh: run as root" >&2; exit 2; }
 [[ -x $claude ]] || { echo "agent_turn_bench.sh: no $claude (scripts/install-deps.sh installs it)" >&2; exit 2; }
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox agentbox-serve agentbox-init
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "agent_turn_bench.sh: no $build/agentbox" >&2; exit 2; }
 

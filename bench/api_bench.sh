@@ -25,12 +25,9 @@ for tool in bwrap curl; do
   command -v "$tool" >/dev/null || { echo "api_bench.sh: $tool missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
 
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  if [[ ! -f $build/CMakeCache.txt ]]; then
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  fi
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init api_bench ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox agentbox-serve agentbox-init api_bench
 build=$(cd "$build" && pwd)
 client=${API_BENCH_BIN:-$build/api_bench}
 [[ -x $build/agentbox && -x $client ]] || { echo "api_bench.sh: no $build/agentbox or $client" >&2; exit 2; }
@@ -55,8 +52,6 @@ cleanup() {
   rm -rf "$state" "$log"
 }
 trap cleanup EXIT
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 trap 'exit 130' INT TERM
 
 AGENTBOX_API_KEY=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')

@@ -20,10 +20,7 @@ done
 [[ -f /usr/lib/nginx/modules/ngx_http_set_misc_module.so ]] \
   || { echo "cluster_bench.sh: libnginx-mod-http-set-misc missing (scripts/install-deps.sh)" >&2; exit 2; }
 
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+build_bench "$build" agentbox agentbox-serve agentbox-init hop_upstream
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "cluster_bench.sh: no $build/agentbox" >&2; exit 2; }
 

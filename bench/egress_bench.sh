@@ -20,10 +20,9 @@ bytes=$((mib * 1024 * 1024))
 for tool in curl tinyproxy python3; do
   command -v "$tool" >/dev/null || { echo "egress_bench.sh: $tool missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init splice_relay ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox agentbox-serve agentbox-init splice_relay
 build=$(cd "$build" && pwd)
 
 work=$(mktemp -d /tmp/agentbox-egressbench-XXXXXX)
@@ -42,8 +41,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 cp "$here/serve_bytes.py" "$work/server.py"
 host_port=$(free_port)
 python3 "$work/server.py" "$host_port" &

@@ -28,10 +28,9 @@ size=${SIZE:-1024}
 for tool in curl wrk nginx tinyproxy nsenter python3; do
   command -v "$tool" >/dev/null || { echo "egress_small_bench.sh: $tool missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox agentbox-serve agentbox-init
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "egress_small_bench.sh: no $build/agentbox" >&2; exit 2; }
 
@@ -51,8 +50,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 # ---- the origin: nginx serving one small file, keep-alive without a request limit
 mkdir -p "$work/nginx" "$work/www"

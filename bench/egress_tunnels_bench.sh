@@ -22,10 +22,9 @@ accounts=${ACCOUNTS:-100}
 for tool in curl python3; do
   command -v "$tool" >/dev/null || { echo "egress_tunnels_bench.sh: $tool missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox agentbox-serve agentbox-init
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "egress_tunnels_bench.sh: no $build/agentbox" >&2; exit 2; }
 
@@ -44,8 +43,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 origin_port=$(free_port)
 cat >"$work/config.toml" <<EOF

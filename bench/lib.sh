@@ -28,3 +28,14 @@ daemon_port() {
 
 # The median of the numbers on stdin, one per line.
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# Builds TARGETs in BUILD (configured as a Release build the first time); NO_BUILD=1 uses BUILD
+# as it is, JOBS sets the build's parallelism.
+build_bench() {
+  local build=$1 root
+  shift
+  [[ ${NO_BUILD:-0} == 1 ]] && return 0
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" --target "$@" ${JOBS:+-j "$JOBS"} >/dev/null
+}

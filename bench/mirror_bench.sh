@@ -25,10 +25,9 @@ runs=${RUNS:-5}
 for tool in rsync hyperfine python3; do
   command -v "$tool" >/dev/null || { echo "mirror_bench.sh: $tool missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "mirror_bench.sh: no $build/agentbox" >&2; exit 2; }
 

@@ -13,10 +13,7 @@ build=${1:-$root/build-bench}
 source "$here/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || { echo "move_bench.sh: run as root (agentbox serve gives each user a uid)" >&2; exit 2; }
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+build_bench "$build" agentbox agentbox-serve agentbox-init
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "move_bench.sh: no $build/agentbox" >&2; exit 2; }
 

@@ -13,10 +13,9 @@ build=${1:-$root/build-bench}
 runs=${RUNS:-5}
 
 [[ $(id -u) -eq 0 ]] || { echo "quota_bench.sh: run as root" >&2; exit 2; }
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox agentbox-serve agentbox-init
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "quota_bench.sh: no $build/agentbox" >&2; exit 2; }
 exec python3 "$here/quota_bench.py" "$build/agentbox" "$runs"

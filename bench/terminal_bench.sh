@@ -23,12 +23,9 @@ python=/usr/bin/python3  # Debian's, with python3-websockets (scripts/install-de
 command -v websocketd >/dev/null || { echo "terminal_bench.sh: websocketd missing (scripts/install-deps.sh)" >&2; exit 2; }
 "$python" -c 'import websockets' 2>/dev/null || { echo "terminal_bench.sh: python3-websockets missing (scripts/install-deps.sh)" >&2; exit 2; }
 
-if [[ ${NO_BUILD:-0} != 1 ]]; then
-  if [[ ! -f $build/CMakeCache.txt ]]; then
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  fi
-  cmake --build "$build" --target agentbox agentbox-serve agentbox-init ${JOBS:+-j "$JOBS"} >/dev/null
-fi
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+build_bench "$build" agentbox agentbox-serve agentbox-init
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "terminal_bench.sh: no $build/agentbox" >&2; exit 2; }
 
@@ -51,8 +48,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # A free port for websocketd (it takes no port 0): ask the kernel for one.
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 AGENTBOX_API_KEY=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 export AGENTBOX_API_KEY

@@ -1,7 +1,5 @@
 #include "cli/cluster_command.hpp"
 
-#include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,8 +11,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/admin_client.hpp"
+#include "cli/cluster_admin.hpp"
 #include "cli/move_command.hpp"
-#include "cluster/admin_url.hpp"
 #include "cluster/nginx_conf.hpp"
 #include "cluster/placement.hpp"
 #include "config/units.hpp"
@@ -45,44 +43,6 @@ int owner(const ClusterOptions& o) {
   return 0;
 }
 
-// The router's files in dir: its config, pins.map, and router.json (the options they were
-// written with, so that drain and rebalance can write them again for a changed cluster).
-void write_router(const std::string& dir, const ClusterConfig& config, const cluster::NginxOptions& n) {
-  if (::mkdir(dir.c_str(), 0755) == -1 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
-  const nlohmann::json options = {{"listen", n.listen},
-                                  {"pins_map", n.pins_map},
-                                  {"max_body_bytes", n.max_body_bytes},
-                                  {"read_timeout", n.read_timeout.count()},
-                                  {"long_timeout", n.long_timeout.count()},
-                                  {"http_only", n.http_only}};
-  replace_file(dir + "/pins.map", cluster::nginx_pins_map(config.pins));
-  replace_file(dir + (n.http_only ? "/agentbox.conf" : "/nginx.conf"), cluster::nginx_conf(config, n));
-  replace_file(dir + "/router.json", options.dump(2) + "\n");
-}
-
-// Writes the router in dir again for config (with the options it was written with) and, when an
-// nginx runs there (DIR/nginx.pid), reloads it: open connections stay on the old workers.
-std::string rewrite_router(const std::string& dir, const ClusterConfig& config) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(dir + "/router.json"));
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(dir + "/router.json: " + e.what());
-  }
-  cluster::NginxOptions n;
-  n.listen = j.value("listen", n.listen);
-  n.pins_map = j.value("pins_map", n.pins_map);
-  n.max_body_bytes = j.value("max_body_bytes", n.max_body_bytes);
-  n.read_timeout = std::chrono::seconds(j.value("read_timeout", n.read_timeout.count()));
-  n.long_timeout = std::chrono::seconds(j.value("long_timeout", n.long_timeout.count()));
-  n.http_only = j.value("http_only", false);
-  write_router(dir, config, n);
-  const std::optional<std::string> pid_text = read_file_if_exists(dir + "/nginx.pid");
-  const long pid = pid_text ? std::strtol(pid_text->c_str(), nullptr, 10) : 0;
-  if (pid > 1 && ::kill(static_cast<pid_t>(pid), SIGHUP) == 0) return "router in " + dir + " written and reloaded";
-  return "router in " + dir + " written (no nginx runs there: give it to the routers and reload them)";
-}
-
 int nginx_conf(const ClusterOptions& o) {
   ClusterConfig config = load(o);
   cluster::NginxOptions n;
@@ -107,20 +67,9 @@ int nginx_conf(const ClusterOptions& o) {
   return 0;
 }
 
-// A node's admin API, from its admin_url, with the cluster's admin key (the nodes share one).
-AdminTarget target_of(const ClusterNode& node) {
-  AdminTarget t;
-  try {
-    cluster::AdminAddress a = cluster::admin_address(node);
-    t.host = a.host;
-    t.port = a.port;
-  } catch (const Error& e) {
-    throw AdminError(e.what());
-  }
-  const char* key = ::getenv("AGENTBOX_ADMIN_KEY");
-  if (!key || !*key) throw UsageError("set AGENTBOX_ADMIN_KEY to the cluster's admin key (the nodes share one)");
-  t.admin_key = key;
-  return t;
+// A node's admin API with the cluster's admin key, found as every admin command finds it.
+AdminTarget target_of(const ClusterOptions& o, const ClusterNode& node) {
+  return node_target(node, find_admin_target(o.target).admin_key);
 }
 
 struct Held {
@@ -143,7 +92,7 @@ std::vector<Held> accounts_held(const ClusterConfig& config, const ClusterOption
     return held;
   }
   for (const ClusterNode& node : config.nodes) {
-    nlohmann::json answer = AdminClient(target_of(node)).get("/admin/accounts");
+    nlohmann::json answer = AdminClient(target_of(o, node)).get("/admin/accounts");
     for (const nlohmann::json& a : answer["accounts"]) held.push_back({a.value("user", ""), node.name});
   }
   return held;
@@ -175,7 +124,9 @@ int add(const ClusterOptions& o) {
   ClusterConfig config = load(o);
   if (config.node(o.node_name)) throw UsageError("the cluster already has a node " + o.node_name);
   ClusterConfig bigger = config;
-  bigger.nodes.push_back({o.node_name, o.node_server, o.node_admin_url.empty() ? "http://" + o.node_server : o.node_admin_url, 1});
+  const ClusterNode added{o.node_name, o.node_server,
+                          o.node_admin_url.empty() ? "http://" + o.node_server : o.node_admin_url, 1};
+  bigger.nodes.push_back(added);
   cluster::Placement after(bigger, "");
   ClusterPins pins = config.pins;
   size_t pinned = 0;
@@ -185,8 +136,7 @@ int add(const ClusterOptions& o) {
     ++pinned;
   }
   std::string text = read_file(config.path);
-  text += "\n[[node]]\nname = \"" + o.node_name + "\"\nserver = \"" + o.node_server + "\"\n";
-  if (!o.node_admin_url.empty()) text += "admin_url = \"" + o.node_admin_url + "\"\n";
+  text += "\n" + cluster_node_text(added);
   const std::string temp_check = config.path + ".new";
   replace_file(temp_check, text);
   try {
@@ -206,16 +156,16 @@ int add(const ClusterOptions& o) {
 }
 
 // The accounts node holds now, from its admin API (with their last activity).
-std::vector<nlohmann::json> held_on(const ClusterNode& node) {
-  nlohmann::json answer = AdminClient(target_of(node)).get("/admin/accounts");
+std::vector<nlohmann::json> held_on(const ClusterOptions& o, const ClusterNode& node) {
+  nlohmann::json answer = AdminClient(target_of(o, node)).get("/admin/accounts");
   return answer["accounts"].get<std::vector<nlohmann::json>>();
 }
 
 // Asks every node to read the cluster file again; each must then read it as written (a node
 // elsewhere needs the file given to it first).
-void reload_nodes(const ClusterConfig& config, const ClusterNode& changed) {
+void reload_nodes(const ClusterOptions& o, const ClusterConfig& config, const ClusterNode& changed) {
   for (const ClusterNode& n : config.nodes) {
-    nlohmann::json r = AdminClient(target_of(n)).post("/admin/cluster/reload", nlohmann::json::object());
+    nlohmann::json r = AdminClient(target_of(o, n)).post("/admin/cluster/reload", nlohmann::json::object());
     bool agrees = false;
     for (const nlohmann::json& x : r["nodes"])
       agrees |= x.value("name", "") == changed.name && x.value("drain", false) == changed.drain;
@@ -243,6 +193,7 @@ size_t drop_needless_pins(ClusterConfig& config) {
 void move_one(const ClusterOptions& o, const ClusterConfig& config, const std::string& user, const std::string& from,
               const std::string& to) {
   MoveOptions m;
+  m.target = o.target;
   m.user = user;
   m.to = to;
   m.from = from;
@@ -258,21 +209,21 @@ int drain(const ClusterOptions& o) {
   ClusterConfig config = load(o);
   if (!config.node(o.node_name)) throw UsageError("the cluster has no node " + o.node_name);
   const auto pin_everyone_there = [&](ClusterConfig& c) {
-    for (const nlohmann::json& a : held_on(*c.node(o.node_name))) c.pins[a.value("user", "")] = o.node_name;
+    for (const nlohmann::json& a : held_on(o, *c.node(o.node_name))) c.pins[a.value("user", "")] = o.node_name;
     replace_file(c.pins_path, pins_file_text(c.pins));
   };
   pin_everyone_there(config);
   for (ClusterNode& n : config.nodes)
     if (n.name == o.node_name) n.drain = true;
   replace_file(config.path, cluster_file_text(config));
-  reload_nodes(config, *config.node(o.node_name));
+  reload_nodes(o, config, *config.node(o.node_name));
   // Accounts it made before it read the flag are pinned too; then the router skips it.
   config = load(o);
   pin_everyone_there(config);
   if (!o.router_dir.empty()) std::cout << rewrite_router(o.router_dir, config) << "\n";
   cluster::Placement placement(config, "");
   size_t moved = 0;
-  for (const nlohmann::json& a : held_on(*config.node(o.node_name))) {
+  for (const nlohmann::json& a : held_on(o, *config.node(o.node_name))) {
     const std::string user = a.value("user", "");
     move_one(o, config, user, o.node_name, placement.ring_owner(user).name);
     ++moved;
@@ -300,7 +251,7 @@ int rebalance(const ClusterOptions& o) {
     const std::string to = placement.ring_owner(user).name;
     if (to == node) continue;
     if (!held.contains(node))
-      for (const nlohmann::json& a : held_on(*config.node(node))) held[node][a.value("user", "")] = a.value("last_active", 0.0);
+      for (const nlohmann::json& a : held_on(o, *config.node(node))) held[node][a.value("user", "")] = a.value("last_active", 0.0);
     if (auto it = held[node].find(user); it != held[node].end()) jobs.push_back({user, node, to, it->second});
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.last_active < b.last_active; });
@@ -353,6 +304,7 @@ CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
   auto* dr = cluster->add_subcommand("drain", "Move every account of a node to its owner on the ring without it");
   dr->add_option("name", o.node_name, "The node")->required();
   auto* rb = cluster->add_subcommand("rebalance", "Move pinned accounts to their ring owners, idle first, and drop the pins");
+  for (CLI::App* sub : {pl, ad, dr, rb}) add_admin_target_options(*sub, o.target);  // where the admin key is
   for (CLI::App* sub : {dr, rb})
     sub->add_option("--router-dir", o.router_dir, "A router written by `cluster nginx-conf --out DIR`: written again and reloaded")
         ->type_name("DIR");

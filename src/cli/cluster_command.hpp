@@ -1,11 +1,14 @@
 #pragma once
 // `agentbox cluster owner|nginx-conf|plan|add|drain|rebalance`: what the cluster file says, computed here exactly
 // as the router and the nodes compute it (cluster/ring.hpp), so an operator can ask without
-// either. plan and add also ask every node for the accounts it holds (GET /admin/accounts at its
-// admin_url, with the cluster's admin key from AGENTBOX_ADMIN_KEY).
+// either. plan, add, drain and rebalance also ask every node for the accounts it holds (GET
+// /admin/accounts at its admin_url, with the cluster's admin key: AGENTBOX_ADMIN_KEY, else the
+// admin_key file of --state or --config's state directory, as every admin command finds it).
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "cli/admin_client.hpp"
 
 namespace CLI {
 class App;
@@ -29,6 +32,7 @@ struct ClusterOptions {
   std::string node_server;            // add: its nginx server string
   std::string node_admin_url;         // add: its admin URL (default http://SERVER)
   std::string router_dir;             // drain, rebalance: a router to write again and reload
+  AdminTargetOptions target;          // where the cluster's admin key is
 };
 
 CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& options);

@@ -1,16 +1,10 @@
 #include "cli/move_command.hpp"
 
-#include <signal.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
 
-#include "cluster/admin_url.hpp"
-#include "cluster/nginx_conf.hpp"
+#include "cli/cluster_admin.hpp"
 #include "cluster/placement.hpp"
 #include "config/cluster_config.hpp"
 #include "util/error.hpp"
@@ -29,26 +23,6 @@ const ClusterNode& node_named(const ClusterConfig& config, const std::string& na
   const ClusterNode* node = config.node(name);
   if (!node) throw AdminError(fmt::format("unknown node {} (the cluster has {})", name, node_list(config)));
   return *node;
-}
-
-AdminTarget target_of(const ClusterNode& node, const std::string& admin_key) {
-  try {
-    cluster::AdminAddress a = cluster::admin_address(node);
-    return AdminTarget{a.host, a.port, admin_key};
-  } catch (const Error& e) {
-    throw AdminError(e.what());
-  }
-}
-
-// nginx reads pins.map again on SIGHUP (a graceful reload: open connections carry on).
-void reload_router(const std::string& dir, const ClusterPins& pins) {
-  replace_file(dir + "/pins.map", cluster::nginx_pins_map(pins));
-  const std::optional<std::string> pid_text = read_file_if_exists(dir + "/nginx.pid");
-  if (!pid_text) throw AdminError(fmt::format("wrote {}/pins.map, but no nginx runs there (no nginx.pid)", dir));
-  const long pid = std::strtol(pid_text->c_str(), nullptr, 10);
-  if (pid <= 1 || ::kill(static_cast<pid_t>(pid), SIGHUP) != 0)
-    throw AdminError(fmt::format("wrote {}/pins.map, but could not reload nginx (pid {}): {}", dir, pid,
-                                 pid <= 1 ? "not a pid" : std::strerror(errno)));
 }
 
 // The pin goes into the pins file as it is now (another move may have written it meanwhile).
@@ -78,14 +52,14 @@ int move_account(const MoveOptions& o) {
     auto pin = config.pins.find(o.user);
     if (pin == config.pins.end() || pin->second != to.name)
       throw AdminError(fmt::format("{} is on node {} already (its owner on the ring): nothing to move", o.user, to.name));
-    if (o.router_dir) reload_router(*o.router_dir, config.pins);
+    if (o.router_dir) rewrite_pins_map(*o.router_dir, config.pins);
     std::cout << fmt::format("{} is on node {} already (pinned){}\n", o.user, to.name,
                              o.router_dir ? "; router reloaded" : "");
     return 0;
   }
 
   std::cout << fmt::format("moving {} from node {} to node {} ...\n", o.user, from.name, to.name) << std::flush;
-  nlohmann::json r = AdminClient(target_of(from, admin_key)).post("/admin/moves", {{"user", o.user}, {"to", to.name}});
+  nlohmann::json r = AdminClient(node_target(from, admin_key)).post("/admin/moves", {{"user", o.user}, {"to", to.name}});
   const std::string user = r.value("user", o.user);
   std::cout << fmt::format("moved {} to node {} (account {}, uid {} there; move {})\n", user, to.name,
                            r.value("name", ""), r.value("uid", 0), r.value("id", ""));
@@ -93,7 +67,7 @@ int move_account(const MoveOptions& o) {
     const ClusterPins pins = write_pin(o.cluster, user, to.name);
     std::cout << fmt::format("pinned {} to {} in {}\n", user, to.name, config.pins_path);
     if (o.router_dir) {
-      reload_router(*o.router_dir, pins);
+      rewrite_pins_map(*o.router_dir, pins);
       std::cout << fmt::format("router in {} reloaded\n", *o.router_dir);
     }
   } catch (const Error& e) {

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "config/toml_schema.hpp"
 #include "util/error.hpp"
 
@@ -64,12 +66,19 @@ ClusterNode read_node(const toml::table& table) {
   return node;
 }
 
-// A TOML basic string (names, servers and URLs hold no control characters: checked on read).
+// A TOML basic string: quotes, backslashes and control characters escaped.
 std::string quoted(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\u{:04X}", byte);
+    } else {
+      out += c;
+    }
   }
   return out + "\"";
 }
@@ -138,12 +147,15 @@ std::string cluster_file_text(const ClusterConfig& config) {
   std::string out = "# agentbox cluster: the ring nginx hashes users onto (docs/SCALING.md)\n";
   const std::string default_pins = dir_of(config.path) + "/pins.toml";
   if (config.pins_path != default_pins) out += "pins = " + quoted(config.pins_path) + "\n";
-  for (const ClusterNode& n : config.nodes) {
-    out += "\n[[node]]\nname = " + quoted(n.name) + "\nserver = " + quoted(n.server) + "\n";
-    if (n.admin_url != "http://" + n.server) out += "admin_url = " + quoted(n.admin_url) + "\n";
-    if (n.weight != 1) out += "weight = " + std::to_string(n.weight) + "\n";
-    if (n.drain) out += "drain = true\n";
-  }
+  for (const ClusterNode& n : config.nodes) out += "\n" + cluster_node_text(n);
+  return out;
+}
+
+std::string cluster_node_text(const ClusterNode& n) {
+  std::string out = "[[node]]\nname = " + quoted(n.name) + "\nserver = " + quoted(n.server) + "\n";
+  if (n.admin_url != "http://" + n.server) out += "admin_url = " + quoted(n.admin_url) + "\n";
+  if (n.weight != 1) out += "weight = " + std::to_string(n.weight) + "\n";
+  if (n.drain) out += "drain = true\n";
   return out;
 }
 

@@ -49,5 +49,7 @@ std::string pins_file_text(const ClusterPins& pins);
 
 // A cluster file's text for config's nodes (and its pins file's name, when not the default).
 std::string cluster_file_text(const ClusterConfig& config);
+// One node's [[node]] table, its strings escaped as TOML wants.
+std::string cluster_node_text(const ClusterNode& node);
 
 }  // namespace agentbox

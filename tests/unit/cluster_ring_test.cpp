@@ -134,6 +134,26 @@ TEST_F(ClusterFileTest, MistakesAreNamed) {
   EXPECT_NE(error_of("[[node]]\nname = \"n1\"\nserver = \"a:1\"\n").find("n9"), std::string::npos);
 }
 
+TEST_F(ClusterFileTest, AWrittenClusterFileReadsBackAsItWas) {
+  // drain and add write the file again: every field survives, and a value TOML must escape
+  // (a quote, a backslash) is escaped, not cut.
+  ClusterConfig c = load_cluster_config(write("cluster.toml", kThree));
+  c.nodes[1].admin_url = "http://127.0.0.1:9102/a\"b\\c\td";
+  c.nodes[2].drain = true;
+  c.nodes.push_back({"n4", "[::1]:8104", "http://[::1]:8104", 1});
+  const std::string again = write("again.toml", cluster_file_text(c));
+  ClusterConfig r = load_cluster_config(again);
+  ASSERT_EQ(r.nodes.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.nodes[i].name, c.nodes[i].name);
+    EXPECT_EQ(r.nodes[i].server, c.nodes[i].server);
+    EXPECT_EQ(r.nodes[i].admin_url, c.nodes[i].admin_url);
+    EXPECT_EQ(r.nodes[i].weight, c.nodes[i].weight);
+    EXPECT_EQ(r.nodes[i].drain, c.nodes[i].drain);
+  }
+  EXPECT_EQ(cluster_node_text(c.nodes[0]), "[[node]]\nname = \"n1\"\nserver = \"127.0.0.1:8101\"\n");
+}
+
 TEST(ClusterNginx, PinsAreKeyedByTheMd5OfTheExactId) {
   EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
   const std::string map = nginx_pins_map({{"Alice", "n3"}, {"alice", "n1"}});
