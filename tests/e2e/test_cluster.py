@@ -79,10 +79,13 @@ class Router:
 
 
 class Cluster:
-    def __init__(self, workdir):
+    """Three nodes (own state, disjoint uid ranges, one shared admin key) and a router. configs
+    gives a node a config of its own."""
+
+    def __init__(self, workdir, config=CONFIG, configs=None):
         self.workdir = workdir
         self.key = secrets.token_hex(16)
-        self.admin = secrets.token_hex(16)  # the nodes of a cluster share one admin key
+        self.admin_key = secrets.token_hex(16)  # the nodes of a cluster share one admin key
         self.ports = {n: free_port() for n in NODES}
         self.file = os.path.join(workdir, "cluster.toml")
         with open(self.file, "w") as f:
@@ -90,27 +93,43 @@ class Cluster:
                 f.write(f'[[node]]\nname = "{n}"\nserver = "127.0.0.1:{self.ports[n]}"\n\n')
         self.nodes = {}
         for n in NODES:
-            self.add_node(n, start=False)
+            self.add_node(n, start=False, config=(configs or {}).get(n, config))
         for d in self.nodes.values():
             d.start()
         self.router = Router(self.file, workdir)
 
-    def add_node(self, name, start=True):
+    def add_node(self, name, start=True, config=CONFIG):
         os.makedirs(os.path.join(self.workdir, name))
-        d = Daemon(os.path.join(self.workdir, name), config_text=CONFIG, api_key=self.key, lifetime=1200,
+        d = Daemon(os.path.join(self.workdir, name), config_text=config, api_key=self.key, lifetime=1200,
                    listen=f"127.0.0.1:{self.ports[name]}", args=["--cluster", self.file, "--node", name],
-                   env={"AGENTBOX_ADMIN_KEY": self.admin})
+                   env={"AGENTBOX_ADMIN_KEY": self.admin_key})
         self.nodes[name] = d
         if start:
             d.start()
         return d
 
-    def client(self, user=None, *, via=None, **kw):
+    def client(self, user=None, *, via=None, node=None, **kw):
+        """A client through the router, or `via` another URL, or straight to `node`."""
         headers = {"Authorization": f"Bearer {self.key}"}
         if user is not None:
             headers["X-User-Id"] = user.encode() if isinstance(user, str) else user
-        base = via or self.router.url
-        return httpx.Client(base_url=base, headers=headers, timeout=kw.pop("timeout", 30), **kw)
+        base = f"http://127.0.0.1:{self.ports[node]}" if node else via or self.router.url
+        return httpx.Client(base_url=base, headers=headers, timeout=kw.pop("timeout", 60), **kw)
+
+    def admin(self, node):
+        """A client of node's admin API."""
+        return httpx.Client(base_url=f"http://127.0.0.1:{self.ports[node]}",
+                            headers={"Authorization": f"Bearer {self.admin_key}"}, timeout=120)
+
+    def accounts(self, node):
+        """The accounts node holds: {user id: account}."""
+        with self.admin(node) as a:
+            r = a.get("/admin/accounts")
+            assert r.status_code == 200, r.text
+            return {x["user"]: x for x in r.json()["accounts"]}
+
+    def accounts_on(self, node):
+        return set(self.accounts(node))
 
     def owners(self, users):
         """`agentbox cluster owner` for each user: {user: node}."""
@@ -119,12 +138,6 @@ class Cluster:
         if len(users) == 1:
             return {users[0]: out[0].split()[0]}
         return {u: line.split()[0] for u, line in zip(users, out)}
-
-    def accounts_on(self, node):
-        d = self.nodes[node]
-        r = httpx.get(f"{d.url}/admin/accounts", headers={"Authorization": f"Bearer {self.admin}"}, timeout=30)
-        assert r.status_code == 200, r.text
-        return {a["user"] for a in r.json()["accounts"]}
 
     def stop(self):
         self.router.stop()
@@ -135,12 +148,12 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running_cluster(tag):
-    """Three nodes and a router, stopped and removed afterwards (module fixtures here and in
-    test_cluster_ops.py)."""
+def running_cluster(tag, kind=None, **options):
+    """Three nodes and a router (a Cluster, or `kind`, a subclass), stopped and removed afterwards
+    (module fixtures here and in test_cluster_ops.py and test_cluster_moves.py)."""
     workdir = new_workdir(tag)
     os.chmod(workdir, 0o755)  # nginx's workers (nobody) read nothing here, but traverse to their temp dirs
-    c = Cluster(workdir)
+    c = (kind or Cluster)(workdir, **options)
     try:
         yield c
     finally:
@@ -440,7 +453,7 @@ def test_adding_a_node_pins_whoever_would_change_node_so_nobody_moves(cluster):
     held = {u: n for n in NODES for u in cluster.accounts_on(n)}
     assert len(held) >= 300
     cluster.ports["n4"] = free_port()
-    admin = {"AGENTBOX_ADMIN_KEY": cluster.admin}
+    admin = {"AGENTBOX_ADMIN_KEY": cluster.admin_key}
     plan = agentbox("cluster", "plan", "--cluster", cluster.file, "--to", cluster.file, env=admin).stdout
     assert plan.endswith(f"0 of {len(held)} accounts would move\n"), plan
     out = agentbox("cluster", "add", "--cluster", cluster.file, "n4", f"127.0.0.1:{cluster.ports['n4']}", env=admin).stdout

@@ -11,7 +11,6 @@ AGENTBOX_TEST_MOVE_PAUSE="POINT=SECONDS" holds a move at a step so a test can ki
 there.
 """
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -20,11 +19,9 @@ import uuid
 import httpx
 import pytest
 
-from conftest import Daemon, agentbox_bin, new_workdir, remove_workdir, run, sh, text_of
-from test_cluster import Router, free_port
+from conftest import agentbox_bin, run, sh, text_of
+from test_cluster import NODES, Cluster, running_cluster
 
-NODES = ("n1", "n2", "n3")
-CONFIG = '[accounts]\ndisk = "0"\n'
 HOOK = "AGENTBOX_TEST_MOVE_PAUSE"
 
 # Every kind of entry a home holds, with modes and times that must survive.
@@ -52,42 +49,9 @@ find . -type f -not -path './.cache/*' -exec sha256sum {} + | LC_ALL=C sort -k2
 OWNERS = r"""cd ~ && printf '%s\n' "$(id -u)" && find . -printf '%U:%G\n' | sort -u"""
 
 
-class MoveCluster:
-    def __init__(self, workdir, config=CONFIG, configs=None):
-        self.workdir = workdir
-        self.key = secrets.token_hex(16)
-        self.admin_key = secrets.token_hex(32)  # the nodes of a cluster share one admin key
-        self.ports = {n: free_port() for n in NODES}
-        self.file = os.path.join(workdir, "cluster.toml")
-        with open(self.file, "w") as f:
-            f.write('pins = "pins.toml"\n\n')
-            for n in NODES:
-                f.write(f'[[node]]\nname = "{n}"\nserver = "127.0.0.1:{self.ports[n]}"\n\n')
-        self.nodes = {}
-        for n in NODES:
-            os.makedirs(os.path.join(workdir, n))
-            self.nodes[n] = Daemon(os.path.join(workdir, n), config_text=(configs or {}).get(n, config),
-                                   api_key=self.key, lifetime=1200,
-                                   listen=f"127.0.0.1:{self.ports[n]}", env={"AGENTBOX_ADMIN_KEY": self.admin_key},
-                                   args=["--cluster", self.file, "--node", n])
-        for d in self.nodes.values():
-            d.start()
-        self.router = Router(self.file, workdir)
-
-    def client(self, user, node=None):
-        base = f"http://127.0.0.1:{self.ports[node]}" if node else self.router.url
-        return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {self.key}", "X-User-Id": user},
-                            timeout=60)
-
-    def admin(self, node):
-        return httpx.Client(base_url=f"http://127.0.0.1:{self.ports[node]}",
-                            headers={"Authorization": f"Bearer {self.admin_key}"}, timeout=120)
-
-    def accounts_on(self, node):
-        with self.admin(node) as a:
-            r = a.get("/admin/accounts")
-            assert r.status_code == 200, r.text
-            return {x["user"]: x for x in r.json()["accounts"]}
+class MoveCluster(Cluster):
+    """test_cluster.py's cluster, with what moves need: restarts with the test hook, the daemons'
+    logs, the move command."""
 
     def restart(self, node, hook=None, sig=signal.SIGTERM):
         d = self.nodes[node]
@@ -127,32 +91,11 @@ class MoveCluster:
         assert len(mine) >= n
         return mine[:n]
 
-    def stop(self):
-        self.router.stop()
-        for d in self.nodes.values():
-            d.stop()
-
-
-def make_cluster(tag, config=CONFIG, configs=None):
-    workdir = new_workdir(tag)
-    os.chmod(workdir, 0o755)  # nginx's workers traverse to their temp dirs
-    return MoveCluster(workdir, config, configs)
-
-
-def drop_cluster(c):
-    c.stop()
-    for d in c.nodes.values():
-        remove_workdir(d.workdir)
-    remove_workdir(c.workdir)
-
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = make_cluster("moves")
-    try:
+    with running_cluster("moves", MoveCluster) as c:
         yield c
-    finally:
-        drop_cluster(c)
 
 
 def populate(c, user):
@@ -196,7 +139,7 @@ def assert_moved(c, user, before, to="n3", frm="n1"):
         assert r.status_code == 200, r.text
         assert r.json()["status"] == "done" and text_of(r.json()) == text_of(p)
         uid_line, *owners = sh(u, OWNERS)[1].split()
-    on_target = c.accounts_on(to)
+    on_target = c.accounts(to)
     assert user in on_target and on_target[user]["uid"] == int(uid_line)
     assert owners == [f"{uid_line}:{uid_line}"], owners  # every file is the new uid's
     old_uid = before["owners"].split()[0]
@@ -355,24 +298,21 @@ def test_bad_moves_get_one_line_and_change_nothing(cluster):
 
 
 def test_a_move_between_quota_volumes_retires_the_source_volume():
-    c = make_cluster("moves-vol", config='[accounts]\ndisk = "64M"\n')
-    try:
+    with running_cluster("moves-vol", MoveCluster, config='[accounts]\ndisk = "64M"\n') as c:
         user, = c.users_owned_by("n1", 1)
         with c.client(user) as u:  # 75 MB of holes: written out they would not fit the target's 64M
             assert sh(u, "truncate -s 25M holes1.bin holes2.bin holes3.bin")[0] == 0
         before = populate(c, user)
-        name = c.accounts_on("n1")[user]["name"]
+        name = c.accounts("n1")[user]["name"]
         r = c.move(user, "n3")
         assert r.returncode == 0, r.stderr
         assert_moved(c, user, before)
-        target = c.accounts_on("n3")[user]
+        target = c.accounts("n3")[user]
         assert target["disk"] and target["disk"]["limit"] > 0, target  # in a volume of its own there
         volumes = os.path.join(c.nodes["n1"].state_dir, "volumes")
         assert not os.path.exists(os.path.join(volumes, name))
         kept = [e for e in os.listdir(os.path.join(volumes, ".deleted")) if e.endswith("-" + name)]
         assert len(kept) == 1, os.listdir(volumes)  # kept trash_days, as a deleted account's
-    finally:
-        drop_cluster(c)
 
 
 def test_a_home_too_big_for_the_target_is_refused_mid_stream_and_moves_once_the_target_grows():
@@ -380,8 +320,7 @@ def test_a_home_too_big_for_the_target_is_refused_mid_stream_and_moves_once_the_
     before the sender has finished, the move stays resumable (the user refused on both nodes,
     nothing served twice), and once the operator gives the target room the same command ends it."""
     small, big = '[accounts]\ndisk = "64M"\n', '[accounts]\ndisk = "512M"\n'
-    c = make_cluster("moves-full", configs={"n1": big, "n2": big, "n3": small})
-    try:
+    with running_cluster("moves-full", MoveCluster, configs={"n1": big, "n2": big, "n3": small}) as c:
         user, = c.users_owned_by("n1", 1)
         with c.client(user) as u:  # 160 MB that does not compress: cannot fit in 64M
             assert sh(u, "head -c 160000000 /dev/urandom > big.bin")[0] == 0
@@ -398,5 +337,3 @@ def test_a_home_too_big_for_the_target_is_refused_mid_stream_and_moves_once_the_
         r = c.move(user, "n3")
         assert r.returncode == 0, r.stderr
         assert_moved(c, user, before)
-    finally:
-        drop_cluster(c)

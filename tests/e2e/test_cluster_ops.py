@@ -45,7 +45,7 @@ def where(cluster, nodes):
 
 
 def test_add_rebalance_and_drain_keep_each_account_on_one_node_with_its_files(small):
-    admin = {"AGENTBOX_ADMIN_KEY": small.admin}
+    admin = {"AGENTBOX_ADMIN_KEY": small.admin_key}
     users = [f"ops-{uuid.uuid4()}" for _ in range(40)]
     for u in users:
         with small.client(u) as c:
