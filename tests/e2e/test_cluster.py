@@ -79,8 +79,9 @@ class Router:
 
 
 class Cluster:
-    def __init__(self, workdir):
+    def __init__(self, workdir, config=CONFIG):
         self.workdir = workdir
+        self.config = config  # every node's config.toml
         self.key = secrets.token_hex(16)
         self.admin = secrets.token_hex(16)  # the nodes of a cluster share one admin key
         self.ports = {n: free_port() for n in NODES}
@@ -97,7 +98,7 @@ class Cluster:
 
     def add_node(self, name, start=True):
         os.makedirs(os.path.join(self.workdir, name))
-        d = Daemon(os.path.join(self.workdir, name), config_text=CONFIG, api_key=self.key, lifetime=1200,
+        d = Daemon(os.path.join(self.workdir, name), config_text=self.config, api_key=self.key, lifetime=1200,
                    listen=f"127.0.0.1:{self.ports[name]}", args=["--cluster", self.file, "--node", name],
                    env={"AGENTBOX_ADMIN_KEY": self.admin})
         self.nodes[name] = d
@@ -135,12 +136,12 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running_cluster(tag):
-    """Three nodes and a router, stopped and removed afterwards (module fixtures here and in
-    test_cluster_ops.py)."""
+def running_cluster(tag, config=CONFIG):
+    """Three nodes and a router, stopped and removed afterwards (module fixtures here, in
+    test_cluster_ops.py and test_restore_all.py)."""
     workdir = new_workdir(tag)
     os.chmod(workdir, 0o755)  # nginx's workers (nobody) read nothing here, but traverse to their temp dirs
-    c = Cluster(workdir)
+    c = Cluster(workdir, config)
     try:
         yield c
     finally:
