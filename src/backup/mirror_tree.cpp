@@ -226,6 +226,7 @@ void TreeMirror::mirror_dir(int sfd, int dfd, const std::string& rel) {
   }
   for (const DirEntry& e : src) {
     if (options_.stop && options_.stop->load(std::memory_order_relaxed)) return;
+    if (options_.skip_temporaries && std::string_view(e.name).starts_with(kTempPrefix)) continue;
     try {
       struct stat st;
       if (::fstatat(sfd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {

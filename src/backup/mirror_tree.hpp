@@ -41,6 +41,9 @@ struct MirrorTreeOptions {
   // Set by another thread to end the pass early (daemon shutdown): the entries not reached yet
   // keep their previous copy; nothing is judged deleted for lack of a visit.
   const std::atomic<bool>* stop = nullptr;
+  // Source entries named like a copy in progress (kTempPrefix) are not copied: a restore from
+  // the mirror, where such a name is what a killed pass left, not a file of the home.
+  bool skip_temporaries = false;
   // Test hook: runs after a file's bytes are copied and before the source is checked again
   // (relative path of the file), so a test can change the source mid-copy.
   std::function<void(const std::string& rel)> after_copy;

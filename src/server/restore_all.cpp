@@ -65,8 +65,9 @@ Restored restore_one(RestoreAllContext& c, int mirror_root, const backup::Mirror
   UniqueFd staging = open_dir(root.get(), kStaging);
   UniqueFd saved = open_dir(mirror_root, m.dir);
   UniqueFd saved_home = open_dir(saved.get(), std::string(backup::kHomeDir));
-  r.stats = backup::mirror_tree(saved_home.get(), staging.get(),
-                                backup::utc_date(std::chrono::system_clock::now()));
+  // A killed pass's temporary copy in the mirror is no file of the home.
+  r.stats = backup::mirror_tree(saved_home.get(), staging.get(), backup::utc_date(std::chrono::system_clock::now()),
+                                {.skip_temporaries = true});
   if (r.stats.errors > 0)
     throw Error(fmt::format("{} entries could not be copied (the first: {}); nothing is in place, the user stays "
                             "refused until a run succeeds",
