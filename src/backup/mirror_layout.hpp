@@ -1,6 +1,8 @@
 #pragma once
 // Where things live in the mirror of homes ([backup] dir = MIRROR):
 //
+//   MIRROR/NAME/account.json             whose home it is: the user id, name, uid, creation
+//                                        (backup/mirror_record.hpp), for a restore onto a new node
 //   MIRROR/NAME/home/...                 the last consistent copy of account NAME's home
 //   MIRROR/NAME/.deleted/YYYY-MM-DD/...  what was deleted or overwritten in that home on that
 //                                        day (UTC), at its path relative to the home

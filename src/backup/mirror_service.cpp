@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "backup/mirror_layout.hpp"
+#include "backup/mirror_record.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
@@ -142,6 +143,8 @@ PassReport MirrorService::run_pass() {
       UniqueFd dst(::openat(root.get(), home.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!dst) throw sys_error("open(" + home.name + ")");
       account.stats = mirror_tree(src.get(), dst.get(), today, options_.tree);
+      if (!home.external_id.empty())
+        write_record(dst.get(), {home.external_id, home.name, home.uid, home.created});
       purge_deleted(dst.get(), today, options_.keep_deleted_days, account.stats);
     } catch (const std::exception& e) {
       account.stats.error(e.what());
@@ -158,7 +161,7 @@ PassReport MirrorService::run_pass() {
   if (root && !stopped) {
     std::set<std::string> live;
     for (const MirrorHome& home : homes) live.insert(home.name);
-    put_away_gone_accounts(root.get(), live, today, options_.keep_deleted_days, report.total);
+    put_away_gone_accounts(root.get(), live, today, options_.keep_deleted_days, report.total, options_.deleted_here);
   }
   report.ended = options_.clock();
   nlohmann::json last = to_json(report);

@@ -5,9 +5,12 @@
 // mirror_tree() into DIR/NAME (backup/mirror_layout.hpp) and its .deleted days older than
 // keep_deleted_days are purged. After each pass the status is written (atomically) to
 // status_file, so the last pass is still known after a restart.
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -24,6 +27,10 @@ namespace agentbox::backup {
 struct MirrorHome {
   std::string name;       // the account's name: its directory in the mirror
   std::string host_home;  // its home on the host (STATE_DIR/account.home_dir)
+  // Written beside the copy as account.json (backup/mirror_record.hpp) when external_id is set.
+  std::string external_id;
+  uid_t uid = 0;
+  int64_t created = 0;
 };
 
 struct MirrorServiceOptions {
@@ -32,6 +39,10 @@ struct MirrorServiceOptions {
   int keep_deleted_days = 7;                // days a deleted or overwritten file is kept
   std::string status_file;                  // JSON of the last pass; "" = not kept
   std::function<std::vector<MirrorHome>()> homes;  // the accounts now (called once per pass)
+  // Whether the account of a mirror directory no longer among `homes` was deleted on this node
+  // (its copy is then put away into .deleted); unset: every one. A node whose state was lost
+  // deleted none of them: their copies wait, whole, for `backup restore --all`.
+  std::function<bool(const std::string& name)> deleted_here;
   std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
   std::function<void(const std::string&)> log;     // a pass's summary and failures; none: silent
   MirrorTreeOptions tree;                   // test hooks
@@ -67,6 +78,10 @@ class MirrorService {
 
   // One pass on the calling thread (tests; the thread uses it too). Passes never overlap.
   PassReport run_pass();
+
+  // No pass runs while the returned lock is held (waits for the one under way): a restore
+  // reads the mirror and fills homes that a pass must not copy back half-filled.
+  std::unique_lock<std::mutex> hold_passes() { return std::unique_lock(pass_mu_); }
 
   // {"enabled", "dir", "interval", "keep_deleted_days", "running", "passes", "last_pass"}:
   // GET /admin/backup.

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "backup/mirror_layout.hpp"
+#include "backup/mirror_record.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
 
@@ -225,6 +226,7 @@ void TreeMirror::mirror_dir(int sfd, int dfd, const std::string& rel) {
   }
   for (const DirEntry& e : src) {
     if (options_.stop && options_.stop->load(std::memory_order_relaxed)) return;
+    if (options_.skip_temporaries && std::string_view(e.name).starts_with(kTempPrefix)) continue;
     try {
       struct stat st;
       if (::fstatat(sfd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -446,7 +448,7 @@ void purge_deleted(int account_dir_fd, std::string_view today, int keep_days, Mi
 }
 
 void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& live, std::string_view today,
-                            int keep_days, MirrorStats& stats) {
+                            int keep_days, MirrorStats& stats, const std::function<bool(const std::string&)>& gone) {
   std::vector<DirEntry> entries;
   try {
     entries = list_dir(mirror_root_fd);
@@ -460,7 +462,9 @@ void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& liv
       UniqueFd account(::openat(mirror_root_fd, e.name.c_str(), kDirFlags));
       if (!account) continue;  // not a directory of ours
       struct stat st{};
-      if (::fstatat(account.get(), home.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      const bool has_home = ::fstatat(account.get(), home.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+      if (has_home && gone && !gone(e.name)) continue;  // not deleted here: kept whole for a restore
+      if (has_home) {
         if (::mkdirat(account.get(), deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(.deleted)");
         const std::string into = deleted + "/" + day;
         if (::mkdirat(account.get(), into.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + into + ")");
@@ -472,8 +476,10 @@ void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& liv
       }
       purge_deleted(account.get(), today, keep_days, stats);
       // Nothing kept any more: the account's directory goes.
-      if (::unlinkat(account.get(), deleted.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT)
+      if (::unlinkat(account.get(), deleted.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) {
+        ::unlinkat(account.get(), std::string(kRecordFile).c_str(), 0);
         ::unlinkat(mirror_root_fd, e.name.c_str(), AT_REMOVEDIR);
+      }
     } catch (const Error& err) {
       stats.error(fmt::format("{}: {}", e.name, err.what()));
     }

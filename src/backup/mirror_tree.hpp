@@ -41,6 +41,9 @@ struct MirrorTreeOptions {
   // Set by another thread to end the pass early (daemon shutdown): the entries not reached yet
   // keep their previous copy; nothing is judged deleted for lack of a visit.
   const std::atomic<bool>* stop = nullptr;
+  // Source entries named like a copy in progress (kTempPrefix) are not copied: a restore from
+  // the mirror, where such a name is what a killed pass left, not a file of the home.
+  bool skip_temporaries = false;
   // Test hook: runs after a file's bytes are copied and before the source is checked again
   // (relative path of the file), so a test can change the source mid-copy.
   std::function<void(const std::string& rel)> after_copy;
@@ -58,11 +61,14 @@ MirrorStats mirror_tree(int src_dir_fd, int account_dir_fd, std::string_view dat
 void purge_deleted(int account_dir_fd, std::string_view today, int keep_days, MirrorStats& stats);
 
 // The mirrors of accounts that no longer exist (deleted by the operator): every directory of
-// mirror_root_fd not named in `live` (nor starting with '.') has its home moved into its
-// .deleted/<today>/ (as ".account-home"), so it is kept keep_days like any deleted file and
-// then purged; the account's directory goes once nothing is left in it.
+// mirror_root_fd not named in `live` (nor starting with '.') for which `gone` says yes (null:
+// every one) has its home moved into its .deleted/<today>/ (as ".account-home"), so it is kept
+// keep_days like any deleted file and then purged; the account's directory (with its
+// account.json) goes once nothing is left in it. A directory `gone` says no to keeps its home:
+// an account this node never deleted, waiting for `backup restore --all` after a lost disk.
 void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& live, std::string_view today,
-                            int keep_days, MirrorStats& stats);
+                            int keep_days, MirrorStats& stats,
+                            const std::function<bool(const std::string& name)>& gone = nullptr);
 
 // Removes `name` in dirfd and, for a directory, everything under it, following no symlink.
 void remove_tree(int dirfd, const std::string& name);

@@ -55,7 +55,35 @@ void print_status(const nlohmann::json& s) {
   }
 }
 
+// One line per account of the mirror, then the total; non-zero when any failed.
+int restore_all(const BackupOptions& o) {
+  nlohmann::json r = AdminClient(find_admin_target(o.target)).post("/admin/backup/restore", {{"all", true}});
+  auto user = [](const nlohmann::json& a) {
+    return a["user"].is_string() ? a["user"].get<std::string>() : std::string("(unknown user)");
+  };
+  for (const nlohmann::json& a : r["restored"])
+    std::cout << fmt::format("restored  {} as {} (uid {}): {} files ({}){}\n", user(a), a.value("name", ""),
+                             a.value("uid", 0), a.value("files", 0), bytes_text(a.value("bytes", uint64_t{0})),
+                             a.value("resumed", false) ? ", an interrupted restore finished" : "");
+  for (const nlohmann::json& a : r["skipped"])
+    std::cout << fmt::format("skipped   {} ({}): {}\n", user(a), a.value("name", ""), a.value("reason", ""));
+  for (const nlohmann::json& a : r["errors"])
+    std::cout << fmt::format("failed    {} ({}): {}\n", user(a), a.value("name", ""), a.value("detail", ""));
+  const nlohmann::json& t = r["total"];
+  const size_t restored = t.value("restored", size_t{0}), errors = t.value("errors", size_t{0});
+  std::cout << fmt::format("{}: {} restored, {} skipped, {} failed\n",
+                           restored == 0 && errors == 0 ? "nothing to restore" : "total", restored,
+                           t.value("skipped", size_t{0}), errors);
+  return errors == 0 ? 0 : 1;
+}
+
 int restore(const BackupOptions& o) {
+  if (o.all) {
+    if (!o.user.empty() || !o.path.empty() || o.date)
+      throw AdminError("--all restores whole accounts: give no USER, PATH or --date with it");
+    return restore_all(o);
+  }
+  if (o.user.empty()) throw AdminError("restore needs USER (an account name or user id), or --all");
   AdminClient client(find_admin_target(o.target));
   nlohmann::json body = {{"user", o.user}};
   if (!o.path.empty()) body["path"] = o.path;
@@ -94,9 +122,13 @@ CLI::App* add_backup_command(CLI::App& app, BackupOptions& o) {
   status->add_flag("--json", o.json, "Print the daemon's JSON answer");
   auto* run = backup->add_subcommand("run", "Start a pass now");
   add_admin_target_options(*run, o.target);
-  auto* restore = backup->add_subcommand("restore", "Put a home, or one path in it, back from the mirror");
+  auto* restore = backup->add_subcommand(
+      "restore", "Put a home, or one path in it, back from the mirror; --all: every account this node does not hold");
   add_admin_target_options(*restore, o.target);
-  restore->add_option("user", o.user, "Account name or user id")->required();
+  restore->add_option("user", o.user, "Account name or user id");
+  restore->add_flag("--all", o.all,
+                    "Make every account of the mirror again that this node does not hold, with its home (a lost "
+                    "disk: docs/SCALING.md)");
   restore->add_option("path", o.path, "Path in the home (relative, ~/..., or /home/NAME/...); default: all of it");
   restore->add_option("--date", o.date, "Restore what was deleted or overwritten that day (.deleted/DATE)")
       ->type_name("YYYY-MM-DD");

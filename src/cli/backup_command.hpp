@@ -1,5 +1,5 @@
 #pragma once
-// `agentbox backup status|run|restore`: the mirror of homes, through the running daemon's
+// `agentbox backup status|run|restore [--all]`: the mirror of homes, through the running daemon's
 // /admin/backup routes (cli/admin_client.hpp). `agentbox backup mirror-once SRC DST` (hidden)
 // runs one pass of the same engine on two directories without a daemon: for bench/mirror_bench.sh.
 #include <optional>
@@ -17,6 +17,7 @@ struct BackupOptions {
   AdminTargetOptions target;
   bool json = false;               // status: the daemon's JSON as is
   std::string user;                // restore
+  bool all = false;                // restore --all: every account of the mirror the node does not hold
   std::string path;                // restore: "" = the whole home
   std::optional<std::string> date; // restore: a day of .deleted
   std::string source, dest;        // mirror-once

@@ -30,9 +30,20 @@ UniqueFd open_saved_dir(int dirfd, const std::string& name) {
   return UniqueFd(::openat(dirfd, name.c_str(), kDirFlags));
 }
 
+// {"all": true}: every account of the mirror this node does not hold (server/restore_all.hpp).
+Response restore_every_account(RestoreAllContext& context, const nlohmann::json& body) {
+  if (!body["all"].is_boolean() || !body["all"].get<bool>())
+    unprocessable("Field 'all' must be true (or left out, with 'user')");
+  for (const char* field : {"user", "path", "date"})
+    if (body.contains(field))
+      unprocessable(std::string("Field 'all' restores whole accounts: it takes no '") + field + "'");
+  return Response::json(restore_all(context));
+}
+
 Response restore(AccountStore& accounts, CallerDirectory& callers, backup::MirrorService& mirror,
-                 const Request& req) {
+                 RestoreAllContext* every, const Request& req) {
   nlohmann::json body = parse_json_object(req);
+  if (body.contains("all") && every) return restore_every_account(*every, body);
   const std::string user = required_string(body, "user");
   const std::string path = optional_string(body, "path").value_or("");
   const std::optional<std::string> date = optional_string(body, "date");
@@ -80,7 +91,8 @@ Response restore(AccountStore& accounts, CallerDirectory& callers, backup::Mirro
 }  // namespace
 
 void add_backup_routes(Router& router, AccountStore& accounts, CallerDirectory& callers,
-                       backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool) {
+                       backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool,
+                       RestoreAllContext* restore_all) {
   const RouteOptions admin{.admin = true};
   router.add(
       http::verb::get, "/admin/backup",
@@ -95,8 +107,8 @@ void add_backup_routes(Router& router, AccountStore& accounts, CallerDirectory& 
       },
       admin);
   router.add_async(http::verb::post, "/admin/backup/restore",
-                   offload(std::move(pool), Handler([&accounts, &callers, mirror](const Request& req) {
-                             return restore(accounts, callers, require_mirror(mirror), req);
+                   offload(std::move(pool), Handler([&accounts, &callers, mirror, restore_all](const Request& req) {
+                             return restore(accounts, callers, require_mirror(mirror), restore_all, req);
                            })),
                    admin);
 }

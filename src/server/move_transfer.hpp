@@ -57,7 +57,8 @@ void reown_tree(const std::string& path, uid_t uid, gid_t gid);
 // Test hook: AGENTBOX_TEST_MOVE_PAUSE="POINT=SECONDS" makes the move sleep at POINT (e2e
 // tests kill a daemon there). Points: "transfer" (source, after the first chunk was sent),
 // "sent" (source, target committed, before the account is deleted here), "done" (source, before
-// it asks the target to activate), "unpacked" and "committed" (target).
+// it asks the target to activate), "unpacked" and "committed" (target); and "restore-staged"
+// (`backup restore --all`: an account's home copied into staging, not renamed into place yet).
 void move_test_pause(std::string_view point);
 
 }  // namespace agentbox::server

@@ -43,6 +43,8 @@
 #include "server/account_routes.hpp"
 #include "server/backup_routes.hpp"
 #include "server/move_gate.hpp"
+#include "server/restore_all.hpp"
+#include "server/restore_gate.hpp"
 #include "server/move_routes.hpp"
 #include "store/move_store.hpp"
 #include "backup/mirror_service.hpp"
@@ -316,10 +318,17 @@ int serve(const ServeOptions& options) {
   // before anything else looks at them.
   std::optional<MoveStore> moves;
   std::optional<MoveGate> move_gate;
+  // Users being restored from the mirror (server/restore_gate.hpp) are refused the same way.
+  RestoreGate restore_gate(config.state_dir + "/restoring");
   if (placement) {
     moves.emplace(open_state_db(config.state_dir));
     move_gate.emplace(*moves, placement->node());
-    callers.set_account_gate([&gate = *move_gate](std::string_view user) { gate.check(user); });
+  }
+  callers.set_account_gate([&restore_gate, gate = move_gate ? &*move_gate : nullptr](std::string_view user) {
+    restore_gate.check(user);
+    if (gate) gate->check(user);
+  });
+  if (placement) {
     if (::mkdir((config.state_dir + "/moves").c_str(), 0700) != 0 && errno != EEXIST)
       throw sys_error("mkdir(" + config.state_dir + "/moves)");
   }
@@ -390,18 +399,29 @@ int serve(const ServeOptions& options) {
     m.interval = config.backup.interval;
     m.keep_deleted_days = static_cast<int>(config.backup.keep_deleted_days);
     m.status_file = config.state_dir + "/backup_status.json";
-    m.homes = [&accounts, state_dir = config.state_dir] {
+    m.homes = [&accounts, &restore_gate, state_dir = config.state_dir] {
       std::vector<backup::MirrorHome> homes;
-      for (const Account& a : accounts.list()) homes.push_back({a.name, state_dir + "/" + a.home_dir});
+      for (const Account& a : accounts.list())
+        if (!restore_gate.restoring(a.external_id))  // its home is not complete: the mirror's copy is the truth
+          homes.push_back({a.name, state_dir + "/" + a.home_dir, a.external_id, a.uid, a.created});
       return homes;
     };
+    // Only what this node deleted is put away: after a lost disk the mirror waits for a restore.
+    m.deleted_here = [&accounts](const std::string& name) { return accounts.was_deleted(name); };
     m.log = [](const std::string& message) { spdlog::warn("{}", message); };
     mirror = std::make_unique<backup::MirrorService>(std::move(m));
     mirror->start();
     std::cout << "backup: mirror of homes in " << config.backup.dir << " every " << config.backup.interval.count()
               << " s, deleted files kept " << config.backup.keep_deleted_days << " days\n";
   }
-  add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool);
+  std::optional<RestoreAllContext> restore_all;
+  if (mirror) {
+    restore_all.emplace(RestoreAllContext{accounts, callers, *mirror, restore_gate,
+                                          placement ? &*placement : nullptr, nullptr});
+    if (move_gate) restore_all->moves = [&gate = *move_gate](std::string_view user) { gate.check(user); };
+  }
+  add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool,
+                    restore_all ? &*restore_all : nullptr);
   add_account_routes(router, accounts, callers, manager, file_options.pool, config.storage.trash_days);
   std::optional<MoveContext> move_context;
   if (placement) {

@@ -27,6 +27,13 @@ std::string account_name(std::string_view external_id, size_t hash_chars) {
   return account_name_prefix(external_id) + "-" + sha256_hex(external_id).substr(0, hash_chars);
 }
 
+bool is_account_name_of(std::string_view external_id, std::string_view name) {
+  const std::string full = account_name(external_id, kAccountNameHashMax);
+  const size_t dash = full.size() - kAccountNameHashMax;  // the prefix and its "-"
+  return name.size() >= dash + kAccountNameHashChars && name.size() <= full.size() &&
+         full.compare(0, name.size(), name) == 0;
+}
+
 std::string sha256_hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

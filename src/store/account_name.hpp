@@ -19,6 +19,11 @@ std::string account_name_prefix(std::string_view external_id);
 // prefix + "-" + the first hash_chars hex digits of SHA-256(external_id).
 std::string account_name(std::string_view external_id, size_t hash_chars = kAccountNameHashChars);
 
+// Whether `name` is one that external_id can have been given: account_name(external_id, n)
+// for some n in [kAccountNameHashChars, kAccountNameHashMax]. A restore takes a name from the
+// mirror only then, so the mirror cannot hand an id a name it would never have had.
+bool is_account_name_of(std::string_view external_id, std::string_view name);
+
 // Lowercase hex SHA-256 of data.
 std::string sha256_hex(std::string_view data);
 

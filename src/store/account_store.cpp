@@ -28,16 +28,25 @@ AccountStore::AccountStore(Db db, UidRange range) : db_(std::move(db)), range_(r
   if (range_.count < 2) throw Error("uid range needs at least 2 uids (slot 0 is reserved)");
 }
 
-Account AccountStore::get_or_create(std::string_view external_id) {
+Account AccountStore::get_or_create(std::string_view external_id) { return get_or_create_named(external_id, {}); }
+
+Account AccountStore::get_or_create_named(std::string_view external_id, std::string_view name) {
   std::lock_guard lock(mu_);
   if (std::optional<Account> found = find_where("external_id", external_id)) return *found;
   // Another connection may create the same id between the look-up above and here: the
   // write lock taken by the transaction makes the second look-up final.
   Transaction tx(db_);
   if (std::optional<Account> found = find_where("external_id", external_id)) return *found;
-  Account created = create_locked(external_id, static_cast<int64_t>(std::time(nullptr)));
+  Account created = create_locked(external_id, static_cast<int64_t>(std::time(nullptr)), name);
   tx.commit();
   return created;
+}
+
+bool AccountStore::was_deleted(std::string_view name) {
+  std::lock_guard lock(mu_);
+  Statement st = db_.prepare("SELECT 1 FROM deleted_accounts WHERE name = ?1");
+  st.bind(1, name);
+  return st.step();
 }
 
 std::optional<Account> AccountStore::find(std::string_view external_id) {
@@ -100,10 +109,10 @@ std::optional<Account> AccountStore::find_where(std::string_view column, std::st
   return account_from_row(st);
 }
 
-Account AccountStore::create_locked(std::string_view external_id, int64_t now) {
+Account AccountStore::create_locked(std::string_view external_id, int64_t now, std::string_view wanted_name) {
   Account a;
   a.external_id = std::string(external_id);
-  a.name = free_name_locked(external_id);
+  a.name = free_name_locked(external_id, wanted_name);
   a.uid = next_uid_locked();
   a.gid = a.uid;
   a.home_dir = "volumes/" + a.name + "/home";
@@ -117,16 +126,21 @@ Account AccountStore::create_locked(std::string_view external_id, int64_t now) {
 
 // The usual 6-digit hash, lengthened in the (astronomically unlikely) case that another id
 // already holds the name.
-std::string AccountStore::free_name_locked(std::string_view external_id) {
-  Statement taken = db_.prepare(
-      "SELECT 1 FROM accounts WHERE name = ?1 UNION ALL SELECT 1 FROM deleted_accounts WHERE name = ?1");
+std::string AccountStore::free_name_locked(std::string_view external_id, std::string_view wanted_name) {
+  if (!wanted_name.empty() && is_account_name_of(external_id, wanted_name) && !name_taken_locked(wanted_name))
+    return std::string(wanted_name);
   for (size_t chars = kAccountNameHashChars; chars <= kAccountNameHashMax; ++chars) {
     std::string name = account_name(external_id, chars);
-    taken.reset();
-    taken.bind(1, name);
-    if (!taken.step()) return name;
+    if (!name_taken_locked(name)) return name;
   }
   throw Error("no free account name for external id (every hash length is taken)");
+}
+
+bool AccountStore::name_taken_locked(std::string_view name) {
+  Statement taken = db_.prepare(
+      "SELECT 1 FROM accounts WHERE name = ?1 UNION ALL SELECT 1 FROM deleted_accounts WHERE name = ?1");
+  taken.bind(1, name);
+  return taken.step();
 }
 
 // One past the highest uid ever given (deleted accounts' included), so a uid is never handed

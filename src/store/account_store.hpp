@@ -41,11 +41,18 @@ class AccountStore {
   // this or another process, return the same account. Throws when the uid range is exhausted.
   Account get_or_create(std::string_view external_id);
 
+  // The same, but an account made here is named `name` when that is a name of external_id
+  // (store/account_name.hpp is_account_name_of) that no account, live or deleted, has had; else
+  // the usual free one. For `backup restore --all`: the name the account had on a lost node.
+  Account get_or_create_named(std::string_view external_id, std::string_view name);
+
   std::optional<Account> find(std::string_view external_id);
   std::optional<Account> find_by_name(std::string_view name);
   // An operator's way of naming an account: its name, else its external id.
   std::optional<Account> find_by_name_or_id(std::string_view user);
   std::vector<Account> list();  // ordered by uid
+  // Whether an account named `name` was deleted from this store (remove()).
+  bool was_deleted(std::string_view name);
 
   // Records activity (unix seconds); returns false if there is no such account.
   bool touch(std::string_view name, int64_t now);
@@ -58,8 +65,9 @@ class AccountStore {
 
  private:
   std::optional<Account> find_where(std::string_view column, std::string_view value);
-  Account create_locked(std::string_view external_id, int64_t now);
-  std::string free_name_locked(std::string_view external_id);
+  Account create_locked(std::string_view external_id, int64_t now, std::string_view wanted_name = {});
+  std::string free_name_locked(std::string_view external_id, std::string_view wanted_name);
+  bool name_taken_locked(std::string_view name);
   uid_t next_uid_locked();
 
   std::mutex mu_;  // guards db_: one statement sequence at a time on this connection

@@ -37,10 +37,10 @@ def mirror_dir(d):
     return os.path.join(d.workdir, "mirror")
 
 
-def wait_for_pass_after(d, t):
+def wait_for_pass_after(d, t, key="admin"):
     """The status once a pass that started at or after unix time t has ended."""
     deadline = time.monotonic() + PASS_WAIT
-    with admin(d) as a:
+    with admin(d, key) as a:
         while True:
             s = a.get("/admin/backup").json()
             last = s["last_pass"]

@@ -84,6 +84,7 @@ class Cluster:
 
     def __init__(self, workdir, config=CONFIG, configs=None):
         self.workdir = workdir
+        self.config = config  # every node's config.toml, unless configs names one
         self.key = secrets.token_hex(16)
         self.admin_key = secrets.token_hex(16)  # the nodes of a cluster share one admin key
         self.ports = {n: free_port() for n in NODES}
@@ -98,9 +99,9 @@ class Cluster:
             d.start()
         self.router = Router(self.file, workdir)
 
-    def add_node(self, name, start=True, config=CONFIG):
+    def add_node(self, name, start=True, config=None):
         os.makedirs(os.path.join(self.workdir, name))
-        d = Daemon(os.path.join(self.workdir, name), config_text=config, api_key=self.key, lifetime=1200,
+        d = Daemon(os.path.join(self.workdir, name), config_text=config or self.config, api_key=self.key, lifetime=1200,
                    listen=f"127.0.0.1:{self.ports[name]}", args=["--cluster", self.file, "--node", name],
                    env={"AGENTBOX_ADMIN_KEY": self.admin_key})
         self.nodes[name] = d

@@ -219,6 +219,16 @@ TEST_F(MirrorTreeTest, LeftoverTempFromAKilledPassIsRemoved) {
   EXPECT_EQ(read(copy("a")), "a");
 }
 
+// A restore copies from the mirror (server/restore_all.cpp): a killed pass's temporary there is
+// not copied into the home.
+TEST_F(MirrorTreeTest, TemporariesInTheSourceAreSkippedWhenAsked) {
+  write(src() + "/a", "a");
+  write(src() + "/" + std::string(kTempPrefix) + "0000dead-1", "half a fi");
+  pass(kDay, {.skip_temporaries = true});
+  EXPECT_EQ(read(copy("a")), "a");
+  EXPECT_EQ(temps_in(account() + "/home"), 0);
+}
+
 TEST_F(MirrorTreeTest, FifosAndSocketsAreSkipped) {
   ASSERT_EQ(::mkfifo((src() + "/pipe").c_str(), 0600), 0);
   write(src() + "/f", "f");

@@ -146,6 +146,38 @@ TEST_F(AccountStoreTest, NameTakenByAnotherIdGetsALongerHash) {
   EXPECT_EQ(accounts.find_by_name(account_name("alice"))->external_id, "intruder");
 }
 
+TEST(AccountName, OnlyTheIdsOwnNamesAreItsNames) {
+  EXPECT_TRUE(is_account_name_of("alice@example.org", account_name("alice@example.org")));
+  EXPECT_TRUE(is_account_name_of("alice@example.org", account_name("alice@example.org", kAccountNameHashMax)));
+  EXPECT_FALSE(is_account_name_of("bob", account_name("alice@example.org")));
+  EXPECT_FALSE(is_account_name_of("alice@example.org", "alice"));      // no hash
+  EXPECT_FALSE(is_account_name_of("alice@example.org", "alice-3f2"));  // too short a hash
+  EXPECT_FALSE(is_account_name_of("alice@example.org", "root"));
+  EXPECT_FALSE(is_account_name_of("alice@example.org", ""));
+  EXPECT_FALSE(is_account_name_of("alice@example.org", account_name("alice@example.org") + "/../x"));
+}
+
+// A restore (server/restore_all.hpp) gets the name the account had when it is free, never a
+// name that is another's now or was a deleted account's, nor one the id could not have had.
+TEST_F(AccountStoreTest, ARestoredAccountGetsItsOldNameWhenFree) {
+  AccountStore accounts(open_state_db(dir_), UidRange{});
+  const std::string longer = account_name("alice", kAccountNameHashChars + 2);
+  Account a = accounts.get_or_create_named("alice", longer);
+  EXPECT_EQ(a.name, longer);
+  EXPECT_EQ(accounts.get_or_create_named("alice", "whatever").name, longer) << "held: the same account";
+
+  EXPECT_EQ(accounts.get_or_create_named("bob", "root").name, account_name("bob")) << "not a name of bob's";
+  EXPECT_EQ(accounts.get_or_create_named("carol", account_name("bob")).name, account_name("carol"));
+
+  Account dave = accounts.get_or_create("dave");
+  EXPECT_FALSE(accounts.was_deleted(dave.name));
+  ASSERT_TRUE(accounts.remove(dave.name, 5));
+  EXPECT_TRUE(accounts.was_deleted(dave.name));
+  Account again = accounts.get_or_create_named("dave", dave.name);
+  EXPECT_NE(again.name, dave.name) << "a deleted account's name is never given again";
+  EXPECT_NE(again.uid, dave.uid);
+}
+
 TEST_F(AccountStoreTest, ExhaustedUidRangeFailsClearly) {
   AccountStore accounts(open_state_db(dir_), UidRange{3000000, 4});  // slots 1..3
   for (int i = 0; i < 3; ++i) accounts.get_or_create("user" + std::to_string(i));
