@@ -22,26 +22,6 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr size_t kMaxRecordBytes = 64 << 10;
 constexpr std::string_view kPutAwayHome = ".account-home";  // mirror_tree.cpp's name in .deleted/DAY
 
-// Names in dirfd (not "." or ".."), sorted.
-std::vector<std::string> names_in(int dirfd) {
-  UniqueFd copy(::openat(dirfd, ".", kDirFlags));
-  if (!copy) throw sys_error("open directory");
-  DIR* dir = ::fdopendir(copy.get());
-  if (!dir) throw sys_error("fdopendir");
-  copy.release();
-  std::vector<std::string> out;
-  errno = 0;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view n(e->d_name);
-    if (n != "." && n != "..") out.emplace_back(n);
-  }
-  const int err = errno;
-  ::closedir(dir);
-  if (err != 0) throw sys_error("readdir", err);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 bool exists_at(int dirfd, const std::string& name) {
   struct stat st{};
   return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -51,12 +31,12 @@ bool exists_at(int dirfd, const std::string& name) {
 std::string put_away_day(int account_dir_fd) {
   UniqueFd deleted(::openat(account_dir_fd, std::string(kDeletedDir).c_str(), kDirFlags));
   if (!deleted) return "";
-  std::vector<std::string> days = names_in(deleted.get());
+  std::vector<std::string> days = dir_names_at(deleted.get());
   for (auto day = days.rbegin(); day != days.rend(); ++day) {
     if (!is_date_name(*day)) continue;
     UniqueFd d(::openat(deleted.get(), day->c_str(), kDirFlags));
     if (!d) continue;
-    for (const std::string& n : names_in(d.get()))
+    for (const std::string& n : dir_names_at(d.get()))
       if (n.starts_with(kPutAwayHome)) return *day;
   }
   return "";
@@ -109,7 +89,7 @@ void write_record(int account_dir_fd, const MirrorRecord& record) {
 
 std::vector<MirroredAccount> mirrored_accounts(int mirror_root_fd) {
   std::vector<MirroredAccount> out;
-  for (const std::string& name : names_in(mirror_root_fd)) {
+  for (const std::string& name : dir_names_at(mirror_root_fd)) {
     if (name.starts_with('.')) continue;
     UniqueFd dir(::openat(mirror_root_fd, name.c_str(), kDirFlags));
     if (!dir) continue;  // not a directory of ours

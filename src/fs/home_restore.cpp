@@ -10,6 +10,7 @@
 #include "fs/atomic_file.hpp"
 #include "fs/fs_error.hpp"
 #include "util/error.hpp"
+#include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
 #include "util/random_hex.hpp"
 
@@ -17,25 +18,6 @@ namespace agentbox {
 namespace {
 
 constexpr size_t kMaxErrors = 20;
-
-// The names in a directory of the daemon's own tree.
-std::vector<std::string> names_in(int dirfd) {
-  UniqueFd copy(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!copy) throw sys_error("open directory");
-  DIR* dir = ::fdopendir(copy.get());
-  if (!dir) throw sys_error("fdopendir");
-  copy.release();
-  std::vector<std::string> out;
-  errno = 0;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view n(e->d_name);
-    if (n != "." && n != "..") out.emplace_back(n);
-  }
-  int err = errno;
-  ::closedir(dir);
-  if (err != 0) throw sys_error("readdir", err);
-  return out;
-}
 
 std::string temp_link_name() {
   return ".agentbox-" + random_hex(8) + ".tmp";
@@ -124,7 +106,7 @@ void Restorer::directory(int src_dir, const std::string& name, const HomePath& t
     home_.make_dirs(target);
     ++result.dirs;
   }
-  for (const std::string& child : names_in(src.get())) entry(src.get(), child, target.child(child), true);
+  for (const std::string& child : dir_names_at(src.get())) entry(src.get(), child, target.child(child), true);
   if (target.is_home()) return;  // the home's own mode is the daemon's to set, not a backup's
   FsIdentity as_user = home_.as_user();
   UniqueFd dir = home_.open(target, O_RDONLY | O_DIRECTORY);

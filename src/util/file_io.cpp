@@ -1,9 +1,11 @@
 #include "util/file_io.hpp"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "util/error.hpp"
@@ -94,6 +96,26 @@ std::string path_next_to_self(std::string_view name) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};  // never a path relative to the cwd
   return (self.parent_path() / name).string();
+}
+
+std::vector<std::string> dir_names_at(int dirfd) {
+  // A descriptor of its own: readdir moves the offset, and closedir closes it.
+  UniqueFd copy(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!copy) throw sys_error("open directory");
+  DIR* dir = ::fdopendir(copy.get());
+  if (!dir) throw sys_error("fdopendir");
+  copy.release();
+  std::vector<std::string> out;
+  errno = 0;
+  while (dirent* e = ::readdir(dir)) {
+    std::string_view n(e->d_name);
+    if (n != "." && n != "..") out.emplace_back(n);
+  }
+  const int err = errno;
+  ::closedir(dir);
+  if (err != 0) throw sys_error("readdir", err);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace agentbox

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace agentbox {
 
@@ -23,6 +24,8 @@ std::string read_file_at(int dirfd, const std::string& name, size_t max = 1 << 2
 void replace_file(const std::string& path, std::string_view data, unsigned mode = 0644);
 // Writes all of data to fd, retrying on EINTR and short writes.
 void write_all(int fd, std::string_view data);
+// The names in the directory dirfd (not "." or ".."), sorted; dirfd's offset is not moved.
+std::vector<std::string> dir_names_at(int dirfd);
 // The file `name` in the directory of the running executable (/proc/self/exe), whether or not
 // it exists ("" if /proc/self/exe cannot be read): where agentbox finds its companion
 // binaries (agentbox-init, agentbox-serve).
