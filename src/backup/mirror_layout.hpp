@@ -17,6 +17,9 @@ namespace agentbox::backup {
 
 inline constexpr std::string_view kHomeDir = "home";
 inline constexpr std::string_view kDeletedDir = ".deleted";
+// The home of a deleted account, put away as .deleted/DAY/.account-home (-2, -3, ... when that
+// day holds one already).
+inline constexpr std::string_view kPutAwayHome = ".account-home";
 // A file being copied is written under this prefix and renamed into place when complete; one
 // left by a killed daemon is removed by the next pass.
 inline constexpr std::string_view kTempPrefix = ".agentbox-mirror-";

@@ -20,7 +20,6 @@ namespace {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr size_t kMaxRecordBytes = 64 << 10;
-constexpr std::string_view kPutAwayHome = ".account-home";  // mirror_tree.cpp's name in .deleted/DAY
 
 bool exists_at(int dirfd, const std::string& name) {
   struct stat st{};

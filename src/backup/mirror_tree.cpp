@@ -468,10 +468,11 @@ void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& liv
         if (::mkdirat(account.get(), deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(.deleted)");
         const std::string into = deleted + "/" + day;
         if (::mkdirat(account.get(), into.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + into + ")");
-        std::string target = into + "/.account-home";
+        const std::string put_away = into + "/" + std::string(kPutAwayHome);
+        std::string target = put_away;
         for (int n = 2; ::renameat2(account.get(), home.c_str(), account.get(), target.c_str(), RENAME_NOREPLACE) != 0; ++n) {
           if (errno != EEXIST || n > 100) throw sys_error("rename(home, " + target + ")");
-          target = into + "/.account-home-" + std::to_string(n);
+          target = put_away + "-" + std::to_string(n);
         }
       }
       purge_deleted(account.get(), today, keep_days, stats);

@@ -1,6 +1,6 @@
 #include "server/restore_gate.hpp"
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +11,7 @@
 #include "box/box_error.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox::server {
 namespace {
@@ -22,10 +23,9 @@ constexpr std::string_view kSuffix = ".json";
 
 RestoreGate::RestoreGate(std::string dir) : dir_(std::move(dir)) {
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir_ + ")");
-  DIR* d = ::opendir(dir_.c_str());
-  if (!d) throw sys_error("opendir(" + dir_ + ")");
-  while (dirent* e = ::readdir(d)) {
-    std::string file = e->d_name;
+  UniqueFd markers(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!markers) throw sys_error("open(" + dir_ + ")");
+  for (const std::string& file : dir_names_at(markers.get())) {
     if (file.starts_with('.') || !file.ends_with(kSuffix)) continue;  // replace_file's temporaries too
     auto text = read_file_if_exists(dir_ + "/" + file);
     nlohmann::json j = nlohmann::json::parse(text.value_or(""), nullptr, false);
@@ -34,7 +34,6 @@ RestoreGate::RestoreGate(std::string dir) : dir_(std::move(dir)) {
     by_name_[name] = user;
     ++users_[user];
   }
-  ::closedir(d);
 }
 
 void RestoreGate::check(std::string_view external_id) const {

@@ -17,6 +17,7 @@
 #include "backup/mirror_layout.hpp"
 #include "backup/mirror_service.hpp"
 #include "support/scratch_dir.hpp"
+#include "support/text_file.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::backup {
@@ -24,16 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// Each test's small files.
+void write(const std::string& path, const std::string& text) { testing::write_text_file(path, text); }
+std::string read(const std::string& path) { return testing::read_text_file(path); }
 
 UniqueFd open_dir(const std::string& path) { return UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); }
 

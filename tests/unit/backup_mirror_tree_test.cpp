@@ -16,6 +16,7 @@
 #include "backup/mirror_service.hpp"
 #include "backup/mirror_tree.hpp"
 #include "support/scratch_dir.hpp"
+#include "support/text_file.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::backup {
@@ -24,16 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kDay = "2026-01-01";
 
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// Each test's small files.
+void write(const std::string& path, const std::string& text) { testing::write_text_file(path, text); }
+std::string read(const std::string& path) { return testing::read_text_file(path); }
 
 struct stat lstat_of(const std::string& path) {
   struct stat st {};
