@@ -83,6 +83,13 @@ def test_a_lost_state_directory_is_rebuilt_from_the_mirror(make_daemon):
     for u in USERS:
         with client(d, u) as c:
             before[u] = populate(c, u)
+    # The attack: the first user links to the second's home as the host names it, hoping that the
+    # restore (root, on the host) copies through the link and hands over the other's bytes.
+    victim = before[USERS[1]]["name"]
+    bait = os.path.join(d.state_dir, "volumes", victim, "home", "mine.txt")
+    with client(d, USERS[0]) as c:
+        assert sh(c, f"ln -s {bait} bait-link")[0] == 0
+        before[USERS[0]]["snapshot"] = sh(c, SNAPSHOT)[1]  # the link is part of what must come back
     mirror_pass(d)
     for u in USERS:  # the mirror says whose each home is
         with open(os.path.join(mirror_dir(d), before[u]["name"], "account.json")) as f:
@@ -111,6 +118,9 @@ def test_a_lost_state_directory_is_rebuilt_from_the_mirror(make_daemon):
         assert code != 0
         r = c.get("/files/read", params={"path": f"/home/{other}/mine.txt"})
         assert r.status_code in (400, 403, 404), r.text
+        # The link came back as a link (the restore followed nothing): no bytes of the other's.
+        code, out, _ = sh(c, "test -L bait-link && readlink bait-link; cat bait-link")
+        assert code != 0 and out == bait + "\n", out
 
     # Idempotent: the second run restores nothing and says so.
     r = restore_all(d)
