@@ -8,6 +8,11 @@ microseconds, and agentbox's time as a multiple of websocketd's (≤ 1.0: agentb
   agentbox:   WS /api/terminals/{id} (binary frame) → daemon → pty → `cat` in the account's
               login shell, tty raw and no echo → pty → daemon → binary frame
   websocketd: text message → websocketd → pipe → `cat` → pipe → websocketd → text message
+
+With --floor-box / --floor-pty / --floor-pipe (build-bench/pty_relay), the same rounds also
+measure the floor: a relay doing only the unavoidable work (read a frame, write it to cat, read
+the echo, send it), with cat on a pty in a box (what a sandboxed web terminal must pay), on a pty
+on the host (what any web terminal pays) and on pipes (what websocketd does).
 """
 import argparse
 import asyncio
@@ -89,36 +94,62 @@ async def main():
     ap.add_argument("--agentbox", required=True, help="HOST:PORT of agentbox serve")
     ap.add_argument("--key", required=True, help="its API key")
     ap.add_argument("--websocketd", required=True, help="HOST:PORT of websocketd relaying cat")
+    ap.add_argument("--floor-box", help="HOST:PORT of pty_relay --box (cat on a pty in a box)")
+    ap.add_argument("--floor-pty", help="HOST:PORT of pty_relay (cat on a pty)")
+    ap.add_argument("--floor-pipe", help="HOST:PORT of pty_relay --pipe (cat on pipes)")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--per-round", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=100)
     args = ap.parse_args()
 
+    async def plain(addr):
+        return await websockets.connect(f"ws://{addr}/", max_size=None, ping_interval=None, compression=None)
+
     user = "terminal-bench"
     tid, abx = await agentbox_terminal(args.agentbox, args.key, user)
-    wsd = await websockets.connect(f"ws://{args.websocketd}/", max_size=None, ping_interval=None, compression=None)
+    # name -> (connection, binary frames?, samples)
+    paths = {"agentbox /api/terminals (pty, cat)": (abx, True, []),
+             "websocketd cat": (await plain(args.websocketd), False, [])}
+    if args.floor_box:
+        paths["floor: relay, cat on a pty in a box"] = (await plain(args.floor_box), True, [])
+    if args.floor_pty:
+        paths["floor: relay, cat on a pty"] = (await plain(args.floor_pty), True, [])
+    if args.floor_pipe:
+        paths["floor: relay, cat on pipes"] = (await plain(args.floor_pipe), True, [])
     try:
-        await round_trips(abx, args.warmup, True)
-        await round_trips(wsd, args.warmup, False)
-        a, w = [], []
+        for ws, binary, _ in paths.values():
+            await round_trips(ws, args.warmup, binary)
+        order = list(paths.values())
         for r in range(args.rounds):
-            if r % 2 == 0:
-                a += await round_trips(abx, args.per_round, True)
-                w += await round_trips(wsd, args.per_round, False)
-            else:
-                w += await round_trips(wsd, args.per_round, False)
-                a += await round_trips(abx, args.per_round, True)
+            # Each round starts with a different path, so none always runs first or last.
+            for ws, binary, samples in order[r % len(order):] + order[:r % len(order)]:
+                samples += await round_trips(ws, args.per_round, binary)
     finally:
-        await abx.close()
-        await wsd.close()
+        for ws, _, _ in paths.values():
+            await ws.close()
         delete_terminal(args.agentbox, args.key, user, tid)
 
     print("keystroke -> echo round trip, one client, one byte at a time:")
-    print(summary("agentbox /api/terminals (pty, cat)", a))
-    print(summary("websocketd cat", w))
-    p50 = percentile(a, 50) / percentile(w, 50)
-    p99 = percentile(a, 99) / percentile(w, 99)
-    print(f"  ratio agentbox/websocketd: p50 {p50:.2f}x   p99 {p99:.2f}x   (target <= 1.0x)")
+    for name, (_, _, samples) in paths.items():
+        print(summary(name, samples))
+
+    def ratio(label, a, b):
+        sa, sb = paths[a][2], paths[b][2]
+        print(f"  {label:<34} p50 {percentile(sa, 50) / percentile(sb, 50):.2f}x   "
+              f"p99 {percentile(sa, 99) / percentile(sb, 99):.2f}x")
+
+    ratio("agentbox / websocketd", "agentbox /api/terminals (pty, cat)", "websocketd cat")
+    print("    (target <= 1.0x)")
+    if args.floor_box:
+        ratio("floor in a box / websocketd", "floor: relay, cat on a pty in a box", "websocketd cat")
+        ratio("agentbox / floor in a box", "agentbox /api/terminals (pty, cat)", "floor: relay, cat on a pty in a box")
+    if args.floor_pty:
+        ratio("floor on a pty / websocketd", "floor: relay, cat on a pty", "websocketd cat")
+        ratio("agentbox / floor on a pty", "agentbox /api/terminals (pty, cat)", "floor: relay, cat on a pty")
+    if args.floor_pipe:
+        ratio("floor on pipes / websocketd", "floor: relay, cat on pipes", "websocketd cat")
+    if args.floor_pty and args.floor_pipe:
+        ratio("floor on a pty / on pipes", "floor: relay, cat on a pty", "floor: relay, cat on pipes")
     return 0
 
 

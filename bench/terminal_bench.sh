@@ -5,8 +5,9 @@
 #
 # Both paths end in `cat` echoing one byte: in agentbox, `cat` runs in the account's login
 # shell on the terminal's pty (stty raw -echo, so the byte goes through cat and nothing else);
-# with websocketd, `cat` reads the message as a line on a pipe. Rounds alternate between the
-# two, so both see the same load.
+# with websocketd, `cat` reads the message as a line on a pipe. The floor (bench/pty_relay.cpp)
+# relays to `cat` doing nothing else: on a pty in a box, on a pty and on pipes. Rounds alternate
+# between all five, so all see the same load.
 #
 #   bench/terminal_bench.sh [BUILD_DIR]   (default: build-bench next to bench/; run as root)
 # Environment: TERMINAL_BENCH_ARGS, extra options for terminal_bench.py
@@ -25,16 +26,21 @@ command -v websocketd >/dev/null || { echo "terminal_bench.sh: websocketd missin
 
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-build_bench "$build" agentbox agentbox-serve agentbox-init
+build_bench "$build" agentbox agentbox-serve agentbox-init pty_relay
 build=$(cd "$build" && pwd)
-[[ -x $build/agentbox ]] || { echo "terminal_bench.sh: no $build/agentbox" >&2; exit 2; }
+for b in agentbox pty_relay; do
+  [[ -x $build/$b ]] || { echo "terminal_bench.sh: no $build/$b" >&2; exit 2; }
+done
 
 state=$(mktemp -d /tmp/agentbox-termbench-XXXXXX)
 log=$(mktemp /tmp/agentbox-termbench-log-XXXXXX)
 wlog=$(mktemp /tmp/agentbox-termbench-wsd-XXXXXX)
-pid= wpid=
+flog=$(mktemp /tmp/agentbox-termbench-floor-XXXXXX)
+pid='' wpid='' fpid='' ppid='' bpid=''
 # shellcheck disable=SC2317  # runs from the EXIT trap
 cleanup() {
+  local p
+  for p in $fpid $ppid $bpid; do kill -TERM "$p" 2>/dev/null && { wait "$p" 2>/dev/null || true; }; done
   if [[ -n $wpid ]] && kill -0 "$wpid" 2>/dev/null; then kill -TERM "$wpid"; wait "$wpid" 2>/dev/null || true; fi
   if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid"
@@ -42,23 +48,44 @@ cleanup() {
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
     wait "$pid" 2>/dev/null || true
   fi
-  rm -rf "$state" "$log" "$wlog"
+  rm -rf "$state" "$log" "$wlog" "$flog" "$flog".*
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# A free port for websocketd (it takes no port 0): ask the kernel for one.
 
 AGENTBOX_API_KEY=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 export AGENTBOX_API_KEY
 unset AGENTBOX_CONFIG
 "$build/agentbox" serve --listen 127.0.0.1:0 --state "$state" >"$log" 2>&1 &
 pid=$!
+# A free port for websocketd (it takes no port 0): ask the kernel for one.
 wport=$(free_port)
 websocketd --address=127.0.0.1 --port="$wport" --binary=false cat >"$wlog" 2>&1 &
 wpid=$!
+# The floor: the same relay with cat on a pty in a box, on a pty and on pipes (bench/pty_relay.cpp).
+"$build/pty_relay" 0 --box >"$flog.box" 2>&1 &
+bpid=$!
+"$build/pty_relay" 0 >"$flog.pty" 2>&1 &
+fpid=$!
+"$build/pty_relay" 0 --pipe >"$flog.pipe" 2>&1 &
+ppid=$!
+# Prints the port pty_relay (PID, writing LOG) listens on, once it does.
+relay_port() {
+  local pid=$1 log=$2 port=
+  for _ in $(seq 100); do
+    port=$(sed -n 's|^pty_relay: listening on 127\.0\.0\.1:\([0-9]*\)$|\1|p' "$log")
+    [[ -n $port ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -n $port ]] || { echo "terminal_bench.sh: pty_relay did not start:" >&2; cat "$log" >&2; return 1; }
+  echo "$port"
+}
 
 port=$(daemon_port "$pid" "$log" terminal_bench.sh)
+bport=$(relay_port "$bpid" "$flog.box")
+fport=$(relay_port "$fpid" "$flog.pty")
+pport=$(relay_port "$ppid" "$flog.pipe")
 
 echo "terminal bench: agentbox serve pid $pid on 127.0.0.1:$port; websocketd $(websocketd --version 2>&1 | head -1) pid $wpid on 127.0.0.1:$wport"
 echo "host:   $(uname -r), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
@@ -66,7 +93,8 @@ echo "reproduce: bench/terminal_bench.sh ${build#"$root"/}${TERMINAL_BENCH_ARGS:
 rc=0
 # shellcheck disable=SC2086  # TERMINAL_BENCH_ARGS is a list of options
 "$python" "$here/terminal_bench.py" --agentbox "127.0.0.1:$port" --key "$AGENTBOX_API_KEY" \
-  --websocketd "127.0.0.1:$wport" ${TERMINAL_BENCH_ARGS:-} || rc=$?
+  --websocketd "127.0.0.1:$wport" --floor-box "127.0.0.1:$bport" --floor-pty "127.0.0.1:$fport" --floor-pipe "127.0.0.1:$pport" \
+  ${TERMINAL_BENCH_ARGS:-} || rc=$?
 echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at the end"
 if [[ $rc != 0 ]]; then
   echo "terminal_bench.sh: failed; the daemon's last lines:" >&2
