@@ -7,6 +7,10 @@ namespace {
 
 // Decisions stored per transaction: large enough that a flood costs few commits.
 constexpr size_t kBatch = 512;
+// How long the writer gathers decisions after the first one arrives before it stores them: one
+// commit (and one wakeup of this thread) per this much time, not per request, while the proxy
+// is busy; it costs a reader of the log at most this much delay.
+constexpr auto kGather = std::chrono::milliseconds(20);
 // How often decisions past the retention are forgotten.
 constexpr auto kPurgeEvery = std::chrono::hours(1);
 
@@ -33,6 +37,9 @@ void NetworkLog::record(NetworkDecision decision) {
     }
     queue_.push_back(std::move(decision));
     ++recorded_;
+    // Only the first decision wakes the writer, and a full batch ends its gathering: the rest
+    // cost no wakeup.
+    if (queue_.size() != 1 && queue_.size() != kBatch) return;
   }
   wake_.notify_one();
 }
@@ -40,7 +47,10 @@ void NetworkLog::record(NetworkDecision decision) {
 void NetworkLog::flush() {
   std::unique_lock lock(mu_);
   uint64_t target = recorded_;
+  ++flushing_;
+  wake_.notify_one();
   stored_.wait(lock, [&] { return written_ >= target; });
+  --flushing_;
 }
 
 uint64_t NetworkLog::dropped() const {
@@ -70,6 +80,7 @@ void NetworkLog::write_loop() {
       wake_.wait(lock, ready);
     if (queue_.empty() && stopping_) return;
     if (queue_.empty()) continue;  // time to purge
+    wake_.wait_for(lock, kGather, [&] { return stopping_ || flushing_ > 0 || queue_.size() >= kBatch; });
     while (!queue_.empty() && batch.size() < kBatch) {
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();

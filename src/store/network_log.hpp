@@ -1,7 +1,8 @@
 #pragma once
 // Every egress decision, per account: time, destination, verdict, reason and bytes moved
 // (DESIGN §4). The proxy records from its event loop, so record() only queues; one writer
-// thread stores the queue in batches, one transaction each. The queue is bounded: a flood of
+// thread stores the queue in batches, one transaction each, gathered for a few milliseconds
+// (a busy proxy costs a commit per batch, not per request). The queue is bounded: a flood of
 // decisions costs the daemon bounded memory, and what could not be kept is counted. Decisions
 // older than the retention are forgotten by the same thread, at start and then hourly.
 #include <chrono>
@@ -72,6 +73,7 @@ class NetworkLog {
   std::condition_variable wake_, stored_;
   std::deque<NetworkDecision> queue_;
   uint64_t recorded_ = 0, written_ = 0, dropped_ = 0;
+  int flushing_ = 0;  // callers of flush() waiting: the writer stores without gathering
   bool stopping_ = false;
 
   std::mutex db_mu_;  // guards db_ (the writer and readers)

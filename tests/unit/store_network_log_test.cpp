@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "store/schema.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -47,6 +50,35 @@ TEST_F(NetworkLogTest, RecordsAreStoredAndReadBackPerAccountNewestFirst) {
   EXPECT_EQ(alice[1].ts_ms, 1000);
   ASSERT_EQ(log.list("bob", 10).size(), 1u);
   EXPECT_TRUE(log.list("carol", 10).empty());
+}
+
+// The writer gathers decisions for a moment before it stores them: one that comes alone is
+// still stored without anyone asking (GET /network/log reads without a flush).
+TEST_F(NetworkLogTest, ADecisionThatComesAloneIsStoredWithoutAFlush) {
+  NetworkLog log(open_state_db(scratch_.path()));
+  log.record(decision("alice", "alone.example", true));
+  std::vector<NetworkDecision> seen;
+  for (int i = 0; i < 500 && seen.empty(); ++i) {  // up to 5 s
+    seen = log.list("alice", 10);
+    if (seen.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].host, "alone.example");
+}
+
+// A burst larger than one batch (kBatch, 512) while the writer is gathering: every decision
+// is stored, in order.
+TEST_F(NetworkLogTest, ABurstOfManyBatchesIsStoredWhole) {
+  NetworkLog log(open_state_db(scratch_.path()));
+  constexpr int kBurst = 1300;
+  for (int i = 0; i < kBurst; ++i) log.record(decision("alice", "h" + std::to_string(i) + ".example", true, 1000 + i));
+  log.flush();
+  std::vector<NetworkDecision> all = log.list("alice", 1000);
+  std::vector<NetworkDecision> rest = log.list("alice", 1000, all.back().id);
+  ASSERT_EQ(all.size() + rest.size(), static_cast<size_t>(kBurst));
+  EXPECT_EQ(all.front().host, "h1299.example");
+  EXPECT_EQ(rest.back().host, "h0.example");
+  EXPECT_EQ(log.dropped(), 0u);
 }
 
 TEST_F(NetworkLogTest, PagesGoBackInTime) {
