@@ -1,5 +1,6 @@
 #include "net/egress_session.hpp"
 
+#include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
@@ -63,6 +64,9 @@ void drop_hop_by_hop(Fields& fields) {
   for (const std::string& name : names) fields.erase(name);
 }
 
+// The socket's deadline passed: the operation ended because its socket was closed for it.
+bool timed_out(const error_code& ec, const Deadline& deadline) { return ec && deadline.expired(); }
+
 bool is_quiet_end(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
          ec == asio::error::operation_aborted;
@@ -76,13 +80,15 @@ EgressSession::EgressSession(tcp::socket client, std::shared_ptr<EgressAccount> 
                              std::shared_ptr<const EgressContext> context)
     : client_(std::move(client)),
       upstream_(client_.get_executor()),
+      client_deadline_(client_.get_executor()),
+      upstream_deadline_(client_.get_executor()),
       who_(std::move(who)),
       context_(std::move(context)) {
   ++who_->open;
   // A relay's writes are whole pieces of a message: each goes now, not after the peer's ACK of
   // the last (Nagle's wait meets the peer's delayed ACK: 40 ms per answer).
   boost::system::error_code ignored;
-  client_.socket().set_option(tcp::no_delay(true), ignored);
+  client_.set_option(tcp::no_delay(true), ignored);
 }
 
 EgressSession::~EgressSession() { release_slot(); }
@@ -94,6 +100,17 @@ void EgressSession::release_slot() {
 }
 
 void EgressSession::start() {
+  // A deadline that passes closes its socket: the operation waiting on it ends, and its
+  // handler sees timed_out().
+  std::weak_ptr<EgressSession> weak = weak_from_this();
+  client_deadline_.watch(weak, [this] {
+    error_code ignored;
+    client_.close(ignored);
+  });
+  upstream_deadline_.watch(weak, [this] {
+    error_code ignored;
+    upstream_.close(ignored);
+  });
   const size_t cap = context_->limits().connections_per_account;
   if (who_->open > cap)
     return answer(http::status::too_many_requests,
@@ -114,20 +131,20 @@ void EgressSession::do_read_head() {
   bytes_up_ = bytes_down_ = 0;
   connected_to_.clear();
   upstream_reused_ = false;
-  client_.expires_after(context_->limits().header_timeout);
+  client_deadline_.expires_after(context_->limits().header_timeout);
   http::async_read_header(client_, client_buffer_, *request_,
                           [self = shared_from_this()](error_code ec, size_t) { self->on_read_head(ec); });
 }
 
 void EgressSession::on_read_head(error_code ec) {
   // A head that takes too long is cut off: the stream's timer has closed the socket already.
-  if (ec == beast::error::timeout || is_quiet_end(ec)) return close();
+  if (timed_out(ec, client_deadline_) || is_quiet_end(ec)) return close();
   if (ec == http::error::header_limit)
     return answer(http::status::request_header_fields_too_large,
                   "agentbox: the request head is larger than " + std::to_string(context_->limits().header_limit) +
                       " bytes");
   if (ec) return answer(http::status::bad_request, "agentbox: malformed request (" + ec.message() + ")");
-  client_.expires_never();
+  client_deadline_.expires_never();
   try {
     target_ = parse_proxy_request(request_->get().base());
   } catch (const ProxyRequestError& e) {
@@ -163,7 +180,7 @@ void EgressSession::drop_upstream() {
   upstream_config_.reset();
   upstream_buffer_.clear();
   error_code ignored;
-  upstream_.socket().close(ignored);
+  upstream_.close(ignored);
 }
 
 bool EgressSession::retried_on_new_connection(const error_code& ec) {
@@ -215,14 +232,14 @@ void EgressSession::on_resolve(error_code ec, std::vector<tcp::endpoint> found) 
 }
 
 void EgressSession::do_connect(std::vector<tcp::endpoint> allowed) {
-  upstream_.expires_after(context_->limits().connect_timeout);
-  upstream_.async_connect(allowed, [self = shared_from_this()](error_code ec, tcp::endpoint to) {
+  upstream_deadline_.expires_after(context_->limits().connect_timeout);
+  asio::async_connect(upstream_, allowed, [self = shared_from_this()](error_code ec, tcp::endpoint to) {
     self->on_connect(ec, to);
   });
 }
 
 void EgressSession::on_connect(error_code ec, tcp::endpoint to) {
-  if (ec == beast::error::timeout) {
+  if (timed_out(ec, upstream_deadline_)) {
     std::string why = "agentbox: " + target_.authority() + " did not answer within " +
                       seconds(context_->limits().connect_timeout);
     record(true, allowed_by_ + "; " + why.substr(10));
@@ -233,9 +250,9 @@ void EgressSession::on_connect(error_code ec, tcp::endpoint to) {
     record(true, allowed_by_ + "; " + why.substr(10));
     return answer(http::status::bad_gateway, why);
   }
-  upstream_.expires_never();
+  upstream_deadline_.expires_never();
   error_code ignored;
-  upstream_.socket().set_option(tcp::no_delay(true), ignored);
+  upstream_.set_option(tcp::no_delay(true), ignored);
   connected_to_ = to.address().to_string();
   if (target_.kind == ProxyRequest::Kind::tunnel) return do_tunnel();
   upstream_host_ = target_.host;
@@ -272,7 +289,7 @@ void EgressSession::do_tunnel() {
       self->request_.reset();
       SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout, .pipe_size = 1 << 20};
       try {
-        SpliceRelay::start(self->client_.release_socket(), self->upstream_.release_socket(), options,
+        SpliceRelay::start(std::move(self->client_), std::move(self->upstream_), options,
                            [self](const SpliceRelay::Result& r) {
                              self->record(true, self->allowed_by_, self->bytes_up_ + r.a_to_b, r.b_to_a);
                            });
@@ -302,7 +319,7 @@ void EgressSession::do_send_request() {
 // is the time with no byte moving.
 void EgressSession::do_relay_request_body() {
   auto write = [self = shared_from_this()] {
-    self->upstream_.expires_after(self->context_->limits().idle_timeout);
+    self->upstream_deadline_.expires_after(self->context_->limits().idle_timeout);
     http::async_write(self->upstream_, *self->request_out_, [self](error_code ec, size_t) {
       if (ec == http::error::need_buffer) ec = {};
       if (ec && self->retried_on_new_connection(ec)) return;
@@ -321,7 +338,7 @@ void EgressSession::do_relay_request_body() {
   }
   body.data = body_buffer();
   body.size = kBodyBufferSize;
-  client_.expires_after(context_->limits().idle_timeout);
+  client_deadline_.expires_after(context_->limits().idle_timeout);
   http::async_read_some(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return self->close();
@@ -342,13 +359,13 @@ void EgressSession::do_read_response_head() {
   response_.emplace();
   response_->body_limit(boost::none);
   if (request_->get().method() == http::verb::head) response_->skip(true);
-  upstream_.expires_after(context_->limits().idle_timeout);
+  upstream_deadline_.expires_after(context_->limits().idle_timeout);
   http::async_read_header(upstream_, upstream_buffer_, *response_,
                           [self = shared_from_this()](error_code ec, size_t) { self->on_response_head(ec); });
 }
 
 void EgressSession::on_response_head(error_code ec) {
-  if (ec == beast::error::timeout) {
+  if (timed_out(ec, upstream_deadline_)) {
     record(true, allowed_by_ + "; no answer");
     return answer(http::status::gateway_timeout, "agentbox: " + target_.authority() + " did not answer within " +
                                                      seconds(context_->limits().idle_timeout));
@@ -373,7 +390,7 @@ void EgressSession::on_response_head(error_code ec) {
 
 void EgressSession::do_relay_response_body() {
   auto write = [self = shared_from_this()] {
-    self->client_.expires_after(self->context_->limits().idle_timeout);
+    self->client_deadline_.expires_after(self->context_->limits().idle_timeout);
     http::async_write(self->client_, *self->response_out_, [self](error_code ec, size_t) {
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
@@ -393,7 +410,7 @@ void EgressSession::do_relay_response_body() {
   }
   body.data = body_buffer();
   body.size = kBodyBufferSize;
-  upstream_.expires_after(context_->limits().idle_timeout);
+  upstream_deadline_.expires_after(context_->limits().idle_timeout);
   http::async_read_some(upstream_, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {  // the head is out: all that can be done is to cut the connection
@@ -430,7 +447,7 @@ void EgressSession::answer(http::status status, const std::string& text, bool ke
   res->body() = text + "\n";
   res->keep_alive(keep_alive);
   res->prepare_payload();
-  client_.expires_after(context_->limits().header_timeout);
+  client_deadline_.expires_after(context_->limits().header_timeout);
   http::async_write(client_, *res, [self = shared_from_this(), res, keep_alive](error_code ec, size_t) {
     if (ec || !keep_alive) return self->close();
     self->do_read_head();
@@ -460,9 +477,9 @@ void EgressSession::record(bool allowed, std::string reason, uint64_t up, uint64
 void EgressSession::close() {
   release_slot();
   error_code ignored;
-  client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  client_.socket().close(ignored);
-  upstream_.socket().close(ignored);
+  client_.shutdown(tcp::socket::shutdown_send, ignored);
+  client_.close(ignored);
+  upstream_.close(ignored);
 }
 
 }  // namespace agentbox::net

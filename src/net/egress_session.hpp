@@ -19,7 +19,6 @@
 // a forwarded request when it ends, with the bytes it moved.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "net/account_listeners.hpp"
+#include "net/deadline.hpp"
 #include "net/egress_policy.hpp"
 #include "net/name_resolver.hpp"
 #include "net/proxy_request.hpp"
@@ -139,8 +139,9 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   void close();
   void release_slot();
 
-  boost::beast::tcp_stream client_;
-  boost::beast::tcp_stream upstream_;
+  boost::asio::ip::tcp::socket client_;
+  boost::asio::ip::tcp::socket upstream_;
+  Deadline client_deadline_, upstream_deadline_;  // each closes its socket when it passes
   std::shared_ptr<EgressAccount> who_;
   bool holds_slot_ = true;  // counted in who_->open until release_slot()
   std::shared_ptr<const EgressContext> context_;

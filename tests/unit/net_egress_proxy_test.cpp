@@ -389,6 +389,52 @@ TEST_F(EgressProxyTest, RefusedAndCappedConnectionsAnswerSayingWhy) {
   EXPECT_THAT(third, HasSubstr("2 connections open"));
 }
 
+// An origin whose listener is full (backlog 0, one connection already waiting) drops the
+// proxy's SYN: the connect never completes, and the box hears so once connect_timeout passes.
+TEST_F(EgressProxyTest, AnOriginThatNeverTakesTheConnectionGives504AfterTheConnectTimeout) {
+  start(config({"bait.test"}), EgressLimits{.connect_timeout = 300ms});
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 0), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  tcp::acceptor full(client_io_, tcp::v4(), fd);
+  std::string port = std::to_string(ntohs(addr.sin_port));
+  tcp::socket waiting(client_io_);  // fills the queue: never accepted
+  waiting.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), ntohs(addr.sin_port)));
+  tcp::socket s = connect();
+  auto started = std::chrono::steady_clock::now();
+  std::string answer = exchange(s, "CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n");
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_THAT(answer, HasSubstr("504"));
+  EXPECT_THAT(answer, HasSubstr("bait.test:" + port + " did not answer within 1 s"));
+  EXPECT_GE(took, 250ms);  // the connect timeout, not an early refusal
+  EXPECT_LT(took, 5s);
+}
+
+// An origin that takes the request and never answers: 504 once idle_timeout passes with no
+// byte of an answer, and the decision is logged saying so.
+TEST_F(EgressProxyTest, AnOriginThatNeverAnswersGives504AfterTheIdleTimeout) {
+  start(config({"bait.test"}), EgressLimits{.idle_timeout = 300ms});
+  tcp::acceptor silent(client_io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));  // never accepts
+  std::string port = std::to_string(silent.local_endpoint().port());
+  tcp::socket s = connect();
+  auto started = std::chrono::steady_clock::now();
+  std::string answer = exchange(s, "GET http://bait.test:" + port + "/slow HTTP/1.1\r\nHost: bait.test:" + port + "\r\n\r\n");
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_THAT(answer, HasSubstr("504"));
+  EXPECT_THAT(answer, HasSubstr("bait.test:" + port + " did not answer within 1 s"));
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 5s);
+  std::vector<NetworkDecision> logged = decisions();
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_TRUE(logged[0].allowed);
+  EXPECT_THAT(logged[0].reason, HasSubstr("no answer"));
+}
+
 TEST_F(EgressProxyTest, ANewPolicyAppliesToTheNextRequest) {
   Origin origin(Origin::Mode::echo);
   start(config({"other.test"}));
