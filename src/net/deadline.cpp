@@ -18,6 +18,12 @@ void Deadline::expires_never() {
   expired_ = false;
 }
 
+void Deadline::cancel() {
+  expires_never();
+  waiting_for_ = Clock::time_point::max();
+  timer_.cancel();
+}
+
 void Deadline::arm(Clock::time_point at) {
   waiting_for_ = at;
   timer_.expires_at(at);  // a wait pending ends with operation_aborted, and is ignored

@@ -29,6 +29,8 @@ class Deadline {
 
   void expires_after(Clock::duration d);
   void expires_never();
+  // expires_never, and the timer's wait ends now: for a socket handed on (a tunnel) or closed.
+  void cancel();
   // True from the moment the deadline passed (before on_expiry runs) until it is moved.
   bool expired() const { return expired_; }
 

@@ -287,6 +287,9 @@ void EgressSession::do_tunnel() {
       self->client_buffer_.clear();
       self->client_buffer_.shrink_to_fit();
       self->request_.reset();
+      // The relay times the tunnel; the session's timers would only wake once for nothing.
+      self->client_deadline_.cancel();
+      self->upstream_deadline_.cancel();
       SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout, .pipe_size = 1 << 20};
       try {
         SpliceRelay::start(std::move(self->client_), std::move(self->upstream_), options,
@@ -476,6 +479,8 @@ void EgressSession::record(bool allowed, std::string reason, uint64_t up, uint64
 
 void EgressSession::close() {
   release_slot();
+  client_deadline_.cancel();
+  upstream_deadline_.cancel();
   error_code ignored;
   client_.shutdown(tcp::socket::shutdown_send, ignored);
   client_.close(ignored);

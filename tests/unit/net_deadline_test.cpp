@@ -94,6 +94,17 @@ TEST_F(DeadlineTest, SetAgainAfterPassingItPassesAgain) {
   EXPECT_EQ(o->expiries, 2);
 }
 
+TEST_F(DeadlineTest, CancelledItNeverPassesAndLeavesNoWait) {
+  auto o = watched();
+  o->deadline.expires_after(20ms);
+  o->deadline.cancel();
+  io_.restart();
+  const size_t ran = io_.run_for(200ms);  // the cancelled wait's end, and nothing pending after
+  EXPECT_EQ(o->expiries, 0);
+  EXPECT_LE(ran, 1u);
+  EXPECT_TRUE(io_.stopped());  // out of work: no timer left waiting
+}
+
 TEST_F(DeadlineTest, AnOwnerGoneBeforeTheTimeIsNeverCalled) {
   int calls = 0;
   {
