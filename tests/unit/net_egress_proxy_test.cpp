@@ -393,18 +393,13 @@ TEST_F(EgressProxyTest, RefusedAndCappedConnectionsAnswerSayingWhy) {
 // proxy's SYN: the connect never completes, and the box hears so once connect_timeout passes.
 TEST_F(EgressProxyTest, AnOriginThatNeverTakesTheConnectionGives504AfterTheConnectTimeout) {
   start(config({"bait.test"}), EgressLimits{.connect_timeout = 300ms});
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 0), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  tcp::acceptor full(client_io_, tcp::v4(), fd);
-  std::string port = std::to_string(ntohs(addr.sin_port));
+  tcp::acceptor full(client_io_);
+  full.open(tcp::v4());
+  full.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  full.listen(0);
+  std::string port = std::to_string(full.local_endpoint().port());
   tcp::socket waiting(client_io_);  // fills the queue: never accepted
-  waiting.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), ntohs(addr.sin_port)));
+  waiting.connect(full.local_endpoint());
   tcp::socket s = connect();
   auto started = std::chrono::steady_clock::now();
   std::string answer = exchange(s, "CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n");
