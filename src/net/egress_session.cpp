@@ -137,7 +137,7 @@ void EgressSession::do_read_head() {
 }
 
 void EgressSession::on_read_head(error_code ec) {
-  // A head that takes too long is cut off: the stream's timer has closed the socket already.
+  // A head that takes too long is cut off: its deadline has closed the socket already.
   if (timed_out(ec, client_deadline_) || is_quiet_end(ec)) return close();
   if (ec == http::error::header_limit)
     return answer(http::status::request_header_fields_too_large,
@@ -436,6 +436,7 @@ void EgressSession::on_response_sent() {
   record(true, allowed_by_, bytes_up_, bytes_down_);
   // Bytes past the answer were never asked for: such a connection is not used again.
   if (!upstream_kept_ || upstream_buffer_.size() != 0) drop_upstream();
+  upstream_deadline_.expires_never();  // a kept connection waits for the next request untimed
   response_.reset();
   response_out_.reset();
   request_out_.reset();
