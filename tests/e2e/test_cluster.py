@@ -69,6 +69,25 @@ class Router:
             raise AssertionError(open(os.path.join(self.dir, "err.log")).read())
         self.url = f"http://127.0.0.1:{self.port}"
 
+    def wait_old_workers_gone(self, timeout=15):
+        """After a reload: until no worker of the old configuration is left (each closes its idle
+        keep-alive connections as it goes, so a request sent on one meanwhile can be cut)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                                      text=True).stdout.split()
+            titles = []
+            for pid in children:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        titles.append(f.read().decode(errors="replace"))
+                except FileNotFoundError:
+                    pass
+            if not any("shutting down" in t for t in titles):
+                return
+            assert time.monotonic() < deadline, titles
+            time.sleep(0.05)
+
     def stop(self):
         self.proc.send_signal(signal.SIGQUIT)
         try:

@@ -116,12 +116,13 @@ def assert_moved(c, user, before, to="n3", frm="n1"):
     with c.client(user) as u:
         # nginx applies a reload when its new workers start (a moment); until then the old ones
         # send the user to the source, whose 421 names the target. An old worker closes its idle
-        # keep-alive connections as it goes: a request sent on one just then gets no answer.
+        # keep-alive connections as it goes: a request sent on one just then gets no answer, or
+        # cannot even be written.
         deadline = time.monotonic() + 10
         while True:
             try:
                 r = u.get("/files/cwd")
-            except httpx.RemoteProtocolError:
+            except httpx.TransportError:
                 assert time.monotonic() < deadline
                 continue
             if r.status_code != 421 or time.monotonic() > deadline:
@@ -129,6 +130,9 @@ def assert_moved(c, user, before, to="n3", frm="n1"):
             assert f"moved to node {to}" in r.json()["detail"], r.text
             time.sleep(0.05)
         assert r.status_code == 200 and r.headers["x-agentbox-node"] == to, (r.status_code, r.text)
+    # The rest on connections only the new workers hold.
+    c.router.wait_old_workers_gone()
+    with c.client(user) as u:
         assert sh(u, SNAPSHOT)[1] == before["snapshot"]
         code, out, _ = sh(u, "readlink shadow-link; test -L shadow-link && echo is-a-link")
         assert out == "/etc/shadow\nis-a-link\n"
