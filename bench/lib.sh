@@ -8,23 +8,27 @@ export AGENTBOX_UID_BASE=$((2000000 + 65536 * (12288 + $$ % 4096)))
 # A TCP port free on 127.0.0.1 right now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# Waits for `agentbox serve` (PID, writing LOG) to print its address; prints the port, or the
-# log and fails naming CALLER.
-daemon_port() {
-  local pid=$1 log=$2 caller=$3 port=
+# Waits for the program PID, writing LOG, to log the port it listens on (the sed expression
+# PATTERN prints it); prints the port, or the log and fails naming CALLER.
+logged_port() {
+  local pid=$1 log=$2 caller=$3 pattern=$4 port=
   for _ in $(seq 150); do
-    port=$(sed -n 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$log")
+    port=$(sed -n "$pattern" "$log")
     [[ -n $port ]] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.2
   done
   if [[ -z $port ]]; then
-    echo "$caller: the daemon did not come up; its output:" >&2
+    echo "$caller: pid $pid did not come up; its output:" >&2
     cat "$log" >&2
     return 1
   fi
   echo "$port"
 }
+
+# Waits for `agentbox serve` (PID, writing LOG) to print its address; prints the port, or the
+# log and fails naming CALLER.
+daemon_port() { logged_port "$1" "$2" "$3" 's|.* serving on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p'; }
 
 # The median of the numbers on stdin, one per line.
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }

@@ -89,6 +89,14 @@ def summary(name, samples):
             f"mean {statistics.fmean(samples):8.1f} us   ({len(samples)} round trips)")
 
 
+# The paths measured, by the names printed.
+AGENTBOX = "agentbox /api/terminals (pty, cat)"
+WEBSOCKETD = "websocketd cat"
+FLOOR_BOX = "floor: relay, cat on a pty in a box"
+FLOOR_PTY = "floor: relay, cat on a pty"
+FLOOR_PIPES = "floor: relay, cat on pipes"
+
+
 async def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--agentbox", required=True, help="HOST:PORT of agentbox serve")
@@ -108,14 +116,14 @@ async def main():
     user = "terminal-bench"
     tid, abx = await agentbox_terminal(args.agentbox, args.key, user)
     # name -> (connection, binary frames?, samples)
-    paths = {"agentbox /api/terminals (pty, cat)": (abx, True, []),
-             "websocketd cat": (await plain(args.websocketd), False, [])}
+    paths = {AGENTBOX: (abx, True, []),
+             WEBSOCKETD: (await plain(args.websocketd), False, [])}
     if args.floor_box:
-        paths["floor: relay, cat on a pty in a box"] = (await plain(args.floor_box), True, [])
+        paths[FLOOR_BOX] = (await plain(args.floor_box), True, [])
     if args.floor_pty:
-        paths["floor: relay, cat on a pty"] = (await plain(args.floor_pty), True, [])
+        paths[FLOOR_PTY] = (await plain(args.floor_pty), True, [])
     if args.floor_pipe:
-        paths["floor: relay, cat on pipes"] = (await plain(args.floor_pipe), True, [])
+        paths[FLOOR_PIPES] = (await plain(args.floor_pipe), True, [])
     try:
         for ws, binary, _ in paths.values():
             await round_trips(ws, args.warmup, binary)
@@ -138,18 +146,18 @@ async def main():
         print(f"  {label:<34} p50 {percentile(sa, 50) / percentile(sb, 50):.2f}x   "
               f"p99 {percentile(sa, 99) / percentile(sb, 99):.2f}x")
 
-    ratio("agentbox / websocketd", "agentbox /api/terminals (pty, cat)", "websocketd cat")
+    ratio("agentbox / websocketd", AGENTBOX, WEBSOCKETD)
     print("    (target <= 1.0x)")
     if args.floor_box:
-        ratio("floor in a box / websocketd", "floor: relay, cat on a pty in a box", "websocketd cat")
-        ratio("agentbox / floor in a box", "agentbox /api/terminals (pty, cat)", "floor: relay, cat on a pty in a box")
+        ratio("floor in a box / websocketd", FLOOR_BOX, WEBSOCKETD)
+        ratio("agentbox / floor in a box", AGENTBOX, FLOOR_BOX)
     if args.floor_pty:
-        ratio("floor on a pty / websocketd", "floor: relay, cat on a pty", "websocketd cat")
-        ratio("agentbox / floor on a pty", "agentbox /api/terminals (pty, cat)", "floor: relay, cat on a pty")
+        ratio("floor on a pty / websocketd", FLOOR_PTY, WEBSOCKETD)
+        ratio("agentbox / floor on a pty", AGENTBOX, FLOOR_PTY)
     if args.floor_pipe:
-        ratio("floor on pipes / websocketd", "floor: relay, cat on pipes", "websocketd cat")
+        ratio("floor on pipes / websocketd", FLOOR_PIPES, WEBSOCKETD)
     if args.floor_pty and args.floor_pipe:
-        ratio("floor on a pty / on pipes", "floor: relay, cat on a pty", "floor: relay, cat on pipes")
+        ratio("floor on a pty / on pipes", FLOOR_PTY, FLOOR_PIPES)
     return 0
 
 

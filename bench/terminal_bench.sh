@@ -69,23 +69,12 @@ bpid=$!
 fpid=$!
 "$build/pty_relay" 0 --pipe >"$flog.pipe" 2>&1 &
 ppid=$!
-# Prints the port pty_relay (PID, writing LOG) listens on, once it does.
-relay_port() {
-  local pid=$1 log=$2 port=
-  for _ in $(seq 100); do
-    port=$(sed -n 's|^pty_relay: listening on 127\.0\.0\.1:\([0-9]*\)$|\1|p' "$log")
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  [[ -n $port ]] || { echo "terminal_bench.sh: pty_relay did not start:" >&2; cat "$log" >&2; return 1; }
-  echo "$port"
-}
 
 port=$(daemon_port "$pid" "$log" terminal_bench.sh)
-bport=$(relay_port "$bpid" "$flog.box")
-fport=$(relay_port "$fpid" "$flog.pty")
-pport=$(relay_port "$ppid" "$flog.pipe")
+relay='s|^pty_relay: listening on 127\.0\.0\.1:\([0-9]*\)$|\1|p'
+bport=$(logged_port "$bpid" "$flog.box" terminal_bench.sh "$relay")
+fport=$(logged_port "$fpid" "$flog.pty" terminal_bench.sh "$relay")
+pport=$(logged_port "$ppid" "$flog.pipe" terminal_bench.sh "$relay")
 
 echo "terminal bench: agentbox serve pid $pid on 127.0.0.1:$port; websocketd $(websocketd --version 2>&1 | head -1) pid $wpid on 127.0.0.1:$wport"
 echo "host:   $(uname -r), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
