@@ -69,21 +69,25 @@ class Router:
             raise AssertionError(open(os.path.join(self.dir, "err.log")).read())
         self.url = f"http://127.0.0.1:{self.port}"
 
+    def workers(self):
+        """nginx's worker processes now: pid -> title ("... is shutting down" once replaced)."""
+        titles = {}
+        for pid in subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                                  text=True).stdout.split():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    titles[pid] = f.read().decode(errors="replace")
+            except FileNotFoundError:
+                pass  # exited meanwhile
+        return titles
+
     def wait_old_workers_gone(self, timeout=15):
         """After a reload: until no worker of the old configuration is left (each closes its idle
         keep-alive connections as it goes, so a request sent on one meanwhile can be cut)."""
         deadline = time.monotonic() + timeout
         while True:
-            children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
-                                      text=True).stdout.split()
-            titles = []
-            for pid in children:
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        titles.append(f.read().decode(errors="replace"))
-                except FileNotFoundError:
-                    pass
-            if not any("shutting down" in t for t in titles):
+            titles = self.workers()
+            if not any("shutting down" in t for t in titles.values()):
                 return
             assert time.monotonic() < deadline, titles
             time.sleep(0.05)
@@ -348,15 +352,11 @@ def test_an_idle_terminal_survives_a_router_reload(cluster):
             await ws.send(json.dumps({"type": "auth", "token": cluster.key}))
             await type_until(ws, b"echo before-$((1+1))\r", b"before-2")
 
-            def workers():
-                return set(subprocess.run(["pgrep", "-P", str(cluster.router.proc.pid)], capture_output=True,
-                                          text=True).stdout.split())
-
-            old_workers = workers()
+            old_workers = set(cluster.router.workers())
             cluster.router.proc.send_signal(signal.SIGHUP)
             deadline = time.monotonic() + 15
             while True:  # new workers up: the reload took effect
-                if workers() - old_workers:
+                if set(cluster.router.workers()) - old_workers:
                     break
                 assert time.monotonic() < deadline, "nginx did not reload"
                 await asyncio.sleep(0.05)
