@@ -47,7 +47,7 @@ AccountVolumes::~AccountVolumes() {
     try {
       backend_->release(paths(name).root);
     } catch (const Error&) {
-      // Left mounted: the next daemon finds it mounted and uses it as it is.
+      // Left to close_root's detach; the next daemon mounts its loop device again (attached_loop).
     }
   }
   backend_->close_root(volumes_dir_);

@@ -171,8 +171,11 @@ class LoopImageBackend final : public VolumeBackend {
             "mount(" + volumes_dir + ", bind)");
     check(::mount(nullptr, volumes_dir.c_str(), nullptr, MS_SHARED, nullptr), "mount(" + volumes_dir + ", shared)");
   }
+  // Busy when a box's teardown still holds it (or a volume could not be let go): detached
+  // then, freed when the last holder lets go, so no daemon leaves its bind behind.
   void close_root(const std::string& volumes_dir) override {
-    if (is_mount_root(volumes_dir)) ::umount2(volumes_dir.c_str(), 0);  // busy: a volume stayed
+    if (!is_mount_root(volumes_dir) || ::umount2(volumes_dir.c_str(), 0) == 0) return;
+    if (errno == EBUSY) ::umount2(volumes_dir.c_str(), MNT_DETACH);
   }
 
   VolumeKind kind() const override { return VolumeKind::loop_image; }

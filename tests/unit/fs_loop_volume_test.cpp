@@ -38,6 +38,12 @@ class LoopVolumeTest : public ::testing::Test {
     if (backend_) backend_->release(base_ + "/v");
     if (!base_.empty()) stdfs::remove_all(base_);
   }
+  // Whether dir is the root of a mount (a bind of a directory onto itself is one too).
+  static bool mount_root(const std::string& dir) {
+    struct statx stx{};
+    if (::statx(AT_FDCWD, dir.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) != 0) return false;
+    return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+  }
   static bool mounted(const std::string& dir) {
     struct stat a, b;
     return ::stat(dir.c_str(), &a) == 0 && ::stat(stdfs::path(dir).parent_path().c_str(), &b) == 0 &&
@@ -128,6 +134,24 @@ TEST_F(LoopVolumeTest, AccountVolumesMakeTheHomeTrashAndDaemonDirectories) {
   }
   // Unmounted when the daemon lets go of them.
   EXPECT_FALSE(mounted(base_ + "/volumes/alice-1"));
+}
+
+// A daemon stopping while something still holds the volumes directory (a box's teardown in
+// flight) must not leave its bind mount behind: the unmount is detached, freed when let go.
+TEST_F(LoopVolumeTest, AVolumesDirectoryStillInUseIsUnmountedWhenTheDaemonLetsGo) {
+  const std::string root = base_ + "/volumes";
+  int held = -1;
+  {
+    AccountVolumes volumes(base_, make_volume_backend(true),
+                           [](const std::string&) { return DiskQuota{32ull << 20, 2000}; });
+    volumes.open({"bob-1", 1999996, 1999996});
+    EXPECT_TRUE(mount_root(root));
+    held = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(held, 0);
+  }
+  EXPECT_FALSE(mount_root(root));
+  EXPECT_FALSE(mounted(root + "/bob-1"));
+  ::close(held);
 }
 
 TEST_F(LoopVolumeTest, AnIdleVolumesUsageIsReadFromItsImageAsStatvfsWouldSayIt) {
