@@ -1,0 +1,189 @@
+#include "util/epoll_loop.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <exception>
+
+#include "util/error.hpp"
+
+namespace agentbox {
+
+namespace {
+constexpr int kMaxEvents = 64;
+constexpr EpollLoop::WatchId kWakeId = 0;
+}  // namespace
+
+EpollLoop::EpollLoop(const std::string& name)
+    : epoll_(::epoll_create1(EPOLL_CLOEXEC)), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!epoll_) throw sys_error("epoll_create1");
+  if (!wake_) throw sys_error("eventfd");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeId;
+  check(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev), "epoll_ctl(ADD, eventfd)");
+  thread_ = std::thread([this, name] {
+    // A write to a socket or pty whose reader is gone answers EPIPE, not a SIGPIPE.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
+    run();
+  });
+}
+
+EpollLoop::~EpollLoop() { stop(); }
+
+void EpollLoop::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  // What handlers and timers own goes now, on this thread (their loop is gone).
+  watches_.clear();
+  timers_.clear();
+  deadlines_.clear();
+  std::lock_guard lock(mu_);
+  posted_.clear();
+}
+
+void EpollLoop::post(std::function<void()> fn) {
+  bool first;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    first = posted_.empty();
+    posted_.push_back(std::move(fn));
+  }
+  if (first) {  // one wake-up per batch: the loop takes all that is queued at once
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
+  }
+}
+
+void EpollLoop::dispatch(std::function<void()> fn) {
+  if (on_loop_thread()) return fn();
+  post(std::move(fn));
+}
+
+EpollLoop::WatchId EpollLoop::watch(int fd, uint32_t events, Handler on_event) {
+  const WatchId id = next_watch_++;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = id;
+  check(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev), "epoll_ctl(ADD)");
+  watches_[id] = Watch{fd, std::make_shared<Handler>(std::move(on_event))};
+  return id;
+}
+
+void EpollLoop::modify(WatchId id, uint32_t events) {
+  auto it = watches_.find(id);
+  if (it == watches_.end()) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = id;
+  check(::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, it->second.fd, &ev), "epoll_ctl(MOD)");
+}
+
+void EpollLoop::unwatch(WatchId id) {
+  auto it = watches_.find(id);
+  if (it == watches_.end()) return;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd, nullptr);
+  watches_.erase(it);
+}
+
+EpollLoop::TimerId EpollLoop::at(Clock::time_point when, std::function<void()> fn) {
+  const TimerId id = next_timer_++;
+  deadlines_.emplace(when, id);
+  timers_.emplace(id, std::make_pair(when, std::move(fn)));
+  return id;
+}
+
+void EpollLoop::cancel(TimerId id) {
+  auto it = timers_.find(id);
+  if (it == timers_.end()) return;
+  auto [first, last] = deadlines_.equal_range(it->second.first);
+  for (auto d = first; d != last; ++d)
+    if (d->second == id) {
+      deadlines_.erase(d);
+      break;
+    }
+  timers_.erase(it);
+}
+
+int EpollLoop::timeout_ms() const {
+  if (deadlines_.empty()) return -1;
+  const auto left = deadlines_.begin()->first - Clock::now();
+  if (left <= Clock::duration::zero()) return 0;
+  // Rounded up: waking a little early would only spin until the deadline.
+  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+}
+
+void EpollLoop::run_due_timers() {
+  const auto now = Clock::now();
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const TimerId id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto it = timers_.find(id);
+    if (it == timers_.end()) continue;
+    auto fn = std::move(it->second.second);
+    timers_.erase(it);
+    fn();
+  }
+}
+
+void EpollLoop::run_posted() {
+  uint64_t count;
+  [[maybe_unused]] ssize_t n = ::read(wake_.get(), &count, sizeof count);
+  std::vector<std::function<void()>> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(posted_);
+  }
+  for (auto& fn : batch) fn();
+}
+
+void EpollLoop::run() {
+  epoll_event events[kMaxEvents];
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+    const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, timeout_ms());
+    if (n < 0 && errno != EINTR) {
+      std::fprintf(stderr, "agentbox: epoll loop: epoll_wait failed: errno %d\n", errno);
+      return;
+    }
+    try {
+      for (int i = 0; i < n; ++i) {
+        // Copied out: epoll_event is packed on x86-64, its u64 not aligned for a reference.
+        const WatchId id = events[i].data.u64;
+        const uint32_t ready = events[i].events;
+        if (id == kWakeId) {
+          run_posted();
+          continue;
+        }
+        auto it = watches_.find(id);
+        if (it == watches_.end()) continue;  // unwatched by an earlier handler of this batch
+        std::shared_ptr<Handler> handler = it->second.handler;
+        (*handler)(ready);
+      }
+      run_due_timers();
+    } catch (const std::exception& e) {
+      // Handlers catch their own; one that did not must not take the loop down.
+      std::fprintf(stderr, "agentbox: epoll loop: unhandled exception: %s\n", e.what());
+    }
+  }
+}
+
+}  // namespace agentbox

@@ -1,0 +1,88 @@
+#pragma once
+// One thread and one epoll set, for the daemon's hottest small relay: terminals (a keystroke in,
+// its echo out). Where an asio io_context runs a scheduler pass and a reactor pass per handler
+// (several epoll_wait and an epoll_ctl per keystroke, bench/RESULTS.md), this loop does what a
+// hand-written relay does: one epoll_wait, then the handler of each ready descriptor, which
+// reads and writes on the spot. Level-triggered: a handler need not drain what it watches.
+//
+// Everything but post() and on_loop_thread() is for the loop's own thread: descriptors and
+// timers belong to the handlers that run there. post() queues work from any thread.
+#include <sys/epoll.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "util/unique_fd.hpp"
+
+namespace agentbox {
+
+class EpollLoop {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Handler = std::function<void(uint32_t events)>;
+  using WatchId = uint64_t;
+  using TimerId = uint64_t;
+
+  // Starts the thread (named `name` for ps and perf).
+  explicit EpollLoop(const std::string& name);
+  ~EpollLoop();  // stop()
+  EpollLoop(const EpollLoop&) = delete;
+  EpollLoop& operator=(const EpollLoop&) = delete;
+
+  // Any thread. Runs fn on the loop, in order; dropped once stop() began.
+  void post(std::function<void()> fn);
+  // Runs fn now when called on the loop's thread, else post(fn).
+  void dispatch(std::function<void()> fn);
+  bool on_loop_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+
+  // Loop thread only. Calls on_event(epoll events) while fd is ready for `events` (EPOLLIN,
+  // EPOLLOUT; errors and hangups always report). The caller keeps fd open until unwatch().
+  WatchId watch(int fd, uint32_t events, Handler on_event);
+  void modify(WatchId id, uint32_t events);
+  // No call for id starts after this (from its own handler too).
+  void unwatch(WatchId id);
+
+  // Loop thread only. fn once, at `at` or a little after; cancel() before it ran: never.
+  TimerId at(Clock::time_point at, std::function<void()> fn);
+  TimerId after(Clock::duration d, std::function<void()> fn) { return at(Clock::now() + d, std::move(fn)); }
+  void cancel(TimerId id);
+
+  // Stops and joins the thread (not from it); handlers and timers still there are dropped
+  // unrun, and what they own with them. Idempotent.
+  void stop();
+
+ private:
+  struct Watch {
+    int fd = -1;
+    std::shared_ptr<Handler> handler;  // held during a call, so unwatch() from it is safe
+  };
+
+  void run();
+  void run_posted();
+  int timeout_ms() const;  // until the next timer, -1 with none
+  void run_due_timers();
+
+  UniqueFd epoll_, wake_;
+  std::thread thread_;
+
+  std::mutex mu_;  // guards posted_ and stopping_
+  std::vector<std::function<void()>> posted_;
+  bool stopping_ = false;
+
+  // The loop thread only.
+  std::unordered_map<WatchId, Watch> watches_;
+  WatchId next_watch_ = 1;  // 0: the wake-up eventfd
+  std::multimap<Clock::time_point, TimerId> deadlines_;
+  std::unordered_map<TimerId, std::pair<Clock::time_point, std::function<void()>>> timers_;
+  TimerId next_timer_ = 1;
+};
+
+}  // namespace agentbox

@@ -1,0 +1,113 @@
+// The terminals' loop: work posted from other threads runs there in order, a watched descriptor
+// calls its handler while ready (level-triggered) and not after unwatch (not even later in the
+// same batch), timers run in deadline order unless cancelled, and stop() drops what is left.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "util/epoll_loop.hpp"
+
+namespace agentbox {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs fn on the loop and waits for it.
+template <class Fn>
+void on_loop(EpollLoop& loop, Fn fn) {
+  std::promise<void> done;
+  loop.post([&] {
+    fn();
+    done.set_value();
+  });
+  ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+}
+
+TEST(EpollLoop, PostedWorkRunsOnTheLoopInOrderAndDispatchRunsInlineThere) {
+  EpollLoop loop("test");
+  std::vector<int> seen;
+  for (int i = 0; i < 100; ++i) loop.post([&seen, i] { seen.push_back(i); });
+  bool inline_ran = false;
+  on_loop(loop, [&] {
+    EXPECT_TRUE(loop.on_loop_thread());
+    loop.dispatch([&] { inline_ran = true; });
+    EXPECT_TRUE(inline_ran);  // already there: at once
+  });
+  ASSERT_EQ(seen.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(seen[i], i);
+  EXPECT_FALSE(loop.on_loop_thread());
+}
+
+TEST(EpollLoop, AReadyDescriptorCallsItsHandlerUntilDrainedAndNeverAfterUnwatch) {
+  EpollLoop loop("test");
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  std::atomic<int> calls{0};
+  std::promise<void> drained;
+  EpollLoop::WatchId id = 0;
+  on_loop(loop, [&] {
+    id = loop.watch(sv[0], EPOLLIN, [&](uint32_t events) {
+      EXPECT_TRUE(events & EPOLLIN);
+      char c;
+      // One byte per call: level-triggered, so the rest calls again.
+      ASSERT_EQ(::read(sv[0], &c, 1), 1);
+      if (++calls == 3) {
+        loop.unwatch(id);
+        drained.set_value();
+      }
+    });
+  });
+  ASSERT_EQ(::write(sv[1], "abcdef", 6), 6);
+  ASSERT_EQ(drained.get_future().wait_for(5s), std::future_status::ready);
+  on_loop(loop, [] {});  // one more turn: no call for the three bytes left
+  EXPECT_EQ(calls.load(), 3);
+  ::close(sv[0]);
+  ::close(sv[1]);
+}
+
+TEST(EpollLoop, TimersRunInDeadlineOrderAndACancelledOneNever) {
+  EpollLoop loop("test");
+  std::vector<int> order;
+  std::promise<void> last;
+  on_loop(loop, [&] {
+    const auto now = EpollLoop::Clock::now();
+    loop.at(now + 60ms, [&] {
+      order.push_back(3);
+      last.set_value();
+    });
+    loop.at(now + 20ms, [&] { order.push_back(1); });
+    const auto cancelled = loop.at(now + 30ms, [&] { order.push_back(99); });
+    loop.at(now + 40ms, [&] { order.push_back(2); });
+    loop.cancel(cancelled);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(last.get_future().wait_for(5s), std::future_status::ready);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(EpollLoop, StopDropsWhatIsLeftAndLaterPostsAreIgnored) {
+  auto owned = std::make_shared<int>(7);
+  std::weak_ptr<int> weak = owned;
+  {
+    EpollLoop loop("test");
+    on_loop(loop, [&, owned = std::move(owned)]() mutable {
+      loop.after(1h, [owned] {});  // never due: dropped by stop(), and what it holds with it
+    });
+    loop.stop();
+    EXPECT_TRUE(weak.expired());
+    bool ran = false;
+    loop.post([&] { ran = true; });
+    loop.stop();  // idempotent
+    EXPECT_FALSE(ran);
+  }
+}
+
+}  // namespace
+}  // namespace agentbox
