@@ -1,70 +1,30 @@
-// The terminal WebSocket's frame reader (server/terminal_socket.cpp): a Beast websocket stream in
-// the server role, accepted from a fixed upgrade request and configured as TerminalSocket does
-// (read_message_max 64 KiB, no automatic fragmentation), reading messages with async_read from
-// the input (the client's frames) until an error. Each text message then goes through the
-// JSON parse of the auth frame and the resize message.
+// The terminal WebSocket's frame reader (server/websocket_frames.cpp): wslay in the server role,
+// configured as TerminalSocket does (64 KiB per message), reading the client's frames from the
+// input until it ends, the input handed over in pieces of the sizes its first byte picks (a
+// frame split anywhere must read the same). Each text message then goes through the JSON parse
+// of the auth frame and the resize message; what is queued in answer (pongs, a close) is sent.
 //
-// Checks: no message is longer than read_message_max or than the input; a text message is
-// valid UTF-8 (see valid_utf8_but_the_end for the one gap Beast leaves); the reading ends with an error (the input ends) and the stream is then no longer
-// open, or it closed cleanly.
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/_experimental/test/stream.hpp>
-#include <boost/beast/core/buffers_to_string.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/websocket.hpp>
+// Checks: no message is longer than the limit or than the input; a text message is valid UTF-8;
+// reading ends (the input's end, a close, or a protocol error) and, once ended, stays ended.
+// wslay itself is Debian's build, not instrumented: coverage guides through our side of it.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "fs/utf8.hpp"
 #include "fuzz_check.hpp"
+#include "server/websocket_frames.hpp"
 
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-namespace websocket = beast::websocket;
-
 constexpr std::size_t kMaxMessage = 64 * 1024;  // TerminalSocketOptions::max_message_bytes
-constexpr int kMaxMessages = 256;
-
-// Valid UTF-8, but for a last character cut short: Beast (1.81) checks a text message's end only
-// when its final frame has a payload, so a message ending in an empty continuation frame may end
-// inside a character (regressions/websocket/text_ends_inside_a_character). Harmless here: text
-// goes to a JSON parser or to the pty, as binary messages do. Anything else invalid is a finding.
-bool valid_utf8_but_the_end(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0) return false;
-    for (std::size_t k = 1; k < n; ++k) {
-      if (i + k == s.size()) return true;  // cut short at the end
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
-const http::request<http::empty_body>& upgrade() {
-  static const auto req = [] {
-    http::request<http::empty_body> r{http::verb::get, "/api/terminals/t1?user_id=alice", 11};
-    r.set(http::field::host, "127.0.0.1:8000");
-    r.set(http::field::upgrade, "websocket");
-    r.set(http::field::connection, "Upgrade");
-    r.set(http::field::sec_websocket_key, "dGhlIHNhbXBsZSBub25jZQ==");
-    r.set(http::field::sec_websocket_version, "13");
-    return r;
-  }();
-  return req;
-}
 
 // As TerminalSocket::on_text / on_auth_frame look at a text message.
-void examine_text(const std::string& text) {
+void examine_text(std::string_view text) {
   auto msg = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!msg.is_object()) return;
   (void)(msg.value("type", nlohmann::json()) == "auth");
@@ -78,42 +38,44 @@ void examine_text(const std::string& text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static net::io_context ioc;
-  ioc.restart();
-  beast::test::stream client(ioc), peer(ioc);
-  client.connect(peer);
-  client.append(std::string_view(reinterpret_cast<const char*>(data), size));
-  client.close_remote();  // the client's frames, then EOF
+  if (size == 0) return 0;
+  const std::size_t piece = 1 + data[0] % 64;  // bytes per recv, then "would block" between pieces
+  std::string_view input(reinterpret_cast<const char*>(data + 1), size - 1);
+  bool blocked = false;
+  std::string sent;
+  std::size_t messages = 0;
+  agentbox::server::WebSocketFrames frames(
+      [&](uint8_t* buf, std::size_t len) -> long {
+        if (input.empty()) return 0;  // the client's end
+        if (blocked) return -1;
+        blocked = true;
+        const std::size_t n = std::min({len, piece, input.size()});
+        std::copy_n(input.data(), n, buf);
+        input.remove_prefix(n);
+        return static_cast<long>(n);
+      },
+      [&](std::string_view head, std::string_view payload) -> long {
+        sent.append(head).append(payload);
+        return static_cast<long>(head.size() + payload.size());
+      },
+      [&](bool text, std::string_view message) {
+        ++messages;
+        FUZZ_CHECK(message.size() <= kMaxMessage && message.size() <= size);
+        if (text) {
+          FUZZ_CHECK(agentbox::is_valid_utf8(message));
+          examine_text(message);
+        }
+      },
+      kMaxMessage);
 
-  websocket::stream<beast::test::stream&> ws(client);
-  ws.read_message_max(kMaxMessage);
-  ws.auto_fragment(false);
-  beast::error_code accepted;
-  ws.async_accept(upgrade(), [&](beast::error_code ec) { accepted = ec; });
-  ioc.run();
-  FUZZ_CHECK(!accepted);
-
-  beast::flat_buffer buffer;
-  beast::error_code ec;
-  int messages = 0;
-  for (; !ec && messages < kMaxMessages; ++messages) {
-    std::size_t n = 0;
-    ws.async_read(buffer, [&](beast::error_code e, std::size_t got) {
-      ec = e;
-      n = got;
-    });
-    ioc.restart();
-    ioc.run();
-    if (ec) break;
-    const std::string message = beast::buffers_to_string(buffer.data());
-    buffer.consume(buffer.size());
-    FUZZ_CHECK(message.size() == n);
-    FUZZ_CHECK(message.size() <= kMaxMessage && message.size() <= size);
-    if (ws.got_text()) {
-      FUZZ_CHECK(valid_utf8_but_the_end(message));
-      examine_text(message);
-    }
+  bool open = true;
+  for (std::size_t rounds = 0; open && rounds <= size + 1; ++rounds) {
+    blocked = false;
+    open = frames.read();
+    FUZZ_CHECK(frames.flush());
   }
-  if (messages < kMaxMessages) FUZZ_CHECK(ec && (!ws.is_open() || ec == websocket::error::closed));
+  FUZZ_CHECK(!open);  // every input ends, at the latest with its last byte
+  FUZZ_CHECK(!frames.read());
+  FUZZ_CHECK(messages <= size);
   return 0;
 }
