@@ -9,12 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/defer.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
 #include <ctime>
 #include <deque>
 #include <map>
@@ -26,18 +20,16 @@
 #include "exec/replay_buffer.hpp"
 #include "util/error.hpp"
 #include "util/random_hex.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox::exec {
 
-namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
-using Descriptor = asio::posix::stream_descriptor;
-using Strand = asio::strand<asio::io_context::executor_type>;
+using Clock = EpollLoop::Clock;
 
 namespace {
 
 constexpr size_t kReadBuffer = 64 << 10;
-constexpr int kReadsPerWakeup = 4;  // then the account's other terminals and answers get their turn
+constexpr int kReadsPerWakeup = 4;  // then the other terminals get their turn
 constexpr size_t kIdBytes = 16;     // 128 random bits: ids are not guessable
 
 // 32 hex digits from the kernel's CSPRNG.
@@ -92,25 +84,26 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
 
   // One terminal. Which thread may touch what is said per group.
   struct Term {
-    Term(Strand s, size_t replay_bytes) : strand(std::move(s)), replay(replay_bytes) {}
+    explicit Term(size_t replay_bytes) : replay(replay_bytes) {}
 
     // Set before the terminal is published, then constant.
-    Strand strand;  // its account's
     std::string id, account, created_at;
     uint64_t seq = 0;  // creation order, for listings
     pid_t pid = 0;
     uint64_t spawn = 0;  // the box's id for the shell: what signals name
 
-    // Its strand only.
-    std::unique_ptr<Descriptor> pty;  // the master: output read, keystrokes written
+    // The loop's thread only.
+    UniqueFd pty;  // the master: output read, keystrokes written
+    EpollLoop::WatchId pty_watch = 0;  // 0: not watched (not yet, or at its end)
     bool pty_eof = false;
     ReplayBuffer replay;
     std::vector<std::weak_ptr<Client>> clients;
     std::deque<Input> input;
     size_t input_bytes = 0;
-    bool writing = false;
+    size_t written_of_front = 0;  // of input.front(), taken by the pty already
+    bool writing = false;         // input waits for the pty to be writable
     Clock::time_point last_activity = Clock::now();
-    std::unique_ptr<asio::steady_timer> idle_timer, kill_timer;
+    EpollLoop::TimerId idle_timer = 0, kill_timer = 0;
     bool shell_ended = false;  // its spawn's end was reported
     bool closed = false;       // out of the registry; clients told; being or been killed
     int kill_stage = 0;        // 0: nothing sent, 1: SIGHUP sent, 2: SIGKILL sent
@@ -121,14 +114,14 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   class Client : public TerminalClient {
    public:
     Client(std::weak_ptr<Impl> impl, std::shared_ptr<Term> term, TerminalSink sink)
-        : impl_(std::move(impl)), term_(term), sink_(std::move(sink)) {}
+        : impl_(std::move(impl)), term_(term), sink_(std::make_shared<TerminalSink>(std::move(sink))) {}
     ~Client() override { detach(); }
 
     void input(std::string bytes, std::function<void()> written) override {
       auto impl = impl_.lock();
       auto term = term_.lock();
       if (!impl || !term) return written();
-      impl->defer(term->strand, [impl = impl.get(), term, bytes = std::move(bytes), written = std::move(written)]() mutable {
+      impl->dispatch([impl = impl.get(), term, bytes = std::move(bytes), written = std::move(written)]() mutable {
         impl->queue_input(term, std::move(bytes), std::move(written));
       });
     }
@@ -138,12 +131,12 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       auto impl = impl_.lock();
       auto term = term_.lock();
       if (!impl || !term) return;
-      impl->post(term->strand, [term, cols, rows] {
+      impl->dispatch([term, cols, rows] {
         if (!term->pty) return;
         winsize ws{};
         ws.ws_col = cols;
         ws.ws_row = rows;
-        ::ioctl(term->pty->native_handle(), TIOCSWINSZ, &ws);  // the kernel sends SIGWINCH
+        ::ioctl(term->pty.get(), TIOCSWINSZ, &ws);  // the kernel sends SIGWINCH
       });
     }
 
@@ -152,24 +145,34 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
         std::lock_guard lock(mu_);
         if (detached_) return;
         detached_ = true;
-        sink_ = {};
+        sink_.reset();
       }
-      // The idle clock starts when the last client leaves.
+      // The idle clock starts when the last client leaves. Posted, not run here: a sink may
+      // detach from within its output(), while the terminal goes through its clients.
       auto impl = impl_.lock();
       auto term = term_.lock();
-      if (impl && term) impl->post(term->strand, [impl = impl.get(), term] { impl->prune_clients(*term); });
+      if (impl && term) impl->post([impl = impl.get(), term] { impl->prune_clients(*term); });
     }
 
-    // The terminal's strand only. Under the lock, so that after detach() returns no call runs.
+    // The loop's thread only. The sink is taken under the lock and called outside it, so that
+    // no call starts after detach() returns, and a sink may detach (or end) from within.
     void output(std::string_view bytes) {
-      std::lock_guard lock(mu_);
-      if (sink_.output) sink_.output(bytes);
+      std::shared_ptr<TerminalSink> sink;
+      {
+        std::lock_guard lock(mu_);
+        sink = sink_;
+      }
+      if (sink && sink->output) sink->output(bytes);
     }
     void ended(const std::string& why) {
-      std::lock_guard lock(mu_);
-      if (sink_.ended) sink_.ended(why);
-      sink_ = {};
-      detached_ = true;
+      std::shared_ptr<TerminalSink> sink;
+      {
+        std::lock_guard lock(mu_);
+        sink = std::move(sink_);
+        sink_.reset();
+        detached_ = true;
+      }
+      if (sink && sink->ended) sink->ended(why);
     }
     bool detached() {
       std::lock_guard lock(mu_);
@@ -180,11 +183,11 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     std::weak_ptr<Impl> impl_;
     std::weak_ptr<Term> term_;
     std::mutex mu_;  // guards sink_ and detached_
-    TerminalSink sink_;
+    std::shared_ptr<TerminalSink> sink_;
     bool detached_ = false;
   };
 
-  Impl(asio::io_context& l, TerminalPort& b, TerminalOptions o) : loop(l), boxes(b), opts(o) {}
+  Impl(EpollLoop& l, TerminalPort& b, TerminalOptions o) : loop(l), boxes(b), opts(o) {}
 
   // Nothing below touches boxes or a sink after this returns; handlers still queued find
   // `stopping` and do nothing, and the terminals' descriptors are closed.
@@ -200,10 +203,11 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       terms.clear();
     }
     for (auto& t : all)
-      asio::post(t->strand, [t] {
+      loop.post([this, self = shared_from_this(), t] {
+        stop_reading(*t);
         t->pty.reset();
-        t->idle_timer.reset();
-        t->kill_timer.reset();
+        loop.cancel(t->idle_timer);
+        loop.cancel(t->kill_timer);
         t->clients.clear();
         t->input.clear();
         t->removed.clear();
@@ -222,23 +226,21 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     }
   }
 
-  // Runs fn on ex, guarded, with this kept alive meanwhile.
-  template <class Executor, class Fn>
-  void post(const Executor& ex, Fn fn) {
-    asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+  // Runs fn on the loop, guarded, with this kept alive meanwhile.
+  template <class Fn>
+  void post(Fn fn) {
+    loop.post([self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
   }
-  // The same for a hand-off that continues the caller's work (a keystroke on its way to the
-  // pty): run by the calling io thread once its handler returns, not by waking another thread.
-  template <class Executor, class Fn>
-  void defer(const Executor& ex, Fn fn) {
-    asio::defer(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+  // The same, at once when already on the loop (a keystroke on its way to the pty).
+  template <class Fn>
+  void dispatch(Fn fn) {
+    if (!loop.on_loop_thread()) return post(std::move(fn));
+    guarded(fn);
   }
-
-  Strand strand_for(const std::string& account) {
-    std::lock_guard lock(mu);
-    auto it = strands.find(account);
-    if (it == strands.end()) it = strands.emplace(account, asio::make_strand(loop)).first;
-    return it->second;
+  // fn at `at` on the loop, guarded; a timer id for loop.cancel().
+  template <class Fn>
+  EpollLoop::TimerId timer(Clock::time_point at, Fn fn) {
+    return loop.at(at, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
   }
 
   template <class Fn, class... Args>
@@ -262,13 +264,10 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   void release_locked(const std::string& account) {
     auto it = per_account.find(account);
     if (it == per_account.end()) return;
-    if (--it->second == 0) {
-      per_account.erase(it);
-      strands.erase(account);  // made again on next use
-    }
+    if (--it->second == 0) per_account.erase(it);
   }
 
-  // ---- a terminal's strand -----------------------------------------------------------------
+  // ---- the loop's thread ---------------------------------------------------------------------
 
   void started(const std::shared_ptr<Term>& t, SpawnResult spawned, const std::function<void(CreateOutcome)>& done) {
     t->spawn = spawned.id;
@@ -280,7 +279,8 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       check(flags, "fcntl(F_GETFL)");
       check(::fcntl(fd, F_SETFL, flags | O_NONBLOCK), "fcntl(F_SETFL, O_NONBLOCK)");
       check(::fcntl(fd, F_SETFD, FD_CLOEXEC), "fcntl(F_SETFD, FD_CLOEXEC)");
-      t->pty = std::make_unique<Descriptor>(t->strand, spawned.pty_master.release());
+      t->pty_watch = loop.watch(fd, EPOLLIN, [this, t](uint32_t events) { on_pty_ready(t, events); });
+      t->pty = std::move(spawned.pty_master);
     } catch (...) {
       // Never published: nobody could ever see or end it.
       boxes.signal_session(t->account, t->spawn, SIGKILL, [](bool) {});
@@ -298,30 +298,35 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       terms[t->id] = t;
     }
     t->last_activity = Clock::now();
-    arm_read(t);
     arm_idle(t, t->last_activity + opts.idle_timeout);
     call_quietly(done, CreateOutcome{TerminalInfo{t->id, t->created_at, t->pid}, nullptr});
   }
 
-  void arm_read(const std::shared_ptr<Term>& t) {
-    t->pty->async_wait(Descriptor::wait_read, [self = shared_from_this(), t](const boost::system::error_code& ec) {
-      if (ec || !t->pty) return;  // closed by close() or shutdown
-      self->guarded([&] {
-        if (self->read_available(t)) {
-          t->pty_eof = true;  // no process holds the terminal; the shell's end follows
-        } else if (t->pty) {
-          self->arm_read(t);
-        }
-      });
+  // The pty is readable (or hung up), or writable again for keystrokes that waited.
+  void on_pty_ready(const std::shared_ptr<Term>& t, uint32_t events) {
+    guarded([&] {
+      if (!t->pty) return;
+      if ((events & EPOLLOUT) && t->writing) write_next(t);
+      if (!t->pty || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR))) return;
+      if (read_available(t)) {
+        t->pty_eof = true;  // no process holds the terminal; the shell's end follows
+        stop_reading(*t);
+        drop_input(*t);
+      }
     });
   }
 
+  void stop_reading(Term& t) {
+    if (t.pty_watch) loop.unwatch(t.pty_watch);
+    t.pty_watch = 0;
+  }
+
   // Reads what the pty has now and hands it out; true at EOF (a pty master answers EIO once no
-  // process holds the terminal). At most kReadsPerWakeup reads, then the strand's other work.
+  // process holds the terminal). At most kReadsPerWakeup reads, then the loop's other work.
   bool read_available(const std::shared_ptr<Term>& t) {
     thread_local std::vector<char> buf(kReadBuffer);
     for (int k = 0; k < kReadsPerWakeup; ++k) {
-      const ssize_t n = ::read(t->pty->native_handle(), buf.data(), buf.size());
+      const ssize_t n = ::read(t->pty.get(), buf.data(), buf.size());
       if (n > 0) {
         deliver(*t, std::string_view(buf.data(), static_cast<size_t>(n)));
         if (static_cast<size_t>(n) < buf.size()) return false;
@@ -338,8 +343,9 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     t.replay.append(bytes);
     t.last_activity = Clock::now();
     bool gone = false;
-    for (auto& weak : t.clients) {
-      auto c = weak.lock();
+    // By index: a sink may attach another client meanwhile (never remove one: detach posts).
+    for (size_t i = 0; i < t.clients.size(); ++i) {
+      auto c = t.clients[i].lock();
       if (!c) {
         gone = true;
         continue;
@@ -358,12 +364,12 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     if (t.clients.size() < before) t.last_activity = Clock::now();
   }
 
-  void attach_on_strand(const std::shared_ptr<Term>& t, const std::shared_ptr<Client>& c) {
+  void attach_on_loop(const std::shared_ptr<Term>& t, const std::shared_ptr<Client>& c) {
     if (t->closed) {
       c->ended("terminal ended");
       return;
     }
-    // Replay, then live: both on this strand, so nothing is shown twice or skipped.
+    // Replay, then live: both on the loop, so nothing is shown twice or skipped.
     const std::string replay = t->replay.contents();
     if (!replay.empty()) c->output(replay);
     t->clients.push_back(c);
@@ -373,18 +379,15 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   // Checks at the deadline whether the terminal has been idle for the whole timeout: no
   // client attached, no output, no keystrokes. Otherwise looks again when it could be.
   void arm_idle(const std::shared_ptr<Term>& t, Clock::time_point at) {
-    t->idle_timer = std::make_unique<asio::steady_timer>(t->strand, at);
-    t->idle_timer->async_wait([self = shared_from_this(), t](const boost::system::error_code& ec) {
-      if (ec) return;
-      self->guarded([&] {
-        if (t->closed) return;
-        self->prune_clients(*t);
-        const auto now = Clock::now();
-        if (!t->clients.empty()) return self->arm_idle(t, now + self->opts.idle_timeout);
-        if (now - t->last_activity >= self->opts.idle_timeout)
-          return self->close(t, "terminal ended: idle with no client attached", /*kill=*/true);
-        self->arm_idle(t, t->last_activity + self->opts.idle_timeout);
-      });
+    t->idle_timer = timer(at, [this, t] {
+      t->idle_timer = 0;
+      if (t->closed) return;
+      prune_clients(*t);
+      const auto now = Clock::now();
+      if (!t->clients.empty()) return arm_idle(t, now + opts.idle_timeout);
+      if (now - t->last_activity >= opts.idle_timeout)
+        return close(t, "terminal ended: idle with no client attached", /*kill=*/true);
+      arm_idle(t, t->last_activity + opts.idle_timeout);
     });
   }
 
@@ -396,33 +399,39 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     t->last_activity = Clock::now();
     t->input_bytes += bytes.size();
     t->input.push_back({std::move(bytes), std::move(written)});
-    if (!t->writing) write_next(t);
+    if (!t->writing) write_next(t);  // else it follows what waits, once the pty is writable
   }
 
+  // Writes what the pty takes now; the rest waits for it to be writable (EPOLLOUT while any
+  // keystrokes wait). Each piece's written() runs once the pty has taken all of it.
   void write_next(const std::shared_ptr<Term>& t) {
-    if (t->input.empty() || !t->pty) {
-      t->writing = false;
-      return;
+    while (!t->input.empty() && t->pty) {
+      Input& front = t->input.front();
+      const ssize_t n = ::write(t->pty.get(), front.bytes.data() + t->written_of_front,
+                                front.bytes.size() - t->written_of_front);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0) return drop_input(*t);  // the terminal is gone
+      t->written_of_front += static_cast<size_t>(n);
+      if (t->written_of_front < front.bytes.size()) continue;
+      Input done = std::move(front);
+      t->input.pop_front();
+      t->written_of_front = 0;
+      t->input_bytes -= done.bytes.size();
+      call_quietly(done.written);
     }
-    t->writing = true;
-    asio::async_write(*t->pty, asio::buffer(t->input.front().bytes),
-                      [self = shared_from_this(), t](const boost::system::error_code& ec, size_t) {
-                        self->guarded([&] {
-                          t->writing = false;
-                          if (ec) return self->drop_input(*t);  // the terminal is gone
-                          Input done = std::move(t->input.front());
-                          t->input.pop_front();
-                          t->input_bytes -= done.bytes.size();
-                          call_quietly(done.written);
-                          self->write_next(t);
-                        });
-                      });
+    const bool waiting = !t->input.empty() && t->pty;
+    if (waiting != t->writing && t->pty_watch) loop.modify(t->pty_watch, waiting ? EPOLLIN | EPOLLOUT : EPOLLIN);
+    t->writing = waiting;
   }
 
-  static void drop_input(Term& t) {
+  void drop_input(Term& t) {
     auto input = std::move(t.input);
     t.input.clear();
     t.input_bytes = 0;
+    t.written_of_front = 0;
+    if (t.writing && t.pty_watch) loop.modify(t.pty_watch, EPOLLIN);
+    t.writing = false;
     for (auto& i : input) call_quietly(i.written);
   }
 
@@ -430,7 +439,8 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   void handle_end(const std::shared_ptr<Term>& t, SpawnEnd end) {
     if (t->shell_ended) return;
     t->shell_ended = true;
-    t->kill_timer.reset();
+    loop.cancel(t->kill_timer);
+    t->kill_timer = 0;
     if (t->pty && !t->pty_eof) read_available(t);  // what it printed last
     if (!t->closed) close(t, exit_reason(end), /*kill=*/false);
     if (t->kill_stage == 1) {
@@ -439,7 +449,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       t->kill_stage = 2;
       auto self = shared_from_this();
       boxes.signal_session(t->account, t->spawn, SIGKILL, [self, t](bool) {
-        self->post(t->strand, [t] { finish_removal(*t); });
+        self->post([t] { finish_removal(*t); });
       });
       return;
     }
@@ -461,9 +471,11 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     t->clients.clear();
     for (auto& weak : clients)
       if (auto c = weak.lock()) c->ended(why);
-    t->idle_timer.reset();
-    t->pty.reset();  // cancels the read; a hangup for the shell's foreground job too
+    loop.cancel(t->idle_timer);
+    t->idle_timer = 0;
     drop_input(*t);
+    stop_reading(*t);
+    t->pty.reset();  // a hangup for the shell's foreground job too
     if (kill && !t->shell_ended) {
       t->kill_stage = 1;
       boxes.signal_session(t->account, t->spawn, SIGHUP, [](bool) {});
@@ -472,19 +484,16 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   }
 
   void arm_kill_timer(const std::shared_ptr<Term>& t) {
-    t->kill_timer = std::make_unique<asio::steady_timer>(t->strand, opts.kill_grace);
-    t->kill_timer->async_wait([self = shared_from_this(), t](const boost::system::error_code& ec) {
-      if (ec) return;
-      self->guarded([&] {
-        if (t->shell_ended) return;
-        if (t->kill_stage == 1) {
-          t->kill_stage = 2;
-          self->boxes.signal_session(t->account, t->spawn, SIGKILL, [](bool) {});
-          self->arm_kill_timer(t);
-        } else {
-          self->finish_removal(*t);  // not even KILL brought an exit (box unreachable): stay bounded
-        }
-      });
+    t->kill_timer = timer(Clock::now() + opts.kill_grace, [this, t] {
+      t->kill_timer = 0;
+      if (t->shell_ended) return;
+      if (t->kill_stage == 1) {
+        t->kill_stage = 2;
+        boxes.signal_session(t->account, t->spawn, SIGKILL, [](bool) {});
+        arm_kill_timer(t);
+      } else {
+        finish_removal(*t);  // not even KILL brought an exit (box unreachable): stay bounded
+      }
     });
   }
 
@@ -507,7 +516,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     reserve(spec.name);
     std::shared_ptr<Term> t;
     try {
-      t = std::make_shared<Term>(strand_for(spec.name), opts.replay_bytes);
+      t = std::make_shared<Term>(opts.replay_bytes);
       t->id = new_terminal_id();
       t->account = spec.name;
       t->created_at = iso_utc_now();
@@ -517,12 +526,12 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       throw;
     }
 
-    // The box calls these on its own strand; the terminal's work moves to the account's.
+    // The box calls these on its own strand; the terminal's work moves to the loop.
     auto self = shared_from_this();
     SpawnHandlers h;
     h.started = [self, t, done](SpawnResult r) {
       auto result = std::make_shared<SpawnResult>(std::move(r));
-      self->post(t->strand, [self, t, result, done] { self->started(t, std::move(*result), done); });
+      self->post([self, t, result, done] { self->started(t, std::move(*result), done); });
     };
     h.failed = [self, t, done](std::exception_ptr error) {
       {
@@ -531,7 +540,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       }
       call_quietly(done, CreateOutcome{std::nullopt, error});
     };
-    h.ended = [self, t](SpawnEnd end) { self->post(t->strand, [self, t, end] { self->handle_end(t, end); }); };
+    h.ended = [self, t](SpawnEnd end) { self->post([self, t, end] { self->handle_end(t, end); }); };
     req.tty = true;
     try {
       boxes.spawn_terminal(spec, std::move(req), std::move(h));
@@ -542,7 +551,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     }
   }
 
-  asio::io_context& loop;
+  EpollLoop& loop;
   TerminalPort& boxes;
   const TerminalOptions opts;
 
@@ -552,11 +561,10 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   mutable std::mutex mu;  // guards what follows
   std::map<std::string, std::shared_ptr<Term>> terms;  // open terminals by id
   std::unordered_map<std::string, size_t> per_account;  // open and opening, by account
-  std::unordered_map<std::string, Strand> strands;      // by account, while it has any
   uint64_t next_seq = 0;
 };
 
-Terminals::Terminals(asio::io_context& loop, TerminalPort& boxes, TerminalOptions options)
+Terminals::Terminals(EpollLoop& loop, TerminalPort& boxes, TerminalOptions options)
     : impl_(std::make_shared<Impl>(loop, boxes, options)) {}
 
 Terminals::~Terminals() { shut_down(); }
@@ -591,7 +599,7 @@ void Terminals::remove(const std::string& account, const std::string& id, std::f
   auto t = impl_->find(account, id);
   if (!t) return Impl::call_quietly(done, false);
   Impl& im = *impl_;
-  im.post(t->strand, [&im, t, done = std::move(done)]() mutable {
+  im.post([&im, t, done = std::move(done)]() mutable {
     if (t->shell_ended) return Impl::call_quietly(done, true);
     t->removed.push_back(std::move(done));
     im.close(t, "terminal ended: deleted", /*kill=*/true);
@@ -603,9 +611,11 @@ std::shared_ptr<TerminalClient> Terminals::attach(const std::string& account, co
   if (!t) return nullptr;
   auto c = std::make_shared<Impl::Client>(impl_, t, std::move(sink));
   Impl& im = *impl_;
-  im.post(t->strand, [&im, t, c] { im.attach_on_strand(t, c); });
+  im.post([&im, t, c] { im.attach_on_loop(t, c); });
   return c;
 }
+
+EpollLoop& Terminals::loop() const { return impl_->loop; }
 
 size_t Terminals::count() const {
   std::lock_guard lock(impl_->mu);

@@ -1,9 +1,11 @@
 #pragma once
 // Terminals: the interactive shells of /api/terminals (API.md Part A). Each is its account's
-// login shell on a pty in the account's box; the daemon holds the pty master. Output is read on
-// the box loop (util/event_loop.hpp), on a strand of the terminal's account, at most a few
-// reads per wake-up, and goes to every attached client and into a bounded replay buffer, so a
-// client that attaches later (a reload, a second tab) first sees the recent screen. A client
+// login shell on a pty in the account's box; the daemon holds the pty master. Every pty is read
+// and written on one EpollLoop (util/epoll_loop.hpp), the thread its clients' WebSockets live on
+// too, so a keystroke and its echo each cost one wake-up; at most a few reads per wake-up, then
+// the other terminals get their turn. Output goes to every attached client and into a bounded
+// replay buffer, so a client that attaches later (a reload, a second tab) first sees the recent
+// screen. A client
 // leaving does not end the shell; a terminal ends when its shell exits, its box goes, it is
 // deleted (its whole session is signalled: the shell and every job started from it), or it has
 // had no client and no output for the idle timeout. Every lookup is scoped to one account:
@@ -22,9 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-
 #include "box/box_owner.hpp"
+#include "util/epoll_loop.hpp"
 
 namespace agentbox::exec {
 
@@ -76,8 +77,9 @@ struct CreateOutcome {
 SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, uint16_t cols = 80,
                                  uint16_t rows = 24);
 
-// A client's side of a terminal (a WebSocket). Called on the terminal's strand, never two at
-// once: output() with the replay first, then live output as it is read; ended() once, last.
+// A client's side of a terminal (a WebSocket). Called on the loop's thread: output() with the
+// replay first, then live output as it is read; ended() once, last. A sink may detach its
+// client from within these calls.
 struct TerminalSink {
   std::function<void(std::string_view bytes)> output;
   std::function<void(const std::string& why)> ended;
@@ -87,9 +89,9 @@ struct TerminalSink {
 class TerminalClient {
  public:
   virtual ~TerminalClient() = default;
-  // Keystrokes, written to the pty in order. written() runs once they are taken by the pty or
-  // dropped (the terminal ended, or more than input_queue_bytes were waiting), on the loop or
-  // at once: a client reads on once enough of its input is taken.
+  // Keystrokes, written to the pty in order (called on the loop's thread: at once). written()
+  // runs once they are taken by the pty or dropped (the terminal ended, or more than
+  // input_queue_bytes were waiting), on the loop: a client reads on once enough of it is taken.
   virtual void input(std::string bytes, std::function<void()> written) = 0;
   virtual void resize(uint16_t cols, uint16_t rows) = 0;
   // No sink call starts after this returns (one running may finish).
@@ -99,15 +101,15 @@ class TerminalClient {
 class Terminals {
  public:
   // Runs on `loop`, which must outlive this object and run while it is used.
-  Terminals(boost::asio::io_context& loop, TerminalPort& boxes, TerminalOptions options);
+  Terminals(EpollLoop& loop, TerminalPort& boxes, TerminalOptions options);
   // shut_down().
   ~Terminals();
   Terminals(const Terminals&) = delete;
   Terminals& operator=(const Terminals&) = delete;
 
   // Starts account spec.name's login shell (req from login_shell_request). Throws
-  // TerminalLimitError at once when the account is at its cap; else done runs once, on a
-  // loop thread, with the new terminal or the error.
+  // TerminalLimitError at once when the account is at its cap; else done runs once, on the
+  // loop's thread or a box loop thread, with the new terminal or the error.
   void create(const BoxSpec& spec, SpawnRequest req, std::function<void(CreateOutcome)> done);
 
   // The account's terminals, oldest first.
@@ -127,10 +129,11 @@ class Terminals {
   std::shared_ptr<TerminalClient> attach(const std::string& account, const std::string& id, TerminalSink sink);
 
   size_t count() const;  // terminals open now (all accounts)
+  EpollLoop& loop() const;  // where the ptys are served, and their clients may be
 
   // Shells are left to their boxes (which the daemon stops next); no handler of this object
   // and no sink call runs after it returns. Call it before the clients' io_context goes (their
-  // sinks post to it). Idempotent; not from a loop thread.
+  // sinks post to it). Idempotent; not from the loop's thread.
   void shut_down();
 
  private:

@@ -57,6 +57,7 @@
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
 #include "util/capabilities.hpp"
+#include "util/epoll_loop.hpp"
 #include "util/error.hpp"
 #include "util/event_loop.hpp"
 
@@ -298,12 +299,13 @@ int serve(const ServeOptions& options) {
       return account && account->external_id.starts_with(prefix);
     };
   }
-  // The API's io threads run on http_io; a terminal's pty is read and written there too, so a
-  // keystroke and its echo do not cross to the box loop's threads and back (bench/RESULTS.md).
-  // Made before the box manager so it outlives it: boxes stopped as the manager goes end their
-  // terminals' shells, which posts to their strands here (ThreadSanitizer found the
-  // use-after-free when http_io went first).
+  // The API's io threads run on http_io. Terminals have a loop of their own, where each pty and
+  // the WebSockets attached to it are served: a keystroke in and its echo out cost one wake-up
+  // each (bench/RESULTS.md). Both are made before the box manager so they outlive it: boxes
+  // stopped as the manager goes end their terminals' shells, which posts to the terminals'
+  // loop (ThreadSanitizer found the use-after-free when the io_context went first).
   boost::asio::io_context http_io;
+  EpollLoop terminal_loop("terminals");
   BoxManager manager(loop.context(), std::move(box_options));
 
   CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);
@@ -348,7 +350,7 @@ int serve(const ServeOptions& options) {
   table_options.retention = config.exec.retention;
   table_options.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
   exec::ProcessTable table(loop.context(), boxes, processes, table_options);
-  exec::Terminals terminals(http_io, boxes,
+  exec::Terminals terminals(terminal_loop, boxes,
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
   Router router;
@@ -432,7 +434,7 @@ int serve(const ServeOptions& options) {
   }
 
   HttpServerOptions http;
-  // One io thread: the sockets, WebSockets and ptys all wait in its epoll, and nothing on it
+  // One io thread: the API's sockets all wait in its epoll, and nothing on it
   // blocks (file work goes to the pool). A second thread on the same io_context made every
   // event wake the other thread (~16 futex calls a request): lower latency and higher
   // throughput with one on 2 cores, and half of what nginx adds in front (bench/RESULTS.md).
@@ -479,7 +481,7 @@ int serve(const ServeOptions& options) {
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
   if (mirror) mirror->stop();  // a pass under way ends at its next file
-  terminals.shut_down();  // before the server's io_context goes: terminal output is posted there
+  terminals.shut_down();  // before its loop goes: no handler of it runs after this
   return 0;
 }
 

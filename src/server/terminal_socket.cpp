@@ -1,8 +1,10 @@
 #include "server/terminal_socket.hpp"
 
-#include <boost/asio/defer.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/beast/core/buffers_to_string.hpp>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 
@@ -18,16 +20,54 @@ namespace {
 
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
-namespace net = boost::asio;
+using Clock = EpollLoop::Clock;
 
 // Close codes of Open Terminal's protocol, and the standard ones we use.
 constexpr std::uint16_t kCloseEnded = 1000;      // the terminal ended (the reason says how)
 constexpr std::uint16_t kCloseInternal = 1011;   // the daemon could not serve it
 constexpr std::uint16_t kCloseBadAuth = 4001;    // no auth frame in time, or a wrong key
 constexpr std::uint16_t kCloseNotFound = 4004;   // no such terminal of this user (or it ended)
-constexpr std::size_t kMaxCloseReason = 123;     // RFC 6455: a close frame's payload is at most 125 bytes
-constexpr std::size_t kWriteBatch = 64 * 1024;   // output queued meanwhile goes out as one frame
-constexpr std::chrono::seconds kHandshakeTimeout{10};
+constexpr std::chrono::seconds kHandshakeTimeout{10};  // the opening and the closing handshake
+
+// The upgrade, answered by Beast on the API's io thread; the socket then goes to the loop.
+class Upgrade : public std::enable_shared_from_this<Upgrade> {
+ public:
+  Upgrade(Takeover takeover, std::shared_ptr<const TerminalSocketContext> ctx)
+      : ctx_(std::move(ctx)),
+        request_(std::move(takeover.request)),
+        authenticated_(takeover.key_accepted),
+        ws_(std::move(takeover.socket)),
+        parser_(std::move(takeover.parser)) {}
+
+  void run() {
+    websocket::stream_base::timeout timeouts{};
+    timeouts.handshake_timeout = kHandshakeTimeout;
+    timeouts.idle_timeout = websocket::stream_base::none();
+    ws_.set_option(timeouts);
+    beast::get_lowest_layer(ws_).expires_never();
+    ws_.async_accept(parser_->get(), [self = shared_from_this()](beast::error_code ec) { self->on_accept(ec); });
+  }
+
+ private:
+  void on_accept(beast::error_code ec) {
+    if (ec) return;
+    UniqueFd fd(beast::get_lowest_layer(ws_).release_socket().release(ec));
+    if (ec || !fd || ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK) != 0) return;
+    EpollLoop& loop = ctx_->terminals.loop();
+    // std::function wants a copyable task: the socket and the request travel in one shared_ptr.
+    auto moved = std::make_shared<std::pair<UniqueFd, Request>>(std::move(fd), std::move(request_));
+    loop.post([moved, authenticated = authenticated_, ctx = ctx_]() mutable {
+      std::make_shared<TerminalSocket>(std::move(moved->first), std::move(moved->second), authenticated, std::move(ctx))
+          ->start();
+    });
+  }
+
+  std::shared_ptr<const TerminalSocketContext> ctx_;
+  Request request_;
+  bool authenticated_;
+  websocket::stream<beast::tcp_stream> ws_;
+  std::unique_ptr<Takeover::Parser> parser_;  // holds the upgrade request async_accept answers
+};
 
 }  // namespace
 
@@ -43,56 +83,90 @@ void TerminalSocket::serve(Takeover takeover, std::shared_ptr<const TerminalSock
   if (takeover.buffer.size() > 0)
     return respond_and_close(std::move(takeover),
                              error_response(http::status::bad_request, "Data sent before the WebSocket handshake"));
-  std::make_shared<TerminalSocket>(std::move(takeover), std::move(ctx))->do_accept();
+  std::make_shared<Upgrade>(std::move(takeover), std::move(ctx))->run();
 }
 
-TerminalSocket::TerminalSocket(Takeover takeover, std::shared_ptr<const TerminalSocketContext> ctx)
+TerminalSocket::TerminalSocket(UniqueFd fd, Request request, bool authenticated,
+                               std::shared_ptr<const TerminalSocketContext> ctx)
     : ctx_(std::move(ctx)),
-      request_(std::move(takeover.request)),
+      request_(std::move(request)),
       terminal_id_(request_.param("id")),
-      ws_(std::move(takeover.socket)),
-      auth_timer_(ws_.get_executor()),
-      parser_(std::move(takeover.parser)),
-      authenticated_(takeover.key_accepted) {}
+      fd_(std::move(fd)),
+      frames_(
+          [this](uint8_t* buf, std::size_t len) -> long {
+            // Level-triggered: once a read came up short the socket is empty; the next one
+            // would only answer EAGAIN. Held back, too, while the shell has not taken its input.
+            if (drained_ || input_in_flight_ >= ctx_->options.max_input_in_flight) return -1;
+            const ssize_t n = ::recv(fd_.get(), buf, len, 0);
+            if (n > 0) {
+              drained_ = static_cast<std::size_t>(n) < len;
+              return n;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return -1;
+            return n == 0 ? 0 : -2;
+          },
+          [this](std::string_view head, std::string_view payload) -> long {
+            iovec iov[2] = {{const_cast<char*>(head.data()), head.size()},
+                            {const_cast<char*>(payload.data()), payload.size()}};
+            msghdr msg{};
+            msg.msg_iov = head.empty() ? iov + 1 : iov;
+            msg.msg_iovlen = head.empty() ? 1 : 2;
+            const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+            if (n >= 0) return n;
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+          },
+          [this](bool text, std::string_view payload) { on_message(text, payload); },
+          ctx_->options.max_message_bytes),
+      last_read_(Clock::now()),
+      authenticated_(authenticated) {}
 
 TerminalSocket::~TerminalSocket() {
   if (client_) client_->detach();
 }
 
-// ---------------------------------------------------------------- handshake and auth
-
-void TerminalSocket::do_accept() {
-  websocket::stream_base::timeout timeouts{};
-  timeouts.handshake_timeout = kHandshakeTimeout;  // the opening and the closing handshake
-  timeouts.idle_timeout = ctx_->options.idle_timeout;
-  timeouts.keep_alive_pings = true;                // a ping at half of it; a live client answers
-  ws_.set_option(timeouts);
-  ws_.read_message_max(ctx_->options.max_message_bytes);
-  ws_.auto_fragment(false);
-  beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts apply from here
-  ws_.async_accept(parser_->get(), [self = shared_from_this()](error_code ec) { self->on_accept(ec); });
-}
-
-void TerminalSocket::on_accept(error_code ec) {
-  parser_.reset();
-  if (ec) return tear_down();
+void TerminalSocket::start() {
+  interest_ = EPOLLIN;
+  watch_ = loop().watch(fd_.get(), interest_, [self = shared_from_this()](uint32_t events) { self->on_ready(events); });
+  std::weak_ptr<TerminalSocket> weak = weak_from_this();
+  tick_timer_ = loop().after(ctx_->options.idle_timeout / 2, [weak] {
+    if (auto self = weak.lock()) self->idle_tick();
+  });
   if (authenticated_) {
     attach();
   } else {
-    do_auth_deadline();
+    auth_timer_ = loop().after(ctx_->options.auth_timeout, [weak] {
+      auto self = weak.lock();
+      if (self && !self->authenticated_) self->do_close(kCloseBadAuth, "Auth timeout or invalid payload");
+    });
   }
-  if (!closing_) do_read();
 }
 
-void TerminalSocket::do_auth_deadline() {
-  auth_timer_.expires_after(ctx_->options.auth_timeout);
-  auth_timer_.async_wait([self = shared_from_this()](error_code ec) {
-    if (ec || self->authenticated_) return;
-    self->do_close(kCloseBadAuth, "Auth timeout or invalid payload");
-  });
+// ---------------------------------------------------------------- reading
+
+void TerminalSocket::on_ready(uint32_t events) {
+  if (gone_) return;
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    drained_ = false;
+    last_read_ = Clock::now();
+    const bool open = frames_.read();  // messages are handled as they complete
+    if (gone_) return;
+    if (!open && frames_.peer_gone()) return tear_down();  // the connection ended or failed
+    if (!open) closing_ = true;  // wslay answers a close (or closes with 1002, 1007 or 1009)
+  }
+  flush();
 }
 
-void TerminalSocket::on_auth_frame(const std::string& text) {
+void TerminalSocket::on_message(bool text, std::string_view payload) {
+  if (gone_ || closing_) return;
+  if (!authenticated_) {
+    if (!text) return do_close(kCloseBadAuth, "Auth timeout or invalid payload");
+    return on_auth_frame(payload);
+  }
+  if (text) return on_text(payload);
+  on_keystrokes(payload);
+}
+
+void TerminalSocket::on_auth_frame(std::string_view text) {
   auto msg = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   const bool is_auth = msg.is_object() && msg.value("type", nlohmann::json()) == "auth";
   const auto token = is_auth ? msg.find("token") : msg.end();
@@ -100,7 +174,7 @@ void TerminalSocket::on_auth_frame(const std::string& text) {
       !ctx_->auth.accepts("Bearer " + token->get<std::string>()))
     return do_close(kCloseBadAuth, is_auth ? "Invalid API key" : "Auth timeout or invalid payload");
   authenticated_ = true;
-  auth_timer_.cancel();
+  loop().cancel(auth_timer_);
   attach();
 }
 
@@ -119,51 +193,22 @@ void TerminalSocket::attach() {
   std::weak_ptr<TerminalSocket> weak = weak_from_this();
   exec::TerminalSink sink;
   sink.output = [weak](std::string_view bytes) {
-    if (auto self = weak.lock()) self->post_output(bytes);
+    if (auto self = weak.lock()) self->on_output(bytes);
   };
   sink.ended = [weak](const std::string& why) {
-    if (auto self = weak.lock()) self->post_ended(why);
+    if (auto self = weak.lock()) self->do_close(kCloseEnded, why);
   };
   client_ = ctx_->terminals.attach(account, terminal_id_, std::move(sink));
   if (!client_) return do_close(kCloseNotFound, "Session not found");
   http_logger()->info("{} WS /api/terminals/{} attached ({})", request_.remote_address, terminal_id_, account);
 }
 
-// ---------------------------------------------------------------- reading
-
-void TerminalSocket::do_read() {
-  if (reading_ || gone_) return;
-  reading_ = true;
-  ws_.async_read(read_buffer_, [self = shared_from_this()](error_code ec, std::size_t n) { self->on_read(ec, n); });
-}
-
-void TerminalSocket::on_read(error_code ec, std::size_t) {
-  reading_ = false;
-  if (ec) return tear_down();  // closed by the peer, too big (Beast sent 1009), idle, or dropped
-  std::string data = beast::buffers_to_string(read_buffer_.data());
-  read_buffer_.consume(read_buffer_.size());
-  if (closing_) return;  // the close handshake reads the rest itself
-  if (ws_.got_text()) {
-    if (!authenticated_) {
-      on_auth_frame(data);
-    } else {
-      on_text(std::move(data));
-    }
-  } else if (!authenticated_) {
-    return do_close(kCloseBadAuth, "Auth timeout or invalid payload");
-  } else {
-    on_keystrokes(std::move(data));
-  }
-  // Keystrokes the shell has not taken yet stay in the client's socket, not in our memory.
-  if (!closing_ && input_in_flight_ < ctx_->options.max_input_in_flight) do_read();
-}
-
 // A JSON object with a "type" is a control message: a resize is applied, others (a repeated
 // auth frame, a client's own ping) are ignored. Any other text is keystrokes, as a binary
 // frame would be (clients that send text frames from xterm.js's onData).
-void TerminalSocket::on_text(std::string text) {
+void TerminalSocket::on_text(std::string_view text) {
   auto msg = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!msg.is_object() || !msg.contains("type")) return on_keystrokes(std::move(text));
+  if (!msg.is_object() || !msg.contains("type")) return on_keystrokes(text);
   if (msg["type"] != "resize" || !client_) return;
   auto dimension = [&](const char* key) -> std::uint16_t {
     auto it = msg.find(key);
@@ -174,124 +219,104 @@ void TerminalSocket::on_text(std::string text) {
   client_->resize(dimension("cols"), dimension("rows"));  // 0 in either: ignored
 }
 
-void TerminalSocket::on_keystrokes(std::string data) {
+void TerminalSocket::on_keystrokes(std::string_view data) {
   if (!client_ || data.empty()) return;
   const std::size_t n = data.size();
   input_in_flight_ += n;
   std::weak_ptr<TerminalSocket> weak = weak_from_this();
-  client_->input(std::move(data), [weak, n] {
-    if (auto self = weak.lock()) net::post(self->ws_.get_executor(), [self, n] { self->on_input_taken(n); });
+  // On the loop, the terminal writes it to the pty at once; written() follows there.
+  client_->input(std::string(data), [weak, n] {
+    if (auto self = weak.lock()) self->on_input_taken(n);
   });
 }
 
 void TerminalSocket::on_input_taken(std::size_t bytes) {
+  const bool held = input_in_flight_ >= ctx_->options.max_input_in_flight;
   input_in_flight_ -= std::min(bytes, input_in_flight_);
-  if (!closing_ && input_in_flight_ < ctx_->options.max_input_in_flight) do_read();
+  if (held && !gone_) update_interest();
 }
 
 // ---------------------------------------------------------------- writing
 
-void TerminalSocket::post_output(std::string_view bytes) {
-  if (overflowed_.load()) return;
-  if (queued_bytes_.fetch_add(bytes.size()) + bytes.size() > ctx_->options.max_queued_bytes) {
-    overflowed_ = true;
-    net::post(ws_.get_executor(), [self = shared_from_this()] {
-      http_logger()->warn("{} WS /api/terminals/{}: client too slow, {} bytes of output waiting; dropped",
-                          self->request_.remote_address, self->terminal_id_, self->queued_bytes_.load());
-      self->drop();
-    });
-    return;
+void TerminalSocket::on_output(std::string_view bytes) {
+  if (gone_ || closing_) return;
+  if (frames_.queued_bytes() + bytes.size() > ctx_->options.max_queued_bytes) {
+    http_logger()->warn("{} WS /api/terminals/{}: client too slow, {} bytes of output waiting; dropped",
+                        request_.remote_address, terminal_id_, frames_.queued_bytes());
+    return tear_down();
   }
-  // defer: the terminal's output continues on this io thread once the pty read returns, rather
-  // than waking another thread for the write (the keystroke round trip, bench/RESULTS.md).
-  net::defer(ws_.get_executor(), [self = shared_from_this(), data = std::string(bytes)]() mutable {
-    self->queue_output(std::move(data));
+  frames_.queue_binary(bytes);
+  flush();
+}
+
+void TerminalSocket::flush() {
+  if (gone_) return;
+  if (!frames_.flush()) return tear_down();  // the peer is gone
+  // The close handshake is over once ours is out and theirs came (or reading is over anyway).
+  if (frames_.close_sent() && !frames_.wants_write() && (frames_.close_received() || !frames_.read_enabled()))
+    return tear_down();
+  update_interest();
+}
+
+void TerminalSocket::update_interest() {
+  uint32_t want = 0;
+  if (frames_.read_enabled() && input_in_flight_ < ctx_->options.max_input_in_flight) want |= EPOLLIN;
+  if (frames_.wants_write()) want |= EPOLLOUT;
+  if (want != interest_) {
+    interest_ = want;
+    loop().modify(watch_, want);
+  }
+}
+
+// Every half idle_timeout: a ping once the client has been quiet that long, and the end once
+// it has been quiet for all of it (a live client answers pings).
+void TerminalSocket::idle_tick() {
+  if (gone_) return;
+  const auto quiet = Clock::now() - last_read_;
+  if (quiet >= ctx_->options.idle_timeout) return tear_down();
+  if (quiet >= ctx_->options.idle_timeout / 2 && !closing_) {
+    frames_.queue_ping();
+    flush();
+    if (gone_) return;
+  }
+  std::weak_ptr<TerminalSocket> weak = weak_from_this();
+  tick_timer_ = loop().after(ctx_->options.idle_timeout / 2, [weak] {
+    if (auto self = weak.lock()) self->idle_tick();
   });
-}
-
-void TerminalSocket::post_ended(const std::string& why) {
-  net::post(ws_.get_executor(), [self = shared_from_this(), why] { self->do_close(kCloseEnded, why); });
-}
-
-void TerminalSocket::queue_output(std::string bytes) {
-  if (gone_ || close_sent_) {
-    queued_bytes_ -= bytes.size();
-    return;
-  }
-  outbox_.push_back(std::move(bytes));
-  if (!writing_) do_write();
-}
-
-void TerminalSocket::do_write() {
-  if (outbox_.empty() || gone_) return;
-  std::string& frame = outbox_.front();
-  while (outbox_.size() > 1 && frame.size() < kWriteBatch) {
-    frame += outbox_[1];
-    outbox_.erase(outbox_.begin() + 1);
-  }
-  writing_ = true;
-  ws_.binary(true);
-  ws_.async_write(net::buffer(frame), [self = shared_from_this()](error_code ec, std::size_t n) { self->on_write(ec, n); });
-}
-
-void TerminalSocket::on_write(error_code ec, std::size_t) {
-  writing_ = false;
-  queued_bytes_ -= outbox_.front().size();
-  outbox_.pop_front();
-  if (ec) return tear_down();
-  if (!outbox_.empty()) return do_write();
-  send_close();
 }
 
 // ---------------------------------------------------------------- closing
 
+// The close frame goes after the output already queued (a shell's last words before "exited").
 void TerminalSocket::do_close(std::uint16_t code, std::string reason) {
   if (gone_ || closing_) return;
   closing_ = true;
-  close_code_ = code;
-  close_reason_ = std::move(reason);
-  if (close_reason_.size() > kMaxCloseReason) close_reason_.resize(kMaxCloseReason);
-  auth_timer_.cancel();
+  loop().cancel(auth_timer_);
   if (client_) {
     client_->detach();
     client_.reset();
   }
-  send_close();
-}
-
-// Once the output already queued is out (a shell's last words before "exited").
-void TerminalSocket::send_close() {
-  if (!closing_ || close_sent_ || gone_ || writing_ || !outbox_.empty()) return;
-  close_sent_ = true;
-  http_logger()->info("{} WS /api/terminals/{} closed: {} {}", request_.remote_address, terminal_id_,
-                      close_code_, close_reason_);
-  websocket::close_reason why(close_code_);  // Open Terminal's 4001/4004 are not close_code values
-  why.reason = close_reason_;
-  ws_.async_close(why,
-                  [self = shared_from_this()](error_code ec) { self->on_close(ec); });
-}
-
-void TerminalSocket::on_close(error_code) { tear_down(); }
-
-void TerminalSocket::drop() {
-  error_code ignored;
-  beast::get_lowest_layer(ws_).socket().close(ignored);  // what is pending fails and tears down
-  tear_down();
+  http_logger()->info("{} WS /api/terminals/{} closed: {} {}", request_.remote_address, terminal_id_, code, reason);
+  frames_.queue_close(code, reason);
+  std::weak_ptr<TerminalSocket> weak = weak_from_this();
+  close_timer_ = loop().after(kHandshakeTimeout, [weak] {
+    if (auto self = weak.lock()) self->tear_down();
+  });
+  flush();
 }
 
 void TerminalSocket::tear_down() {
   if (gone_) return;
   gone_ = true;
-  auth_timer_.cancel();
+  loop().cancel(auth_timer_);
+  loop().cancel(tick_timer_);
+  loop().cancel(close_timer_);
   if (client_) {
     client_->detach();
     client_.reset();
   }
-  // The frame being written stays until its write completes (Beast still reads it).
-  while (outbox_.size() > (writing_ ? 1u : 0u)) {
-    queued_bytes_ -= outbox_.back().size();
-    outbox_.pop_back();
-  }
+  loop().unwatch(watch_);  // drops the loop's reference: this goes once the caller returns
+  fd_.reset();
 }
 
 }  // namespace agentbox::server

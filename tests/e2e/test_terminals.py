@@ -8,7 +8,9 @@ output), DELETE ends it with everything started from it, and an account has a ca
 """
 import asyncio
 import json
+import os
 import re
+import socket
 import time
 import urllib.parse
 import uuid
@@ -285,6 +287,78 @@ def test_several_clients_all_see_the_output(clients, daemon):
         await b.close()
 
     run(scenario())
+
+
+def test_a_message_over_64_kib_closes_with_1009_and_the_shell_stays(clients, daemon):
+    c = clients.user("term")
+    t = create(c)
+
+    async def scenario():
+        ws = await connect(daemon, t["id"], user_of(c))
+        await ws.send(b"X=9; echo big-$((X*2))\n")
+        await read_until(ws, line(b"big-18"))
+        await ws.send(b"y" * (64 * 1024 + 1))
+        code, _ = await closed_with(ws)
+        assert code == 1009
+        ws = await connect(daemon, t["id"], user_of(c))  # the same shell lives on
+        await ws.send(b"\x15echo still-$X\n")  # Ctrl-U: a line the shell holds is dropped
+        await read_until(ws, line(b"still-9"))
+        await ws.close()
+
+    run(scenario())
+
+
+def masked_frame(opcode, payload):
+    """A client's WebSocket frame (RFC 6455): FIN, opcode, masked."""
+    key = os.urandom(4)
+    n = len(payload)
+    head = bytes([0x80 | opcode]) + (bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + n.to_bytes(2, "big"))
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_a_client_that_stops_reading_is_dropped_and_the_daemon_holds_no_more_than_its_bound(clients, daemon):
+    """A client that never reads while its shell prints 200 MB: once 4 MiB of output wait for
+    it (TerminalSocketOptions::max_queued_bytes), the daemon drops it instead of growing; the
+    shell stays for a reattach, and another client of the same terminal is served meanwhile."""
+    c = clients.user("term")
+    t = create(c)
+    before = rss_kib(daemon.pid)
+    s = socket.create_connection(("127.0.0.1", daemon.port), timeout=WS_TIMEOUT)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # small: the daemon's queue fills soon
+    s.sendall((f"GET /api/terminals/{t['id']}?user_id={user_of(c)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    s.sendall(masked_frame(0x1, json.dumps({"type": "auth", "token": daemon.api_key}).encode()))
+    s.sendall(masked_frame(0x2, b"head -c 200000000 /dev/zero | tr '\\0' x; echo; echo slow-done\n"))
+    try:
+        deadline = time.monotonic() + 60
+        while "client too slow" not in daemon.log_tail(20000):
+            assert time.monotonic() < deadline, "a client that never reads was not dropped"
+            assert rss_kib(daemon.pid) < before + 64 * 1024, "the daemon grew with the unread output"
+            time.sleep(0.1)
+        assert rss_kib(daemon.pid) < before + 64 * 1024
+
+        async def reattach():
+            ws = await connect(daemon, t["id"], user_of(c))
+            tail, deadline = b"", time.monotonic() + 60
+            while b"slow-done\r\n" not in tail:  # the shell stayed and finishes (keep the tail only)
+                tail = (tail + await asyncio.wait_for(ws.recv(), deadline - time.monotonic()))[-64:]
+            await ws.send(b"echo still-$((6*7))\n")
+            await read_until(ws, b"still-42\r\n")
+            await ws.close()
+
+        run(reattach())
+    finally:
+        s.close()
 
 
 def test_delete_ends_the_shell_and_its_background_jobs(clients, daemon):

@@ -22,7 +22,7 @@
 #include <mutex>
 #include <thread>
 
-#include "util/event_loop.hpp"
+#include "util/epoll_loop.hpp"
 #include "util/file_io.hpp"
 
 namespace agentbox::exec {
@@ -193,7 +193,7 @@ class Recorder {
 
 class TerminalsTest : public ::testing::Test {
  protected:
-  void make(TerminalOptions opts = {}) { terminals_ = std::make_unique<Terminals>(loop_.context(), port_, opts); }
+  void make(TerminalOptions opts = {}) { terminals_ = std::make_unique<Terminals>(loop_, port_, opts); }
   void TearDown() override {
     terminals_.reset();
     loop_.stop();
@@ -233,7 +233,7 @@ class TerminalsTest : public ::testing::Test {
     return f.get();
   }
 
-  EventLoop loop_{2};
+  EpollLoop loop_{"terminals-test"};
   PtyPort port_;
   std::unique_ptr<Terminals> terminals_;
 };
