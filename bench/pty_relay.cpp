@@ -7,8 +7,8 @@
 // agentbox's terminal). With --pipe, cat is on a pair of pipes, as websocketd relays it: that is
 // what the terminal path is compared to, and the difference between the two is the pty's cost.
 // With --box, cat runs on a pty in a box started through the Box API, as a terminal's shell
-// does (its namespaces, uid, seccomp allowlist, Landlock and cgroup): the floor of a sandboxed
-// terminal, without the daemon.
+// does (its namespaces, uid, seccomp allowlist, Landlock, and a cgroup with an account's default
+// limits: CPU quota, memory, pids): the floor of a sandboxed terminal, without the daemon.
 //
 //   pty_relay PORT [--pipe | --box]     127.0.0.1:PORT (0: any; the port is printed once it
 //                                       listens), one connection at a time (--box: run as root)
@@ -34,6 +34,7 @@
 
 #include "box/box.hpp"
 #include "box/cgroup.hpp"
+#include "config/server_config.hpp"
 
 namespace {
 
@@ -126,6 +127,9 @@ class BenchBox {
     spec.home_source = home_;
     spec.home_target = "/home/ptyrelay";
     spec.use_cgroup = true;
+    // An account's box as the daemon makes it by default (CPU quota, memory, pids), so that cat
+    // is scheduled in a CPU cgroup of its own as a terminal's shell is.
+    spec.limits = agentbox::default_server_box_limits();
     agentbox::BoxStartOptions opts;
     opts.init_path = agentbox::default_init_path();
     opts.cgroups = cgroups_.get();
