@@ -481,7 +481,10 @@ int serve(const ServeOptions& options) {
   spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
   http_server.stop();
   if (mirror) mirror->stop();  // a pass under way ends at its next file
-  terminals.shut_down();  // before its loop goes: no handler of it runs after this
+  terminals.shut_down();  // no handler of it runs after this
+  // The terminals' WebSockets go with their loop, before the terminals they use (they would
+  // still read and write while the box manager stops the boxes).
+  terminal_loop.stop();
   return 0;
 }
 

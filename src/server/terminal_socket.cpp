@@ -89,6 +89,7 @@ void TerminalSocket::serve(Takeover takeover, std::shared_ptr<const TerminalSock
 TerminalSocket::TerminalSocket(UniqueFd fd, Request request, bool authenticated,
                                std::shared_ptr<const TerminalSocketContext> ctx)
     : ctx_(std::move(ctx)),
+      loop_(ctx_->terminals.loop()),
       request_(std::move(request)),
       terminal_id_(request_.param("id")),
       fd_(std::move(fd)),

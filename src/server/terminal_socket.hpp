@@ -75,9 +75,10 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   void update_interest();   // EPOLLIN unless held back by input; EPOLLOUT while frames wait
   void tear_down();         // the connection goes (without a close handshake if none was done)
 
-  EpollLoop& loop() const { return ctx_->terminals.loop(); }
+  EpollLoop& loop() const { return loop_; }
 
   std::shared_ptr<const TerminalSocketContext> ctx_;
+  EpollLoop& loop_;  // the terminals'; it outlives every socket on it (they go when it stops)
   Request request_;  // the upgrade's head
   std::string terminal_id_;
   UniqueFd fd_;

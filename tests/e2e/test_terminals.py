@@ -463,3 +463,46 @@ def test_an_idle_terminal_ends_but_an_attached_one_stays(limited):
         run(scenario())
         assert time.monotonic() - started >= 2.5  # not before its timeout
         assert c.get(f"/api/terminals/{watched['id']}").status_code == 200
+
+
+# ---- the daemon's stop ------------------------------------------------------------------------
+
+def test_a_daemon_stopped_while_terminals_stream_and_type_exits_cleanly_and_leaves_no_mount(make_daemon):
+    """SIGTERM while two attached terminals print without a pause and their clients keep typing:
+    the terminals' loop is busy to the last moment, and the daemon still stops as it should
+    (status 0, no crash report, no process and no volume mount of it left)."""
+    d = make_daemon(tag="term-stop", api_key=uuid.uuid4().hex).start()
+    users = [f"stop-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    tids = []
+    for u in users:
+        with d.client(user=u) as c:
+            tids.append(create(c)["id"])
+
+    async def scenario():
+        sockets = [await connect(d, tid, u) for tid, u in zip(tids, users)]
+        for ws in sockets:
+            await ws.send(b"yes flood-$((6*7)) | head -c 2000000000\n")
+        for ws in sockets:
+            await read_until(ws, b"flood-42\r\nflood-42\r\n")
+
+        async def keep_typing(ws):
+            try:
+                while True:
+                    await ws.send(b"x")
+                    await asyncio.wait_for(ws.recv(), WS_TIMEOUT)
+            except (websockets.ConnectionClosed, ConnectionError, asyncio.TimeoutError):
+                return
+
+        typing = [asyncio.ensure_future(keep_typing(ws)) for ws in sockets]
+        await asyncio.sleep(0.5)
+        rc = await asyncio.get_running_loop().run_in_executor(None, d.stop)
+        await asyncio.wait(typing, timeout=WS_TIMEOUT)
+        return rc
+
+    rc = run(scenario())
+    assert rc == 0, d.log_tail()
+    assert "crash" not in d.log_tail(20000).lower(), d.log_tail()
+    assert d.leftovers == [], d.log_tail()
+    with open("/proc/self/mounts") as f:
+        left = [line.split()[1] for line in f if line.split()[1].startswith(os.path.realpath(d.state_dir) + "/")]
+    assert left == [], left
