@@ -97,7 +97,7 @@ TerminalSocket::TerminalSocket(UniqueFd fd, Request request, bool authenticated,
           [this](uint8_t* buf, std::size_t len) -> long {
             // Level-triggered: once a read came up short the socket is empty; the next one
             // would only answer EAGAIN. Held back, too, while the shell has not taken its input.
-            if (drained_ || input_in_flight_ >= ctx_->options.max_input_in_flight) return -1;
+            if (drained_ || input_held()) return -1;
             const ssize_t n = ::recv(fd_.get(), buf, len, 0);
             if (n > 0) {
               drained_ = static_cast<std::size_t>(n) < len;
@@ -232,7 +232,7 @@ void TerminalSocket::on_keystrokes(std::string_view data) {
 }
 
 void TerminalSocket::on_input_taken(std::size_t bytes) {
-  const bool held = input_in_flight_ >= ctx_->options.max_input_in_flight;
+  const bool held = input_held();
   input_in_flight_ -= std::min(bytes, input_in_flight_);
   if (held && !gone_) update_interest();
 }
@@ -261,7 +261,7 @@ void TerminalSocket::flush() {
 
 void TerminalSocket::update_interest() {
   uint32_t want = 0;
-  if (frames_.read_enabled() && input_in_flight_ < ctx_->options.max_input_in_flight) want |= EPOLLIN;
+  if (frames_.read_enabled() && !input_held()) want |= EPOLLIN;
   if (frames_.wants_write()) want |= EPOLLOUT;
   if (want != interest_) {
     interest_ = want;

@@ -67,6 +67,8 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   void on_text(std::string_view text);
   void on_keystrokes(std::string_view bytes);
   void on_input_taken(std::size_t bytes);
+  // The shell has not taken max_input_in_flight of the client's keystrokes: read no more.
+  bool input_held() const { return input_in_flight_ >= ctx_->options.max_input_in_flight; }
   void on_output(std::string_view bytes);  // the terminal's sink
   void idle_tick();
 

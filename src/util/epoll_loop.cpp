@@ -45,8 +45,7 @@ void EpollLoop::stop() {
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
+  wake();
   if (thread_.joinable()) thread_.join();
   // What handlers and timers own goes now, on this thread (their loop is gone).
   watches_.clear();
@@ -64,15 +63,12 @@ void EpollLoop::post(std::function<void()> fn) {
     first = posted_.empty();
     posted_.push_back(std::move(fn));
   }
-  if (first) {  // one wake-up per batch: the loop takes all that is queued at once
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
-  }
+  if (first) wake();  // one wake-up per batch: the loop takes all that is queued at once
 }
 
-void EpollLoop::dispatch(std::function<void()> fn) {
-  if (on_loop_thread()) return fn();
-  post(std::move(fn));
+void EpollLoop::wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
 EpollLoop::WatchId EpollLoop::watch(int fd, uint32_t events, Handler on_event) {

@@ -39,8 +39,6 @@ class EpollLoop {
 
   // Any thread. Runs fn on the loop, in order; dropped once stop() began.
   void post(std::function<void()> fn);
-  // Runs fn now when called on the loop's thread, else post(fn).
-  void dispatch(std::function<void()> fn);
   bool on_loop_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
   // Loop thread only. Calls on_event(epoll events) while fd is ready for `events` (EPOLLIN,
@@ -66,6 +64,7 @@ class EpollLoop {
   };
 
   void run();
+  void wake();  // the loop's epoll_wait returns
   void run_posted();
   int timeout_ms() const;  // until the next timer, -1 with none
   void run_due_timers();
