@@ -3,8 +3,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <exception>
@@ -16,16 +18,22 @@ namespace agentbox {
 namespace {
 constexpr int kMaxEvents = 64;
 constexpr EpollLoop::WatchId kWakeId = 0;
+constexpr EpollLoop::WatchId kTimerId = ~EpollLoop::WatchId{0};
 }  // namespace
 
 EpollLoop::EpollLoop(const std::string& name)
-    : epoll_(::epoll_create1(EPOLL_CLOEXEC)), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    : epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+      wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) {
   if (!epoll_) throw sys_error("epoll_create1");
   if (!wake_) throw sys_error("eventfd");
+  if (!timer_) throw sys_error("timerfd_create");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kWakeId;
   check(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev), "epoll_ctl(ADD, eventfd)");
+  ev.data.u64 = kTimerId;
+  check(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_.get(), &ev), "epoll_ctl(ADD, timerfd)");
   thread_ = std::thread([this, name] {
     // A write to a socket or pty whose reader is gone answers EPIPE, not a SIGPIPE.
     sigset_t pipe;
@@ -116,15 +124,28 @@ void EpollLoop::cancel(TimerId id) {
   timers_.erase(it);
 }
 
-int EpollLoop::timeout_ms() const {
-  if (deadlines_.empty()) return -1;
-  const auto left = deadlines_.begin()->first - Clock::now();
-  if (left <= Clock::duration::zero()) return 0;
-  // Rounded up: waking a little early would only spin until the deadline.
-  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+void EpollLoop::arm_timer() {
+  const Clock::time_point next = deadlines_.empty() ? Clock::time_point::max() : deadlines_.begin()->first;
+  if (next == armed_) return;
+  itimerspec when{};  // all zero: disarmed
+  if (next != Clock::time_point::max()) {
+    // steady_clock is CLOCK_MONOTONIC; a deadline already past (or at 0) fires at once.
+    const auto since_boot = std::chrono::duration_cast<std::chrono::nanoseconds>(next.time_since_epoch());
+    const int64_t ns = std::max<int64_t>(1, since_boot.count());
+    when.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    when.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  }
+  if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &when, nullptr) != 0) {
+    std::fprintf(stderr, "agentbox: epoll loop: timerfd_settime failed: errno %d\n", errno);
+    return;  // tried again on the next pass
+  }
+  armed_ = next;
 }
 
 void EpollLoop::run_due_timers() {
+  uint64_t expirations;
+  [[maybe_unused]] ssize_t n = ::read(timer_.get(), &expirations, sizeof expirations);
+  armed_ = Clock::time_point::max();  // one-shot: it fired
   const auto now = Clock::now();
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     const TimerId id = deadlines_.begin()->second;
@@ -155,7 +176,8 @@ void EpollLoop::run() {
       std::lock_guard lock(mu_);
       if (stopping_) return;
     }
-    const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, timeout_ms());
+    arm_timer();
+    const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, -1);
     if (n < 0 && errno != EINTR) {
       std::fprintf(stderr, "agentbox: epoll loop: epoll_wait failed: errno %d\n", errno);
       return;
@@ -169,12 +191,15 @@ void EpollLoop::run() {
           run_posted();
           continue;
         }
+        if (id == kTimerId) {
+          run_due_timers();
+          continue;
+        }
         auto it = watches_.find(id);
         if (it == watches_.end()) continue;  // unwatched by an earlier handler of this batch
         std::shared_ptr<Handler> handler = it->second.handler;
         (*handler)(ready);
       }
-      run_due_timers();
     } catch (const std::exception& e) {
       // Handlers catch their own; one that did not must not take the loop down.
       std::fprintf(stderr, "agentbox: epoll loop: unhandled exception: %s\n", e.what());

@@ -66,10 +66,14 @@ class EpollLoop {
   void run();
   void wake();  // the loop's epoll_wait returns
   void run_posted();
-  int timeout_ms() const;  // until the next timer, -1 with none
   void run_due_timers();
+  void arm_timer();  // the timerfd at the earliest deadline (or disarmed), when that changed
 
-  UniqueFd epoll_, wake_;
+  // The timers wake the loop through a timerfd, armed only when the earliest deadline changes,
+  // so epoll_wait waits without a timeout: no kernel timer is set and cancelled per wake-up
+  // (per keystroke), which a VM's timer emulation makes dear.
+  UniqueFd epoll_, wake_, timer_;
+  Clock::time_point armed_ = Clock::time_point::max();  // max: disarmed
   std::thread thread_;
 
   std::mutex mu_;  // guards posted_ and stopping_

@@ -87,6 +87,45 @@ TEST(EpollLoop, TimersRunInDeadlineOrderAndACancelledOneNever) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
+// The loop sleeps with no timeout: its one kernel timer must always be at the earliest deadline,
+// whether that came in before the one armed, went away (cancelled), lies in the past, or was set
+// by a timer as it ran.
+TEST(EpollLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
+  EpollLoop loop("test");
+  using Clock = EpollLoop::Clock;
+  std::promise<Clock::duration> early, after_cancel, past, chained;
+  const auto start = Clock::now();
+  on_loop(loop, [&] { loop.at(start + 1h, [] {}); });  // armed first, far away
+  on_loop(loop, [&] { loop.at(start + 30ms, [&] { early.set_value(Clock::now() - start); }); });
+  auto got = early.get_future();
+  ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+  EXPECT_GE(got.get(), 30ms);
+
+  const auto t1 = Clock::now();
+  on_loop(loop, [&] {
+    const auto first = loop.at(t1 + 20ms, [] { ADD_FAILURE() << "cancelled timer ran"; });
+    loop.at(t1 + 50ms, [&] { after_cancel.set_value(Clock::now() - t1); });
+    loop.cancel(first);  // the armed one goes: the next must be armed instead
+  });
+  got = after_cancel.get_future();
+  ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+  EXPECT_GE(got.get(), 50ms);
+
+  const auto t2 = Clock::now();
+  on_loop(loop, [&] { loop.at(t2 - 1s, [&] { past.set_value(Clock::now() - t2); }); });
+  got = past.get_future();
+  ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(got.get(), 1s);
+
+  const auto t3 = Clock::now();
+  on_loop(loop, [&] {
+    loop.after(10ms, [&] { loop.after(20ms, [&] { chained.set_value(Clock::now() - t3); }); });
+  });
+  got = chained.get_future();
+  ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+  EXPECT_GE(got.get(), 30ms);
+}
+
 TEST(EpollLoop, StopDropsWhatIsLeftAndLaterPostsAreIgnored) {
   auto owned = std::make_shared<int>(7);
   std::weak_ptr<int> weak = owned;
