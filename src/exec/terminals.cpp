@@ -77,9 +77,10 @@ SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, ui
 struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   class Client;
 
+  // Keystrokes the pty did not take at once, and whom to tell once it has.
   struct Input {
     std::string bytes;
-    std::function<void()> written;
+    std::weak_ptr<Client> from;
   };
 
   // One terminal. Which thread may touch what is said per group.
@@ -111,19 +112,26 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   };
 
   // A client's handle. The terminal holds it weakly, so the client's owner decides its life.
-  class Client : public TerminalClient {
+  class Client : public TerminalClient, public std::enable_shared_from_this<Client> {
    public:
     Client(std::weak_ptr<Impl> impl, std::shared_ptr<Term> term, TerminalSink sink)
         : impl_(std::move(impl)), term_(term), sink_(std::make_shared<TerminalSink>(std::move(sink))) {}
     ~Client() override { detach(); }
 
-    void input(std::string bytes, std::function<void()> written) override {
+    size_t input(std::string_view bytes) override {
       auto impl = impl_.lock();
       auto term = term_.lock();
-      if (!impl || !term) return written();
-      impl->dispatch([impl = impl.get(), term, bytes = std::move(bytes), written = std::move(written)]() mutable {
-        impl->queue_input(term, std::move(bytes), std::move(written));
+      if (!impl || !term) return bytes.size();  // the terminal is gone: dropped
+      if (impl->loop.on_loop_thread()) {
+        size_t done = bytes.size();  // dropped, unless the terminals are still serving
+        impl->guarded([&] { done = impl->queue_input(term, weak_from_this(), bytes); });
+        return done;
+      }
+      impl->post([impl = impl.get(), term, from = weak_from_this(), bytes = std::string(bytes)] {
+        const size_t done = impl->queue_input(term, from, bytes);
+        if (auto c = from.lock(); c && done) c->input_done(done);
       });
+      return 0;
     }
 
     void resize(uint16_t cols, uint16_t rows) override {
@@ -163,6 +171,14 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
         sink = sink_;
       }
       if (sink && sink->output) sink->output(bytes);
+    }
+    void input_done(size_t bytes) {
+      std::shared_ptr<TerminalSink> sink;
+      {
+        std::lock_guard lock(mu_);
+        sink = sink_;
+      }
+      if (sink && sink->input_done) sink->input_done(bytes);
     }
     void ended(const std::string& why) {
       std::shared_ptr<TerminalSink> sink;
@@ -231,7 +247,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   void post(Fn fn) {
     loop.post([self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
   }
-  // The same, at once when already on the loop (a keystroke on its way to the pty).
+  // The same, at once when already on the loop (a resize from a WebSocket).
   template <class Fn>
   void dispatch(Fn fn) {
     if (!loop.on_loop_thread()) return post(std::move(fn));
@@ -391,38 +407,71 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     });
   }
 
-  void queue_input(const std::shared_ptr<Term>& t, std::string bytes, std::function<void()> written) {
-    if (!t->pty || t->closed || t->pty_eof || t->input_bytes + bytes.size() > opts.input_queue_bytes) {
-      call_quietly(written);
-      return;
-    }
+  // Writes what the pty takes now, unless keystrokes wait already (order); the rest waits for
+  // the pty to be writable. Returns the bytes done with now: taken, or dropped.
+  size_t queue_input(const std::shared_ptr<Term>& t, std::weak_ptr<Client> from, std::string_view bytes) {
+    if (!t->pty || t->closed || t->pty_eof || t->input_bytes + bytes.size() > opts.input_queue_bytes)
+      return bytes.size();
     t->last_activity = Clock::now();
-    t->input_bytes += bytes.size();
-    t->input.push_back({std::move(bytes), std::move(written)});
-    if (!t->writing) write_next(t);  // else it follows what waits, once the pty is writable
+    size_t taken = 0;
+    if (t->input.empty()) {
+      const ssize_t n = write_pty(*t, bytes);
+      if (n < 0) return bytes.size();  // the terminal is gone
+      taken = static_cast<size_t>(n);
+      if (taken == bytes.size()) return taken;
+    }
+    t->input_bytes += bytes.size() - taken;
+    t->input.push_back({std::string(bytes.substr(taken)), std::move(from)});
+    want_writable(*t, true);
+    return taken;
   }
 
-  // Writes what the pty takes now; the rest waits for it to be writable (EPOLLOUT while any
-  // keystrokes wait). Each piece's written() runs once the pty has taken all of it.
+  // What the pty takes of bytes now (EAGAIN: less, maybe 0); -1 once it is gone.
+  static ssize_t write_pty(Term& t, std::string_view bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(t.pty.get(), bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0) return -1;
+      done += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(done);
+  }
+
+  // The pty is writable again: what waits goes on, each piece reported to its client once the
+  // pty has taken all of it.
   void write_next(const std::shared_ptr<Term>& t) {
     while (!t->input.empty() && t->pty) {
       Input& front = t->input.front();
-      const ssize_t n = ::write(t->pty.get(), front.bytes.data() + t->written_of_front,
-                                front.bytes.size() - t->written_of_front);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      const std::string_view rest = std::string_view(front.bytes).substr(t->written_of_front);
+      const ssize_t n = write_pty(*t, rest);
       if (n < 0) return drop_input(*t);  // the terminal is gone
       t->written_of_front += static_cast<size_t>(n);
-      if (t->written_of_front < front.bytes.size()) continue;
+      if (static_cast<size_t>(n) < rest.size()) break;  // the pty is full again
       Input done = std::move(front);
       t->input.pop_front();
       t->written_of_front = 0;
       t->input_bytes -= done.bytes.size();
-      call_quietly(done.written);
+      report_input_done(done);
     }
-    const bool waiting = !t->input.empty() && t->pty;
-    if (waiting != t->writing && t->pty_watch) loop.modify(t->pty_watch, waiting ? EPOLLIN | EPOLLOUT : EPOLLIN);
-    t->writing = waiting;
+    want_writable(*t, !t->input.empty() && t->pty);
+  }
+
+  // EPOLLOUT on the pty while keystrokes wait.
+  void want_writable(Term& t, bool waiting) {
+    if (waiting != t.writing && t.pty_watch) loop.modify(t.pty_watch, waiting ? EPOLLIN | EPOLLOUT : EPOLLIN);
+    t.writing = waiting;
+  }
+
+  static void report_input_done(const Input& piece) {
+    if (auto c = piece.from.lock()) {
+      try {
+        c->input_done(piece.bytes.size());
+      } catch (...) {
+        // A client's callback must not take the loop down.
+      }
+    }
   }
 
   void drop_input(Term& t) {
@@ -430,9 +479,8 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     t.input.clear();
     t.input_bytes = 0;
     t.written_of_front = 0;
-    if (t.writing && t.pty_watch) loop.modify(t.pty_watch, EPOLLIN);
-    t.writing = false;
-    for (auto& i : input) call_quietly(i.written);
+    want_writable(t, false);
+    for (auto& piece : input) report_input_done(piece);
   }
 
   // Its box reported the shell's end (tagged with its spawn id, so it is this shell's).

@@ -83,16 +83,22 @@ SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, ui
 struct TerminalSink {
   std::function<void(std::string_view bytes)> output;
   std::function<void(const std::string& why)> ended;
+  // Keystrokes input() left waiting are done with: taken by the pty, or dropped (the terminal
+  // ended). `bytes` of them, reported piece by piece in order.
+  std::function<void(size_t bytes)> input_done;
 };
 
 // A client attached to a terminal. Any thread. Dropping the last reference detaches it.
 class TerminalClient {
  public:
   virtual ~TerminalClient() = default;
-  // Keystrokes, written to the pty in order (called on the loop's thread: at once). written()
-  // runs once they are taken by the pty or dropped (the terminal ended, or more than
-  // input_queue_bytes were waiting), on the loop: a client reads on once enough of it is taken.
-  virtual void input(std::string bytes, std::function<void()> written) = 0;
+  // Keystrokes, written to the pty in order. Returns how many are done with at once: taken by
+  // the pty, or dropped (the terminal ended, or more than input_queue_bytes were waiting). The
+  // rest wait for the pty and go to the sink's input_done() as they are taken: a client reads
+  // on once enough of it is. Called on the loop's thread (a WebSocket's own), a pty that takes
+  // them all costs one write(2) and nothing else; from another thread they are handed over and
+  // all of them are reported later.
+  virtual size_t input(std::string_view bytes) = 0;
   virtual void resize(uint16_t cols, uint16_t rows) = 0;
   // No sink call starts after this returns (one running may finish).
   virtual void detach() = 0;

@@ -199,6 +199,9 @@ void TerminalSocket::attach() {
   sink.ended = [weak](const std::string& why) {
     if (auto self = weak.lock()) self->do_close(kCloseEnded, why);
   };
+  sink.input_done = [weak](std::size_t bytes) {
+    if (auto self = weak.lock()) self->on_input_taken(bytes);
+  };
   client_ = ctx_->terminals.attach(account, terminal_id_, std::move(sink));
   if (!client_) return do_close(kCloseNotFound, "Session not found");
   http_logger()->info("{} WS /api/terminals/{} attached ({})", request_.remote_address, terminal_id_, account);
@@ -222,13 +225,10 @@ void TerminalSocket::on_text(std::string_view text) {
 
 void TerminalSocket::on_keystrokes(std::string_view data) {
   if (!client_ || data.empty()) return;
-  const std::size_t n = data.size();
-  input_in_flight_ += n;
-  std::weak_ptr<TerminalSocket> weak = weak_from_this();
-  // On the loop, the terminal writes it to the pty at once; written() follows there.
-  client_->input(std::string(data), [weak, n] {
-    if (auto self = weak.lock()) self->on_input_taken(n);
-  });
+  // On the loop, the terminal writes it to the pty at once; what the pty could not take yet
+  // comes back through the sink's input_done() once it has.
+  const std::size_t done = client_->input(data);
+  input_in_flight_ += data.size() - std::min(done, data.size());
 }
 
 void TerminalSocket::on_input_taken(std::size_t bytes) {

@@ -7,6 +7,7 @@ in its own box, only its owner sees it, a disconnect keeps it (a reattach replay
 output), DELETE ends it with everything started from it, and an account has a cap.
 """
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -303,6 +304,30 @@ def test_a_message_over_64_kib_closes_with_1009_and_the_shell_stays(clients, dae
         ws = await connect(daemon, t["id"], user_of(c))  # the same shell lives on
         await ws.send(b"\x15echo still-$X\n")  # Ctrl-U: a line the shell holds is dropped
         await read_until(ws, line(b"still-9"))
+        await ws.close()
+
+    run(scenario())
+
+
+def test_a_paste_larger_than_the_pty_takes_reaches_the_shell_whole_and_in_order(clients, daemon):
+    """A megabyte sent as fast as the client can: the pty takes a few KiB at a time, so most of
+    it waits in the daemon (and, past its bound, in the client's socket) until the program reads
+    on; every byte arrives once, in order, and the terminal types normally after."""
+    c = clients.user("term")
+    t = create(c)
+    alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789"
+    data = bytes(alphabet[b % len(alphabet)] for b in os.urandom(1_000_000))
+
+    async def scenario():
+        ws = await connect(daemon, t["id"], user_of(c))
+        # printf's output, not the echo of the typed line, says head is about to read.
+        await ws.send(f"stty raw -echo; printf 'R%sY\\n' EAD; head -c {len(data)} | sha256sum; stty sane\n".encode())
+        await read_until(ws, b"READY")
+        for i in range(0, len(data), 32 * 1024):
+            await ws.send(data[i:i + 32 * 1024])
+        await read_until(ws, hashlib.sha256(data).hexdigest().encode(), timeout=60)
+        await ws.send(b"echo after-$((20+3))\n")
+        await read_until(ws, line(b"after-23"))
         await ws.close()
 
     run(scenario())
