@@ -11,8 +11,13 @@
 #
 #   bench/terminal_bench.sh [BUILD_DIR]   (default: build-bench next to bench/; run as root)
 # Environment: TERMINAL_BENCH_ARGS, extra options for terminal_bench.py
-# (default "--rounds 10 --per-round 200"); NO_BUILD=1 uses BUILD_DIR as it is; JOBS, build
-# parallelism.
+# (default "--rounds 10 --per-round 200"); TERMINAL_BENCH_CLIENT_CPU=N pins the client to CPU N
+# (default: not pinned); NO_BUILD=1 uses BUILD_DIR as it is; JOBS, build parallelism.
+#
+# Pinning the client: it stands in for a browser on another machine, but here it shares the
+# CPUs with the relays. Unpinned, the scheduler may move it onto the CPU a relay just woke on,
+# and its ~100 us of Python per keystroke then runs on a cold cache; how often that happens
+# depends on where each relay's thread last ran (bench/RESULTS.md has runs of both ways).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,10 +83,17 @@ pport=$(logged_port "$ppid" "$flog.pipe" terminal_bench.sh "$relay")
 
 echo "terminal bench: agentbox serve pid $pid on 127.0.0.1:$port; websocketd $(websocketd --version 2>&1 | head -1) pid $wpid on 127.0.0.1:$wport"
 echo "host:   $(uname -r), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
-echo "reproduce: bench/terminal_bench.sh ${build#"$root"/}${TERMINAL_BENCH_ARGS:+  (TERMINAL_BENCH_ARGS=\"$TERMINAL_BENCH_ARGS\")}"
+echo "reproduce: bench/terminal_bench.sh ${build#"$root"/}${TERMINAL_BENCH_ARGS:+  (TERMINAL_BENCH_ARGS=\"$TERMINAL_BENCH_ARGS\")}${TERMINAL_BENCH_CLIENT_CPU:+  (TERMINAL_BENCH_CLIENT_CPU=$TERMINAL_BENCH_CLIENT_CPU)}"
+if [[ -n ${TERMINAL_BENCH_CLIENT_CPU:-} ]]; then
+  client=(taskset -c "$TERMINAL_BENCH_CLIENT_CPU" "$python")
+  echo "client: pinned to CPU $TERMINAL_BENCH_CLIENT_CPU"
+else
+  client=("$python")
+  echo "client: not pinned"
+fi
 rc=0
 # shellcheck disable=SC2086  # TERMINAL_BENCH_ARGS is a list of options
-"$python" "$here/terminal_bench.py" --agentbox "127.0.0.1:$port" --key "$AGENTBOX_API_KEY" \
+"${client[@]}" "$here/terminal_bench.py" --agentbox "127.0.0.1:$port" --key "$AGENTBOX_API_KEY" \
   --websocketd "127.0.0.1:$wport" --floor-box "127.0.0.1:$bport" --floor-pty "127.0.0.1:$fport" --floor-pipe "127.0.0.1:$pport" \
   ${TERMINAL_BENCH_ARGS:-} || rc=$?
 echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at the end"
