@@ -121,7 +121,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     size_t input(std::string_view bytes) override {
       auto impl = impl_.lock();
       auto term = term_.lock();
-      if (!impl || !term) return bytes.size();  // the terminal is gone: dropped
+      if (!impl || !term || detached()) return bytes.size();  // nobody to type to: dropped
       if (impl->loop.on_loop_thread()) {
         size_t done = bytes.size();  // dropped, unless the terminals are still serving
         impl->guarded([&] { done = impl->queue_input(term, weak_from_this(), bytes); });

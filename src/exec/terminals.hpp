@@ -93,7 +93,8 @@ class TerminalClient {
  public:
   virtual ~TerminalClient() = default;
   // Keystrokes, written to the pty in order. Returns how many are done with at once: taken by
-  // the pty, or dropped (the terminal ended, or more than input_queue_bytes were waiting). The
+  // the pty, or dropped (the terminal ended or this client did, or more than input_queue_bytes
+  // were waiting). The
   // rest wait for the pty and go to the sink's input_done() as they are taken: a client reads
   // on once enough of it is. Called on the loop's thread (a WebSocket's own), a pty that takes
   // them all costs one write(2) and nothing else; from another thread they are handed over and

@@ -162,7 +162,15 @@ class Recorder {
       ended_ = true;
       why_ = why;
     };
+    s.input_done = [this](size_t bytes) {
+      std::lock_guard lock(mu_);
+      input_done_ += bytes;
+    };
     return s;
+  }
+  size_t input_done() {  // keystrokes reported taken (or dropped) after input() returned
+    std::lock_guard lock(mu_);
+    return input_done_;
   }
   std::string output() {
     std::lock_guard lock(mu_);
@@ -186,6 +194,7 @@ class Recorder {
 
  private:
   std::mutex mu_;
+  size_t input_done_ = 0;
   std::string output_, why_;
   int calls_ = 0;
   bool ended_ = false;
@@ -306,11 +315,20 @@ TEST_F(TerminalsTest, OutputReachesEveryClientAndKeystrokesAndResizesReachThePty
   EXPECT_TRUE(one.saw("$ prompt"));
   EXPECT_TRUE(two.saw("$ prompt"));
 
-  std::atomic<int> written{0};
-  c1->input("ls -l\r", [&] { ++written; });
-  c2->input("\x03", [&] { ++written; });
+  // From a thread other than the loop's, keystrokes are handed over: each client hears back
+  // about all of its own, once the pty took them.
+  const size_t now1 = c1->input("ls -l\r");
+  const size_t now2 = c2->input("\x03");
   EXPECT_EQ(port_.typed(shell_of(t), 7), "ls -l\r\x03");
-  EXPECT_TRUE(eventually([&] { return written == 2; }));
+  EXPECT_TRUE(eventually([&] { return now1 + one.input_done() == 6 && now2 + two.input_done() == 1; }));
+  // On the loop (a WebSocket's own thread), a pty with room takes them at once: nothing to
+  // hear back about.
+  std::promise<size_t> taken_at_once;
+  terminals_->loop().post([&] { taken_at_once.set_value(c1->input("q")); });
+  EXPECT_EQ(taken_at_once.get_future().get(), 1u);
+  EXPECT_EQ(port_.typed(shell_of(t), 1), "q");
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(one.input_done(), 6 - now1);
 
   c2->resize(132, 43);
   EXPECT_TRUE(eventually([&] {
@@ -371,9 +389,7 @@ TEST_F(TerminalsTest, AShellThatExitsEndsItsTerminalAfterItsLastOutput) {
   Recorder late;
   EXPECT_EQ(terminals_->attach("alice", t.id, late.sink()), nullptr);
   EXPECT_TRUE(port_.signals_to(shell_of(t)).empty());  // it ended by itself
-  bool taken = false;
-  c->input("x", [&] { taken = true; });  // keystrokes to an ended terminal are dropped, not held
-  EXPECT_TRUE(eventually([&] { return taken; }));
+  EXPECT_EQ(c->input("x"), 1u);  // keystrokes to an ended terminal are dropped at once, not held
 }
 
 TEST_F(TerminalsTest, RemoveHangsUpTheSessionThenKillsWhatIgnoresIt) {
