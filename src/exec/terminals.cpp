@@ -165,20 +165,10 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     // The loop's thread only. The sink is taken under the lock and called outside it, so that
     // no call starts after detach() returns, and a sink may detach (or end) from within.
     void output(std::string_view bytes) {
-      std::shared_ptr<TerminalSink> sink;
-      {
-        std::lock_guard lock(mu_);
-        sink = sink_;
-      }
-      if (sink && sink->output) sink->output(bytes);
+      if (auto sink = current_sink(); sink && sink->output) sink->output(bytes);
     }
     void input_done(size_t bytes) {
-      std::shared_ptr<TerminalSink> sink;
-      {
-        std::lock_guard lock(mu_);
-        sink = sink_;
-      }
-      if (sink && sink->input_done) sink->input_done(bytes);
+      if (auto sink = current_sink(); sink && sink->input_done) sink->input_done(bytes);
     }
     void ended(const std::string& why) {
       std::shared_ptr<TerminalSink> sink;
@@ -196,6 +186,11 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     }
 
    private:
+    std::shared_ptr<TerminalSink> current_sink() {
+      std::lock_guard lock(mu_);
+      return sink_;
+    }
+
     std::weak_ptr<Impl> impl_;
     std::weak_ptr<Term> term_;
     std::mutex mu_;  // guards sink_ and detached_
@@ -465,12 +460,12 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   }
 
   static void report_input_done(const Input& piece) {
-    if (auto c = piece.from.lock()) {
-      try {
-        c->input_done(piece.bytes.size());
-      } catch (...) {
-        // A client's callback must not take the loop down.
-      }
+    auto c = piece.from.lock();
+    if (!c) return;
+    try {
+      c->input_done(piece.bytes.size());
+    } catch (...) {
+      // A client's callback must not take the loop down (as call_quietly; a lambda has no bool).
     }
   }
 

@@ -94,11 +94,10 @@ class TerminalClient {
   virtual ~TerminalClient() = default;
   // Keystrokes, written to the pty in order. Returns how many are done with at once: taken by
   // the pty, or dropped (the terminal ended or this client did, or more than input_queue_bytes
-  // were waiting). The
-  // rest wait for the pty and go to the sink's input_done() as they are taken: a client reads
-  // on once enough of it is. Called on the loop's thread (a WebSocket's own), a pty that takes
-  // them all costs one write(2) and nothing else; from another thread they are handed over and
-  // all of them are reported later.
+  // were waiting). The rest wait for the pty and go to the sink's input_done() as they are
+  // taken: a client reads on once enough of it is. Called on the loop's thread (a WebSocket's
+  // own), a pty that takes them all costs one write(2) and nothing else; from another thread
+  // they are handed over and all of them are reported later.
   virtual size_t input(std::string_view bytes) = 0;
   virtual void resize(uint16_t cols, uint16_t rows) = 0;
   // No sink call starts after this returns (one running may finish).

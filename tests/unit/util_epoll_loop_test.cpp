@@ -88,8 +88,8 @@ TEST(EpollLoop, TimersRunInDeadlineOrderAndACancelledOneNever) {
 }
 
 // The loop sleeps with no timeout: its one kernel timer must always be at the earliest deadline,
-// whether that came in before the one armed, went away (cancelled), lies in the past, or was set
-// by a timer as it ran.
+// whether that came in after a later one was armed, lies in the past, or was set by a timer as
+// it ran; and a cancelled timer, armed already, never runs while the one after it still does.
 TEST(EpollLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
   EpollLoop loop("test");
   using Clock = EpollLoop::Clock;
@@ -102,10 +102,11 @@ TEST(EpollLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
   EXPECT_GE(got.get(), 30ms);
 
   const auto t1 = Clock::now();
-  on_loop(loop, [&] {
-    const auto first = loop.at(t1 + 20ms, [] { ADD_FAILURE() << "cancelled timer ran"; });
+  EpollLoop::TimerId first = 0;
+  on_loop(loop, [&] { first = loop.at(t1 + 20ms, [] { ADD_FAILURE() << "cancelled timer ran"; }); });
+  on_loop(loop, [&] {  // a turn later: the kernel timer is at t1 + 20ms by now
     loop.at(t1 + 50ms, [&] { after_cancel.set_value(Clock::now() - t1); });
-    loop.cancel(first);  // the armed one goes: the next must be armed instead
+    loop.cancel(first);
   });
   got = after_cancel.get_future();
   ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
