@@ -24,7 +24,8 @@
 //              tunnel_idle_timeout = 3600  log_days = 30
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
-//   [inference] port = 3129 ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens
+//   [inference] port = 3129, request_memory ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens,
+//                                                             context_tokens
 //                                                             (config/inference_config.hpp)
 //   [agent]    claude = "PATH"  skills_dir = "PATH"           (config/agent_config.hpp)
 //   [backup]   dir = "PATH"  interval = 300  keep_deleted_days = 7   (mirror of homes; no dir: off)

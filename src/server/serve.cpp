@@ -258,6 +258,8 @@ int serve(const ServeOptions& options) {
     g.credential = std::move(*model_credential);
     g.ca_file = config.inference.anthropic.ca_file;
     g.daily_tokens = config.inference.anthropic.daily_tokens;
+    g.context_tokens = config.inference.anthropic.context_tokens;
+    g.request_memory = config.inference.request_memory;
     g.connect_timeout = config.inference.connect_timeout;
     g.idle_timeout = config.inference.idle_timeout;
     g.connections_per_account = config.inference.connections;
