@@ -29,7 +29,7 @@
 namespace agentbox::protocol {
 
 // Raised when any part of the message set changes shape.
-inline constexpr int kVersion = 2;
+inline constexpr int kVersion = 3;
 
 // ---- daemon → init
 
