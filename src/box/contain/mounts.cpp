@@ -261,10 +261,12 @@ void build_dev(const BoxSpec& spec) {
     touch(box, 0666);
     do_mount(host.c_str(), box, nullptr, MS_BIND);
   }
-  // Its own devpts instance: ptys made in the box are invisible to every other box.
+  // Its own devpts instance: ptys made in the box are invisible to every other box. Every
+  // instance draws on the host's one pool, so the box gets at most limits.ptys of it (max=).
   mkdir_p(dev + "/pts");
   std::string pts_opts = "newinstance,ptmxmode=0666,mode=0620";
   if (spec.identity == IdentityMode::host_uid) pts_opts += ",gid=5";
+  if (spec.limits.ptys) pts_opts += fmt::format(",max={}", spec.limits.ptys);
   do_mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts_opts);
   struct Link { const char* target; const char* name; };
   for (Link l : {Link{"pts/ptmx", "ptmx"}, Link{"/proc/self/fd", "fd"},
