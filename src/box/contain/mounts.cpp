@@ -284,9 +284,11 @@ void build_dev(const BoxSpec& spec) {
 // keys, timers and scheduler internals of the whole host, or the host's boot command line and
 // kernel configuration, read empty (/dev/null bound over them); directories of host hardware
 // show an empty read-only tmpfs; /proc/sys is read-only. Paths this kernel lacks are skipped.
+// diskstats and partitions list every block device with its I/O counters: each account's
+// volume is a loop device, so they would show who else is here and how busy their disks are.
 constexpr const char* kMaskedProcFiles[] = {
     "kcore", "keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats",
-    "sysrq-trigger", "cmdline", "config.gz", "kallsyms", "modules", "interrupts",
+    "sysrq-trigger", "cmdline", "config.gz", "kallsyms", "modules", "interrupts", "diskstats", "partitions",
 };
 constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi", "bus", "irq", "fs"};
 
