@@ -4,11 +4,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <exception>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
-
-#include "util/error.hpp"
 
 namespace agentbox::server {
 namespace {
@@ -34,7 +33,7 @@ AgentImages::AgentImages(const exec::AgentMounts& found, const std::string& stat
                   << " ms, once per version)\n";
       }
       path = images_.back()->path();
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // Error, or std::filesystem's walking the source
       spdlog::warn("agent: {} bound from its host path, which boxes can read in their mountinfo: {}", what, e.what());
     }
   };
