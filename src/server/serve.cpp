@@ -26,6 +26,7 @@
 #include "server/placement_guard.hpp"
 #include "exec/account_boxes.hpp"
 #include "fs/account_volumes.hpp"
+#include "server/agent_images.hpp"
 #include "server/caller.hpp"
 #include "server/execute_routes.hpp"
 #include "server/file_routes.hpp"
@@ -193,6 +194,11 @@ int serve(const ServeOptions& options) {
     require_strong_key(what, *key, config.listen);  // a key file an operator wrote
     if (auto warning = short_key_warning(what, *key)) std::cout << "warning: " << *warning << "\n";
   }
+
+  // Before any box: the CLI and the skills as sealed images, so boxes bind them without
+  // learning where the host keeps them (server/agent_images.hpp).
+  AgentImages agent_images(agent_mounts, config.state_dir);
+  agent_mounts = agent_images.mounts();
 
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
