@@ -34,6 +34,9 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
   run->add_option("--memory", o.memory, "Memory limit, e.g. 2G")->type_name("SIZE");
   run->add_option("--pids", o.pids, "Process/thread limit")->type_name("N");
   run->add_option("--cpu", o.cpu, "CPU limit in cores, e.g. 1.5 or 500m")->type_name("CORES");
+  run->add_option("--ptys", o.ptys, "Pseudo-terminals the box may hold (default 256)")->type_name("N");
+  run->add_option("--tcp-memory", o.tcp_memory, "Socket buffer limit of the box's TCP, e.g. 64M (cgroup v1)")
+      ->type_name("SIZE");
   run->add_option("--net", o.net, "Network: none (only loopback inside the box; see --allow-net)")->type_name("MODE");
   run->add_option("--allow-net", o.net_flags.allow_net,
                   "Let the box reach HOST (host, host:port, * wildcards) through an egress proxy; repeatable")

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "box/spawn_failure.hpp"
+
 namespace agentbox {
 
 std::unique_ptr<Box> Box::start(const BoxSpec& spec, const BoxStartOptions& opts) {
@@ -63,7 +65,7 @@ SpawnResult Box::spawn(const SpawnRequest& req, std::span<const int> stdio) {
   std::vector<UniqueFd> fds;
   auto reply = request(protocol::encode(protocol::Spawn{id, req}), req.tty ? std::span<const int>{} : stdio,
                        10000, "spawn", &fds);
-  if (const auto* failed = std::get_if<protocol::SpawnFailed>(&reply)) throw SpawnError(failed->message, failed->err);
+  if (const auto* failed = std::get_if<protocol::SpawnFailed>(&reply)) std::rethrow_exception(spawn_failure_error(*failed));
   const auto* spawned = std::get_if<protocol::Spawned>(&reply);
   if (!spawned || spawned->id != id) throw Error("spawn: unexpected reply");
   SpawnResult r;

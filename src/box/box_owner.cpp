@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "box/box_error.hpp"
+#include "box/spawn_failure.hpp"
 #include "box/start_steps.hpp"
 
 namespace agentbox {
@@ -122,7 +123,7 @@ void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio,
     auto failed = std::move(e.handlers.failed);
     std::exception_ptr error;
     if (auto* f = std::get_if<protocol::SpawnFailed>(&reply)) {
-      error = std::make_exception_ptr(SpawnError(f->message, f->err));
+      error = spawn_failure_error(*f);
     } else if (auto* refused = std::get_if<protocol::Refused>(&reply)) {
       error = std::make_exception_ptr(Error("spawn: " + refused->message));
     } else {

@@ -29,6 +29,14 @@ struct Limits {
   uint64_t nofile = 65536;           // RLIMIT_NOFILE soft=hard
   uint64_t nproc = 0;                // RLIMIT_NPROC (per uid; only meaningful with own uid)
   uint64_t file_size = 0;            // RLIMIT_FSIZE, bytes (a server account's disk quota); 0: none
+  // Pseudo-terminals the box's own devpts hands out (its `max=`): every devpts draws on the
+  // host's one pool (kernel.pty.max less kernel.pty.reserve), so no box may take much of it.
+  uint32_t ptys = 256;
+  // Socket buffers of the box's TCP connections, bytes: they come out of the host-wide
+  // net.ipv4.tcp_mem, past whose pressure limit every TCP socket on the host stalls. cgroup v1:
+  // memory.kmem.tcp.limit_in_bytes (charged and bounded); v2 charges them to memory_bytes and has
+  // no knob of its own. 0: not bounded separately.
+  uint64_t tcp_memory_bytes = 0;
 };
 
 // How the box's uid is made.

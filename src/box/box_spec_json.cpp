@@ -17,7 +17,8 @@ void from_json(const nlohmann::json& j, BindMount& b) {
 void to_json(nlohmann::json& j, const Limits& l) {
   j = {{"memory_bytes", l.memory_bytes}, {"pids", l.pids},   {"cpu_millicores", l.cpu_millicores},
        {"tmp_bytes", l.tmp_bytes},       {"shm_bytes", l.shm_bytes}, {"nofile", l.nofile},
-       {"nproc", l.nproc}, {"file_size", l.file_size}};
+       {"nproc", l.nproc}, {"file_size", l.file_size}, {"ptys", l.ptys},
+       {"tcp_memory_bytes", l.tcp_memory_bytes}};
 }
 void from_json(const nlohmann::json& j, Limits& l) {
   j.at("memory_bytes").get_to(l.memory_bytes);
@@ -28,6 +29,8 @@ void from_json(const nlohmann::json& j, Limits& l) {
   j.at("nofile").get_to(l.nofile);
   j.at("nproc").get_to(l.nproc);
   j.at("file_size").get_to(l.file_size);
+  j.at("ptys").get_to(l.ptys);
+  j.at("tcp_memory_bytes").get_to(l.tcp_memory_bytes);
 }
 
 void to_json(nlohmann::json& j, const BoxSpec& s) {

@@ -101,6 +101,15 @@ void write_memory_limit(const std::string& dir, uint64_t bytes) {
   }
 }
 
+// v1 charges the socket buffers of a group's TCP connections to the group (and bounds them) only
+// once this knob is written: until then they come out of the host's tcp_mem alone, where one box
+// could push every TCP socket on the host into memory pressure. v2 charges them to memory.max.
+// Kernels without kmem accounting have no such file: nothing to charge them to.
+void write_tcp_memory_limit(const std::string& dir, uint64_t bytes) {
+  const std::string knob = dir + "/memory.kmem.tcp.limit_in_bytes";
+  if (exists(knob)) write_knob(knob, bytes ? std::to_string(bytes) : "-1");
+}
+
 // A group the kernel just made holds its defaults (no memory limit, pids.max "max", a 100 ms
 // period without quota): only the limits asked for are written to it. Not an optimisation of
 // taste: each write to cpu.cfs_period_us or cpu.cfs_quota_us walks every cpu cgroup on the host
@@ -110,6 +119,9 @@ void write_memory_limit(const std::string& dir, uint64_t bytes) {
 void write_limits(const V1Mounts& group, const Limits& limits, bool fresh) {
   if (!group.memory.empty() && (!fresh || limits.memory_bytes)) {
     write_memory_limit(group.memory, limits.memory_bytes);
+  }
+  if (!group.memory.empty() && (!fresh || limits.tcp_memory_bytes)) {
+    write_tcp_memory_limit(group.memory, limits.tcp_memory_bytes);
   }
   if (!fresh || limits.pids) {
     write_knob(group.pids + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
@@ -178,7 +190,7 @@ class CgroupV1Driver final : public CgroupDriver {
       if (!mount.empty()) *group.slot(c) = mount + "/agentbox/" + name;
     }
     if (use == CgroupUse::limits_only) {
-      if (!limits.memory_bytes) group.memory.clear();
+      if (!limits.memory_bytes && !limits.tcp_memory_bytes) group.memory.clear();
       if (!limits.cpu_millicores) group.cpu.clear();
       group.cpuacct.clear();  // still joined through cpu where one mount holds both
     }

@@ -74,7 +74,8 @@ void move_processes_to_leaf(const std::string& root) {
 
 // A group the kernel just made holds its defaults ("max" everywhere, a 100 ms period): only the
 // limits asked for are written to it, as in v1 (a cpu.max write walks every cpu cgroup on the
-// host). A group taken over from a crash gets every value rewritten.
+// host). A group taken over from a crash gets every value rewritten. No tcp_memory_bytes here:
+// v2 charges the group's socket buffers to memory.max and has no separate knob for them.
 void write_limits(const std::string& dir, const Limits& limits, bool fresh) {
   const bool mem = limits.memory_bytes != 0;
   if (!fresh || mem) {

@@ -76,6 +76,22 @@ EtcSource etc_source(const json& j, const char* name) {
   wrong_kind(name, "zygote_template, parent_tree or init_copy");
 }
 
+const char* failure_name(SpawnFailure f) {
+  switch (f) {
+    case SpawnFailure::command: return "command";
+    case SpawnFailure::box_ptys: return "box_ptys";
+    case SpawnFailure::host_ptys: return "host_ptys";
+  }
+  return "command";
+}
+
+SpawnFailure spawn_failure(const json& j, const char* name) {
+  const std::string s = string(j, name);
+  for (SpawnFailure f : {SpawnFailure::command, SpawnFailure::box_ptys, SpawnFailure::host_ptys})
+    if (s == failure_name(f)) return f;
+  wrong_kind(name, "command, box_ptys or host_ptys");
+}
+
 }  // namespace
 
 std::string type_of(const json& body) {
@@ -171,11 +187,14 @@ void from_json(const json& j, Spawned& m) {
   m.pid = integer<pid_t>(j, "pid");
 }
 
-void to_json(json& j, const SpawnFailed& m) { j = {{"id", m.id}, {"message", m.message}, {"err", m.err}}; }
+void to_json(json& j, const SpawnFailed& m) {
+  j = {{"id", m.id}, {"message", m.message}, {"err", m.err}, {"cause", failure_name(m.cause)}};
+}
 void from_json(const json& j, SpawnFailed& m) {
   m.id = integer<uint64_t>(j, "id");
   m.message = string(j, "message");
   m.err = integer<int>(j, "err");
+  m.cause = spawn_failure(j, "cause");
 }
 
 void to_json(json& j, const Signalled& m) { j = {{"id", m.id}, {"delivered", m.delivered}}; }

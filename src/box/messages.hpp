@@ -29,7 +29,7 @@
 namespace agentbox::protocol {
 
 // Raised when any part of the message set changes shape.
-inline constexpr int kVersion = 2;
+inline constexpr int kVersion = 3;
 
 // ---- daemon → init
 
@@ -101,12 +101,17 @@ struct Spawned {
   pid_t pid = 0;  // in the box's pid namespace
 };
 
+// Whose fault a failed spawn is: the command's (its cwd, its file), or a limit it met: its
+// box's own ptys (devpts max=, Limits::ptys) or the host's pool of them (kernel.pty.max).
+enum class SpawnFailure { command, box_ptys, host_ptys };
+
 // The command could not be run (cwd, exec, terminal): err is the errno.
 struct SpawnFailed {
   static constexpr const char* kType = "spawn_failed";
   uint64_t id = 0;
   std::string message;
   int err = 0;
+  SpawnFailure cause = SpawnFailure::command;
 };
 
 struct Signalled {

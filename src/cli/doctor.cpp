@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "config/server_config.hpp"
 #include "config/units.hpp"
 #include "util/error.hpp"
+#include "util/file_io.hpp"
 #include "util/loop_support.hpp"
 #include "util/unique_fd.hpp"
 
@@ -163,6 +166,49 @@ void print_agent(const ServerConfig& config, std::ostream& out) {
   }
 }
 
+// One number from a /proc/sys file (the first of several), or nullopt.
+std::optional<uint64_t> sysctl_number(const std::string& path, size_t index = 0) {
+  std::optional<std::string> text = read_file_if_exists(path, 4096);
+  if (!text) return std::nullopt;
+  std::istringstream in(*text);
+  uint64_t n = 0;
+  for (size_t i = 0; i <= index; ++i)
+    if (!(in >> n)) return std::nullopt;
+  return n;
+}
+
+// What every box draws on and no cgroup of the whole box holds: the host's pty pool and its TCP
+// memory. Each box's share is bounded ([box] ptys, tcp_memory); how many boxes at their bound
+// would spend the pool is for the operator to weigh against max_active (informational).
+void print_shared_pools(const ServerConfig& config, const std::string& cgroup_kind, std::ostream& out) {
+  out << "\nshared kernel pools (what one box may take of each):\n";
+  const auto pty_max = sysctl_number("/proc/sys/kernel/pty/max");
+  const auto pty_reserve = sysctl_number("/proc/sys/kernel/pty/reserve");
+  const uint64_t ptys = config.box.ptys, active = config.accounts.max_active;
+  if (pty_max && pty_reserve && *pty_max > *pty_reserve) {
+    const uint64_t pool = *pty_max - *pty_reserve;
+    out << fmt::format("  ptys: {} for boxes (kernel.pty.max {} less {} reserved), at most {} per box ([box] ptys)",
+                       pool, *pty_max, *pty_reserve, ptys);
+    if (ptys * active > pool)
+      out << fmt::format(": {} boxes at their limit take them all; with max_active {} raise kernel.pty.max to {}\n",
+                         (pool + ptys - 1) / ptys, active, std::min<uint64_t>(*pty_reserve + ptys * active, 1 << 20));
+    else
+      out << fmt::format(": max_active {} boxes at their limit fit\n", active);
+  }
+  const auto pressure_pages = sysctl_number("/proc/sys/net/ipv4/tcp_mem", 1);
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t per_box = cgroup_kind == "v1" ? config.box.tcp_memory_bytes : config.box.memory_bytes;
+  const std::string bound = cgroup_kind == "v1" ? "[box] tcp_memory, cgroup v1" : "within [box] memory, cgroup v2";
+  if (pressure_pages && per_box) {
+    const uint64_t pressure = *pressure_pages * page;
+    out << fmt::format("  TCP socket memory: pressure at {} (net.ipv4.tcp_mem), at most {} per box ({}): {} boxes "
+                       "at their limit reach it\n",
+                       format_size(pressure), format_size(per_box), bound, (pressure + per_box - 1) / per_box);
+  } else if (pressure_pages) {
+    out << "  TCP socket memory: not bounded per box ([box] tcp_memory = \"0\")\n";
+  }
+}
+
 // Which volume backend the server would use (fs/volume_backend.hpp) and whether it can.
 bool print_storage(const ServerConfig& config, std::ostream& out) {
   out << "\nstorage (every account's files in a volume of its own):\n";
@@ -205,6 +251,8 @@ int run_doctor(bool as_root, std::ostream& out, const std::optional<std::string>
     config = load_server_config(config_path);
     print_agent(config, out);
     if (!print_storage(config, out)) ok = false;
+    const HostFeature* cgroups = find(features, "cgroups");
+    print_shared_pools(config, cgroups && cgroups->present ? cgroups->detail.substr(0, 2) : "", out);
   } catch (const Error& e) {
     out << "\nthe server config has errors (agentbox config check): " << e.what() << '\n';
   }

@@ -127,19 +127,25 @@ BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& 
     spec.binds.push_back({here, here, true});
   }
 
-  const bool limits_asked = o.memory || o.pids || o.cpu || profile.memory_bytes ||
-                            profile.pids || profile.cpu_millicores;
+  const bool limits_asked = o.memory || o.pids || o.cpu || o.tcp_memory || profile.memory_bytes ||
+                            profile.pids || profile.cpu_millicores || profile.tcp_memory_bytes;
   if (profile.memory_bytes) spec.limits.memory_bytes = *profile.memory_bytes;
   if (profile.pids) spec.limits.pids = *profile.pids;
   if (profile.cpu_millicores) spec.limits.cpu_millicores = *profile.cpu_millicores;
+  if (profile.tcp_memory_bytes) spec.limits.tcp_memory_bytes = *profile.tcp_memory_bytes;
   if (o.memory) spec.limits.memory_bytes = flag("--memory", [&] { return parse_size(*o.memory); });
   if (o.pids) spec.limits.pids = flag("--pids", [&] { return parse_count(*o.pids); });
   if (o.cpu) spec.limits.cpu_millicores = flag("--cpu", [&] { return parse_cpu(*o.cpu); });
+  if (o.tcp_memory)
+    spec.limits.tcp_memory_bytes = flag("--tcp-memory", [&] { return checked_tcp_memory(parse_size(*o.tcp_memory)); });
+  // The box's own devpts, no cgroup needed: any caller may bound it.
+  if (profile.ptys) spec.limits.ptys = *profile.ptys;
+  if (o.ptys) spec.limits.ptys = flag("--ptys", [&] { return checked_ptys(parse_count(*o.ptys)); });
 
   // Cgroups need root (or a delegated v2 subtree, not supported yet): never pretend.
   spec.use_cgroup = ::geteuid() == 0;
   if (!spec.use_cgroup && limits_asked)
-    throw UsageError("--memory/--pids/--cpu need cgroups, which only root can create here");
+    throw UsageError("--memory/--pids/--cpu/--tcp-memory need cgroups, which only root can create here");
 
   if (o.net != "none")
     throw UsageError("--net: \"" + o.net + "\" is not supported yet (only \"none\")");

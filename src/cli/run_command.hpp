@@ -18,6 +18,8 @@ struct RunOptions {
   std::optional<std::string> memory;    // "2G"
   std::optional<std::string> pids;      // "512"
   std::optional<std::string> cpu;       // "1.5" cores or "500m"
+  std::optional<std::string> ptys;      // "256": the box's devpts max=
+  std::optional<std::string> tcp_memory;  // "64M": its TCP socket buffers (cgroup v1 kmem.tcp)
   std::string net = "none";
   RunNetFlags net_flags;                // --allow-net, --allow-address, --add-host
   std::vector<std::string> env;         // K=V set inside

@@ -34,6 +34,10 @@ bool apply_inference_key(InferenceConfig& config, std::string_view key, const to
     config.connect_timeout = toml_seconds(value);
   } else if (key == "inference.idle_timeout") {
     config.idle_timeout = toml_seconds(value);
+  } else if (key == "inference.request_memory") {
+    config.request_memory = toml_size(value);
+    if (config.request_memory < (64 << 10))
+      throw Error("at least 64 KiB (a request body is held whole for a budget check)");
   } else if (key.starts_with("inference.anthropic.")) {
     std::string_view name = key.substr(std::string_view("inference.anthropic.").size());
     InferenceConfig::Anthropic& a = config.anthropic;
@@ -45,6 +49,8 @@ bool apply_inference_key(InferenceConfig& config, std::string_view key, const to
       a.ca_file = toml_string(value);
     else if (name == "daily_tokens")
       a.daily_tokens = static_cast<uint64_t>(toml_integer(value, 0, INT64_MAX));
+    else if (name == "context_tokens")
+      a.context_tokens = static_cast<uint64_t>(toml_integer(value, 1, INT64_MAX));
     else
       return false;
     a.configured = true;

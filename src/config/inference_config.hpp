@@ -2,10 +2,12 @@
 // The inference gateway's keys of the server config (DESIGN §4):
 //
 //   [inference]            port = 3129  connections = 64  connect_timeout = 10  idle_timeout = 600
+//                          request_memory = "32MiB"                 # bodies held per account for a budget check
 //   [inference.anthropic]  upstream = "https://api.anthropic.com"   # http:// only to loopback
 //                          key_file = "/etc/agentbox/anthropic.key" # an API key or an OAuth token
 //                          ca_file = "/etc/agentbox/upstream-ca.pem" # optional, beside the system store
 //                          daily_tokens = 0                         # per account; 0 = no budget
+//                          context_tokens = 1000000                 # input bound of a request with images...
 //
 // The credential comes from key_file, else AGENTBOX_ANTHROPIC_API_KEY, else
 // AGENTBOX_ANTHROPIC_OAUTH_TOKEN. With none, there is no gateway (and no ANTHROPIC_BASE_URL in
@@ -29,6 +31,7 @@ struct InferenceConfig {
   size_t connections = 64;                       // open at once per account; above it 429
   std::chrono::seconds connect_timeout{10};      // resolve, connect and TLS handshake; then 504
   std::chrono::seconds idle_timeout{600};        // no byte moving while a request or answer streams
+  uint64_t request_memory = 32 << 20;            // bytes of bodies one account's gateway holds for a budget check
 
   struct Anthropic {
     bool configured = false;                     // the config has an [inference.anthropic] table
@@ -36,6 +39,7 @@ struct InferenceConfig {
     std::optional<std::string> key_file;
     std::optional<std::string> ca_file;
     uint64_t daily_tokens = 0;
+    uint64_t context_tokens = 1'000'000;         // a request's input bound when its bytes are not one
   } anthropic;
 };
 

@@ -6,6 +6,7 @@
 #include "config/bind_spec.hpp"
 #include "config/egress_config.hpp"
 #include "config/toml_schema.hpp"
+#include "config/units.hpp"
 
 namespace agentbox {
 namespace {
@@ -50,7 +51,7 @@ void read_env_table(ProfileLoad& p, const toml::node& value) {
   }
 }
 
-constexpr std::array<TomlField<ProfileLoad>, 8> kFields = {{
+constexpr std::array<TomlField<ProfileLoad>, 10> kFields = {{
     {"ro_bind", [](ProfileLoad& p, const toml::node& v) { p.ro_binds = read_binds(v, false, p.caller_home); }},
     {"bind", [](ProfileLoad& p, const toml::node& v) { p.rw_binds = read_binds(v, true, p.caller_home); }},
     {"pass_env",
@@ -72,6 +73,10 @@ constexpr std::array<TomlField<ProfileLoad>, 8> kFields = {{
        p.profile.pids = static_cast<uint64_t>(toml_integer(v, 1, INT32_MAX));
      }},
     {"limits.cpu", [](ProfileLoad& p, const toml::node& v) { p.profile.cpu_millicores = toml_cpu(v); }},
+    {"limits.ptys",
+     [](ProfileLoad& p, const toml::node& v) { p.profile.ptys = checked_ptys(toml_integer(v, 1, INT32_MAX)); }},
+    {"limits.tcp_memory",
+     [](ProfileLoad& p, const toml::node& v) { p.profile.tcp_memory_bytes = checked_tcp_memory(toml_size(v)); }},
 }};
 // A size above the entries would leave an entry with no key and no function.
 static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.empty() || f.apply == nullptr; }));

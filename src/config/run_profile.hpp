@@ -12,6 +12,8 @@
 //   memory = "2G"
 //   pids = 512
 //   cpu = "1.5"
+//   ptys = 256                                # pseudo-terminals the box may hold (devpts max=)
+//   tcp_memory = "64M"                        # its TCP socket buffers (cgroup v1; root only)
 //   [policy.default]                          # egress through the proxy, as in the server config
 //   allow = ["pypi.org", "*.pythonhosted.org"]  # no allow rule: no proxy, no network
 //   deny = []
@@ -36,6 +38,8 @@ struct RunProfile {
   std::optional<uint64_t> memory_bytes;     // limits.memory
   std::optional<uint64_t> pids;             // limits.pids
   std::optional<uint32_t> cpu_millicores;   // limits.cpu
+  std::optional<uint32_t> ptys;             // limits.ptys
+  std::optional<uint64_t> tcp_memory_bytes; // limits.tcp_memory
   std::optional<std::string> home;          // absolute host path, ~ expanded
   net::EgressConfig egress;                 // [policy.default] and [hosts]; users stays empty
 };

@@ -17,6 +17,7 @@
 #include "config/inference_config.hpp"
 #include "config/secret_file.hpp"
 #include "config/toml_schema.hpp"
+#include "config/units.hpp"
 #include "net/ip_address.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
@@ -71,7 +72,7 @@ void set_admin_key(ServerConfig& c, std::string_view text) {
   c.admin_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 38> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 40> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -121,6 +122,10 @@ constexpr std::array<TomlField<ServerConfig>, 38> kFields = {{
      }},
     {"box.cpu", [](ServerConfig& c, const toml::node& v) { c.box.cpu_millicores = toml_cpu(v); }},
     {"box.tmp", [](ServerConfig& c, const toml::node& v) { c.box.tmp_bytes = toml_size(v); }},
+    {"box.ptys",
+     [](ServerConfig& c, const toml::node& v) { c.box.ptys = checked_ptys(toml_integer(v, 1, INT32_MAX)); }},
+    {"box.tcp_memory",
+     [](ServerConfig& c, const toml::node& v) { c.box.tcp_memory_bytes = checked_tcp_memory(toml_size(v)); }},
     {"exec.output_cap", [](ServerConfig& c, const toml::node& v) { c.exec.output_cap = toml_size(v); }},
     {"exec.retention", [](ServerConfig& c, const toml::node& v) { c.exec.retention = toml_seconds(v); }},
     {"terminals.max_per_account",
@@ -283,6 +288,8 @@ Limits default_server_box_limits() {
   limits.pids = 1024;
   limits.cpu_millicores = 2000;
   limits.tmp_bytes = 512ull << 20;
+  limits.ptys = 256;
+  limits.tcp_memory_bytes = 64ull << 20;
   return limits;
 }
 

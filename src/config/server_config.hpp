@@ -16,6 +16,8 @@
 //              disk = "10G"  inodes = 1000000  trash_days = 7   (config/storage_config.hpp)
 //   [accounts.users."ID"] disk = "50G"  inodes = 2000000
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
+//              ptys = 256           # devpts max= of each box: the host's pty pool is shared
+//              tcp_memory = "64M"   # socket buffers of its TCP (cgroup v1 kmem.tcp; v2: in memory)
 //   [exec]     output_cap = "16M"  retention = 3600
 //   [terminals] max_per_account = 16  idle_timeout = 3600
 //   [proxy]    connect_timeout = 10  response_timeout = 60  idle_timeout = 300
@@ -26,7 +28,8 @@
 //              kept, new connections a second; bytes each proxy socket queues each way)
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
-//   [inference] port = 3129 ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens
+//   [inference] port = 3129, request_memory ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens,
+//                                                             context_tokens
 //                                                             (config/inference_config.hpp)
 //   [agent]    claude = "PATH"  skills_dir = "PATH"           (config/agent_config.hpp)
 //   [backup]   dir = "PATH"  interval = 300  keep_deleted_days = 7   (mirror of homes; no dir: off)

@@ -136,6 +136,19 @@ uint64_t parse_count(std::string_view text) {
   return d.whole;
 }
 
+uint32_t checked_ptys(uint64_t count) {
+  constexpr uint64_t kMax = 1 << 20;  // NR_UNIX98_PTY_MAX
+  if (count < 1 || count > kMax)
+    throw Error("must be between 1 and " + std::to_string(kMax) + ", not " + std::to_string(count));
+  return static_cast<uint32_t>(count);
+}
+
+uint64_t checked_tcp_memory(uint64_t bytes) {
+  constexpr uint64_t kMin = 1ull << 20;
+  if (bytes != 0 && bytes < kMin) throw Error("must be \"0\" (no separate bound) or at least \"1M\"");
+  return bytes;
+}
+
 std::string format_size(uint64_t bytes) {
   if (bytes < kSizeUnits.front().bytes) return fmt::format("{}B", bytes);
   const Unit* unit = &kSizeUnits.front();

@@ -20,6 +20,12 @@ uint32_t parse_cpu(std::string_view text);
 // A non-negative integer ("512").
 uint64_t parse_count(std::string_view text);
 
+// Two box limits with bounds of their own (Limits in box/box_spec.hpp); each throws Error.
+// ptys: 1 to 1048576, what devpts takes as max=. tcp_memory: 0 (no separate bound) or at least
+// 1M, below which a box's TCP would crawl from its first few connections.
+uint32_t checked_ptys(uint64_t count);
+uint64_t checked_tcp_memory(uint64_t bytes);
+
 // Short form for messages: "123B", "512M", "1.5G" (one decimal, rounded down).
 std::string format_size(uint64_t bytes);
 

@@ -4,8 +4,6 @@
 // loop device that frees itself when unmounted (LO_FLAGS_AUTOCLEAR).
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/loop.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -13,10 +11,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "fs/ext4_superblock.hpp"
+#include "fs/loop_device.hpp"
 #include "fs/volume_backend.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
@@ -28,7 +26,6 @@ namespace agentbox {
 namespace {
 
 constexpr unsigned long kMountFlags = MS_NOSUID | MS_NODEV | MS_NOATIME;
-constexpr int kLoopAttempts = 16;  // LOOP_CTL_GET_FREE races other users of loop devices
 // ext4 wants room for its inode tables: at most one inode per this many bytes of image.
 constexpr uint64_t kMinBytesPerInode = 1024;
 
@@ -68,35 +65,6 @@ void make_image(const std::string& image, const DiskQuota& quota) {
     throw;
   }
   check(::rename(fresh.c_str(), image.c_str()), "rename(" + fresh + ")");
-}
-
-// Binds `image` to a free loop device and returns that device open. With direct I/O where the
-// host allows it, so the image's pages are not cached twice (once per filesystem).
-UniqueFd attach_loop(const UniqueFd& image, const std::string& image_path, std::string& device) {
-  UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
-  if (!control) throw sys_error("open(/dev/loop-control)");
-  bool direct_io = true;
-  for (int attempt = 0; attempt < kLoopAttempts; ++attempt) {
-    const int n = static_cast<int>(check(::ioctl(control.get(), LOOP_CTL_GET_FREE), "LOOP_CTL_GET_FREE"));
-    device = "/dev/loop" + std::to_string(n);
-    UniqueFd loop(::open(device.c_str(), O_RDWR | O_CLOEXEC));
-    if (!loop) {
-      if (errno == ENOENT) continue;  // the node appears a moment after LOOP_CTL_GET_FREE made it
-      throw sys_error("open(" + device + ")");
-    }
-    loop_config config{};
-    config.fd = static_cast<uint32_t>(image.get());
-    config.info.lo_flags = LO_FLAGS_AUTOCLEAR | (direct_io ? LO_FLAGS_DIRECT_IO : 0);
-    std::strncpy(reinterpret_cast<char*>(config.info.lo_file_name), image_path.c_str(), LO_NAME_SIZE - 1);
-    if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0) return loop;
-    if (errno == EBUSY) continue;  // another process took it first
-    if (errno == EINVAL && direct_io) {
-      direct_io = false;  // the image's filesystem cannot do O_DIRECT: cached I/O then
-      continue;
-    }
-    throw sys_error("LOOP_CONFIGURE(" + device + ", " + image_path + ")");
-  }
-  throw Error("no free loop device after " + std::to_string(kLoopAttempts) + " attempts", EBUSY);
 }
 
 // The loop device already holding `image` (a box of an earlier daemon run can keep its

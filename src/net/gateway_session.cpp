@@ -30,6 +30,7 @@ using boost::system::error_code;
 namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr std::chrono::seconds kLinger{2};
 // Claude's OAuth tokens are accepted only with this beta named; a box's client, which believes
 // it holds an API key, does not name it.
 constexpr std::string_view kOAuthBeta = "oauth-2025-04-20";
@@ -43,6 +44,8 @@ bool is_quiet_end(const error_code& ec) {
 std::string_view error_type(http::status status) {
   switch (status) {
     case http::status::too_many_requests: return "rate_limit_error";
+    case http::status::forbidden: return "permission_error";
+    case http::status::payload_too_large: return "request_too_large";
     case http::status::bad_gateway:
     case http::status::gateway_timeout: return "api_error";
     default: return "invalid_request_error";
@@ -62,7 +65,10 @@ GatewaySession::GatewaySession(tcp::socket client, std::shared_ptr<BoxAccount> w
   client_.socket().set_option(tcp::no_delay(true), ignored);
 }
 
-GatewaySession::~GatewaySession() { --who_->open; }
+GatewaySession::~GatewaySession() {
+  --who_->open;
+  release_held();
+}
 
 void GatewaySession::start() {
   const size_t cap = context_->options().connections_per_account;
@@ -74,9 +80,10 @@ void GatewaySession::start() {
 }
 
 void GatewaySession::do_read_head() {
+  body_held_ = held_sent_ = false;
   request_.emplace();
   request_->header_limit(context_->options().header_limit);
-  request_->body_limit(boost::none);  // bodies stream through; nothing is held whole
+  request_->body_limit(boost::none);  // bodies stream through (held whole only for a budget, within request_memory)
   bytes_up_ = bytes_down_ = 0;
   client_.expires_after(context_->options().header_timeout);
   http::async_read_header(client_, client_buffer_, *request_,
@@ -97,8 +104,15 @@ void GatewaySession::on_read_head(error_code ec) {
     return answer_error(http::status::bad_request,
                         "agentbox: this is the model gateway (ANTHROPIC_BASE_URL), not a proxy: send a path such as "
                         "/v1/messages");
+  RouteMatch match = match_gateway_route(std::string_view(req.method_string()), target);
+  if (!match.route) {
+    record(false, match.refusal.substr(10));
+    // The request's body is still unread: the connection cannot carry another request.
+    return answer_error(http::status::forbidden, match.refusal);
+  }
   client_keep_alive_ = req.keep_alive();
-  if (budget_spent()) return;
+  if (match.route->spends_tokens && context_->options().daily_tokens > 0 && context_->ledger())
+    return start_held_body();
   prepare_request();
   // The gateway answers Expect: 100-continue itself: the upstream gets the body without waiting.
   if (auto expect = req.find(http::field::expect);
@@ -112,18 +126,102 @@ void GatewaySession::on_read_head(error_code ec) {
   do_upstream();
 }
 
-bool GatewaySession::budget_spent() {
+void GatewaySession::start_held_body() {
+  auto& req = request_->get();
+  const size_t cap = context_->options().request_memory;
+  if (auto length = request_->content_length(); length && *length > cap) {
+    std::string why = fmt::format(
+        "agentbox: a request body of {} bytes is more than the model gateway holds to check it against the token "
+        "budget ([inference] request_memory = {} bytes)",
+        *length, cap);
+    record(false, what_ + ": " + why.substr(10));
+    return answer_error(http::status::payload_too_large, why);
+  }
+  body_held_ = true;
+  if (auto expect = req.find(http::field::expect);
+      expect != req.end() && beast::iequals(expect->value(), "100-continue")) {
+    req.erase(http::field::expect);
+    return asio::async_write(client_, asio::buffer(kContinue), [self = shared_from_this()](error_code ec, size_t) {
+      if (ec) return self->close();
+      self->do_read_held_body();
+    });
+  }
+  do_read_held_body();
+}
+
+void GatewaySession::do_read_held_body() {
+  if (request_->is_done()) {
+    // Read off the loop, which serves every box; the session waits for nothing else meanwhile.
+    client_.expires_never();
+    return context_->scans().post(who_->account, [self = shared_from_this()] {
+      WorstCaseScan scan = worst_case_tokens(self->held_, self->context_->options().context_tokens);
+      asio::post(self->client_.get_executor(),
+                 [self, scan = std::move(scan)]() mutable { self->on_scanned(std::move(scan)); });
+    });
+  }
+  auto& body = request_->get().body();
+  body.data = body_buffer_.data();
+  body.size = body_buffer_.size();
+  client_.expires_after(context_->options().idle_timeout);
+  http::async_read_some(client_, client_buffer_, *request_,
+                        [self = shared_from_this()](error_code ec, size_t) { self->on_held_body_read(ec); });
+}
+
+void GatewaySession::on_held_body_read(error_code ec) {
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) return close();
+  const size_t used = body_buffer_.size() - request_->get().body().size;
+  if (used > 0) {
+    const size_t cap = context_->options().request_memory;
+    if (!context_->hold(who_->account, used)) {
+      const bool alone = held_.size() + used > cap;
+      std::string why =
+          alone ? fmt::format("agentbox: a request body of more than {} bytes is more than the model gateway holds to "
+                              "check it against the token budget ([inference] request_memory)",
+                              cap)
+                : fmt::format("agentbox: this sandbox's requests waiting for the token budget check may hold {} bytes "
+                              "at once ([inference] request_memory); try again when one has gone",
+                              cap);
+      record(false, what_ + ": " + why.substr(10));
+      release_held();
+      return answer_error(alone ? http::status::payload_too_large : http::status::too_many_requests, why);
+    }
+    held_.append(body_buffer_.data(), used);
+    bytes_up_ += used;
+  }
+  do_read_held_body();
+}
+
+void GatewaySession::on_scanned(WorstCaseScan scan) {
+  if (!scan.worst) {
+    record(false, what_ + ": " + scan.refusal.substr(10));
+    release_held();
+    return answer_error(http::status::bad_request, scan.refusal, client_keep_alive_);
+  }
+  const WorstCase& worst = *scan.worst;
   const uint64_t budget = context_->options().daily_tokens;
-  if (budget == 0 || !context_->ledger()) return false;
-  DailyTokens today = context_->ledger()->on(who_->account, utc_today());
-  if (today.tokens.total() < budget) return false;
-  std::string why = fmt::format(
-      "agentbox: this account's daily token budget ({} tokens) is spent ({} used today); it renews at 00:00 UTC",
-      budget, today.tokens.total());
-  record(false, why.substr(10));
-  // The request's body is still unread: the connection cannot carry another request.
-  answer_error(http::status::too_many_requests, why);
-  return true;
+  uint64_t left = 0;
+  std::optional<TokenReservation> reserved =
+      context_->ledger()->reserve(who_->account, utc_today(), worst.total(), budget, left);
+  if (!reserved) {
+    std::string why = fmt::format(
+        "agentbox: this request may spend up to {} tokens (max_tokens {} and {} of input, bounded by {}), more than "
+        "is left of this account's daily token budget of {} tokens: {} left, counting requests in flight; it renews "
+        "at 00:00 UTC",
+        worst.total(), worst.output, worst.input, worst.input_bound, budget, left);
+    record(false, what_ + ": " + why.substr(10));
+    release_held();
+    return answer_error(http::status::too_many_requests, why, client_keep_alive_);
+  }
+  reservation_ = std::move(reserved);
+  prepare_request();
+  request_->get().content_length(held_.size());  // the body goes up whole, in one piece
+  do_upstream();
+}
+
+void GatewaySession::release_held() {
+  context_->unhold(who_->account, held_.size());
+  std::string().swap(held_);
 }
 
 void GatewaySession::prepare_request() {
@@ -246,8 +344,10 @@ void GatewaySession::do_relay_request_body() {
   };
   auto& body = request_->get().body();
   if (request_->is_done()) {
-    body.data = nullptr;
-    body.size = 0;
+    const bool held = body_held_ && !held_sent_;
+    held_sent_ = held_sent_ || held;
+    body.data = held ? held_.data() : nullptr;
+    body.size = held ? held_.size() : 0;
     body.more = false;
     return write();
   }
@@ -269,6 +369,7 @@ void GatewaySession::do_relay_request_body() {
 }
 
 void GatewaySession::do_read_response_head() {
+  if (body_held_) release_held();  // sent
   response_.emplace();
   response_->body_limit(boost::none);
   if (request_->get().method() == http::verb::head) response_->skip(true);
@@ -299,8 +400,7 @@ void GatewaySession::do_relay_response_body() {
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
         // The box went away mid-answer (an interrupted run): what streamed so far still counts.
-        if (self->context_->ledger())
-          self->context_->ledger()->add(self->who_->account, utc_today(), self->meter_->finish());
+        self->count(self->meter_->finish());
         self->record(true, self->what_ + ": the client left");
         return self->close();
       }
@@ -322,8 +422,7 @@ void GatewaySession::do_relay_response_body() {
     http::async_read_some(upstream, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {  // the head is out: all that can be done is to cut the connection
-        if (self->context_->ledger())
-          self->context_->ledger()->add(self->who_->account, utc_today(), self->meter_->finish());
+        self->count(self->meter_->finish());
         self->record(true, self->what_ + ": the answer broke off: " + ec.message());
         return self->close();
       }
@@ -343,8 +442,8 @@ void GatewaySession::do_relay_response_body() {
 void GatewaySession::on_response_sent() {
   TokenCounts used = meter_->finish();
   const unsigned status = response_->get().result_int();
-  if (context_->ledger() && (status / 100 == 2 || used.total() > 0))
-    context_->ledger()->add(who_->account, utc_today(), used);
+  if (status / 100 == 2 || used.total() > 0) count(used);
+  reservation_.reset();  // an answer that used nothing (an error): released
   record(true, fmt::format("{} -> {}, {} tokens", what_, status, used.total()));
   if (!upstream_keep_alive_) drop_upstream();
   response_.reset();
@@ -364,6 +463,7 @@ void GatewaySession::upstream_failed(error_code ec, const std::string& doing) {
                                       ec.message());
   record(true, why.substr(10));
   drop_upstream();
+  if (!response_out_) reservation_.reset();  // no answer: nothing to count
   // A reply is possible only while nothing of the answer has gone to the box.
   if (response_out_) return close();
   answer_error(ec == beast::error::timeout ? http::status::gateway_timeout : http::status::bad_gateway, why);
@@ -378,8 +478,26 @@ void GatewaySession::answer_error(http::status status, const std::string& messag
   res->prepare_payload();
   client_.expires_after(context_->options().header_timeout);
   http::async_write(client_, *res, [self = shared_from_this(), res, keep_alive](error_code ec, size_t) {
-    if (ec || !keep_alive) return self->close();
+    if (ec) return self->close();
+    if (!keep_alive) return self->linger();
     self->do_read_head();
+  });
+}
+
+// An answer given before the request's body was read: closing at once would reset the
+// connection while the box still sends, and the box would lose the answer. What it sends is
+// read and dropped until it closes too, for kLinger at most.
+void GatewaySession::linger() {
+  error_code ignored;
+  client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  client_.expires_after(kLinger);
+  do_drain();
+}
+
+void GatewaySession::do_drain() {
+  client_.async_read_some(asio::buffer(body_buffer_), [self = shared_from_this()](error_code ec, size_t) {
+    if (ec) return self->close();
+    self->do_drain();
   });
 }
 
@@ -397,6 +515,15 @@ void GatewaySession::record(bool allowed, std::string reason) {
   d.bytes_up = static_cast<int64_t>(bytes_up_);
   d.bytes_down = static_cast<int64_t>(bytes_down_);
   context_->record(std::move(d));
+}
+
+void GatewaySession::count(const TokenCounts& used) {
+  if (reservation_) {
+    reservation_->settle(used);
+    reservation_.reset();
+  } else if (context_->ledger()) {
+    context_->ledger()->add(who_->account, utc_today(), used);
+  }
 }
 
 void GatewaySession::close() {

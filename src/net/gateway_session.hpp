@@ -18,7 +18,9 @@
 
 #include "net/account_listeners.hpp"
 #include "net/anthropic_usage.hpp"
+#include "net/gateway_routes.hpp"
 #include "net/inference_gateway.hpp"
+#include "net/request_worst_case.hpp"
 
 namespace agentbox::net {
 
@@ -36,7 +38,13 @@ class GatewaySession : public std::enable_shared_from_this<GatewaySession> {
 
   void do_read_head();
   void on_read_head(boost::system::error_code ec);
-  bool budget_spent();
+  // With a budget, a request that spends tokens: its body is read whole and held, its worst
+  // case read off the loop and reserved, before anything goes upstream.
+  void start_held_body();
+  void do_read_held_body();
+  void on_held_body_read(boost::system::error_code ec);
+  void on_scanned(WorstCaseScan scan);
+  void release_held();
   void prepare_request();
   // The upstream connection: the open one if it is still good, else a new one.
   void do_upstream();
@@ -57,8 +65,12 @@ class GatewaySession : public std::enable_shared_from_this<GatewaySession> {
 
   // An error the gateway makes itself, shaped like Anthropic's; then the next request or close.
   void answer_error(boost::beast::http::status status, const std::string& message, bool keep_alive = false);
+  void linger();
+  void do_drain();
   void upstream_failed(boost::system::error_code ec, const std::string& doing);
   void record(bool allowed, std::string reason);
+  // What the answer used: replaces the reservation, or is added to the day without a budget.
+  void count(const TokenCounts& used);
   void close();
 
   boost::beast::tcp_stream client_;
@@ -74,6 +86,9 @@ class GatewaySession : public std::enable_shared_from_this<GatewaySession> {
   std::optional<boost::beast::http::request_serializer<boost::beast::http::buffer_body>> request_out_;
   std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> response_out_;
   std::optional<UsageMeter> meter_;
+  std::string held_;                           // the body held for a budget check
+  bool body_held_ = false, held_sent_ = false;
+  std::optional<TokenReservation> reservation_;  // its worst case, while in flight
   std::array<char, 64 * 1024> body_buffer_{};
 
   std::string what_;          // "POST /v1/messages", for the log

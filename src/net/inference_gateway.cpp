@@ -1,5 +1,7 @@
 #include "net/inference_gateway.hpp"
 
+#include <algorithm>
+
 #include "net/gateway_session.hpp"
 #include "util/error.hpp"
 
@@ -34,6 +36,25 @@ GatewayContext::GatewayContext(GatewayOptions options, std::shared_ptr<NameResol
       resolver_(std::move(resolver)),
       ledger_(std::move(ledger)),
       log_(std::move(log)) {}
+
+bool GatewayContext::hold(const std::string& account, size_t bytes) {
+  std::lock_guard lock(held_mu_);
+  size_t& held = held_[account];
+  if (bytes > options_.request_memory - held) {
+    if (held == 0) held_.erase(account);
+    return false;
+  }
+  held += bytes;
+  return true;
+}
+
+void GatewayContext::unhold(const std::string& account, size_t bytes) {
+  std::lock_guard lock(held_mu_);
+  auto it = held_.find(account);
+  if (it == held_.end()) return;
+  it->second -= std::min(it->second, bytes);
+  if (it->second == 0) held_.erase(it);
+}
 
 InferenceGateway::InferenceGateway(asio::io_context& io, std::shared_ptr<GatewayContext> context)
     : context_(context),

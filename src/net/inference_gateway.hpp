@@ -5,9 +5,14 @@
 // answers back as they come. It counts the tokens each answer reports against the account
 // (store/token_usage.hpp) and refuses requests once a daily budget is spent.
 //
-//   read head (400/431) → budget (429) → upstream connection: reused, or resolve, connect,
-//     TLS handshake verifying the upstream's certificate and name (502/504)
-//   → the request with the operator's credential → the answer, metered, back to the box
+//   read head (400/431) → the route: only the model API (net/gateway_routes.hpp; 403)
+//   → with a daily budget, a request that spends tokens is read whole (at most request_memory
+//     per account; 413/429), its worst case bounded (net/request_worst_case.hpp; 400) and
+//     reserved from what is left of the budget (429), all before any upstream sees it
+//   → upstream connection: reused, or resolve, connect, TLS handshake verifying the
+//     upstream's certificate and name (502/504)
+//   → the request with the operator's credential → the answer, metered, back to the box; its
+//     counts replace the reservation
 //   → the next request on the same connection (keep-alive)
 //
 // Errors the gateway makes itself are shaped like Anthropic's ({"type":"error","error":{...}})
@@ -17,14 +22,17 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "net/account_listeners.hpp"
 #include "net/inference_upstream.hpp"
 #include "net/name_resolver.hpp"
 #include "store/network_log.hpp"
 #include "store/token_usage.hpp"
+#include "util/fair_pool.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::net {
@@ -34,6 +42,8 @@ struct GatewayOptions {
   Credential credential;
   std::optional<std::string> ca_file;  // trusted beside the system store (a private CA, tests)
   uint64_t daily_tokens = 0;           // per account and UTC day; 0: no budget
+  uint64_t context_tokens = 1'000'000; // a request's input bound when its bytes are not one
+  size_t request_memory = 32 << 20;    // bytes of bodies held per account for a budget check
   std::chrono::milliseconds header_timeout{30'000};   // for a request head, and between requests
   std::chrono::milliseconds connect_timeout{10'000};  // resolve + connect + TLS handshake; then 504
   std::chrono::milliseconds idle_timeout{600'000};    // no byte moving while a request or answer streams
@@ -55,6 +65,12 @@ class GatewayContext {
   void record(NetworkDecision decision) const {
     if (log_) log_->record(std::move(decision));
   }
+  // Bodies held for a budget check take `bytes` more of the account's request_memory; false
+  // (and nothing taken) when they would exceed it.
+  bool hold(const std::string& account, size_t bytes);
+  void unhold(const std::string& account, size_t bytes);
+  // Reads held bodies off the loop (a 32 MiB body takes a while), fairly between accounts.
+  FairPool& scans() { return scans_; }
 
  private:
   const GatewayOptions options_;
@@ -62,6 +78,9 @@ class GatewayContext {
   const std::shared_ptr<NameResolver> resolver_;
   const std::shared_ptr<TokenLedger> ledger_;
   const std::shared_ptr<NetworkLog> log_;
+  std::mutex held_mu_;  // guards held_
+  std::unordered_map<std::string, size_t> held_;
+  FairPool scans_{2, 1};  // last: its jobs may use the rest
 };
 
 class InferenceGateway {

@@ -43,6 +43,8 @@ Response response_for_exception(std::exception_ptr error, std::string_view conte
     Response r = error_response(http::status::service_unavailable, e.what());
     if (e.retry_after() > 0) r.headers.set(http::field::retry_after, std::to_string(e.retry_after()));
     return r;
+  } catch (const BoxLimitReached& e) {  // the caller's box holds all it may: the message names the limit
+    return error_response(http::status::too_many_requests, e.what());
   } catch (const std::exception& e) {
     http_logger()->error("{}: unhandled exception: {}", context, e.what());
   } catch (...) {

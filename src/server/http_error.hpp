@@ -33,7 +33,7 @@ Response error_response(http::status status, std::string_view detail);
 
 // The response for an exception a handler let escape: HttpError → its status and detail;
 // FsError → its kind's status (400/403/404/409/415/413) and message; BoxUnavailable → 503
-// with its message and Retry-After; anything else →
+// with its message and Retry-After; BoxLimitReached → 429 with its message; anything else →
 // 500 {"detail":"Internal Server Error"}, with the real message logged under
 // `context` (for example "GET /files/read").
 Response response_for_exception(std::exception_ptr error, std::string_view context);

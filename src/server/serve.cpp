@@ -26,6 +26,7 @@
 #include "server/placement_guard.hpp"
 #include "exec/account_boxes.hpp"
 #include "fs/account_volumes.hpp"
+#include "server/agent_images.hpp"
 #include "server/caller.hpp"
 #include "server/execute_routes.hpp"
 #include "server/file_routes.hpp"
@@ -194,6 +195,11 @@ int serve(const ServeOptions& options) {
     if (auto warning = short_key_warning(what, *key)) std::cout << "warning: " << *warning << "\n";
   }
 
+  // Before any box: the CLI and the skills as sealed images, so boxes bind them without
+  // learning where the host keeps them (server/agent_images.hpp).
+  AgentImages agent_images(agent_mounts, config.state_dir);
+  agent_mounts = agent_images.mounts();
+
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
   if (!cgroups) throw Error("cgroups: " + why + " (see `agentbox doctor`)");
@@ -261,6 +267,8 @@ int serve(const ServeOptions& options) {
     g.credential = std::move(*model_credential);
     g.ca_file = config.inference.anthropic.ca_file;
     g.daily_tokens = config.inference.anthropic.daily_tokens;
+    g.context_tokens = config.inference.anthropic.context_tokens;
+    g.request_memory = config.inference.request_memory;
     g.connect_timeout = config.inference.connect_timeout;
     g.idle_timeout = config.inference.idle_timeout;
     g.connections_per_account = config.inference.connections;

@@ -2,7 +2,9 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
+#include <utility>
 #include <fmt/format.h>
 
 namespace agentbox {
@@ -83,6 +85,64 @@ void TokenLedger::add(std::string_view account, std::string_view day, const Toke
     ++changes_;
   }
   wake_.notify_one();
+}
+
+std::optional<TokenReservation> TokenLedger::reserve(std::string_view account, std::string_view day, uint64_t tokens,
+                                                    uint64_t budget, uint64_t& left) {
+  std::lock_guard lock(mu_);
+  Key key{std::string(account), std::string(day)};
+  uint64_t held = 0;
+  if (auto it = reserved_.find(key); it != reserved_.end()) held = it->second;
+  uint64_t used = cached(key).tokens.total();
+  left = used + held >= budget ? 0 : budget - used - held;
+  if (tokens > left) return std::nullopt;
+  reserved_[key] = held + tokens;
+  TokenReservation r;
+  r.ledger_ = this;
+  r.account_ = std::move(key.first);
+  r.day_ = std::move(key.second);
+  r.tokens_ = tokens;
+  return r;
+}
+
+uint64_t TokenLedger::in_flight(std::string_view account, std::string_view day) {
+  std::lock_guard lock(mu_);
+  auto it = reserved_.find({std::string(account), std::string(day)});
+  return it == reserved_.end() ? 0 : it->second;
+}
+
+void TokenLedger::release(const Key& key, uint64_t tokens, const TokenCounts* used) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = reserved_.find(key); it != reserved_.end()) {
+      it->second -= std::min(it->second, tokens);
+      if (it->second == 0) reserved_.erase(it);
+    }
+    if (!used) return;
+    DailyTokens& d = cached(key);
+    d.requests += 1;
+    d.tokens += *used;
+    dirty_.insert(key);
+    ++changes_;
+  }
+  wake_.notify_one();
+}
+
+TokenReservation& TokenReservation::operator=(TokenReservation&& other) noexcept {
+  if (this != &other) {
+    release(nullptr);
+    ledger_ = std::exchange(other.ledger_, nullptr);
+    account_ = std::move(other.account_);
+    day_ = std::move(other.day_);
+    tokens_ = std::exchange(other.tokens_, 0);
+  }
+  return *this;
+}
+
+void TokenReservation::release(const TokenCounts* used) {
+  if (!ledger_) return;
+  TokenLedger* ledger = std::exchange(ledger_, nullptr);
+  ledger->release({account_, day_}, tokens_, used);
 }
 
 DailyTokens TokenLedger::on(std::string_view account, std::string_view day) {

@@ -4,10 +4,16 @@
 // before each request. The gateway adds from its event loop, so add() never waits for the
 // database: the day's totals live in memory (read from the database the first time an account's
 // day is asked for) and one writer thread stores what changed.
+//
+// A budget holds requests in flight too: reserve() takes a request's worst case from what is
+// left before it is forwarded, and the answer's counts replace that reservation when it ends
+// (TokenReservation::settle), in one step, so parallel requests never spend more than the
+// budget between them. Reservations live in memory only: a restart forgets requests it cut.
 #include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -45,6 +51,31 @@ DailyTokens daily_tokens_from_row(const Statement& row);
 std::string utc_day(int64_t unix_seconds);
 std::string utc_today();
 
+class TokenLedger;
+
+// Tokens held against an account's day for one request in flight. Move-only; destroyed
+// without settle(), it is released and nothing is counted (the request never reached the
+// model).
+class TokenReservation {
+ public:
+  TokenReservation() = default;
+  TokenReservation(TokenReservation&& other) noexcept { *this = std::move(other); }
+  TokenReservation& operator=(TokenReservation&& other) noexcept;
+  ~TokenReservation() { release(nullptr); }
+
+  // What the answer used replaces the reservation, as one more request on the day it was made.
+  void settle(const TokenCounts& used) { release(&used); }
+  uint64_t tokens() const { return tokens_; }
+
+ private:
+  friend class TokenLedger;
+  void release(const TokenCounts* used);
+
+  TokenLedger* ledger_ = nullptr;  // null: settled, released or moved from
+  std::string account_, day_;
+  uint64_t tokens_ = 0;
+};
+
 class TokenLedger {
  public:
   explicit TokenLedger(Db db);  // its own connection (open_state_db); starts the writer
@@ -54,6 +85,12 @@ class TokenLedger {
 
   // One more answer's tokens on the account's day.
   void add(std::string_view account, std::string_view day, const TokenCounts& tokens);
+  // Holds `tokens` on the account's day if what it used and what its requests in flight hold
+  // leave room for them under `budget`. Either way `left` is what remained before.
+  std::optional<TokenReservation> reserve(std::string_view account, std::string_view day, uint64_t tokens,
+                                          uint64_t budget, uint64_t& left);
+  // Tokens the account's requests in flight hold on day.
+  uint64_t in_flight(std::string_view account, std::string_view day);
   // The account's totals for day (zeros when it used nothing).
   DailyTokens on(std::string_view account, std::string_view day);
   // The account's days, newest first, at most `days` of them.
@@ -64,11 +101,14 @@ class TokenLedger {
  private:
   using Key = std::pair<std::string, std::string>;  // account, day
   DailyTokens& cached(const Key& key);                // loads from the database on a miss; mu_ held
+  friend class TokenReservation;
+  void release(const Key& key, uint64_t tokens, const TokenCounts* used);
   void write_loop();
 
   std::mutex mu_;  // guards everything below but db_
   std::condition_variable wake_, stored_;
   std::map<Key, DailyTokens> days_;
+  std::map<Key, uint64_t> reserved_;  // held by requests in flight; no entry at 0
   std::set<Key> dirty_;
   uint64_t changes_ = 0, stored_changes_ = 0;
   bool stopping_ = false;

@@ -146,10 +146,19 @@ def user(gdaemon):
     c.close()
 
 
+def body_of(stream=False, model="claude-test"):
+    return json.dumps({"model": model, "max_tokens": 16, "stream": stream,
+                       "messages": [{"role": "user", "content": "hi"}]})
+
+
+# What a budget reserves for ask()'s request: max_tokens, and its body's bytes plus the
+# allowance for the prompts the API adds (src/net/request_worst_case.hpp).
+WORST = 16 + len(body_of()) + 1024
+
+
 def ask(client, *, stream=False, model="claude-test", extra_headers="", expect_http=None):
     """curl in the box to its gateway, as an SDK would; returns (http status, body)."""
-    body = json.dumps({"model": model, "max_tokens": 16, "stream": stream,
-                       "messages": [{"role": "user", "content": "hi"}]})
+    body = body_of(stream, model)
     command = (f'curl -sS --max-time 20 -w "\\n%{{http_code}}" "$ANTHROPIC_BASE_URL/v1/messages" '
                f'-H "x-api-key: $ANTHROPIC_API_KEY" -H "anthropic-version: 2023-06-01" '
                f'-H "content-type: application/json" {extra_headers} -d {shlex.quote(body)}')
@@ -314,11 +323,13 @@ def own_daemon(make_daemon, config, env=None):
 
 
 def test_a_spent_daily_budget_answers_429_without_reaching_the_upstream(make_daemon, plain_fake):
+    # Room for two answers of USED tokens each, then one worst case less a token.
+    budget = 2 * USED + WORST - 1
     d = own_daemon(make_daemon, f'[inference.anthropic]\nupstream = "http://127.0.0.1:{plain_fake.port}"\n'
-                                f"daily_tokens = {USED + 1}\n")
+                                f"daily_tokens = {budget}\n")
     with d.client(user=f"budget-{uuid.uuid4().hex[:8]}") as c:
-        ask(c, expect_http=200)  # 40 of 41 used
-        ask(c, stream=True, expect_http=200)  # allowed: the budget was not spent when it began
+        ask(c, expect_http=200)
+        ask(c, stream=True, expect_http=200)  # its worst case (a byte shorter) still fits
         wait_tokens(c, 2 * USED)
         before = len(plain_fake.requests)
         status, text = ask(c)
@@ -328,7 +339,7 @@ def test_a_spent_daily_budget_answers_429_without_reaching_the_upstream(make_dae
         assert "daily token budget" in error["error"]["message"]
         assert len(plain_fake.requests) == before
         t = tokens_today(c)
-        assert t["daily_budget"] == USED + 1 and t["remaining_today"] == 0
+        assert t["daily_budget"] == budget and t["remaining_today"] == WORST - 1
         with d.client(user=f"budget-other-{uuid.uuid4().hex[:8]}") as other:
             ask(other, expect_http=200)  # one account's budget is its own
 

@@ -264,6 +264,17 @@ class FakeAnthropic:
             def do_POST(self):
                 fake._handle(self, "POST")
 
+            # Recorded like the rest (and answered 404), so a test can show such a request
+            # never arrived.
+            def do_DELETE(self):
+                fake._handle(self, "DELETE")
+
+            def do_PUT(self):
+                fake._handle(self, "PUT")
+
+            def do_PATCH(self):
+                fake._handle(self, "PATCH")
+
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
@@ -380,8 +391,7 @@ class FakeAnthropic:
         return reply
 
     def _handle(self, handler, method):
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
+        raw = _read_body(handler)
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -465,6 +475,22 @@ class FakeAnthropic:
         event("message_stop", {"type": "message_stop"})
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
+
+
+def _read_body(handler):
+    """The request's body, by its Content-Length or chunked."""
+    if "chunked" in handler.headers.get("Transfer-Encoding", "").lower():
+        raw = b""
+        while True:
+            size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while handler.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                    pass
+                return raw
+            raw += handler.rfile.read(size)
+            handler.rfile.readline()
+    length = int(handler.headers.get("Content-Length") or 0)
+    return handler.rfile.read(length) if length else b""
 
 
 def _empty_block(b):

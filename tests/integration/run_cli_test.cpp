@@ -103,6 +103,8 @@ TEST(RunCli, BadInputIsOneLineAndExitTwo) {
            {"--memory", "12Q", "--", "true"},
            {"--pids", "-3", "--", "true"},
            {"--cpu", "lots", "--", "true"},
+           {"--ptys", "0", "--", "true"},
+           {"--tcp-memory", "4K", "--", "true"},
            {"--bogus", "--", "true"},
            {"--bind", "/no/such/path", "--", "true"},
            {"--net", "host", "--", "true"},
@@ -227,6 +229,13 @@ TEST(RunCli, OrdinaryUserGetsTheirOwnUidInside) {
   Result lim = run(box({"--memory", "1G", "--", "true"}), home.path, 65534);
   EXPECT_EQ(lim.code, 2);
   EXPECT_NE(lim.err.find("cgroups"), std::string::npos) << lim.err;
+  // The box's own devpts needs none: its pty limit holds for anyone (the host's pool is shared).
+  Result ptys = run(box({"--ptys", "2", "--", "python3", "-c",
+                         "import os\nfds = []\ntry:\n  [fds.append(os.open('/dev/ptmx', os.O_RDWR)) for _ in range(9)]\n"
+                         "except OSError as e: print(len(fds), e.errno)"}),
+                    home.path, 65534);
+  EXPECT_EQ(ptys.code, 0) << ptys.err;
+  EXPECT_EQ(ptys.out, "2 " + std::to_string(ENOSPC) + "\n");
 }
 
 // A box whose init cannot start: exit 125 and a one-line reason, whether init fails before

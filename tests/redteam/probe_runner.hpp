@@ -359,6 +359,7 @@ class BoxRun {
   BoxRun& bind(const std::string& src, const std::string& dst) { return opt("--bind", src + ":" + dst); }
   BoxRun& memory(const std::string& size) { return opt("--memory", size); }
   BoxRun& pids(int n) { return opt("--pids", std::to_string(n)); }
+  BoxRun& tcp_memory(const std::string& size) { return opt("--tcp-memory", size); }
 
   const std::string& home() const { return home_; }
 

@@ -44,6 +44,16 @@ long box_pids_current(pid_t agentbox_pid) {
   return f ? n : -1;
 }
 
+// The memory.kmem.tcp.usage_in_bytes of the box that `agentbox run` with this pid made (cgroup
+// v1), or -1 while it does not exist.
+long long box_tcp_memory(pid_t agentbox_pid) {
+  std::ifstream f("/sys/fs/cgroup/memory/agentbox/run-" + std::to_string(agentbox_pid) +
+                  "/memory.kmem.tcp.usage_in_bytes");
+  long long n = -1;
+  f >> n;
+  return f ? n : -1;
+}
+
 // Host-side fork+exec+wait of /bin/true, the thing a stuck host could no longer do.
 std::chrono::milliseconds time_true() {
   const auto start = Clock::now();
@@ -114,6 +124,43 @@ TEST(RedteamLimits, MemoryBombIsKilledInsideItsBoxOnly) {
   EXPECT_TRUE(Allowed(box.probe({"memory-bomb", "16"})));
   TestCgroup roomy("memory", "memory.limit_in_bytes", std::to_string(256ull << 20));
   EXPECT_TRUE(Allowed(probe_outside({"memory-bomb", "96"}, {.cgroup_procs = roomy.procs()})));
+}
+
+// Socket buffers come out of the host's one TCP pool (net.ipv4.tcp_mem; past its pressure
+// limit every TCP socket on the host stalls). Loopback connections that are written to and never
+// read fill both ends' buffers: in a box with --tcp-memory 16M they stop near 16 MiB (the box's
+// cgroup charges them, memory.kmem.tcp), where the same program outside goes on to 64 MiB.
+TEST(RedteamLimits, UnreadLoopbackConnectionsStopAtTheBoxsTcpMemoryBound) {
+  constexpr long long kBound = 16ll << 20;
+  constexpr int kConnections = 32;
+  // The kernel lets each connection make progress past any bound: one segment into an empty
+  // receive queue (up to 64 KiB on loopback) and tcp_wmem[0] sent (4 KiB).
+  constexpr long long kPerConnection = 128ll << 10;
+  BoxHome home;
+  BoxRun box = home.box();
+  box.tcp_memory("16M");
+  Background filler(box.argv({kProbeInBox, "tcp-buffers", "64", std::to_string(kConnections)}),
+                    Background::Output::keep);
+  long long most = -1;
+  const auto deadline = Clock::now() + 20s;
+  while (filler.running() && Clock::now() < deadline) {
+    most = std::max(most, box_tcp_memory(filler.pid()));
+    std::this_thread::sleep_for(20ms);
+  }
+  const ProbeResult r = to_probe_result(filler.collect(5s), "inside a box with --tcp-memory 16M");
+  EXPECT_TRUE(Blocked(r, "socket buffers stopped taking data"));
+  long long queued_kib = -1;
+  ASSERT_EQ(std::sscanf(r.line.c_str(), "BLOCKED: socket buffers stopped taking data at %lld KiB", &queued_kib), 1)
+      << r.line;
+  EXPECT_LE(queued_kib << 10, kBound + kConnections * kPerConnection);
+  EXPECT_GT(most, kBound / 2) << "the box's TCP memory was never charged to its cgroup (or never sampled)";
+  EXPECT_LE(most, kBound + kConnections * kPerConnection);
+
+  // Control: the same program in a memory cgroup the test made, without a TCP bound, queues
+  // all 64 MiB.
+  TestCgroup roomy("memory", "memory.limit_in_bytes", std::to_string(1ull << 30));
+  EXPECT_TRUE(Allowed(probe_outside({"tcp-buffers", "64", std::to_string(kConnections)},
+                                    {.cgroup_procs = roomy.procs()})));
 }
 
 }  // namespace

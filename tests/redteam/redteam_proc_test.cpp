@@ -180,15 +180,16 @@ TEST(RedteamProc, CoreDumpsAreNotWritten) {
 }
 
 // /proc files that show the whole host (its boot command line, interrupts, kernel modules and
-// symbols, timers) read empty in a box: /dev/null is bound over them. Control: as root outside
-// the same files hold data, so "empty" is the mask's doing.
+// symbols, timers, every block device with its I/O counters) read empty in a box: /dev/null is
+// bound over them. Control: as root outside the same files hold data, so "empty" is the mask's
+// doing.
 TEST(RedteamProcMasks, HostWideProcFilesReadEmptyInsideAndHoldDataOutside) {
   BoxHome home;
   BoxRun box = home.box();
   int controls = 0;
   for (const char* path : {"/proc/cmdline", "/proc/interrupts", "/proc/modules", "/proc/kallsyms",
                            "/proc/timer_list", "/proc/keys", "/proc/config.gz", "/proc/latency_stats",
-                           "/proc/sched_debug", "/proc/kcore"}) {
+                           "/proc/sched_debug", "/proc/kcore", "/proc/diskstats", "/proc/partitions"}) {
     const ProbeResult outside = probe_outside({"read-content", path});
     if (outside.run.exit_code != 0) continue;  // nothing there on this kernel, nothing to hide
     ++controls;

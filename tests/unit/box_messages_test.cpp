@@ -65,6 +65,11 @@ TEST(BoxMessages, EveryMessageSurvivesItsWireForm) {
   EXPECT_EQ((round_trip<StartFailed, InitReply>({"mounts: no /usr"}).message), "mounts: no /usr");
   EXPECT_EQ((round_trip<Spawned, InitReply>({7, 42}).pid), 42);
   EXPECT_EQ((round_trip<SpawnFailed, InitReply>({7, "nope: No such file", ENOENT}).err), ENOENT);
+  EXPECT_EQ((round_trip<SpawnFailed, InitReply>({7, "no pty", ENOSPC}).cause), SpawnFailure::command);
+  EXPECT_EQ((round_trip<SpawnFailed, InitReply>({7, "all 4", ENOSPC, SpawnFailure::box_ptys}).cause),
+            SpawnFailure::box_ptys);
+  EXPECT_EQ((round_trip<SpawnFailed, InitReply>({7, "host", ENOSPC, SpawnFailure::host_ptys}).cause),
+            SpawnFailure::host_ptys);
   EXPECT_TRUE((round_trip<Signalled, InitReply>({9, true}).delivered));
   EXPECT_EQ((round_trip<ProcessCount, InitReply>({11, 3}).count), 3);
   EXPECT_EQ((round_trip<Refused, InitReply>({12, "no"}).message), "no");
@@ -122,6 +127,14 @@ TEST(BoxMessages, AMissingOrIllTypedFieldIsRefused) {
   m = encode(Signalled{1, true});
   m["id"] = -1;
   expect_refused(m, "in range");
+}
+
+TEST(BoxMessages, AnUnknownSpawnFailureCauseIsRefused) {
+  json m = encode(SpawnFailed{7, "no pty", ENOSPC, SpawnFailure::box_ptys});
+  m["cause"] = "quota";
+  expect_refused(m, "field 'cause' must be command, box_ptys or host_ptys");
+  m.erase("cause");
+  expect_refused(m, "missing field 'cause'");
 }
 
 TEST(BoxMessages, APortOutOfRangeIsRefused) {

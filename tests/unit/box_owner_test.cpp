@@ -52,6 +52,8 @@ SpawnHandlers handlers_for(SpawnLog& log) {
       std::rethrow_exception(e);
     } catch (const BoxUnavailable& u) {
       log.add(std::string("unavailable ") + u.what());
+    } catch (const BoxLimitReached& l) {
+      log.add(std::string("limit ") + l.what());
     } catch (const std::exception& x) {
       log.add(std::string("failed ") + x.what());
     }
@@ -208,6 +210,32 @@ TEST_F(BoxOwnerTest, RequestsQueuedDuringTheStartAreAnsweredAfterIt) {
   ASSERT_TRUE(b.wait_for(1));
   EXPECT_EQ(a.snapshot()[0], "started 10");
   EXPECT_EQ(b.snapshot()[0], "failed nope: No such file or directory");
+}
+
+// No pty left: the box's own devpts at its max= is the account's limit (429 upstream, naming
+// it); the host's pool spent is the host's (503, try later); a command's own failure stays a
+// SpawnError (400).
+TEST_F(BoxOwnerTest, ASpawnRefusedForWantOfAPtySaysWhoseLimitItWas) {
+  make_owner();
+  launch();
+  reply(protocol::Ready{7});
+  SpawnLog& box_full = new_log();
+  SpawnLog& host_full = new_log();
+  SpawnLog& missing = new_log();
+  spawn(1, box_full);
+  spawn(2, host_full);
+  spawn(3, missing);
+  for (int i = 0; i < 3; ++i) next_request();
+  reply(protocol::SpawnFailed{1, "this box holds all 4 of its terminals ([box] ptys = 4)", ENOSPC,
+                              protocol::SpawnFailure::box_ptys});
+  reply(protocol::SpawnFailed{2, "the host has no terminal left", ENOSPC, protocol::SpawnFailure::host_ptys});
+  reply(protocol::SpawnFailed{3, "nope: No such file or directory", ENOENT});
+  ASSERT_TRUE(box_full.wait_for(1));
+  ASSERT_TRUE(host_full.wait_for(1));
+  ASSERT_TRUE(missing.wait_for(1));
+  EXPECT_EQ(box_full.snapshot()[0], "limit this box holds all 4 of its terminals ([box] ptys = 4)");
+  EXPECT_EQ(host_full.snapshot()[0], "unavailable the host has no terminal left");
+  EXPECT_EQ(missing.snapshot()[0], "failed nope: No such file or directory");
 }
 
 TEST_F(BoxOwnerTest, AStartInitNeverAnswersFailsItsRequestsAfterTheTimeout) {

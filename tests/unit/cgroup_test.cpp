@@ -477,6 +477,48 @@ TEST_F(FakeCgroupfs, V1WritesLimitsInEachHierarchy) {
   EXPECT_EQ(group->clone_into_fd(), -1);
 }
 
+// cgroup v1 charges a group's TCP socket buffers to it, and bounds them, only once
+// memory.kmem.tcp.limit_in_bytes is written; v2 charges them to memory.max and has no such knob.
+TEST_F(FakeCgroupfs, V1BoundsTheBoxsTcpSocketMemory) {
+  make_v1_mounts();
+  make_v1_group("box1");
+  put("memory/agentbox/box1/memory.kmem.tcp.limit_in_bytes", "9223372036854771712\n");
+  Limits limits = box_limits();
+  limits.tcp_memory_bytes = 64ull << 20;
+  detect()->create("box1", limits);
+  EXPECT_EQ(get("memory/agentbox/box1/memory.kmem.tcp.limit_in_bytes"), "67108864");
+  // A group taken over without a bound: written unlimited (charged, not bounded).
+  limits.tcp_memory_bytes = 0;
+  detect()->create("box1", limits);
+  EXPECT_EQ(get("memory/agentbox/box1/memory.kmem.tcp.limit_in_bytes"), "-1");
+}
+
+// `agentbox run` joins the memory hierarchy for a TCP bound alone (its memory is not limited).
+TEST_F(FakeCgroupfs, V1LimitsOnlyGroupJoinsMemoryForATcpBoundAlone) {
+  make_v1_mounts();
+  put_all("pids/agentbox/run1", {{"cgroup.procs", ""}, {"pids.max", "max\n"}});
+  put_all("memory/agentbox/run1", {{"cgroup.procs", ""},
+                                    {"memory.limit_in_bytes", "9223372036854771712\n"},
+                                    {"memory.kmem.tcp.limit_in_bytes", "9223372036854771712\n"}});
+  Limits tcp_only = no_limits();
+  tcp_only.tcp_memory_bytes = 16ull << 20;
+  auto group = detect()->create("run1", tcp_only, CgroupUse::limits_only);
+  EXPECT_EQ(get("memory/agentbox/run1/memory.kmem.tcp.limit_in_bytes"), "16777216");
+  group->attach(4242);
+  EXPECT_EQ(get("memory/agentbox/run1/cgroup.procs"), "4242");
+  EXPECT_FALSE(fs::exists(at("cpu/agentbox/run1")));
+}
+
+TEST_F(FakeCgroupfs, V2HasNoTcpKnobToWrite) {
+  make_v2_root();
+  make_v2_group("box1");
+  Limits limits = box_limits();
+  limits.tcp_memory_bytes = 64ull << 20;
+  detect()->create("box1", limits);
+  EXPECT_EQ(get("agentbox/box1/memory.max"), "67108864");  // where v2 charges socket buffers
+  EXPECT_FALSE(fs::exists(at("agentbox/box1/memory.kmem.tcp.limit_in_bytes")));
+}
+
 TEST_F(FakeCgroupfs, V1WritesUnlimitedValuesForNoLimit) {
   make_v1_mounts();
   make_v1_group("box1");

@@ -62,16 +62,19 @@ port = 4000
 connections = 8
 connect_timeout = 3
 idle_timeout = 90
+request_memory = "8MiB"
 [inference.anthropic]
 upstream = "https://gateway.example:8443/anthropic/"
 key_file = "/etc/agentbox/anthropic.key"
 ca_file = "/etc/agentbox/ca.pem"
 daily_tokens = 1000000
+context_tokens = 200000
 )");
   EXPECT_EQ(config.inference.port, 4000);
   EXPECT_EQ(config.inference.connections, 8u);
   EXPECT_EQ(config.inference.connect_timeout.count(), 3);
   EXPECT_EQ(config.inference.idle_timeout.count(), 90);
+  EXPECT_EQ(config.inference.request_memory, 8u << 20);
   const auto& a = config.inference.anthropic;
   EXPECT_TRUE(a.configured);
   EXPECT_TRUE(a.upstream.tls);
@@ -82,6 +85,13 @@ daily_tokens = 1000000
   EXPECT_EQ(a.key_file, "/etc/agentbox/anthropic.key");
   EXPECT_EQ(a.ca_file, "/etc/agentbox/ca.pem");
   EXPECT_EQ(a.daily_tokens, 1000000u);
+  EXPECT_EQ(a.context_tokens, 200000u);
+}
+
+TEST_F(InferenceConfigTest, BudgetCheckDefaults) {
+  ServerConfig config = load("");
+  EXPECT_EQ(config.inference.request_memory, 32u << 20);
+  EXPECT_EQ(config.inference.anthropic.context_tokens, 1000000u);
 }
 
 TEST_F(InferenceConfigTest, PlainHttpOnlyToLoopback) {
@@ -99,6 +109,9 @@ TEST_F(InferenceConfigTest, PlainHttpOnlyToLoopback) {
 
 TEST_F(InferenceConfigTest, BadValuesNameTheirKey) {
   EXPECT_THAT(error_of("[inference.anthropic]\ndaily_tokens = -1\n"), HasSubstr("inference.anthropic.daily_tokens"));
+  EXPECT_THAT(error_of("[inference.anthropic]\ncontext_tokens = 0\n"), HasSubstr("inference.anthropic.context_tokens"));
+  EXPECT_THAT(error_of("[inference]\nrequest_memory = \"1KiB\"\n"), HasSubstr("inference.request_memory: at least"));
+  EXPECT_THAT(error_of("[inference]\nrequest_memory = \"lots\"\n"), HasSubstr("inference.request_memory"));
   EXPECT_THAT(error_of("[inference.anthropic]\nkey = \"x\"\n"), HasSubstr("unknown key \"inference.anthropic.key\""));
   EXPECT_THAT(error_of("[inference]\nport = 3128\n"), HasSubstr("inference.port and egress.port are both 3128"));
 }

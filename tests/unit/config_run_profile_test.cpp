@@ -61,6 +61,8 @@ LANG = "C.UTF-8"
 memory = "2G"
 pids = 512
 cpu = "1.5"
+ptys = 32
+tcp_memory = "8M"
 )");
   RunProfile p = load_run_profile(path, home_);
   ASSERT_EQ(p.binds.size(), 3u);
@@ -78,6 +80,8 @@ cpu = "1.5"
   EXPECT_EQ(p.memory_bytes, 2ull << 30);
   EXPECT_EQ(p.pids, 512u);
   EXPECT_EQ(p.cpu_millicores, 1500u);
+  EXPECT_EQ(p.ptys, 32u);
+  EXPECT_EQ(p.tcp_memory_bytes, 8ull << 20);
   EXPECT_EQ(p.home, home_ + "/.agentbox-home");
 }
 
@@ -119,6 +123,9 @@ TEST_F(RunProfileTest, WrongTypesNameKeyAndExpectedType) {
   EXPECT_EQ(load_error("limits = 3\n"), home_ + "/run.toml: limits: expected a table, not an integer (line 1)");
   EXPECT_THAT(load_error("[limits]\nmemory = \"2X\"\n"),
               HasSubstr("limits.memory: invalid size \"2X\": unknown unit \"X\""));
+  EXPECT_THAT(load_error("[limits]\nptys = 0\n"), HasSubstr("limits.ptys: must be between 1 and"));
+  EXPECT_THAT(load_error("[limits]\ntcp_memory = \"4K\"\n"),
+              HasSubstr("limits.tcp_memory: must be \"0\" (no separate bound) or at least \"1M\""));
   EXPECT_THAT(load_error("[env]\n\"BAD-NAME\" = \"x\"\n"), HasSubstr("is not a variable name"));
   EXPECT_THAT(load_error("[env]\nX = 1\n"), HasSubstr("env: expected a string, not an integer"));
   EXPECT_THAT(load_error("pass_env = [\"A=B\"]\n"), HasSubstr("pass_env: \"A=B\" is not a variable name"));

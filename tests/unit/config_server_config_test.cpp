@@ -63,6 +63,8 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.box.pids, 1024u);
   EXPECT_EQ(c.box.cpu_millicores, 2000u);
   EXPECT_EQ(c.box.tmp_bytes, 512ull << 20);
+  EXPECT_EQ(c.box.ptys, 256u);
+  EXPECT_EQ(c.box.tcp_memory_bytes, 64ull << 20);
   EXPECT_EQ(c.exec.output_cap, 16ull << 20);
   EXPECT_EQ(c.exec.retention, 3600s);
   EXPECT_EQ(c.terminals.max_per_account, 16u);
@@ -189,6 +191,26 @@ TEST_F(ServerConfigTest, EgressBoundsAreCheckedSayingWhatTheyTake) {
                                     "to 64M (line 4)")));
   EXPECT_THAT(validate_config_file(write_config("[egress]\nsocket_buffer = \"65M\"\nlog_row = 5\n", "big.toml")),
               ElementsAre(HasSubstr("egress.socket_buffer"), HasSubstr("unknown key \"egress.log_row\"")));
+}
+
+// The box's share of the host's pty pool and TCP memory: devpts takes max= up to 2^20; a TCP
+// bound under 1M would stall the box's first connections, so it is 0 (none) or at least that.
+TEST_F(ServerConfigTest, PtyAndTcpMemoryKeysAreCheckedAndTakeTheirBounds) {
+  ServerConfig c = load_server_config(
+      write_config("[box]\nptys = 1048576\ntcp_memory = \"1M\"\n", "bounds.toml"), env_of({}));
+  EXPECT_EQ(c.box.ptys, 1048576u);
+  EXPECT_EQ(c.box.tcp_memory_bytes, 1ull << 20);
+  c = load_server_config(write_config("[box]\nptys = 1\ntcp_memory = \"0\"\n", "small.toml"), env_of({}));
+  EXPECT_EQ(c.box.ptys, 1u);
+  EXPECT_EQ(c.box.tcp_memory_bytes, 0u);
+  const std::string path = write_config("[box]\nptys = 0\ntcp_memory = \"512K\"\nptys_max = 3\n", "bad.toml");
+  std::vector<std::string> errors = validate_config_file(path);
+  ASSERT_EQ(errors.size(), 3u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0], path + ": box.ptys: must be between 1 and 2147483647, not 0 (line 2)");
+  EXPECT_EQ(errors[1], path + ": box.tcp_memory: must be \"0\" (no separate bound) or at least \"1M\" (line 3)");
+  EXPECT_EQ(errors[2], path + ": unknown key \"box.ptys_max\" (line 4)");
+  EXPECT_THAT(validate_config_file(write_config("[box]\nptys = 1048577\n", "big.toml")),
+              ElementsAre(HasSubstr("box.ptys: must be between 1 and 1048576, not 1048577")));
 }
 
 TEST_F(ServerConfigTest, BackupKeysAndTheAdminKey) {

@@ -145,6 +145,18 @@ TEST(Doctor, ReportsEverythingPresentAndWhatItWillEnforce) {
   EXPECT_THAT(text, Not(HasSubstr("missing:")));
   // The default config asks for quotas; this host has loop devices and mkfs.ext4.
   EXPECT_THAT(text, HasSubstr("loop_image: an ext4 image per account on a loop device, 10G and 1000000 inodes"));
+  // What one box may take of the host's pty pool and TCP memory, and how many such boxes spend it.
+  EXPECT_THAT(text, HasSubstr("at most 256 per box ([box] ptys)"));
+  EXPECT_THAT(text, HasSubstr("at most 64M per box ([box] tcp_memory, cgroup v1)"));
+}
+
+TEST(Doctor, SaysHowManyBoxesAtTheirPtyLimitWouldSpendTheHostsPool) {
+  testing::ScratchDir dir("doctor-ptys");
+  const std::string config = dir.path() + "/config.toml";
+  std::ofstream(config) << "[accounts]\nmax_active = 4\n[box]\nptys = 16\n";
+  std::ostringstream out;
+  EXPECT_EQ(run_doctor(/*as_root=*/true, out, config), 0) << out.str();
+  EXPECT_THAT(out.str(), HasSubstr("at most 16 per box ([box] ptys): max_active 4 boxes at their limit fit"));
 }
 
 TEST(Doctor, SaysWhenTheConfigTurnsQuotasOff) {

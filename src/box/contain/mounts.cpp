@@ -261,10 +261,12 @@ void build_dev(const BoxSpec& spec) {
     touch(box, 0666);
     do_mount(host.c_str(), box, nullptr, MS_BIND);
   }
-  // Its own devpts instance: ptys made in the box are invisible to every other box.
+  // Its own devpts instance: ptys made in the box are invisible to every other box. Every
+  // instance draws on the host's one pool, so the box gets at most limits.ptys of it (max=).
   mkdir_p(dev + "/pts");
   std::string pts_opts = "newinstance,ptmxmode=0666,mode=0620";
   if (spec.identity == IdentityMode::host_uid) pts_opts += ",gid=5";
+  if (spec.limits.ptys) pts_opts += fmt::format(",max={}", spec.limits.ptys);
   do_mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts_opts);
   struct Link { const char* target; const char* name; };
   for (Link l : {Link{"pts/ptmx", "ptmx"}, Link{"/proc/self/fd", "fd"},
@@ -282,9 +284,11 @@ void build_dev(const BoxSpec& spec) {
 // keys, timers and scheduler internals of the whole host, or the host's boot command line and
 // kernel configuration, read empty (/dev/null bound over them); directories of host hardware
 // show an empty read-only tmpfs; /proc/sys is read-only. Paths this kernel lacks are skipped.
+// diskstats and partitions list every block device with its I/O counters: each account's
+// volume is a loop device, so they would show who else is here and how busy their disks are.
 constexpr const char* kMaskedProcFiles[] = {
     "kcore", "keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats",
-    "sysrq-trigger", "cmdline", "config.gz", "kallsyms", "modules", "interrupts",
+    "sysrq-trigger", "cmdline", "config.gz", "kallsyms", "modules", "interrupts", "diskstats", "partitions",
 };
 constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi", "bus", "irq", "fs"};
 

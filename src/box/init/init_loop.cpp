@@ -1,5 +1,6 @@
 #include "box/init/init_loop.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <variant>
 
@@ -145,6 +147,7 @@ class Init {
     std::string slave_path;
     if (req.tty) {
       master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+      if (!master && errno == ENOSPC) return refuse_without_pty(id);
       if (!master) throw sys_error("posix_openpt");
       check(::unlockpt(master.get()), "unlockpt");
       char name[128];
@@ -217,6 +220,37 @@ class Init {
     } else {
       protocol::send_message(control_, protocol::Spawned{id, pid});
     }
+  }
+
+  // No pty left for a command: either the box holds all its devpts allows (max=, the box's
+  // own limit: the daemon answers 429) or the host's pool is spent (kernel.pty.max: 503). The
+  // box's own count tells which; this is the only time init looks.
+  void refuse_without_pty(uint64_t id) {
+    const uint32_t limit = spec_.limits.ptys;
+    if (limit != 0 && ptys_in_use() >= limit) {
+      const std::string n = std::to_string(limit);
+      protocol::send_message(control_, protocol::SpawnFailed{id,
+                                                             "this box holds all " + n + " of its terminals ([box] ptys = " +
+                                                                 n + "): end a terminal or a program that holds one, "
+                                                                     "or run the command without a pty",
+                                                             ENOSPC, protocol::SpawnFailure::box_ptys});
+      return;
+    }
+    protocol::send_message(control_, protocol::SpawnFailed{id,
+                                                           "the host has no terminal left for any box "
+                                                           "(kernel.pty.max); try again later, or run the "
+                                                           "command without a pty",
+                                                           ENOSPC, protocol::SpawnFailure::host_ptys});
+  }
+
+  // The box's ptys: the numbered entries of its own devpts.
+  static size_t ptys_in_use() {
+    size_t n = 0;
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir("/dev/pts"), ::closedir);
+    if (!dir) return 0;
+    while (const dirent* e = ::readdir(dir.get()))
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9') ++n;
+    return n;
   }
 
   // What the child of spawn() needs, all prepared before the clone.

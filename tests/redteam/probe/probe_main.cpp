@@ -58,6 +58,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -692,6 +693,67 @@ Result probe_udp_send(Args args) {
   return allowed("got a " + std::to_string(n) + "-byte reply from " + target);
 }
 
+// `tcp-buffers MIB CONNS`: CONNS loopback connections whose sending ends are written to until
+// the kernel takes no more, and whose receiving ends are never read (the socket buffers of both
+// sides fill: host TCP memory, net.ipv4.tcp_mem). ALLOWED once MIB MiB sit queued; BLOCKED when
+// writing stopped short of that (no byte taken for half a second). Either way it holds the
+// connections one more second before it reports, so a test can read the box's usage meanwhile.
+Result probe_tcp_buffers(Args args) {
+  const auto mib = parse_number<uint64_t>(args[0], 1, 4096);
+  const auto conns = parse_number<int>(args[1], 1, 1024);
+  if (!mib || !conns) return error("tcp-buffers MIB CONNS: MIB 1-4096, CONNS 1-1024");
+  const uint64_t goal = *mib << 20;
+  struct Sockets {
+    std::vector<int> fds;
+    ~Sockets() {
+      for (int fd : fds) close(fd);
+    }
+  } held;
+  Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listener) return error_errno("socket", errno);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (bind(listener.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 || listen(listener.get(), *conns) != 0 ||
+      getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    return error_errno("listen(127.0.0.1)", errno);
+  std::vector<int> senders;
+  for (int i = 0; i < *conns; ++i) {
+    const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (client < 0) return error_errno("socket", errno);
+    held.fds.push_back(client);
+    if (connect(client, reinterpret_cast<sockaddr*>(&address), length) != 0) return error_errno("connect", errno);
+    const int server = accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (server < 0) return error_errno("accept", errno);
+    held.fds.push_back(server);
+    fcntl(client, F_SETFL, O_NONBLOCK);
+    senders.push_back(client);
+  }
+  static char chunk[1 << 16];
+  uint64_t queued = 0;
+  auto last_progress = Clock::now();
+  while (queued < goal && Clock::now() - last_progress < 500ms) {
+    bool moved = false;
+    for (int fd : senders) {
+      for (ssize_t n; queued < goal && (n = send(fd, chunk, sizeof chunk, MSG_NOSIGNAL)) > 0;) {
+        queued += static_cast<uint64_t>(n);
+        moved = true;
+      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK && queued < goal) return error_errno("send", errno);
+    }
+    if (moved) {
+      last_progress = Clock::now();
+    } else {
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  std::this_thread::sleep_for(1s);
+  const std::string amount = std::to_string(queued >> 10) + " KiB in " + std::to_string(*conns) + " connections";
+  if (queued >= goal) return allowed("queued " + amount);
+  return blocked("socket buffers stopped taking data at " + amount);
+}
+
 // ---------------------------------------------------------------- privileges
 
 // `setuid-gain PATH` runs PATH (a setuid-root copy of this probe) as `PATH setuid-gain --child`,
@@ -1094,6 +1156,7 @@ const Probe kProbes[] = {
     {"packet-socket", "", 0, 0, [](Args) { return try_socket(AF_PACKET, SOCK_RAW, 0, "AF_PACKET, SOCK_RAW"); }},
     {"tcp-connect", "HOST PORT", 2, 2, probe_tcp_connect},
     {"udp-send", "HOST PORT", 2, 2, probe_udp_send},
+    {"tcp-buffers", "MIB CONNS", 2, 2, probe_tcp_buffers},
     {"setuid-gain", "SETUID_COPY_OF_PROBE", 1, 1, probe_setuid_gain},
     {"core-dump", "DIR", 1, 1, probe_core_dump},
     {"fork-bomb", "SECONDS [N]", 1, 2, probe_fork_bomb},
