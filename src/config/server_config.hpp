@@ -24,8 +24,8 @@
 //              tunnel_idle_timeout = 3600
 //   [egress]   port = 3128  connections = 64  connect_timeout = 10  idle_timeout = 300
 //              tunnel_idle_timeout = 3600  log_days = 30  log_rows = 10000  connect_rate = 20
-//              socket_buffer = "256K"      (each an account's: open connections, network log rows
-//              kept, new connections a second; bytes each proxy socket queues each way)
+//              socket_buffer = "512K"      (each an account's: open connections, network log rows
+//              kept, new connections a second; a proxy socket's receive buffer, half that to send)
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
 //   [inference] port = 3129, request_memory ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens,
@@ -112,7 +112,7 @@ struct ServerConfig {
     uint32_t log_days = 30;                        // decisions older than this are forgotten
     uint32_t log_rows = 10'000;                    // decisions kept per account, newest first (100-10M)
     uint32_t connect_rate = 20;                    // new origin connections per account a second, as many at once; then 429. 0: no limit
-    uint64_t socket_buffer = 256 << 10;            // bytes each proxy socket queues each way, and a tunnel's pipe; 0: autotuning
+    uint64_t socket_buffer = 512 << 10;            // a proxy socket's receive buffer (half that to send) and a tunnel's pipe; 0: autotuning
   } egress_proxy;
 
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default

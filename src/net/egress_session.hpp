@@ -56,10 +56,11 @@ struct EgressLimits {
   // daemon closes first stays in TIME_WAIT for a minute on a port of the host's toward its
   // destination, which every account shares. 0: no limit.
   uint32_t connect_rate = 20;
-  // What each socket of a connection may queue each way (net/socket_buffers.hpp), and each
-  // direction of a tunnel's splice pipe: a reader that stops holds at most this much per socket
-  // before the writer behind it is stopped. 0: the kernel's autotuning and a 1 MiB pipe.
-  size_t socket_buffer = 256 * 1024;
+  // Each socket's receive buffer (its send buffer is half of it: net/socket_buffers.hpp), and
+  // each direction of a tunnel's splice pipe: a reader that stops holds at most 1.5 times this
+  // in the daemon's sockets before the writer behind it is stopped. 0: the kernel's autotuning
+  // and a 1 MiB pipe.
+  size_t socket_buffer = 512 * 1024;
 };
 
 // Where decisions go: the daemon's store (NetworkLog), or `agentbox run`'s stderr notice.

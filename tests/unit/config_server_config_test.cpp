@@ -80,7 +80,7 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.egress_proxy.tunnel_idle_timeout, 3600s);
   EXPECT_EQ(c.egress_proxy.log_rows, 10'000u);
   EXPECT_EQ(c.egress_proxy.connect_rate, 20u);
-  EXPECT_EQ(c.egress_proxy.socket_buffer, 256u << 10);
+  EXPECT_EQ(c.egress_proxy.socket_buffer, 512u << 10);
 }
 
 TEST_F(ServerConfigTest, FileOverridesEveryDefault) {

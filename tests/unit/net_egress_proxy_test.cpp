@@ -532,9 +532,10 @@ TEST_F(EgressProxyTest, NewOriginConnectionsAreHeldToTheAccountsRate) {
 }
 
 // A tunnel whose client stops reading stops its origin once the proxy's bounded buffers are
-// full (socket_buffer on both sockets, the splice pipe): the origin gets out well under a MiB
-// more than what the client's and its own small buffers take. With the bound off (0: the
-// kernel's autotuning) the same origin pushes many MiB into the proxy's sockets.
+// full (at socket_buffer 256K: the origin socket's 256K to receive, the pipe's 256K, the client
+// socket's 128K to send): the origin gets out well under a MiB more than what the client's and
+// its own small buffers take. With the bound off (0: the kernel's autotuning) the same origin
+// pushes many MiB into the proxy's sockets.
 TEST_F(EgressProxyTest, ATunnelWhoseClientStopsReadingStopsItsOriginWithinTheBuffers) {
   auto flood_through_proxy = [&](size_t socket_buffer) {
     Origin origin(Origin::Mode::flood);
@@ -552,7 +553,7 @@ TEST_F(EgressProxyTest, ATunnelWhoseClientStopsReadingStopsItsOriginWithinTheBuf
     return flooded;
   };
   const size_t bounded = flood_through_proxy(256 * 1024);
-  EXPECT_LT(bounded, 1300u * 1024) << "3 x 256 KiB in the proxy, the rest in the two ends' small buffers";
+  EXPECT_LT(bounded, 1300u * 1024) << "640 KiB in the proxy, the rest in the two ends' small buffers";
   const size_t unbounded = flood_through_proxy(0);
   EXPECT_GT(unbounded, 4 * bounded) << "the control: autotuned buffers take far more";
 }
