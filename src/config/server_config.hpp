@@ -111,7 +111,7 @@ struct ServerConfig {
     std::chrono::seconds tunnel_idle_timeout{3600};  // a CONNECT tunnel with no byte moving
     uint32_t log_days = 30;                        // decisions older than this are forgotten
     uint32_t log_rows = 10'000;                    // decisions kept per account, newest first (100-10M)
-    uint32_t connect_rate = 20;                    // new origin connections per account a second, as many at once; then 429. 0: no limit
+    uint32_t connect_rate = 20;                    // new origin connections per account a second, after a burst of `connections`; then 429. 0: no limit
     uint64_t socket_buffer = 512 << 10;            // a proxy socket's receive buffer (half that to send) and a tunnel's pipe; 0: autotuning
   } egress_proxy;
 

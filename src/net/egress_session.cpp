@@ -88,13 +88,16 @@ std::shared_ptr<const HostAddresses::Set> EgressContext::host_addresses() const 
 bool EgressContext::take_connect_token(const std::string& account) const {
   const uint32_t rate = limits_.connect_rate;
   if (rate == 0) return true;
+  // A box may open at once what it may hold open (a tool's pool of connections at its start);
+  // past that, TIME_WAIT grows at the rate only.
+  const double burst = std::max<double>(rate, static_cast<double>(limits_.connections_per_account));
   const auto now = TokenBucket::Clock::now();
   std::lock_guard lock(tokens_mu_);
   auto it = connect_tokens_.find(account);
   if (it == connect_tokens_.end()) {
     if (connect_tokens_.size() >= kTokenBucketsKept)
       std::erase_if(connect_tokens_, [&](auto& entry) { return entry.second.full(now); });
-    it = connect_tokens_.try_emplace(account, rate, rate, now).first;
+    it = connect_tokens_.try_emplace(account, rate, burst, now).first;
   }
   return it->second.take(now);
 }

@@ -52,9 +52,10 @@ struct EgressLimits {
   std::chrono::milliseconds tunnel_idle_timeout{3'600'000};
   uint32_t header_limit = 32 * 1024;                      // bytes of a request head; then 431
   size_t connections_per_account = 64;                    // open at once; then 429
-  // New connections to origins per account a second, as many at once; then 429. Each one the
-  // daemon closes first stays in TIME_WAIT for a minute on a port of the host's toward its
-  // destination, which every account shares. 0: no limit.
+  // New connections to origins per account a second, after a burst of as many as it may hold
+  // open (connections_per_account, or the rate if that is more); then 429. Each one the daemon
+  // closes first stays in TIME_WAIT for a minute on a port of the host's toward its destination,
+  // which every account shares. 0: no limit.
   uint32_t connect_rate = 20;
   // Each socket's receive buffer (its send buffer is half of it: net/socket_buffers.hpp), and
   // each direction of a tunnel's splice pipe: a reader that stops holds at most 1.5 times this

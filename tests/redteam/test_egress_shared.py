@@ -608,7 +608,8 @@ for line in os.fdopen(r).read().splitlines():
         total[code] = total.get(code, 0) + n
 print(json.dumps(total))
 '''
-RATE = 20  # the default [egress] connect_rate, and its burst
+RATE = 20  # the default [egress] connect_rate
+BURST = 64  # as many at once as the default [egress] connections
 PORTS = (40000, 40499)  # world's ephemeral ports for this test: 500, so churn would show
 
 
@@ -662,7 +663,7 @@ def test_a_churning_box_is_held_to_the_rate_and_another_keeps_reaching_the_same_
     assert others["200"] >= seconds * 2
     assert churned.get("429", 0) > 0 and set(churned) <= {"200", "429"}, churned
     reached = churned["200"]
-    assert RATE * seconds * 0.5 <= reached <= RATE * took + RATE + 5, (churned, took)
+    assert RATE * seconds * 0.5 <= reached <= RATE * took + BURST + 5, (churned, took)
     assert origin.accepted == reached + others["200"]
     assert waiting < PORTS[1] - PORTS[0] + 1 - 100, f"{waiting} ports in TIME_WAIT toward the origin"
 

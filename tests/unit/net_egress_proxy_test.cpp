@@ -482,12 +482,13 @@ TEST_F(EgressProxyTest, ANewPolicyAppliesToTheNextRequest) {
   EXPECT_THAT(exchange(after, line), HasSubstr("200 Connection established"));
 }
 
-// New connections to origins are held to the account's connect_rate: past the burst a 429 that
-// names the limit, logged (the same refusal merged into one row); refusals by the policy spend
-// nothing, and a second later there is room again.
+// New connections to origins are held to the account's connect_rate: past the burst (as many
+// as it may hold open, here 2) a 429 that names the limit, logged (the same refusal merged into
+// one row); refusals by the policy spend nothing, and a moment later there is room again.
 TEST_F(EgressProxyTest, NewOriginConnectionsAreHeldToTheAccountsRate) {
   Origin origin(Origin::Mode::http);
-  start(config({"bait.test"}), EgressLimits{.connect_rate = 2});  // a token every 500 ms, 2 at once
+  // A token every 500 ms, 2 at once.
+  start(config({"bait.test"}), EgressLimits{.connections_per_account = 2, .connect_rate = 2});
   const std::string host = "bait.test:" + std::to_string(origin.port());
   auto get = [&](const std::string& path) {
     tcp::socket s = connect();
