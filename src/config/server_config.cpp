@@ -348,6 +348,16 @@ std::vector<std::string> validate_config_file(const std::string& path) {
   return overlay_file(scratch, path);
 }
 
+std::vector<std::string> config_warnings(const ServerConfig& c) {
+  std::vector<std::string> warnings;
+  const ListenAddress addr = parse_listen_address(c.listen);
+  if (c.agent.public_url.empty() && (addr.host == "0.0.0.0" || addr.host == "::"))
+    warnings.push_back("listen is " + c.listen + " (every address) and [agent] public_url is unset: the agent's "
+                       "download links name the address each request arrived at, which browsers may not reach; "
+                       "set public_url to the address they use");
+  return warnings;
+}
+
 std::string load_or_create_api_key(const std::string& state_dir) { return load_or_create_state_secret(state_dir, "api_key"); }
 
 std::string load_or_create_state_secret(const std::string& state_dir, const std::string& name) {

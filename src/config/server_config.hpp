@@ -156,6 +156,10 @@ void apply_config_env(ServerConfig& config, const GetEnv& getenv);
 // `agentbox config check FILE`. Empty when the file is good.
 std::vector<std::string> validate_config_file(const std::string& path);
 
+// What a valid configuration does that its operator may not expect, one line each (printed by
+// `agentbox config check` and at start-up): a wildcard listen address without [agent] public_url.
+std::vector<std::string> config_warnings(const ServerConfig& config);
+
 // path made absolute (normalized): relative to base, or to the working directory when base is
 // empty. The daemon's state directory is always absolute once it starts: boxes are built from
 // paths that must not depend on anyone's working directory.

@@ -37,6 +37,15 @@ constexpr std::size_t kSendfilePiece = 4 * 1024 * 1024;  // most bytes one sendf
 constexpr std::uint64_t kMaxLingerBytes = 64ull * 1024 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// "10.0.0.5:8000", "[2001:db8::1]:8000"; an IPv4 address reached through an IPv6 socket as IPv4.
+std::string url_authority(const tcp::endpoint& endpoint) {
+  auto address = endpoint.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+  const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+
 // The client went away or the operation was cancelled: nothing to answer.
 bool is_disconnect(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == http::error::partial_message ||
@@ -59,6 +68,7 @@ HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx,
   error_code ec;
   auto peer = socket_.remote_endpoint(ec);
   if (!ec) remote_ = peer.address().to_string() + ":" + std::to_string(peer.port());
+  if (auto local = socket_.local_endpoint(ec); !ec) local_ = url_authority(local);
   socket_.set_option(tcp::no_delay(true), ec);  // small JSON answers: no Nagle delay
 }
 
@@ -156,6 +166,7 @@ void HttpSession::route_request() {
   request_.headers = static_cast<const http::fields&>(header);
   request_.listener_tag = listener_tag_;
   request_.remote_address = remote_;
+  request_.local_address = local_;
   const bool body_pending = !header_parser_->is_done();
 
   auto target = parse_target(request_.target);

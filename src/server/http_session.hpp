@@ -125,6 +125,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::shared_ptr<ServerContext> ctx_;
   const std::string listener_tag_;
   std::string remote_;
+  std::string local_;  // Request::local_address
   const std::chrono::steady_clock::time_point accepted_at_;
 
   State state_ = State::waiting;

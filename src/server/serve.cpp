@@ -193,6 +193,7 @@ int serve(const ServeOptions& options) {
     require_strong_key(what, *key, config.listen);  // a key file an operator wrote
     if (auto warning = short_key_warning(what, *key)) std::cout << "warning: " << *warning << "\n";
   }
+  for (const std::string& warning : config_warnings(config)) std::cout << "warning: " << warning << "\n";
 
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);

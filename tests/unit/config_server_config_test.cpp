@@ -168,6 +168,22 @@ TEST_F(ServerConfigTest, TerminalKeysAreCheckedAndTakeTheirBounds) {
               ElementsAre(HasSubstr("terminals.max_per_account: must be between 1 and 1024, not 1025")));
 }
 
+// Download links never take a host from a request: on a wildcard listen address without
+// public_url they name the address each request was sent to, which the operator hears of.
+TEST_F(ServerConfigTest, AWildcardListenWithoutPublicUrlIsWarnedOf) {
+  ServerConfig c;
+  EXPECT_THAT(config_warnings(c), IsEmpty());
+  for (const char* listen : {"0.0.0.0:8000", "[::]:8000"}) {
+    c.listen = listen;
+    EXPECT_THAT(config_warnings(c), ElementsAre(HasSubstr("[agent] public_url is unset"))) << listen;
+  }
+  c.agent.public_url = "https://agentbox.example.com";
+  EXPECT_THAT(config_warnings(c), IsEmpty());
+  c.agent.public_url.clear();
+  c.listen = "192.0.2.7:8000";
+  EXPECT_THAT(config_warnings(c), IsEmpty());
+}
+
 TEST_F(ServerConfigTest, BackupKeysAndTheAdminKey) {
   ServerConfig none = load_server_config(std::nullopt, env_of({}));
   EXPECT_EQ(none.backup.dir, "");  // no mirror unless asked for

@@ -889,5 +889,22 @@ TEST_F(HttpServerTest, ATakeoverRouteNeedsTheKeyUnlessItAuthenticatesItself) {
   EXPECT_NE(got.find("X-Key-Accepted: no\r\n"), std::string::npos) << got;
 }
 
+// What the agent's download links start with when no public_url is set: the address the
+// connection reached (on a wildcard listener, the one the client dialled), never its Host.
+TEST(HttpServerLocalAddress, IsTheAddressTheConnectionArrivedAtNotTheHostHeader) {
+  Router r;
+  r.add(http::verb::get, "/where", [](const Request& req) { return Response::text(req.local_address); },
+        {.is_public = true});
+  HttpServer server(std::move(r), test_options());
+  const std::uint16_t port = server.listen("0.0.0.0", 0).port;
+  server.start();
+  auto fd = testing::connect_loopback(port, 5);
+  ASSERT_TRUE(testing::send_all(fd.get(), "GET /where HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"));
+  const std::string raw = read_all(fd.get());
+  EXPECT_EQ(status_of(raw), 200u) << raw;
+  EXPECT_TRUE(raw.ends_with("\r\n\r\n127.0.0.1:" + std::to_string(port))) << raw;
+  server.stop();
+}
+
 }  // namespace
 }  // namespace agentbox::server
