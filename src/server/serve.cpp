@@ -444,6 +444,8 @@ int serve(const ServeOptions& options) {
   http.admin_key = admin_key;
   http.body_limit = config.limits.body_bytes;
   http.header_timeout = config.limits.header_timeout;
+  http.max_connections = config.limits.connections;
+  http.max_connections_per_address = config.limits.per_address();
   http.cors_origins = config.cors_origins;
   http.spool_dir = config.state_dir;
   // An upload is received into its account's volume, charged to its quota.
