@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git mold
   # libraries (DESIGN §10)
   libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev libseccomp-dev libsqlite3-dev
-  libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev libzip-dev libwslay-dev
+  libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev libzip-dev zlib1g-dev libwslay-dev
   libgtest-dev libgmock-dev
   # fuzzers (scripts/fuzz.sh): clang and its libFuzzer runtime
   clang libclang-rt-14-dev

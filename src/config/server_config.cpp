@@ -34,6 +34,8 @@ constexpr size_t kApiKeyBytes = 32;
 constexpr int64_t kMaxFileOps = 64;
 // Each terminal holds a shell, a pty and its replay buffer for as long as it lives.
 constexpr int64_t kMaxTerminalsPerAccount = 1024;
+// Each API connection is a descriptor of the daemon's (a terminal's WebSocket also holds a pty).
+constexpr int64_t kMaxConnections = 1'000'000;
 
 void require_api_key_text(std::string_view key, std::string_view what = "api key") {
   if (key.empty()) throw Error(std::string(what) + " is empty");
@@ -72,7 +74,7 @@ void set_admin_key(ServerConfig& c, std::string_view text) {
   c.admin_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 40> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 42> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -90,6 +92,14 @@ constexpr std::array<TomlField<ServerConfig>, 40> kFields = {{
     {"limits.body", [](ServerConfig& c, const toml::node& v) { c.limits.body_bytes = toml_size(v); }},
     {"limits.header_timeout",
      [](ServerConfig& c, const toml::node& v) { c.limits.header_timeout = toml_seconds(v); }},
+    {"limits.connections",
+     [](ServerConfig& c, const toml::node& v) {
+       c.limits.connections = static_cast<size_t>(toml_integer(v, 1, kMaxConnections));
+     }},
+    {"limits.connections_per_address",
+     [](ServerConfig& c, const toml::node& v) {
+       c.limits.connections_per_address = static_cast<size_t>(toml_integer(v, 1, kMaxConnections));
+     }},
     {"accounts.uid_base",
      [](ServerConfig& c, const toml::node& v) {
        c.accounts.uid_base = static_cast<uid_t>(toml_integer(v, 1, kMaxUid));
@@ -231,6 +241,9 @@ std::vector<std::string> cross_checks(const ServerConfig& c, const std::string& 
                      std::to_string(kMaxUid));
   if (c.api_key && c.admin_key && *c.api_key == *c.admin_key)
     errors.push_back(file + ": admin_key is the same as api_key: the admin key must be a secret of its own");
+  if (c.limits.per_address() > c.limits.connections)
+    errors.push_back(file + ": limits.connections_per_address (" + std::to_string(c.limits.per_address()) +
+                     ") is more than limits.connections (" + std::to_string(c.limits.connections) + ")");
   if (c.inference.port == c.egress_proxy.port)
     errors.push_back(file + ": inference.port and egress.port are both " + std::to_string(c.egress_proxy.port) +
                      ": each needs its own port in the box");
@@ -368,6 +381,16 @@ ServerConfig load_server_config(const std::optional<std::string>& config_path, c
 std::vector<std::string> validate_config_file(const std::string& path) {
   ServerConfig scratch;
   return overlay_file(scratch, path);
+}
+
+std::vector<std::string> config_warnings(const ServerConfig& c) {
+  std::vector<std::string> warnings;
+  const ListenAddress addr = parse_listen_address(c.listen);
+  if (c.agent.public_url.empty() && (addr.host == "0.0.0.0" || addr.host == "::"))
+    warnings.push_back("listen is " + c.listen + " (every address) and [agent] public_url is unset: the agent's "
+                       "download links name the address each request arrived at, which browsers may not reach; "
+                       "set public_url to the address they use");
+  return warnings;
 }
 
 std::string load_or_create_api_key(const std::string& state_dir) { return load_or_create_state_secret(state_dir, "api_key"); }

@@ -11,6 +11,8 @@
 //                                   # the only key /admin/ routes accept
 //   cors_origins = ["*"]
 //   [limits]   body = "100M"  header_timeout = 10
+//              connections = 10000  connections_per_address = 8192   (API connections open at once;
+//              when full, idle and unauthenticated ones are closed first to make room)
 //   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
 //              disk = "10G"  inodes = 1000000  trash_days = 7   (config/storage_config.hpp)
@@ -37,6 +39,7 @@
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +71,15 @@ struct ServerConfig {
   struct HttpLimits {
     uint64_t body_bytes = 100ull << 20;            // largest request body, bytes
     std::chrono::seconds header_timeout{10};       // time to receive the request head
+    // API connections open at once, terminal WebSockets and /proxy included. When full, the
+    // oldest idle connection (unauthenticated first) is closed to make room; with none idle, 503.
+    size_t connections = 10'000;
+    // Of them from one client address (an IPv6 /64), the same way, with 429. Open WebUI's backend
+    // (or nginx in front) brings every user from one address, thousands of long-polls among them:
+    // generous, yet short of the above, so one address cannot take every place.
+    // Unset: 8192, or `connections` when that is less; set, at most `connections`.
+    std::optional<size_t> connections_per_address;
+    size_t per_address() const { return connections_per_address.value_or(std::min<size_t>(8'192, connections)); }
   } limits;
 
   struct Accounts {
@@ -163,6 +175,10 @@ void apply_config_env(ServerConfig& config, const GetEnv& getenv);
 // Every problem in the file, one line each, naming file, key and line: for
 // `agentbox config check FILE`. Empty when the file is good.
 std::vector<std::string> validate_config_file(const std::string& path);
+
+// What a valid configuration does that its operator may not expect, one line each (printed by
+// `agentbox config check` and at start-up): a wildcard listen address without [agent] public_url.
+std::vector<std::string> config_warnings(const ServerConfig& config);
 
 // path made absolute (normalized): relative to base, or to the working directory when base is
 // empty. The daemon's state directory is always absolute once it starts: boxes are built from

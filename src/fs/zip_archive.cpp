@@ -13,6 +13,7 @@
 #include "fs/dir_entries.hpp"
 #include "fs/file_read.hpp"
 #include "fs/fs_error.hpp"
+#include "fs/sparse_deflate.hpp"
 
 namespace agentbox {
 namespace {
@@ -40,8 +41,9 @@ struct Planner {
     if (!item.is_dir) {
       input_bytes += item.size;
       if (input_bytes > opt.max_input_bytes)
-        throw FsError(FsErrorKind::too_large, "Archive input larger than " +
-                                                  std::to_string(opt.max_input_bytes) + " bytes");
+        throw FsError(FsErrorKind::too_large, "Archive input is more than " + std::to_string(opt.max_input_bytes) +
+                                                  " bytes, the most one archive takes (holes of sparse files "
+                                                  "count by their size): archive fewer or smaller files");
     }
     items.push_back(std::move(item));
   }
@@ -106,12 +108,18 @@ struct ZipRun {
 // One file's contents, opened only when libzip reads it (so an archive of many files never
 // holds many descriptors), with the account's fs identity for the open, and read no further
 // than the size planned (a file growing meanwhile cannot grow the archive past the limit).
+// The source deflates the file itself (fs/sparse_deflate.hpp: holes are never read) and tells
+// libzip its data is deflated already, so libzip copies it as it comes; the CRC and size it
+// asks for once the data is copied are the deflater's.
 struct FileSource {
   const ConfinedDir& home;
   Item item;
   ZipRun& run;
   UniqueFd fd;
-  uint64_t left = 0;
+  std::unique_ptr<SparseDeflater> deflater;
+  bool done = false;  // the whole stream was read: crc and size below are the entry's
+  uint32_t crc = 0;
+  uint64_t size = 0;
   zip_error_t error;
 
   static zip_int64_t callback(void* user, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
@@ -119,13 +127,21 @@ struct FileSource {
     switch (cmd) {
       case ZIP_SOURCE_OPEN: return self->open();
       case ZIP_SOURCE_READ: return self->read(data, len);
-      case ZIP_SOURCE_CLOSE: self->fd.reset(); return 0;
+      case ZIP_SOURCE_CLOSE:
+        self->deflater.reset();
+        self->fd.reset();
+        return 0;
       case ZIP_SOURCE_STAT: {
         auto* st = static_cast<zip_stat_t*>(data);
         zip_stat_init(st);
-        st->size = self->item.size;
+        st->comp_method = ZIP_CM_DEFLATE;
+        st->size = self->done ? self->size : self->item.size;
         st->mtime = self->item.mtime;
-        st->valid |= ZIP_STAT_SIZE | ZIP_STAT_MTIME;
+        st->valid |= ZIP_STAT_COMP_METHOD | ZIP_STAT_SIZE | ZIP_STAT_MTIME;
+        if (self->done) {
+          st->crc = self->crc;
+          st->valid |= ZIP_STAT_CRC;
+        }
         return sizeof(zip_stat_t);
       }
       case ZIP_SOURCE_ERROR: return zip_error_to_data(&self->error, data, len);
@@ -144,10 +160,13 @@ struct FileSource {
 
   zip_int64_t open() {
     try {
-      auto as_user = home.as_user();
-      struct stat st;
-      fd = open_regular_file(home, item.path, st);
-      left = item.size;
+      {
+        auto as_user = home.as_user();
+        struct stat st;
+        fd = open_regular_file(home, item.path, st);
+      }
+      deflater = std::make_unique<SparseDeflater>(fd.get(), item.size);
+      done = false;
       return 0;
     } catch (...) {
       // Changed since it was planned (gone, or now a link out): fail the archive, not skip.
@@ -158,18 +177,18 @@ struct FileSource {
   }
 
   zip_int64_t read(void* data, zip_uint64_t len) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(len, left));
-    if (want == 0) return 0;
-    ssize_t n;
-    do {
-      n = ::read(fd.get(), data, want);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      zip_error_set(&error, ZIP_ER_READ, errno);
+    try {
+      const std::size_t n = deflater->read(static_cast<char*>(data), static_cast<std::size_t>(len));
+      if (n == 0) {
+        done = true;
+        crc = deflater->crc();
+        size = deflater->bytes_in();
+      }
+      return static_cast<zip_int64_t>(n);
+    } catch (const Error& e) {
+      zip_error_set(&error, ZIP_ER_READ, e.code());
       return -1;
     }
-    left -= static_cast<uint64_t>(n);
-    return n;
   }
 };
 
@@ -313,7 +332,7 @@ ZipArchive make_zip_archive(const ConfinedDir& home, const std::vector<HomePath>
       zip_file_set_mtime(za, static_cast<zip_uint64_t>(index), item.mtime, 0);
       continue;
     }
-    auto* file = new FileSource{home, item, run, {}, 0, {}};
+    auto* file = new FileSource{home, item, run, {}, nullptr, false, 0, 0, {}};
     zip_error_init(&file->error);
     zip_source_t* fsrc = zip_source_function_create(&FileSource::callback, file, &error);
     if (!fsrc) {

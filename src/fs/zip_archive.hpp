@@ -6,7 +6,8 @@
 // inside the home is archived as that file, a link leading out of the home (or to a directory,
 // or dangling) is left out. The archive is written to an unnamed O_TMPFILE in a directory of the
 // daemon's (never the home), so it counts against no one's quota, needs no cleanup and is gone
-// when the descriptor is closed.
+// when the descriptor is closed. Each file is deflated by fs/sparse_deflate.hpp: the holes of a
+// sparse file are never read, so archiving one costs the daemon its data, not its size.
 #include <cstdint>
 #include <string>
 #include <vector>

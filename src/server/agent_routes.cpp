@@ -380,13 +380,12 @@ Turn::Setup prepare(const Request& req, Turn::Mode mode, CallerDirectory& caller
   s.before = snapshot(s.caller, s.dir);
   s.box = boxes.spec_for(s.caller.account);
 
-  if (options.public_url.empty()) {
-    const auto forwarded = req.header("X-Forwarded-Proto");
-    s.base_url = std::string(forwarded && *forwarded == "https" ? "https" : "http") + "://" +
-                 std::string(req.header("Host").value_or("127.0.0.1"));
-  } else {
-    s.base_url = options.public_url;
-  }
+  // Never from a header: whoever sends the request (or sits between it and us) would choose
+  // where the user's browser takes the signed link. Without public_url, the address this
+  // request reached: the listen address, or with a wildcard listen address the one dialled.
+  s.base_url = !options.public_url.empty()        ? options.public_url
+               : !req.local_address.empty() ? "http://" + req.local_address
+                                            : "http://127.0.0.1";
 
   agent::ClaudeTurn& t = s.claude;
   t.box = s.box;

@@ -35,7 +35,8 @@ struct AgentRoutesOptions {
   uint64_t max_artifact_bytes = 100ull << 20;  // larger files the turn made get no link
   size_t max_artifacts = 20;               // links per turn
   std::chrono::seconds link_ttl{7 * 24 * 3600};
-  std::string public_url;                  // links start with this; empty: http://<Host header>
+  std::string public_url;                  // links start with this; empty: http://<the address the
+                                           // request arrived at> (Request::local_address), never Host
   std::string network;                     // the box's network, for the system prompt (per user: below)
   std::function<std::string(const std::string& user)> network_of;
   std::string unavailable;  // why turns cannot run here (no CLI, no credential): 503 with it

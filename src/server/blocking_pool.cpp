@@ -47,6 +47,7 @@ Request copy_request(const Request& req) {
   out.body_size = req.body_size;
   out.listener_tag = req.listener_tag;
   out.remote_address = req.remote_address;
+  out.local_address = req.local_address;
   if (req.body_file) {
     out.body_file = UniqueFd(::fcntl(req.body_file.get(), F_DUPFD_CLOEXEC, 0));
     check(out.body_file.get(), "fcntl(F_DUPFD_CLOEXEC) of the request body file");

@@ -1,5 +1,6 @@
 #include "server/execute_routes.hpp"
 
+#include <charconv>
 #include <csignal>
 #include <filesystem>
 
@@ -89,6 +90,19 @@ exec::ReadSpec read_spec(const Request& req, uint64_t default_offset = 0) {
       static_cast<int64_t>(default_offset)));
   if (auto tail = query_int(req, "tail", 1, 1'000'000)) read.tail_lines = static_cast<uint64_t>(*tail);
   return read;
+}
+
+// The offset a reconnecting EventSource sends back: an id this stream gave, so only digits, as
+// the offset query takes them (stoull read "-1" as 2^64-1 and " 12abc" as 12).
+uint64_t last_event_offset(std::string_view value) {
+  uint64_t offset = 0;
+  const char* end = value.data() + value.size();
+  auto [stop, ec] = std::from_chars(value.data(), end, offset);
+  if (value.empty() || value.front() < '0' || value.front() > '9' || ec != std::errc() || stop != end ||
+      offset > static_cast<uint64_t>(kMaxOffset))
+    throw HttpError(http::status::bad_request, "Last-Event-ID must be an offset this stream sent: a whole number from 0 to " +
+                                                   std::to_string(kMaxOffset));
+  return offset;
 }
 
 std::chrono::milliseconds wait_of(const Request& req) {
@@ -315,13 +329,8 @@ void add_execute_routes(Router& router, CallerDirectory& callers, exec::AccountB
                    [&callers, &table, options](const Request& req, std::shared_ptr<ResponseWriter> writer) {
     Caller caller = callers.resolve(req);
     uint64_t offset = read_spec(req).offset;
-    if (auto last = req.header("Last-Event-ID"); last && !req.query_param("offset")) {
-      try {
-        offset = std::stoull(std::string(*last));
-      } catch (const std::exception&) {
-        throw HttpError(http::status::bad_request, "Last-Event-ID must be an offset");
-      }
-    }
+    if (auto last = req.header("Last-Event-ID"); last && !req.query_param("offset"))
+      offset = last_event_offset(*last);
     if (!table.get(caller.account.name, req.param("id"), exec::ReadSpec{offset, std::nullopt, 0}))
       process_not_found();
     Response head;

@@ -9,7 +9,8 @@ namespace agentbox::server {
 
 struct HttpCounters {
   std::atomic<std::uint64_t> connections_accepted{0};
-  std::atomic<std::uint64_t> connections_rejected{0};  // over max_connections
+  std::atomic<std::uint64_t> connections_rejected{0};  // 429/503: a connection limit, nothing idle to close
+  std::atomic<std::uint64_t> connections_evicted{0};   // idle ones closed to make room for a new one
   std::atomic<std::uint64_t> requests{0};              // request headers read completely
   std::atomic<std::uint64_t> bad_requests{0};          // 400: malformed HTTP or target
   std::atomic<std::uint64_t> header_too_large{0};      // 431
@@ -35,6 +36,7 @@ struct HttpCounterName {
 inline constexpr HttpCounterName kHttpCounterNames[] = {
     {"connections_accepted", &HttpCounters::connections_accepted},
     {"connections_rejected", &HttpCounters::connections_rejected},
+    {"connections_evicted", &HttpCounters::connections_evicted},
     {"requests", &HttpCounters::requests},
     {"bad_requests", &HttpCounters::bad_requests},
     {"header_too_large", &HttpCounters::header_too_large},

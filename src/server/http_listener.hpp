@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,8 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
  private:
   void do_accept();
   void on_accept(boost::system::error_code ec, tcp::socket socket);
+  // A place in ctx_->connections and a session, or the limit's answer (429, 503).
+  void admit(tcp::socket socket);
 
   net::io_context& ioc_;
   tcp::acceptor acceptor_;
@@ -39,6 +42,8 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   std::shared_ptr<ServerContext> ctx_;
   const std::string tag_;
   const std::uint16_t port_;
+  // Refused connections still being answered (each holds it: a listener may close first).
+  std::shared_ptr<std::atomic<std::size_t>> refusing_ = std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 }  // namespace agentbox::server

@@ -23,7 +23,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds write_timeout{30'000};      // longest single write (client not reading)
   std::chrono::milliseconds linger_timeout{2'000};      // draining unread input after an error, before close
   std::chrono::milliseconds shutdown_grace{10'000};     // stop(): in-flight requests may finish within this
-  std::size_t max_connections = 10'000;                 // further connections are closed at accept
+  std::size_t max_connections = 10'000;                 // open at once, takeovers included; then the
+                                                        // oldest idle one makes room, or 503 (connection_table.hpp)
+  std::size_t max_connections_per_address = 8'192;      // the same per client address (IPv6: /64), or 429
   std::size_t stream_queue_limit = 8 * 1024 * 1024;     // bytes queued by a streaming handler before the
                                                         // connection is dropped as too slow
   std::string api_key;                                  // Bearer key; empty = every non-public route is 401

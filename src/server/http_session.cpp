@@ -37,6 +37,15 @@ constexpr std::size_t kSendfilePiece = 4 * 1024 * 1024;  // most bytes one sendf
 constexpr std::uint64_t kMaxLingerBytes = 64ull * 1024 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// "10.0.0.5:8000", "[2001:db8::1]:8000"; an IPv4 address reached through an IPv6 socket as IPv4.
+std::string url_authority(const tcp::endpoint& endpoint) {
+  auto address = endpoint.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+  const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+
 // The client went away or the operation was cancelled: nothing to answer.
 bool is_disconnect(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == http::error::partial_message ||
@@ -47,11 +56,13 @@ bool is_disconnect(const error_code& ec) {
 
 }  // namespace
 
-HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx, std::string listener_tag)
+HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx, std::string listener_tag,
+                         ConnectionSlot slot)
     : socket_(std::move(socket)),
       strand_(socket_.get_executor()),
       timer_(strand_),
       ctx_(std::move(ctx)),
+      slot_(std::move(slot)),
       listener_tag_(std::move(listener_tag)),
       accepted_at_(Clock::now()),
       // The buffer only ever holds headers and read-ahead; bodies go to the body parser.
@@ -59,6 +70,7 @@ HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx,
   error_code ec;
   auto peer = socket_.remote_endpoint(ec);
   if (!ec) remote_ = peer.address().to_string() + ":" + std::to_string(peer.port());
+  if (auto local = socket_.local_endpoint(ec); !ec) local_ = url_authority(local);
   socket_.set_option(tcp::no_delay(true), ec);  // small JSON answers: no Nagle delay
 }
 
@@ -66,6 +78,9 @@ HttpSession::~HttpSession() { ctx_->sessions.remove(this); }
 
 void HttpSession::start() {
   ctx_->sessions.add(this, weak_from_this());
+  slot_.on_evict([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->evict();
+  });
   net::dispatch(strand_, [self = shared_from_this()] { self->do_wait_request(); });
 }
 
@@ -79,12 +94,24 @@ void HttpSession::force_close() {
   net::post(strand_, [self = shared_from_this()] { self->do_close(); });
 }
 
+void HttpSession::evict() {
+  net::post(strand_, [self = shared_from_this()] {
+    self->evicted_ = true;
+    if (self->state_ != State::waiting && self->state_ != State::reading_header) return;
+    count(self->ctx_->counters.connections_evicted);
+    self->do_close();
+  });
+}
+
 // ---------------------------------------------------------------- request cycle
 
 void HttpSession::do_wait_request() {
   if (ctx_->stopping.load()) return do_close();
   state_ = State::waiting;
   close_after_ = false;
+  if (evicted_) return do_close();
+  // Idle (a new connection has been since accept): its place may go to a new connection.
+  if (!first_request_) slot_.idle();
   if (buffer_.size() > 0) return do_read_header();
   // A new connection gets header_timeout from accept for all of its header; a kept-alive one
   // may stay idle for idle_timeout, and its header deadline starts at the first byte.
@@ -139,6 +166,7 @@ void HttpSession::on_read_header(error_code ec) {
     return reject(http::status::bad_request, "Malformed HTTP request: " + ec.message());
   }
   first_request_ = false;
+  slot_.busy();
   ++request_seq_;
   count(ctx_->counters.requests);
   started_ = Clock::now();
@@ -156,6 +184,7 @@ void HttpSession::route_request() {
   request_.headers = static_cast<const http::fields&>(header);
   request_.listener_tag = listener_tag_;
   request_.remote_address = remote_;
+  request_.local_address = local_;
   const bool body_pending = !header_parser_->is_done();
 
   auto target = parse_target(request_.target);
@@ -194,6 +223,7 @@ void HttpSession::route_request() {
   }
   const bool key_accepted = route_->options.admin || ctx_->auth.accepts(authorization);
   const bool link_accepted = !key_accepted && route_->options.signed_link && accepts_link(target->query);
+  if (key_accepted || link_accepted) slot_.authenticated();
   if (!route_->options.is_public && !route_->options.auth_in_handler && !key_accepted && !link_accepted) {
     count(ctx_->counters.unauthorized);
     auto r = error_response(http::status::unauthorized, "Invalid API key");
@@ -319,8 +349,9 @@ void HttpSession::hand_over(const TakeoverHandler& handler, bool key_accepted) {
   disarm();
   state_ = State::closed;
   http_logger()->info("{} \"{}\" taken over by its handler", remote_, context());
+  slot_.on_evict(nullptr);  // busy from here on; a handler that waits may set its own
   Takeover t{std::move(request_), std::make_unique<Takeover::Parser>(std::move(*header_parser_)),
-             std::move(socket_), std::move(buffer_), key_accepted};
+             std::move(socket_), std::move(buffer_), key_accepted, std::move(slot_)};
   header_parser_.reset();
   auto keep = std::move(hold_);
   try {
@@ -351,7 +382,7 @@ http::response<Body> HttpSession::make_message(Response& response) {
   for (const auto& field : response.headers) msg.insert(field.name_string(), field.value());
   ctx_->cors.decorate(request_.headers, msg.base());
   if (!ctx_->options.node_name.empty()) msg.set("X-Agentbox-Node", ctx_->options.node_name);
-  keep_alive_ = request_keep_alive_ && !close_after_ && !ctx_->stopping.load();
+  keep_alive_ = request_keep_alive_ && !close_after_ && !evicted_ && !ctx_->stopping.load();
   msg.keep_alive(keep_alive_);
   status_ = static_cast<unsigned>(response.status);
   if (status_ == 500) count(ctx_->counters.internal_errors);

@@ -44,8 +44,9 @@ class ResponseWriter;
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  // socket's executor must be a strand of its own.
-  HttpSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx, std::string listener_tag);
+  // socket's executor must be a strand of its own; slot: its place in ctx->connections.
+  HttpSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx, std::string listener_tag,
+              ConnectionSlot slot = {});
   ~HttpSession();
 
   void start();
@@ -53,6 +54,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void begin_shutdown();
   // After the grace period: closes whatever state the connection is in.
   void force_close();
+  // Its place went to a new connection: closes now if it waits for a request, else after the
+  // response in progress.
+  void evict();
 
   // From ResponseWriter, on any thread; each is posted onto the strand.
   void post_send(Response response);
@@ -123,8 +127,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   const net::any_io_executor strand_;
   net::steady_timer timer_;
   std::shared_ptr<ServerContext> ctx_;
+  ConnectionSlot slot_;  // idle while a request is awaited; goes to a takeover with the socket
   const std::string listener_tag_;
   std::string remote_;
+  std::string local_;  // Request::local_address
   const std::chrono::steady_clock::time_point accepted_at_;
 
   State state_ = State::waiting;
@@ -132,6 +138,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   Timeout timed_out_ = Timeout::none;
   std::uint64_t timer_generation_ = 0;
   bool first_request_ = true;
+  bool evicted_ = false;  // closes after the response in progress
 
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_parser_;

@@ -38,7 +38,8 @@ nlohmann::json parse_json_body(const Request& req) {
     auto value = nlohmann::json::parse(req.body, depth_guard);
     if (too_deep) invalid("nesting deeper than " + std::to_string(kMaxJsonDepth));
     return value;
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number no double holds (1e309): both the client's.
     invalid(without_exception_tag(e.what()));
   }
 }

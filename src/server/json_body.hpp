@@ -15,7 +15,8 @@ namespace agentbox::server {
 inline constexpr int kMaxJsonDepth = 256;
 
 // Parses req.body. Throws HttpError 400 "Invalid JSON body: <reason>" on empty input, syntax
-// errors, invalid UTF-8 or nesting deeper than kMaxJsonDepth.
+// errors, invalid UTF-8, a number out of a double's range (1e309) or nesting deeper than
+// kMaxJsonDepth.
 nlohmann::json parse_json_body(const Request& req);
 
 // As parse_json_body, and the top level must be an object: else HttpError 422.

@@ -33,6 +33,8 @@ struct Request {
   std::uint64_t body_size = 0;  // bytes of body, in memory or in body_file
   std::string listener_tag;     // tag of the listener the connection arrived on
   std::string remote_address;   // peer address, for logs
+  std::string local_address;    // where the connection arrived, as a URL authority ("10.0.0.5:8000",
+                                // "[::1]:8000"): the daemon's own socket, never a header the client sent
 
   // The {name} path parameter; throws std::out_of_range when the route has no such parameter.
   const std::string& param(std::string_view name) const;

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "server/connection_table.hpp"
 #include "server/request.hpp"
 #include "server/response.hpp"
 
@@ -42,6 +43,7 @@ struct Takeover {
   boost::asio::ip::tcp::socket socket;
   boost::beast::flat_buffer buffer;  // bytes read past the head
   bool key_accepted = false;         // the request's Authorization header held the API key
+  ConnectionSlot slot;               // the connection's place in the limits: keep it while it is open
 };
 using TakeoverHandler = std::function<void(Takeover)>;
 

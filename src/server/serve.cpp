@@ -194,6 +194,7 @@ int serve(const ServeOptions& options) {
     require_strong_key(what, *key, config.listen);  // a key file an operator wrote
     if (auto warning = short_key_warning(what, *key)) std::cout << "warning: " << *warning << "\n";
   }
+  for (const std::string& warning : config_warnings(config)) std::cout << "warning: " << warning << "\n";
 
   // Before any box: the CLI and the skills as sealed images, so boxes bind them without
   // learning where the host keeps them (server/agent_images.hpp).
@@ -454,6 +455,8 @@ int serve(const ServeOptions& options) {
   http.admin_key = admin_key;
   http.body_limit = config.limits.body_bytes;
   http.header_timeout = config.limits.header_timeout;
+  http.max_connections = config.limits.connections;
+  http.max_connections_per_address = config.limits.per_address();
   http.cors_origins = config.cors_origins;
   http.spool_dir = config.state_dir;
   // An upload is received into its account's volume, charged to its quota.

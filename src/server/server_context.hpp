@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "server/api_key_auth.hpp"
+#include "server/connection_table.hpp"
 #include "server/cors.hpp"
 #include "server/http_counters.hpp"
 #include "server/http_options.hpp"
@@ -20,12 +21,15 @@ struct ServerContext {
         auth(o.api_key),
         admin_auth(o.admin_key),
         cors(o.cors_origins),
+        connections(ConnectionTable::create({o.max_connections, o.max_connections_per_address})),
         options(without_key(std::move(o))) {}
 
   const Router router;
   const ApiKeyAuth auth;  // keeps only a digest of the key
   const ApiKeyAuth admin_auth;  // the admin key's, for RouteOptions::admin routes
   const CorsPolicy cors;
+  // Every open connection's place, sessions and takeovers alike; their slots keep it alive.
+  const std::shared_ptr<ConnectionTable> connections;
   const HttpServerOptions options;  // api_key and admin_key emptied
   HttpCounters counters;
   std::atomic<bool> stopping{false};  // set once by HttpServer::stop()

@@ -1,5 +1,6 @@
 #pragma once
-// The live sessions of one server, for shutdown and the connection limit. Sessions add
+// The live sessions of one server, for shutdown (the connection limits count in
+// connection_table.hpp, takeovers included). Sessions add
 // themselves when they start and remove themselves in their destructor; shutdown copies the
 // list under the lock and acts outside it.
 #include <chrono>

@@ -17,6 +17,7 @@ constexpr std::chrono::seconds kWriteDeadline{10};
 struct Answer {
   beast::tcp_stream stream;
   http::response<http::string_body> message;
+  ConnectionSlot slot;  // the connection counts until it closes
 };
 
 }  // namespace
@@ -24,7 +25,8 @@ struct Answer {
 void respond_and_close(Takeover takeover, Response response) {
   const unsigned version = takeover.parser ? takeover.parser->get().version() : 11;
   auto answer = std::make_shared<Answer>(Answer{beast::tcp_stream(std::move(takeover.socket)),
-                                                http::response<http::string_body>(response.status, version)});
+                                                http::response<http::string_body>(response.status, version),
+                                                std::move(takeover.slot)});
   for (const auto& field : response.headers) answer->message.insert(field.name_string(), field.value());
   answer->message.body() = std::move(response.body);
   answer->message.keep_alive(false);

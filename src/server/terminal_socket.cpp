@@ -25,6 +25,7 @@ using Clock = EpollLoop::Clock;
 // Close codes of Open Terminal's protocol, and the standard ones we use.
 constexpr std::uint16_t kCloseEnded = 1000;      // the terminal ended (the reason says how)
 constexpr std::uint16_t kCloseInternal = 1011;   // the daemon could not serve it
+constexpr std::uint16_t kCloseTryAgain = 1013;   // its place went to a new connection (RFC 6455 7.4.1)
 constexpr std::uint16_t kCloseBadAuth = 4001;    // no auth frame in time, or a wrong key
 constexpr std::uint16_t kCloseNotFound = 4004;   // no such terminal of this user (or it ended)
 constexpr std::chrono::seconds kHandshakeTimeout{10};  // the opening and the closing handshake
@@ -36,6 +37,7 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
       : ctx_(std::move(ctx)),
         request_(std::move(takeover.request)),
         authenticated_(takeover.key_accepted),
+        slot_(std::move(takeover.slot)),
         ws_(std::move(takeover.socket)),
         parser_(std::move(takeover.parser)) {}
 
@@ -54,10 +56,17 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
     UniqueFd fd(beast::get_lowest_layer(ws_).release_socket().release(ec));
     if (ec || !fd || ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK) != 0) return;
     EpollLoop& loop = ctx_->terminals.loop();
-    // std::function wants a copyable task: the socket and the request travel in one shared_ptr.
-    auto moved = std::make_shared<std::pair<UniqueFd, Request>>(std::move(fd), std::move(request_));
+    // std::function wants a copyable task: the socket, the request and the connection's place
+    // travel in one shared_ptr.
+    struct Moved {
+      UniqueFd fd;
+      Request request;
+      ConnectionSlot slot;
+    };
+    auto moved = std::make_shared<Moved>(Moved{std::move(fd), std::move(request_), std::move(slot_)});
     loop.post([moved, authenticated = authenticated_, ctx = ctx_]() mutable {
-      std::make_shared<TerminalSocket>(std::move(moved->first), std::move(moved->second), authenticated, std::move(ctx))
+      std::make_shared<TerminalSocket>(std::move(moved->fd), std::move(moved->request), authenticated,
+                                       std::move(ctx), std::move(moved->slot))
           ->start();
     });
   }
@@ -65,6 +74,7 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
   std::shared_ptr<const TerminalSocketContext> ctx_;
   Request request_;
   bool authenticated_;
+  ConnectionSlot slot_;
   websocket::stream<beast::tcp_stream> ws_;
   std::unique_ptr<Takeover::Parser> parser_;  // holds the upgrade request async_accept answers
 };
@@ -87,9 +97,10 @@ void TerminalSocket::serve(Takeover takeover, std::shared_ptr<const TerminalSock
 }
 
 TerminalSocket::TerminalSocket(UniqueFd fd, Request request, bool authenticated,
-                               std::shared_ptr<const TerminalSocketContext> ctx)
+                               std::shared_ptr<const TerminalSocketContext> ctx, ConnectionSlot slot)
     : ctx_(std::move(ctx)),
       loop_(ctx_->terminals.loop()),
+      slot_(std::move(slot)),
       request_(std::move(request)),
       terminal_id_(request_.param("id")),
       fd_(std::move(fd)),
@@ -139,6 +150,15 @@ void TerminalSocket::start() {
       auto self = weak.lock();
       if (self && !self->authenticated_) self->do_close(kCloseBadAuth, "Auth timeout or invalid payload");
     });
+    // Until its auth frame, its place may go to a new connection, as an idle request's may.
+    slot_.idle();
+    slot_.on_evict([weak, &loop = loop_] {
+      loop.post([weak] {
+        auto self = weak.lock();
+        if (self && !self->authenticated_)
+          self->do_close(kCloseTryAgain, "Too many connections: this one had not authenticated (limits.connections)");
+      });
+    });
   }
 }
 
@@ -175,6 +195,9 @@ void TerminalSocket::on_auth_frame(std::string_view text) {
       !ctx_->auth.accepts("Bearer " + token->get<std::string>()))
     return do_close(kCloseBadAuth, is_auth ? "Invalid API key" : "Auth timeout or invalid payload");
   authenticated_ = true;
+  slot_.on_evict(nullptr);
+  slot_.busy();
+  slot_.authenticated();
   loop().cancel(auth_timer_);
   attach();
 }
@@ -318,6 +341,7 @@ void TerminalSocket::tear_down() {
   }
   loop().unwatch(watch_);  // drops the loop's reference: this goes once the caller returns
   fd_.reset();
+  slot_ = {};
 }
 
 }  // namespace agentbox::server

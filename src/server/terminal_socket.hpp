@@ -54,8 +54,9 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   // with an HTTP error) and serves the connection.
   static void serve(Takeover takeover, std::shared_ptr<const TerminalSocketContext> ctx);
 
-  // On the loop: fd has had its upgrade answered.
-  TerminalSocket(UniqueFd fd, Request request, bool authenticated, std::shared_ptr<const TerminalSocketContext> ctx);
+  // On the loop: fd has had its upgrade answered; slot is its place in the connection limits.
+  TerminalSocket(UniqueFd fd, Request request, bool authenticated, std::shared_ptr<const TerminalSocketContext> ctx,
+                 ConnectionSlot slot = {});
   ~TerminalSocket();
   void start();
 
@@ -81,6 +82,7 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
 
   std::shared_ptr<const TerminalSocketContext> ctx_;
   EpollLoop& loop_;  // the terminals'; it outlives every socket on it (they go when it stops)
+  ConnectionSlot slot_;  // idle (may make room for others) until the auth frame
   Request request_;  // the upgrade's head
   std::string terminal_id_;
   UniqueFd fd_;

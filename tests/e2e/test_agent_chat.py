@@ -167,6 +167,27 @@ def test_a_bash_turn_streams_its_tool_block_and_links_the_file_it_made(adaemon, 
         bare.close()
 
 
+def test_a_link_names_this_daemon_never_the_host_the_request_claims(adaemon, fake):
+    """Without [agent] public_url the links took their host from the request's Host header (and
+    their scheme from X-Forwarded-Proto): whoever sends or relays the request chose where the
+    user's browser takes a signed token. Now they name the address the request arrived at."""
+    user, chat = new_user(), str(uuid.uuid4())
+    m = uuid.uuid4().hex[:8]
+    with client(adaemon, user=user, chat=chat) as c:
+        c.headers["Host"] = "evil.example"
+        c.headers["X-Forwarded-Proto"] = "https"
+        chunks, done = stream_chunks(c, f"make it [[bash: printf {m} > found.txt]]")
+    assert done
+    content = content_of(chunks)
+    link = re.search(r"\[found\.txt\]\((http[^)]+)\)", content)
+    assert link, content
+    assert "evil.example" not in content
+    url = urllib.parse.urlsplit(link.group(1))
+    assert (url.scheme, url.netloc) == ("http", f"127.0.0.1:{adaemon.port}"), link.group(1)
+    with httpx.Client() as bare:
+        assert bare.get(link.group(1)).text == m
+
+
 def test_two_turns_of_a_chat_resume_and_another_chat_does_not(adaemon, fake):
     user, chat = new_user(), str(uuid.uuid4())
     first, second, third = ("one-" + uuid.uuid4().hex[:6], "two-" + uuid.uuid4().hex[:6],

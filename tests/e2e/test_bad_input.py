@@ -33,6 +33,22 @@ def test_malformed_json_bodies_are_400(daemon, clients, raw, path):
     assert_alive(daemon)
 
 
+@pytest.mark.parametrize("path,body", [
+    ("/execute", b'{"command": "true", "timeout": 1e309}'),
+    ("/files/write", b'{"path": "f", "content": "x", "n": -1e309}'),
+    ("/files/archive", b'{"paths": ["."], "x": [1e400]}'),
+    ("/files/move", b'{"source": "a", "destination": "b", "n": 1' + b"0" * 400 + b'}'),
+    ("/execute/nosuch/input", b'{"input": "x", "n": 1e309}'),
+])
+def test_numbers_out_of_range_are_400(daemon, clients, path, body):
+    """A number no double holds was a 500 (nlohmann's out_of_range escaped the JSON reader)."""
+    c = clients.user("overflow")
+    r = c.post(path, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400, (path, r.status_code, r.text)
+    assert r.json()["detail"].startswith("Invalid JSON body: number overflow"), r.text
+    assert_alive(daemon)
+
+
 def test_deeply_nested_json_is_refused(daemon, clients):
     c = clients.user("deep")
     raw = b'{"command": "true", "x": ' + b"[" * 100000 + b"]" * 100000 + b"}"

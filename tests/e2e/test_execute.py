@@ -538,6 +538,22 @@ def test_stream_of_finished_process_replays_and_resumes(clients):
         assert events[-1][1]["next_offset"] == 8
 
 
+@pytest.mark.parametrize("value", ["-1", "18446744073709551615", "9223372036854775808", "+4", "4abc", "0x10",
+                                   "", "1e3", "4 4"])
+def test_a_malformed_last_event_id_is_400_never_a_huge_offset(clients, value):
+    """stoull read "-1" as 2^64-1 (a stream that could never resume) and "4abc" as 4."""
+    c = clients.user("sse-bad-id")
+    p = run(c, "printf 'abc\\ndef\\n'", pty=False)
+    r = c.get(f"/execute/{p['id']}/stream", headers={"Last-Event-ID": value})
+    assert r.status_code == 400, (value, r.text)
+    assert "Last-Event-ID must be an offset" in r.json()["detail"]
+    # The largest offset the API takes is still one (past the end: nothing to replay).
+    with c.stream("GET", f"/execute/{p['id']}/stream", headers={"Last-Event-ID": "9223372036854775807"}) as r:
+        assert r.status_code == 200
+        events = list(sse_events(r))
+    assert events[-1][0] == "exit" and not [e for e in events if e[0] == "output"]
+
+
 def test_stream_of_killed_process(clients):
     c = clients.user("sse3")
     p = run(c, "echo ready; sleep 60", wait=0, pty=False)

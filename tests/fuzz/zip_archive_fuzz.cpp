@@ -1,5 +1,7 @@
 // The archive writer of POST /files/archive (fs/zip_archive.*): the input describes files,
-// directories and symlinks, one per line ("f NAME=CONTENT", "d NAME", "l NAME=TARGET"), made in
+// directories and symlinks, one per line ("f NAME=CONTENT", "d NAME", "l NAME=TARGET", and
+// "h NAME=A|B|..." for a sparse file: the pieces with holes of 4 KiB to 256 KiB and odd tails
+// between and after them, so fs/sparse_deflate.* meets holes of every alignment), made in
 // a directory "w" of a home; make_zip_archive zips "w" as the route does, and the archive is
 // read back with libzip (names raw, consistency checked). Names are cleaned into paths (no
 // empty, "." or ".." parts, at most 8 levels); a line whose name is taken is skipped. Beside the
@@ -42,6 +44,7 @@ constexpr std::size_t kMaxDepth = 8;
 constexpr std::size_t kMaxComponent = 100;
 
 std::string g_root;  // temporary: home/, outside/secret, tmp/ (the archives' O_TMPFILE home)
+constexpr std::size_t kBlock = 4096;
 ConfinedDir* g_home;
 
 // NAME as a relative path: '/'-separated parts without empty, "." and ".." ones, NUL made '_'.
@@ -84,6 +87,33 @@ bool make_parents(Tree& tree, const std::string& w, const std::vector<std::strin
   return true;
 }
 
+// "h NAME=A|B|C": writes A, skips a hole, writes B, ... and ends in a hole; returns the contents
+// the file reads as (holes as zeros).
+std::string make_sparse(const std::string& path, std::string_view value) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  FUZZ_CHECK(fd >= 0);
+  std::string contents;
+  std::size_t index = 0;
+  for (;;) {
+    const std::size_t bar = value.find('|');
+    const std::string_view piece = value.substr(0, bar);
+    if (index > 0) {  // a hole before every piece but the first: whole blocks and an odd tail
+      const std::size_t k = 1 + (index * 31 + piece.size()) % 64;
+      contents.append(k * kBlock + (k * 7) % kBlock, '\0');
+    }
+    FUZZ_CHECK(::pwrite(fd, piece.data(), piece.size(), static_cast<off_t>(contents.size())) ==
+               static_cast<ssize_t>(piece.size()));
+    contents.append(piece);
+    ++index;
+    if (bar == std::string_view::npos) break;
+    value.remove_prefix(bar + 1);
+  }
+  contents.append((index % 3) * kBlock + index * 123, '\0');  // a hole at the end, some of it partial
+  FUZZ_CHECK(::ftruncate(fd, static_cast<off_t>(contents.size())) == 0);
+  ::close(fd);
+  return contents;
+}
+
 Tree make_tree(std::string_view input, const std::string& w) {
   Tree tree;
   for (std::size_t line = 0; !input.empty() && line < kMaxLines; ++line) {
@@ -103,6 +133,8 @@ Tree make_tree(std::string_view input, const std::string& w) {
     if (kind == 'd') {
       FUZZ_CHECK(::mkdir(path.c_str(), 0755) == 0);
       tree.dirs.insert(rel);
+    } else if (kind == 'h') {
+      tree.files.emplace(rel, make_sparse(path, value));
     } else if (kind == 'l') {
       const std::string target(value);
       if (target.empty() || target.find('\0') != std::string::npos) continue;

@@ -213,6 +213,43 @@ TEST_F(ServerConfigTest, PtyAndTcpMemoryKeysAreCheckedAndTakeTheirBounds) {
               ElementsAre(HasSubstr("box.ptys: must be between 1 and 1048576, not 1048577")));
 }
 
+// The API's connection places (server/connection_table.hpp): daemon-wide and per address.
+TEST_F(ServerConfigTest, ConnectionLimitsAreCheckedAndThePerAddressOneFitsUnderTheTotal) {
+  ServerConfig defaults = load_server_config(std::nullopt, env_of({}));
+  EXPECT_EQ(defaults.limits.connections, 10000u);
+  EXPECT_EQ(defaults.limits.per_address(), 8192u);
+  ServerConfig c = load_server_config(
+      write_config("[limits]\nconnections = 300\nconnections_per_address = 300\n", "conns.toml"), env_of({}));
+  EXPECT_EQ(c.limits.connections, 300u);
+  EXPECT_EQ(c.limits.per_address(), 300u);
+  std::string path = write_config("[limits]\nconnections = 0\nconnections_per_address = 1000001\n", "bad-conns.toml");
+  EXPECT_THAT(validate_config_file(path),
+              ElementsAre(path + ": limits.connections: must be between 1 and 1000000, not 0 (line 2)",
+                          path + ": limits.connections_per_address: must be between 1 and 1000000, not 1000001 (line 3)"));
+  path = write_config("[limits]\nconnections = 100\nconnections_per_address = 200\n", "over.toml");
+  EXPECT_THAT(validate_config_file(path),
+              ElementsAre(path + ": limits.connections_per_address (200) is more than limits.connections (100)"));
+  // Unset, it follows a total below its default.
+  EXPECT_EQ(load_server_config(write_config("[limits]\nconnections = 100\n", "small.toml"), env_of({})).limits.per_address(),
+            100u);
+}
+
+// Download links never take a host from a request: on a wildcard listen address without
+// public_url they name the address each request was sent to, which the operator hears of.
+TEST_F(ServerConfigTest, AWildcardListenWithoutPublicUrlIsWarnedOf) {
+  ServerConfig c;
+  EXPECT_THAT(config_warnings(c), IsEmpty());
+  for (const char* listen : {"0.0.0.0:8000", "[::]:8000"}) {
+    c.listen = listen;
+    EXPECT_THAT(config_warnings(c), ElementsAre(HasSubstr("[agent] public_url is unset"))) << listen;
+  }
+  c.agent.public_url = "https://agentbox.example.com";
+  EXPECT_THAT(config_warnings(c), IsEmpty());
+  c.agent.public_url.clear();
+  c.listen = "192.0.2.7:8000";
+  EXPECT_THAT(config_warnings(c), IsEmpty());
+}
+
 TEST_F(ServerConfigTest, BackupKeysAndTheAdminKey) {
   ServerConfig none = load_server_config(std::nullopt, env_of({}));
   EXPECT_EQ(none.backup.dir, "");  // no mirror unless asked for

@@ -367,16 +367,124 @@ TEST_F(HttpServerTest, StalledBodyIs408) {
   EXPECT_EQ(counters().body_timeouts.load(), 1u);
 }
 
-TEST_F(HttpServerTest, ConnectionsOverTheCapAreClosedAtAccept) {
+// A connection from another address of the loopback network (all of 127/8 is this host's).
+UniqueFd connect_from(const char* source, std::uint16_t port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  timeval tv{5, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  check(::bind(fd.get(), reinterpret_cast<sockaddr*>(&from), sizeof from), "bind");
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  check(::connect(fd.get(), reinterpret_cast<sockaddr*>(&to), sizeof to), "connect");
+  return fd;
+}
+
+// GET target on fd with the key, Connection: close; everything the server answers.
+std::string get_on(int fd, std::string_view target) {
+  EXPECT_TRUE(testing::send_all(fd, std::string("GET ") + std::string(target) + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                        kKey + "\r\nConnection: close\r\n\r\n"));
+  return read_all(fd);
+}
+
+// An async route that answers only when the test says: a connection serving a request.
+struct Held {
+  Latch entered;
+  std::mutex mu;
+  std::vector<std::shared_ptr<ResponseWriter>> writers;
+  void add_to(Router& r) {
+    r.add_async(http::verb::get, "/held", [this](const Request&, std::shared_ptr<ResponseWriter> w) {
+      std::lock_guard lock(mu);
+      writers.push_back(std::move(w));
+      entered.open();
+    });
+  }
+  void release() {
+    std::lock_guard lock(mu);
+    for (auto& w : writers) w->send(Response::text("released"));
+  }
+};
+
+TEST_F(HttpServerTest, AnIdleConnectionMakesRoomForANewOne) {
   auto options = test_options();
   options.max_connections = 1;
   start(base_routes(), options);
   Client first(port_);
   ASSERT_EQ(first.request(http::verb::get, "/items/1").status, 200u);
-  auto second = testing::connect_loopback(port_, 5);
-  EXPECT_EQ(read_all(second.get()), "");
+  std::this_thread::sleep_for(20ms);  // the server marks it idle once its answer is out
+  // first waits for its next request: its place goes to the newcomer, which is served.
+  EXPECT_EQ(fetch(port_, http::verb::get, "/items/2").status, 200u);
+  EXPECT_TRUE(first.closed_by_server(2s));
+  EXPECT_EQ(counters().connections_evicted.load(), 1u);
+  EXPECT_EQ(counters().connections_rejected.load(), 0u);
+}
+
+TEST_F(HttpServerTest, WithEveryConnectionBusyANewOneGets503NamingTheLimit) {
+  auto options = test_options();
+  options.max_connections = 1;
+  Router r = base_routes();
+  Held held;
+  held.add_to(r);
+  start(std::move(r), options);
+  auto busy = testing::connect_loopback(port_, 5);
+  ASSERT_TRUE(testing::send_all(busy.get(), std::string("GET /held HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+                                                "\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(held.entered.wait(5s));
+  auto refused = testing::connect_loopback(port_, 5);
+  const std::string raw = get_on(refused.get(), "/items/1");
+  EXPECT_EQ(status_of(raw), 503u) << raw;
+  EXPECT_NE(raw.find("Too many connections: limits.connections is 1"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("Retry-After: 1\r\n"), std::string::npos) << raw;
   EXPECT_EQ(counters().connections_rejected.load(), 1u);
-  EXPECT_EQ(first.request(http::verb::get, "/items/2").status, 200u);  // the first one is unaffected
+  held.release();  // the busy one was never touched
+  EXPECT_EQ(status_of(read_all(busy.get())), 200u);
+  // Its place is free again once it has closed.
+  const auto deadline = Clock::now() + 3s;
+  unsigned status = 0;
+  while (Clock::now() < deadline && (status = fetch(port_, http::verb::get, "/items/3").status) != 200u)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(status, 200u);
+}
+
+TEST_F(HttpServerTest, AnAddressAtItsLimitGets429AndOtherAddressesAreServed) {
+  auto options = test_options();
+  options.max_connections = 10;
+  options.max_connections_per_address = 1;
+  Router r = base_routes();
+  Held held;
+  held.add_to(r);
+  start(std::move(r), options);
+  auto busy = connect_from("127.0.0.7", port_);
+  ASSERT_TRUE(testing::send_all(busy.get(), std::string("GET /held HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+                                                "\r\n\r\n"));
+  ASSERT_TRUE(held.entered.wait(5s));
+  auto same = connect_from("127.0.0.7", port_);
+  const std::string raw = get_on(same.get(), "/items/1");
+  EXPECT_EQ(status_of(raw), 429u) << raw;
+  EXPECT_NE(raw.find("Too many connections from your address: limits.connections_per_address is 1"),
+            std::string::npos) << raw;
+  auto other = connect_from("127.0.0.8", port_);
+  EXPECT_EQ(status_of(get_on(other.get(), "/items/1")), 200u);
+  held.release();
+}
+
+TEST_F(HttpServerTest, ConnectionsThatNeverPresentedTheKeyMakeRoomFirst) {
+  auto options = test_options();
+  options.max_connections = 2;
+  start(base_routes(), options);
+  Client authed(port_);  // the older of the two idle ones
+  ASSERT_EQ(authed.request(http::verb::get, "/items/1").status, 200u);
+  std::this_thread::sleep_for(5ms);
+  Client anonymous(port_);
+  ASSERT_EQ(anonymous.request(http::verb::get, "/health", {}, {}).status, 200u);
+  std::this_thread::sleep_for(20ms);  // the server marks it idle once its answer is out
+  EXPECT_EQ(fetch(port_, http::verb::get, "/items/2").status, 200u);
+  EXPECT_TRUE(anonymous.closed_by_server(2s));
+  EXPECT_EQ(authed.request(http::verb::get, "/items/3").status, 200u) << "the authenticated one stayed";
 }
 
 TEST_F(HttpServerTest, RouteBodyLimitOverridesAndSpoolsToAFile) {
@@ -887,6 +995,43 @@ TEST_F(HttpServerTest, ATakeoverRouteNeedsTheKeyUnlessItAuthenticatesItself) {
   }
   EXPECT_EQ(got.rfind("HTTP/1.1 101", 0), 0u) << got;
   EXPECT_NE(got.find("X-Key-Accepted: no\r\n"), std::string::npos) << got;
+}
+
+TEST_F(HttpServerTest, ATakenOverConnectionHoldsItsPlace) {
+  auto options = test_options();
+  options.max_connections = 1;
+  start(takeover_routes(), options);
+  auto upgraded = testing::connect_loopback(port_, 5);
+  ASSERT_TRUE(testing::send_all(upgraded.get(), std::string("GET /upgrade/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ") +
+                                                    kKey + "\r\nUpgrade: websocket\r\n\r\n"));
+  char buf[512];
+  ASSERT_GT(::recv(upgraded.get(), buf, sizeof buf, 0), 0);  // its 101
+  auto refused = testing::connect_loopback(port_, 5);
+  const std::string raw = get_on(refused.get(), "/upgrade/y");
+  EXPECT_EQ(status_of(raw), 503u) << raw;
+  upgraded.reset();  // the takeover ends with its connection, and its place with it
+  const auto deadline = Clock::now() + 3s;
+  unsigned status = 0;
+  while (Clock::now() < deadline && (status = fetch(port_, http::verb::get, "/upgrade/z", {}, {}).status) == 503u)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(status, 401u) << "admitted, and turned down for its missing key";
+}
+
+// What the agent's download links start with when no public_url is set: the address the
+// connection reached (on a wildcard listener, the one the client dialled), never its Host.
+TEST(HttpServerLocalAddress, IsTheAddressTheConnectionArrivedAtNotTheHostHeader) {
+  Router r;
+  r.add(http::verb::get, "/where", [](const Request& req) { return Response::text(req.local_address); },
+        {.is_public = true});
+  HttpServer server(std::move(r), test_options());
+  const std::uint16_t port = server.listen("0.0.0.0", 0).port;
+  server.start();
+  auto fd = testing::connect_loopback(port, 5);
+  ASSERT_TRUE(testing::send_all(fd.get(), "GET /where HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"));
+  const std::string raw = read_all(fd.get());
+  EXPECT_EQ(status_of(raw), 200u) << raw;
+  EXPECT_TRUE(raw.ends_with("\r\n\r\n127.0.0.1:" + std::to_string(port))) << raw;
+  server.stop();
 }
 
 }  // namespace

@@ -171,6 +171,20 @@ TEST(ServerJsonBody, SyntaxErrorsAndBadUtf8Are400WithAClearDetail) {
   EXPECT_EQ(detail, "Invalid JSON body: empty body");
 }
 
+// nlohmann reports a number no double holds as out_of_range, not parse_error: it was a 500.
+TEST(ServerJsonBody, NumbersOutOfRangeAre400NamingTheNumber) {
+  const std::string ten_to_the_400 = "1" + std::string(400, '0');  // an integer past every double
+  for (const std::string& body : {std::string(R"({"timeout": 1e309})"), std::string(R"({"a": [-1e400]})"),
+                                  std::string("1e309"), R"({"n": )" + ten_to_the_400 + "}"}) {
+    http::status status{};
+    auto detail = http_error_of(with_body(body), &status);
+    EXPECT_EQ(status, http::status::bad_request) << body << ": " << detail;
+    EXPECT_TRUE(detail.starts_with("Invalid JSON body: number overflow")) << detail;
+    EXPECT_EQ(detail.find("[json.exception"), std::string::npos) << detail;
+  }
+  EXPECT_EQ(parse_json_object(with_body(R"({"timeout": 1e308})"))["timeout"], 1e308);
+}
+
 TEST(ServerJsonBody, DeepNestingIsRefused) {
   std::string deep(kMaxJsonDepth + 10, '[');
   deep += std::string(kMaxJsonDepth + 10, ']');
