@@ -93,13 +93,15 @@ std::optional<net::EgressConfig> run_egress_config(const RunNetFlags& flags, con
 }
 
 RunEgress::RunEgress(net::EgressConfig config, bool crlf) {
-  // The server's defaults for timeouts and the cap on open connections.
+  // The server's defaults for timeouts and the bounds on connections and their buffers.
   const ServerConfig::EgressProxy defaults;
   net::EgressLimits limits;
   limits.connections_per_account = defaults.connections;
   limits.connect_timeout = defaults.connect_timeout;
   limits.idle_timeout = defaults.idle_timeout;
   limits.tunnel_idle_timeout = defaults.tunnel_idle_timeout;
+  limits.connect_rate = defaults.connect_rate;
+  limits.socket_buffer = defaults.socket_buffer;
   auto notices = std::make_shared<DenialNotices>(crlf);
   context_ = std::make_shared<net::EgressContext>(std::make_shared<const net::EgressConfig>(std::move(config)), limits,
                                                   net::DecisionSink([notices](NetworkDecision d) { (*notices)(d); }));

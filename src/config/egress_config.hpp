@@ -4,7 +4,8 @@
 //   [policy.default]
 //   allow = ["registry.npmjs.org", "*.pypi.org", "github.com:443"]  # host or host:port, * wildcards
 //   deny = ["*.internal"]                                          # deny wins over allow
-//   allow_addresses = []        # CIDRs of private/loopback/link-local places that may be reached
+//   allow_addresses = []        # CIDRs of private/loopback/link-local/reserved places that may
+//                               # be reached; the host's own addresses only by their own entry
 //   [policy.users."alice"]      # a user's additions, by X-User-Id
 //   allow = ["huggingface.co"]
 //   [hosts]                     # static name -> address, consulted before DNS

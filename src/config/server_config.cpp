@@ -74,7 +74,7 @@ void set_admin_key(ServerConfig& c, std::string_view text) {
   c.admin_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 39> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 42> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -158,6 +158,21 @@ constexpr std::array<TomlField<ServerConfig>, 39> kFields = {{
      [](ServerConfig& c, const toml::node& v) { c.egress_proxy.tunnel_idle_timeout = toml_seconds(v); }},
     {"egress.log_days",
      [](ServerConfig& c, const toml::node& v) { c.egress_proxy.log_days = static_cast<uint32_t>(toml_integer(v, 1, 3650)); }},
+    {"egress.log_rows",
+     [](ServerConfig& c, const toml::node& v) {
+       c.egress_proxy.log_rows = static_cast<uint32_t>(toml_integer(v, 100, 10'000'000));
+     }},
+    {"egress.connect_rate",
+     [](ServerConfig& c, const toml::node& v) {
+       c.egress_proxy.connect_rate = static_cast<uint32_t>(toml_integer(v, 0, 100'000));
+     }},
+    {"egress.socket_buffer",
+     [](ServerConfig& c, const toml::node& v) {
+       uint64_t bytes = toml_size(v);
+       if (bytes != 0 && (bytes < (8u << 10) || bytes > (64u << 20)))
+         throw Error("expected 0 (the kernel's autotuning) or a size from 8K to 64M");
+       c.egress_proxy.socket_buffer = bytes;
+     }},
     {"proxy.connect_timeout",
      [](ServerConfig& c, const toml::node& v) { c.proxy.connect_timeout = toml_seconds(v); }},
     {"proxy.response_timeout",

@@ -24,8 +24,10 @@
 //   [terminals] max_per_account = 16  idle_timeout = 3600
 //   [proxy]    connect_timeout = 10  response_timeout = 60  idle_timeout = 300
 //              tunnel_idle_timeout = 3600
-//   [egress]   port = 3128  connections = 256  connect_timeout = 10  idle_timeout = 300
-//              tunnel_idle_timeout = 3600  log_days = 30
+//   [egress]   port = 3128  connections = 64  connect_timeout = 10  idle_timeout = 300
+//              tunnel_idle_timeout = 3600  log_days = 30  log_rows = 10000  connect_rate = 20
+//              socket_buffer = "512K"      (each an account's: open connections, network log rows
+//              kept, new connections a second; a proxy socket's receive buffer, half that to send)
 //   [policy.default] allow = [...]  deny = [...]  allow_addresses = [...]
 //   [policy.users."NAME"] ...  [hosts] "name" = "address"   (config/egress_config.hpp)
 //   [inference] port = 3129, request_memory ...  [inference.anthropic] upstream, key_file, ca_file, daily_tokens,
@@ -115,11 +117,14 @@ struct ServerConfig {
   // The egress proxy in each box's network namespace (HTTP_PROXY in the box).
   struct EgressProxy {
     uint16_t port = 3128;                          // on the box's 127.0.0.1
-    size_t connections = 256;                      // open at once per account; above it 429
+    size_t connections = 64;                       // open at once per account; above it 429
     std::chrono::seconds connect_timeout{10};      // resolving and connecting; then 504
     std::chrono::seconds idle_timeout{300};        // a forwarded http:// request with no byte moving
     std::chrono::seconds tunnel_idle_timeout{3600};  // a CONNECT tunnel with no byte moving
     uint32_t log_days = 30;                        // decisions older than this are forgotten
+    uint32_t log_rows = 10'000;                    // decisions kept per account, newest first (100-10M)
+    uint32_t connect_rate = 20;                    // new origin connections per account a second, after a burst of `connections`; then 429. 0: no limit
+    uint64_t socket_buffer = 512 << 10;            // a proxy socket's receive buffer (half that to send) and a tunnel's pipe; 0: autotuning
   } egress_proxy;
 
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default

@@ -154,11 +154,17 @@ Verdict check_name(const EgressPolicy& policy, std::string_view host, uint16_t p
   return {false, "agentbox: " + where(host, port) + " is not in this sandbox's network allowlist"};
 }
 
-Verdict check_address(const EgressPolicy& policy, std::string_view host, uint16_t port, const IpAddress& address) {
+Verdict check_address(const EgressPolicy& policy, std::string_view host, uint16_t port, const IpAddress& address,
+                      const std::vector<IpAddress>& host_addresses) {
   AddressKind kind = classify(address);
+  if (kind != AddressKind::loopback && holds(host_addresses, address)) kind = AddressKind::host_own;
   if (kind == AddressKind::global) return {true, "a public address"};
+  // The host itself (0.0.0.0 connects to it too) only by its own entry: a range that merely
+  // holds it (10.0.0.0/8 for the office network) is a network allowed, not the host on it.
+  const bool named_only = kind == AddressKind::host_own || kind == AddressKind::unspecified;
   for (const AddressRange& range : policy.allow_addresses)
-    if (range.contains(address)) return {true, "allowed by allow_addresses \"" + range.to_string() + "\""};
+    if (range.contains(address) && (!named_only || range.is_one_address()))
+      return {true, "allowed by allow_addresses \"" + range.to_string() + "\""};
   std::string target = address.unmapped().to_string();
   std::string what = target == host ? " is " : " resolves to " + target + ", ";
   return {false, "agentbox: " + where(host, port) + what + std::string(describe(kind)) +

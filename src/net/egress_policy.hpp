@@ -3,9 +3,11 @@
 //
 // A request is judged twice: by name (deny rules win over allow rules; no allow rule, no
 // egress) and, once the proxy has resolved the name, by the address it will connect to
-// (loopback, link-local, private, CGNAT, multicast and unspecified addresses are refused unless
-// an allow_addresses range holds them). The proxy connects to the address it checked, so a
-// name that resolves differently a moment later (DNS rebinding) gains nothing.
+// (loopback, link-local, private, CGNAT, multicast, unspecified and reserved addresses are
+// refused unless an allow_addresses range holds them; an address of the host itself, or the
+// unspecified address, only when an entry names exactly that address: a private network
+// allowed is not the host on it). The proxy connects to the address it checked, so a name that
+// resolves differently a moment later (DNS rebinding) gains nothing.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -65,8 +67,10 @@ std::string describe_for_box(const EgressPolicy& policy);
 
 // The name stage: host normalized, port the destination's.
 Verdict check_name(const EgressPolicy& policy, std::string_view host, uint16_t port);
-// The address stage, for the address the proxy is about to connect to.
-Verdict check_address(const EgressPolicy& policy, std::string_view host, uint16_t port,
-                      const IpAddress& address);
+// The address stage, for the address the proxy is about to connect to. host_addresses: those
+// of the namespace the proxy connects from (net/host_addresses.hpp), loopback ones aside (their
+// kind keeps them out already).
+Verdict check_address(const EgressPolicy& policy, std::string_view host, uint16_t port, const IpAddress& address,
+                      const std::vector<IpAddress>& host_addresses = {});
 
 }  // namespace agentbox::net

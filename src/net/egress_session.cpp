@@ -1,6 +1,5 @@
 #include "net/egress_session.hpp"
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
@@ -15,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "net/hop_by_hop.hpp"
+#include "net/socket_buffers.hpp"
 #include "net/splice_relay.hpp"
 
 namespace agentbox::net {
@@ -74,7 +74,33 @@ bool is_quiet_end(const error_code& ec) {
 
 std::string seconds(std::chrono::milliseconds ms) { return std::to_string((ms.count() + 999) / 1000) + " s"; }
 
+// Accounts whose buckets the context keeps before it forgets the full ones (a full bucket is
+// what a new one would be).
+constexpr size_t kTokenBucketsKept = 256;
+
 }  // namespace
+
+std::shared_ptr<const HostAddresses::Set> EgressContext::host_addresses() const {
+  std::lock_guard lock(mu_);
+  return host_addresses_ ? host_addresses_->current() : nullptr;
+}
+
+bool EgressContext::take_connect_token(const std::string& account) const {
+  const uint32_t rate = limits_.connect_rate;
+  if (rate == 0) return true;
+  // A box may open at once what it may hold open (a tool's pool of connections at its start);
+  // past that, TIME_WAIT grows at the rate only.
+  const double burst = std::max<double>(rate, static_cast<double>(limits_.connections_per_account));
+  const auto now = TokenBucket::Clock::now();
+  std::lock_guard lock(tokens_mu_);
+  auto it = connect_tokens_.find(account);
+  if (it == connect_tokens_.end()) {
+    if (connect_tokens_.size() >= kTokenBucketsKept)
+      std::erase_if(connect_tokens_, [&](auto& entry) { return entry.second.full(now); });
+    it = connect_tokens_.try_emplace(account, rate, burst, now).first;
+  }
+  return it->second.take(now);
+}
 
 EgressSession::EgressSession(tcp::socket client, std::shared_ptr<EgressAccount> who,
                              std::shared_ptr<const EgressContext> context)
@@ -220,8 +246,11 @@ void EgressSession::on_resolve(error_code ec, std::vector<tcp::endpoint> found) 
   // Every address is checked; only allowed ones are tried, in the resolver's order.
   std::vector<tcp::endpoint> allowed;
   std::string first_refusal;
+  const std::shared_ptr<const HostAddresses::Set> host_addresses = context_->host_addresses();
+  static const HostAddresses::Set kNone;
   for (const tcp::endpoint& endpoint : found) {
-    Verdict verdict = check_address(policy_, target_.host, target_.port, address_of(endpoint));
+    Verdict verdict = check_address(policy_, target_.host, target_.port, address_of(endpoint),
+                                    host_addresses ? *host_addresses : kNone);
     if (verdict.allowed)
       allowed.push_back(endpoint);
     else if (first_refusal.empty())
@@ -232,8 +261,37 @@ void EgressSession::on_resolve(error_code ec, std::vector<tcp::endpoint> found) 
 }
 
 void EgressSession::do_connect(std::vector<tcp::endpoint> allowed) {
+  if (!context_->take_connect_token(who_->account)) {
+    const uint32_t rate = context_->limits().connect_rate;
+    std::string why = fmt::format("agentbox: this sandbox may open {} new connection{} a second through its proxy "
+                                  "(connect_rate); wait a moment and retry", rate, rate == 1 ? "" : "s");
+    record(false, why);
+    return answer(http::status::too_many_requests, why, false, 1);
+  }
+  connect_to_ = std::move(allowed);
+  connect_next_ = 0;
   upstream_deadline_.expires_after(context_->limits().connect_timeout);
-  asio::async_connect(upstream_, allowed, [self = shared_from_this()](error_code ec, tcp::endpoint to) {
+  do_connect_next();
+}
+
+// One address after another, as asio's range connect would, but each on a socket opened and
+// bounded before its SYN (the range connect reopens the socket per address, dropping options).
+void EgressSession::do_connect_next() {
+  const tcp::endpoint to = connect_to_[connect_next_++];
+  error_code ec;
+  upstream_.close(ec);
+  upstream_.open(to.protocol(), ec);
+  if (!ec) {
+    try {
+      bound_socket_buffers(upstream_.native_handle(), context_->limits().socket_buffer);
+    } catch (const std::exception&) {
+      ec = asio::error::no_buffer_space;
+    }
+  }
+  if (ec) return on_connect(ec, to);
+  upstream_.async_connect(to, [self = shared_from_this(), to](error_code ec) {
+    if (ec && !self->upstream_deadline_.expired() && self->connect_next_ < self->connect_to_.size())
+      return self->do_connect_next();
     self->on_connect(ec, to);
   });
 }
@@ -290,7 +348,9 @@ void EgressSession::do_tunnel() {
       // The relay times the tunnel; the session's timers would only wake once for nothing.
       self->client_deadline_.cancel();
       self->upstream_deadline_.cancel();
-      SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout, .pipe_size = 1 << 20};
+      const size_t bound = self->context_->limits().socket_buffer;
+      SpliceRelay::Options options{.idle_timeout = self->context_->limits().tunnel_idle_timeout,
+                                   .pipe_size = bound ? bound : size_t{1} << 20};
       try {
         SpliceRelay::start(std::move(self->client_), std::move(self->upstream_), options,
                            [self](const SpliceRelay::Result& r) {
@@ -444,10 +504,11 @@ void EgressSession::on_response_sent() {
   do_read_head();
 }
 
-void EgressSession::answer(http::status status, const std::string& text, bool keep_alive) {
+void EgressSession::answer(http::status status, const std::string& text, bool keep_alive, int retry_after_seconds) {
   auto res = std::make_shared<http::response<http::string_body>>(status, 11);
   res->set(http::field::content_type, "text/plain; charset=utf-8");
   res->set(http::field::server, "agentbox");
+  if (retry_after_seconds > 0) res->set(http::field::retry_after, std::to_string(retry_after_seconds));
   res->body() = text + "\n";
   res->keep_alive(keep_alive);
   res->prepare_payload();

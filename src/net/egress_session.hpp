@@ -4,7 +4,8 @@
 // address it checked.
 //
 //   read head → parse (400) → check the name (403) → resolve: [hosts], an IP literal, DNS (502)
-//     → check each address (403) → connect to the first allowed one (502 refused, 504 timeout)
+//     → check each address (403) → a new-connection token of the account's (429, logged)
+//     → connect to the first allowed one, on a socket with bounded buffers (502 refused, 504 timeout)
 //     ├ CONNECT: 200, the bytes the client sent past its head, then a SpliceRelay to the end
 //     └ http://: the request in origin form, hop-by-hop fields dropped, body relayed; the
 //       response relayed back; then the next request on the same connection (keep-alive)
@@ -30,14 +31,17 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "net/account_listeners.hpp"
 #include "net/deadline.hpp"
 #include "net/egress_policy.hpp"
+#include "net/host_addresses.hpp"
 #include "net/name_resolver.hpp"
 #include "net/proxy_request.hpp"
 #include "store/network_log.hpp"
+#include "util/token_bucket.hpp"
 
 namespace agentbox::net {
 
@@ -47,7 +51,17 @@ struct EgressLimits {
   std::chrono::milliseconds idle_timeout{300'000};        // a forwarded request with no byte moving
   std::chrono::milliseconds tunnel_idle_timeout{3'600'000};
   uint32_t header_limit = 32 * 1024;                      // bytes of a request head; then 431
-  size_t connections_per_account = 256;                   // open at once; then 429
+  size_t connections_per_account = 64;                    // open at once; then 429
+  // New connections to origins per account a second, after a burst of as many as it may hold
+  // open (connections_per_account, or the rate if that is more); then 429. Each one the daemon
+  // closes first stays in TIME_WAIT for a minute on a port of the host's toward its destination,
+  // which every account shares. 0: no limit.
+  uint32_t connect_rate = 20;
+  // Each socket's receive buffer (its send buffer is half of it: net/socket_buffers.hpp), and
+  // each direction of a tunnel's splice pipe: a reader that stops holds at most 1.5 times this
+  // in the daemon's sockets before the writer behind it is stopped. 0: the kernel's autotuning
+  // and a 1 MiB pipe.
+  size_t socket_buffer = 512 * 1024;
 };
 
 // Where decisions go: the daemon's store (NetworkLog), or `agentbox run`'s stderr notice.
@@ -86,10 +100,23 @@ class EgressContext {
   void record(NetworkDecision decision) const {
     if (sink_) sink_(std::move(decision));
   }
+  // The addresses of the namespace connections are made from, which the address stage refuses
+  // (EgressProxy follows them from before it serves); none until then.
+  void set_host_addresses(std::shared_ptr<const HostAddresses> addresses) {
+    std::lock_guard lock(mu_);
+    host_addresses_ = std::move(addresses);
+  }
+  std::shared_ptr<const HostAddresses::Set> host_addresses() const;
+  // Spends one of the account's new-connection tokens (limits().connect_rate); false when none
+  // is left this moment.
+  bool take_connect_token(const std::string& account) const;
 
  private:
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // guards config_ and host_addresses_
   std::shared_ptr<const EgressConfig> config_;
+  std::shared_ptr<const HostAddresses> host_addresses_;
+  mutable std::mutex tokens_mu_;  // guards connect_tokens_
+  mutable std::unordered_map<std::string, TokenBucket> connect_tokens_;  // by account; full ones forgotten
   const EgressLimits limits_;
   const DecisionSink sink_;
   const std::shared_ptr<NameResolver> resolver_;
@@ -114,6 +141,7 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   void do_resolve();
   void on_resolve(boost::system::error_code ec, std::vector<boost::asio::ip::tcp::endpoint> found);
   void do_connect(std::vector<boost::asio::ip::tcp::endpoint> allowed);
+  void do_connect_next();  // the next of connect_to_, on a socket opened and bounded for it
   void on_connect(boost::system::error_code ec, boost::asio::ip::tcp::endpoint to);
   bool can_reuse_upstream() const;
   void drop_upstream();
@@ -133,7 +161,8 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   void on_response_sent();
 
   // Answers the client with a one-line text body; then closes, or reads the next request.
-  void answer(boost::beast::http::status status, const std::string& text, bool keep_alive = false);
+  void answer(boost::beast::http::status status, const std::string& text, bool keep_alive = false,
+              int retry_after_seconds = 0);
   void refuse(const std::string& reason);  // 403, logged
   void record(bool allowed, std::string reason, uint64_t up = 0, uint64_t down = 0);
   void close();
@@ -160,6 +189,8 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   char* body_buffer();
 
   ProxyRequest target_;
+  std::vector<boost::asio::ip::tcp::endpoint> connect_to_;  // the allowed addresses, tried in order
+  size_t connect_next_ = 0;
   std::string connected_to_;  // the address connected to, for the log
   std::string allowed_by_;
   bool client_keep_alive_ = false;

@@ -45,8 +45,12 @@ const KindRange kV4Ranges[] = {
     {v4(169, 254, 0, 0), 16, AddressKind::link_local},
     {v4(172, 16, 0, 0), 12, AddressKind::private_net},
     {v4(192, 0, 0, 0), 24, AddressKind::private_net},       // IETF protocol assignments
+    {v4(192, 0, 2, 0), 24, AddressKind::reserved},          // TEST-NET-1
+    {v4(192, 88, 99, 0), 24, AddressKind::reserved},        // 6to4 relay anycast (deprecated)
     {v4(192, 168, 0, 0), 16, AddressKind::private_net},
-    {v4(198, 18, 0, 0), 15, AddressKind::private_net},      // benchmarking, often internal
+    {v4(198, 18, 0, 0), 15, AddressKind::reserved},         // benchmarking, often internal
+    {v4(198, 51, 100, 0), 24, AddressKind::reserved},       // TEST-NET-2
+    {v4(203, 0, 113, 0), 24, AddressKind::reserved},        // TEST-NET-3
     {v4(224, 0, 0, 0), 4, AddressKind::multicast},
     {v4(240, 0, 0, 0), 4, AddressKind::private_net},        // reserved: never routed
 };
@@ -61,6 +65,8 @@ const KindRange kV6Ranges[] = {
     {v6("fc00::"), 7, AddressKind::private_net},
     {v6("ff00::"), 8, AddressKind::multicast},
     {v6("::"), 96, AddressKind::private_net},      // IPv4-compatible, deprecated
+    {v6("2001:db8::"), 32, AddressKind::reserved}, // documentation
+    {v6("3fff::"), 20, AddressKind::reserved},     // documentation (RFC 9637)
 };
 
 // IPv6 addresses that reach an IPv4 address through a translator or tunnel: the IPv4
@@ -136,6 +142,10 @@ socklen_t IpAddress::to_sockaddr(uint16_t port, sockaddr_storage& out) const {
   return sizeof(sockaddr_in6);
 }
 
+bool holds(const std::vector<IpAddress>& set, const IpAddress& address) {
+  return std::find(set.begin(), set.end(), address.unmapped()) != set.end();
+}
+
 AddressKind classify(const IpAddress& address) {
   if (address.family == AF_INET6) {
     for (const EmbeddedV4& e : kEmbeddedV4) {
@@ -162,6 +172,8 @@ std::string_view describe(AddressKind kind) {
     case AddressKind::cgnat: return "a carrier-grade NAT address";
     case AddressKind::multicast: return "a multicast or broadcast address";
     case AddressKind::unspecified: return "the unspecified address";
+    case AddressKind::reserved: return "a reserved (documentation, benchmarking or relay) address";
+    case AddressKind::host_own: return "an address of the host itself";
   }
   return "an address";
 }

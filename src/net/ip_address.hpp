@@ -1,7 +1,8 @@
 #pragma once
 // IP addresses as the egress policy sees them: parsed from text, compared against CIDR ranges,
 // and sorted into the kinds of place a box may not reach unless a rule says so (loopback, cloud
-// metadata on link-local, private networks, CGNAT, multicast, the unspecified address).
+// metadata on link-local, private networks, CGNAT, multicast, the unspecified address, and the
+// reserved ranges no public host holds: documentation, benchmarking, the 6to4 relay anycast).
 // An IPv4 address written as IPv6 (::ffff:a.b.c.d) is the IPv4 address it names: the kernel
 // connects to that, so the policy judges that.
 #include <netinet/in.h>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace agentbox::net {
 
@@ -34,6 +36,9 @@ struct IpAddress {
   bool operator==(const IpAddress&) const = default;
 };
 
+// address (unmapped) is one of set's, which holds IPv4 addresses as IPv4.
+bool holds(const std::vector<IpAddress>& set, const IpAddress& address);
+
 // The places a box is kept from unless an address rule allows them.
 enum class AddressKind {
   global,        // everything else: reachable when the name is allowed
@@ -43,6 +48,11 @@ enum class AddressKind {
   cgnat,         // 100.64.0.0/10
   multicast,     // 224.0.0.0/4, ff00::/8, 255.255.255.255
   unspecified,   // 0.0.0.0, ::
+  reserved,      // documentation (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32, 3fff::/20),
+                 // benchmarking (198.18/15), 6to4 relay anycast (192.88.99/24): no public host
+                 // is there, so whatever answers is local to someone (often the host itself)
+  host_own,      // bound to an interface of the namespace the proxy connects from (never from
+                 // classify(): HostAddresses knows, check_address asks it)
 };
 AddressKind classify(const IpAddress& address);
 std::string_view describe(AddressKind kind);  // "a private address", ...
@@ -56,6 +66,7 @@ struct AddressRange {
   // are refused: "10.0.0.1/8" is more likely a typo than a range).
   static AddressRange parse(std::string_view text);
   bool contains(const IpAddress& address) const;
+  bool is_one_address() const { return prefix == static_cast<int>(base.size()) * 8; }
   std::string to_string() const;
 };
 

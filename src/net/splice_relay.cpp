@@ -95,7 +95,8 @@ void SpliceRelay::pump(Direction& d) {
       boost::asio::post(strand_, [self = shared_from_this(), &d] { self->pump(d); });
       return;
     }
-    ssize_t n = ::splice(src, nullptr, d.pipe_write.get(), nullptr, 1 << 20, kSpliceFlags);
+    ssize_t n = ::splice(src, nullptr, d.pipe_write.get(), nullptr, options_.pipe_size ? options_.pipe_size : 1 << 20,
+                         kSpliceFlags);
     if (n > 0) {
       d.in_pipe += static_cast<size_t>(n);
       continue;

@@ -26,7 +26,10 @@ class SpliceRelay : public std::enable_shared_from_this<SpliceRelay> {
  public:
   struct Options {
     std::chrono::milliseconds idle_timeout{3'600'000};  // no byte moving either way; then both end
-    size_t pipe_size = 0;                                // bytes per direction's pipe; 0: the kernel's default
+    // Bytes per direction's pipe, and the most one splice moves into it: what waits between
+    // the sockets is bounded by it whatever the kernel makes of the pipe's size. 0: the
+    // kernel's default pipe, 1 MiB per splice.
+    size_t pipe_size = 0;
   };
   struct Result {
     uint64_t a_to_b = 0;   // bytes relayed from a to b

@@ -9,10 +9,12 @@ namespace {
 constexpr int64_t kDefaultEntries = 100;
 constexpr int64_t kMaxEntries = 1000;
 
+// count: the same refusal made that many times within a minute of time_ms, the last at
+// last_time_ms (1 and time_ms for every other decision).
 nlohmann::json entry_json(const NetworkDecision& d) {
   return {{"id", d.id},         {"time_ms", d.ts_ms},     {"kind", d.kind},         {"host", d.host},
           {"port", d.port},     {"address", d.address},   {"allowed", d.allowed},   {"reason", d.reason},
-          {"bytes_up", d.bytes_up}, {"bytes_down", d.bytes_down}};
+          {"bytes_up", d.bytes_up}, {"bytes_down", d.bytes_down}, {"count", d.count}, {"last_time_ms", d.last_ms}};
 }
 
 }  // namespace

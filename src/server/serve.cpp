@@ -241,9 +241,12 @@ int serve(const ServeOptions& options) {
 
   // The egress proxy: a listener in each account's network namespace, made with the namespace.
   auto network_log = std::make_shared<NetworkLog>(open_state_db(config.state_dir),
-                                                  std::chrono::hours(24) * config.egress_proxy.log_days);
+                                                  std::chrono::hours(24) * config.egress_proxy.log_days,
+                                                  NetworkLog::kDefaultQueueLimit, config.egress_proxy.log_rows);
   net::EgressLimits egress_limits;
   egress_limits.connections_per_account = config.egress_proxy.connections;
+  egress_limits.connect_rate = config.egress_proxy.connect_rate;
+  egress_limits.socket_buffer = config.egress_proxy.socket_buffer;
   egress_limits.connect_timeout = config.egress_proxy.connect_timeout;
   egress_limits.idle_timeout = config.egress_proxy.idle_timeout;
   egress_limits.tunnel_idle_timeout = config.egress_proxy.tunnel_idle_timeout;

@@ -7,7 +7,7 @@ namespace {
 
 // Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
 // has shipped, add the next. Times are unix seconds.
-constexpr std::array<std::string_view, 5> kMigrations = {
+constexpr std::array<std::string_view, 6> kMigrations = {
     // 1: accounts, processes, chat sessions, audit.
     R"sql(
 CREATE TABLE accounts (
@@ -118,6 +118,12 @@ CREATE TABLE moves_in (
   ended       INTEGER
 ) STRICT;
 CREATE INDEX moves_in_by_user ON moves_in (external_id);
+)sql",
+    // 6: the network log merges a refusal repeated within a minute into its first row
+    // (store/network_log.hpp): how many were merged, and when the last was made (NULL: ts_ms).
+    R"sql(
+ALTER TABLE network_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1 CHECK (count >= 1);
+ALTER TABLE network_log ADD COLUMN last_ms INTEGER;
 )sql",
 };
 

@@ -19,15 +19,21 @@ import pytest
 from e2e_conftest import sh
 from .netns_world import INTERNET, METADATA, PRIVATE, WORLD_ADDRESS
 
-ALICE = f"bait-alice-{uuid.uuid4().hex[:8]}"  # the default policy
+# 203.0.113.7 is a documentation address, which the proxy refuses like a private one (no
+# public host holds it): whoever reaches "the internet" here has it named by allow_addresses.
+PLAIN = f"bait-plain-{uuid.uuid4().hex[:8]}"  # the default policy, nothing added
+ALICE = f"bait-alice-{uuid.uuid4().hex[:8]}"  # the default policy and "the internet"
 STAR = f"bait-star-{uuid.uuid4().hex[:8]}"    # allow = ["*"]: only the address stage stands
 PRIV = f"bait-priv-{uuid.uuid4().hex[:8]}"    # allow_addresses = ["10.0.0.1/32"]
 
 CONFIG = f"""
 [policy.default]
-allow = ["internet.test", "private.test", "metadata.test", "mapped-metadata.test"]
+allow = ["internet.test", "private.test", "metadata.test", "mapped-metadata.test", "{INTERNET}"]
+[policy.users."{ALICE}"]
+allow_addresses = ["{INTERNET}/32"]
 [policy.users."{STAR}"]
 allow = ["*"]
+allow_addresses = ["{INTERNET}/32"]
 [policy.users."{PRIV}"]
 allow_addresses = ["10.0.0.1/32"]
 [hosts]
@@ -38,6 +44,7 @@ allow_addresses = ["10.0.0.1/32"]
 """
 
 PRIVATE_KIND = "a private address"
+RESERVED_KIND = "a reserved (documentation, benchmarking or relay) address"
 METADATA_KIND = "a link-local address (cloud metadata lives there)"
 # "Fail fast": the kernel refuses a box's socket at once (measured: under 10 ms), and curl's
 # failure takes about its own start-up (measured: 0.2 s on a loaded machine). A refusal by
@@ -70,6 +77,11 @@ def star(wdaemon):
 @pytest.fixture
 def priv(wdaemon):
     yield from _client(wdaemon, PRIV)
+
+
+@pytest.fixture
+def plain(wdaemon):
+    yield from _client(wdaemon, PLAIN)
 
 
 # ---- requests to the box's proxy, written byte for byte ----------------------------------
@@ -163,6 +175,14 @@ def test_numeric_shorthands_are_judged_by_the_address_they_resolve_to(star, bait
                  ("10.1", PRIVATE, PRIVATE_KIND),
              ]]
     assert_refused_and_reached_nothing(star, bait, cases)
+
+
+def test_documentation_addresses_are_refused_unless_allow_addresses_names_them(plain, bait):
+    # The control's "internet" without the entry that opens it: by name and as a literal.
+    assert_refused_and_reached_nothing(plain, bait, [
+        ("internet.test", f"agentbox: internet.test:80 resolves to {INTERNET}, {RESERVED_KIND} this sandbox may not reach"),
+        (INTERNET, f"agentbox: {INTERNET}:80 is {RESERVED_KIND} this sandbox may not reach"),
+    ])
 
 
 def test_control_allowed_places_are_reached_and_the_bait_records_them(alice, priv, star, bait):

@@ -74,10 +74,13 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.proxy.idle_timeout, 300s);
   EXPECT_EQ(c.proxy.tunnel_idle_timeout, 3600s);
   EXPECT_EQ(c.egress_proxy.port, 3128u);
-  EXPECT_EQ(c.egress_proxy.connections, 256u);
+  EXPECT_EQ(c.egress_proxy.connections, 64u);
   EXPECT_EQ(c.egress_proxy.connect_timeout, 10s);
   EXPECT_EQ(c.egress_proxy.idle_timeout, 300s);
   EXPECT_EQ(c.egress_proxy.tunnel_idle_timeout, 3600s);
+  EXPECT_EQ(c.egress_proxy.log_rows, 10'000u);
+  EXPECT_EQ(c.egress_proxy.connect_rate, 20u);
+  EXPECT_EQ(c.egress_proxy.socket_buffer, 512u << 10);
 }
 
 TEST_F(ServerConfigTest, FileOverridesEveryDefault) {
@@ -119,6 +122,9 @@ connections = 7
 connect_timeout = 8
 idle_timeout = 9
 tunnel_idle_timeout = 11
+log_rows = 500
+connect_rate = 0
+socket_buffer = "1M"
 [policy.default]
 )");
   ServerConfig c = load_server_config(path, env_of({}));
@@ -150,6 +156,9 @@ tunnel_idle_timeout = 11
   EXPECT_EQ(c.egress_proxy.connect_timeout, 8s);
   EXPECT_EQ(c.egress_proxy.idle_timeout, 9s);
   EXPECT_EQ(c.egress_proxy.tunnel_idle_timeout, 11s);
+  EXPECT_EQ(c.egress_proxy.log_rows, 500u);
+  EXPECT_EQ(c.egress_proxy.connect_rate, 0u);
+  EXPECT_EQ(c.egress_proxy.socket_buffer, 1u << 20);
   EXPECT_EQ(c.terminals.max_per_account, 4u);
   EXPECT_EQ(c.terminals.idle_timeout, 120s);
 }
@@ -168,6 +177,20 @@ TEST_F(ServerConfigTest, TerminalKeysAreCheckedAndTakeTheirBounds) {
   EXPECT_EQ(errors[2], path + ": unknown key \"terminals.max_open\" (line 4)");
   EXPECT_THAT(validate_config_file(write_config("[terminals]\nmax_per_account = 1025\n", "big.toml")),
               ElementsAre(HasSubstr("terminals.max_per_account: must be between 1 and 1024, not 1025")));
+}
+
+TEST_F(ServerConfigTest, EgressBoundsAreCheckedSayingWhatTheyTake) {
+  EXPECT_EQ(load_server_config(write_config("[egress]\nsocket_buffer = 0\n", "auto.toml"), env_of({}))
+                .egress_proxy.socket_buffer, 0u);  // the kernel's autotuning, asked for
+  std::string path = write_config(
+      "[egress]\nlog_rows = 99\nconnect_rate = -1\nsocket_buffer = \"4K\"\n", "bad-egress.toml");
+  EXPECT_THAT(validate_config_file(path),
+              ElementsAre(HasSubstr("egress.log_rows: must be between 100 and 10000000, not 99 (line 2)"),
+                          HasSubstr("egress.connect_rate: must be between 0 and 100000, not -1 (line 3)"),
+                          HasSubstr("egress.socket_buffer: expected 0 (the kernel's autotuning) or a size from 8K "
+                                    "to 64M (line 4)")));
+  EXPECT_THAT(validate_config_file(write_config("[egress]\nsocket_buffer = \"65M\"\nlog_row = 5\n", "big.toml")),
+              ElementsAre(HasSubstr("egress.socket_buffer"), HasSubstr("unknown key \"egress.log_row\"")));
 }
 
 // The box's share of the host's pty pool and TCP memory: devpts takes max= up to 2^20; a TCP

@@ -92,10 +92,47 @@ TEST(EgressPolicy, TheAddressStageRefusesPrivatePlacesUnlessARangeAllowsThem) {
   EXPECT_FALSE(check_address(p, "x.example.com", 80, *IpAddress::parse("::ffff:10.0.0.1")).allowed);
   EXPECT_TRUE(check_address(p, "x.example.com", 80, *IpAddress::parse("127.0.0.1")).allowed);
   EXPECT_TRUE(check_address(p, "x.example.com", 80, *IpAddress::parse("::ffff:127.0.0.1")).allowed);
-  EXPECT_TRUE(check_address(p, "x.example.com", 80, *IpAddress::parse("203.0.113.7")).allowed);
+  EXPECT_TRUE(check_address(p, "x.example.com", 80, *IpAddress::parse("93.184.215.14")).allowed);
+  EXPECT_EQ(check_address(p, "x.example.com", 80, *IpAddress::parse("203.0.113.7")).reason,
+            "agentbox: x.example.com:80 resolves to 203.0.113.7, a reserved (documentation, benchmarking or relay) "
+            "address this sandbox may not reach");
 
   Verdict literal = check_address(p, "10.0.0.1", 80, *IpAddress::parse("10.0.0.1"));
   EXPECT_EQ(literal.reason, "agentbox: 10.0.0.1:80 is a private address this sandbox may not reach");
+}
+
+// The proxy connects from the host's namespace: an address bound there leads to the host's own
+// services (those on 0.0.0.0 among them), whatever its kind. Only an allow_addresses entry that
+// names that very address opens it; a range that merely holds it is a network, not the host.
+TEST(EgressPolicy, TheHostsOwnAddressesAreRefusedUnlessAnEntryNamesThem) {
+  const std::vector<IpAddress> host = {*IpAddress::parse("127.0.0.1"), *IpAddress::parse("93.184.215.14"),
+                                       *IpAddress::parse("10.1.2.3"), *IpAddress::parse("fd00::2")};
+  EgressPolicy p = policy({"*"}, {}, {"10.0.0.0/8", "fd00::/8", "127.0.0.1/32"});
+  Verdict publicly = check_address(p, "self.example.com", 443, *IpAddress::parse("93.184.215.14"), host);
+  EXPECT_FALSE(publicly.allowed);
+  EXPECT_EQ(publicly.reason,
+            "agentbox: self.example.com:443 resolves to 93.184.215.14, an address of the host itself this sandbox "
+            "may not reach");
+  EXPECT_EQ(check_address(p, "93.184.215.14", 443, *IpAddress::parse("93.184.215.14"), host).reason,
+            "agentbox: 93.184.215.14:443 is an address of the host itself this sandbox may not reach");
+  EXPECT_FALSE(check_address(p, "x", 80, *IpAddress::parse("::ffff:93.184.215.14"), host).allowed);
+  // In a range allowed, still the host's:
+  EXPECT_FALSE(check_address(p, "x", 80, *IpAddress::parse("10.1.2.3"), host).allowed);
+  EXPECT_FALSE(check_address(p, "x", 80, *IpAddress::parse("fd00::2"), host).allowed);
+  // ...while the rest of that range is the operator's to open, and other public places are public.
+  EXPECT_TRUE(check_address(p, "x", 80, *IpAddress::parse("10.1.2.4"), host).allowed);
+  EXPECT_TRUE(check_address(p, "x", 80, *IpAddress::parse("93.184.215.15"), host).allowed);
+  // Loopback keeps its own rule: the range that allows it allows it.
+  EXPECT_TRUE(check_address(p, "x", 80, *IpAddress::parse("127.0.0.1"), host).allowed);
+  // 0.0.0.0 connects to the host too: a range holding it (everything) does not open it.
+  EXPECT_FALSE(check_address(policy({"*"}, {}, {"0.0.0.0/0"}), "x", 80, *IpAddress::parse("0.0.0.0"), host).allowed);
+
+  EgressPolicy named = policy({"*"}, {}, {"10.0.0.0/8", "10.1.2.3/32", "93.184.215.14", "fd00::2/128"});
+  for (const char* address : {"10.1.2.3", "93.184.215.14", "fd00::2", "::ffff:10.1.2.3"}) {
+    Verdict v = check_address(named, "x", 80, *IpAddress::parse(address), host);
+    EXPECT_TRUE(v.allowed) << address;
+    EXPECT_THAT(v.reason, HasSubstr("allowed by allow_addresses")) << address;
+  }
 }
 
 TEST(EgressPolicy, AUsersAdditionsAddToTheDefault) {

@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <ifaddrs.h>
+
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/read.hpp>
@@ -27,13 +29,30 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-// A listener on 127.0.0.1 that serves each connection on a thread of its own: "echo" sends
-// back what it reads; "http" answers one request head with its own request line, then closes
-// without having said so; "http_keep_alive" answers every request of the connection that way.
+// An IPv4 address of this host other than loopback (our machines have eth0's).
+std::string a_host_address() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* ifa = list; ifa && found.empty(); ifa = ifa->ifa_next) {
+    if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET) continue;
+    IpAddress ip = IpAddress::from_sockaddr(ifa->ifa_addr);
+    if (classify(ip) != AddressKind::loopback) found = ip.to_string();
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+// A listener (on 127.0.0.1 unless told) that serves each connection on a thread of its own:
+// "echo" sends back what it reads; "http" answers one request head with its own request line,
+// then closes without having said so; "http_keep_alive" answers every request of the
+// connection that way; "flood" sends and never reads, from a small send buffer, until half a
+// second passes with nothing taken (flooded() then says how much went).
 class Origin {
  public:
-  enum class Mode { echo, http, http_keep_alive };
-  explicit Origin(Mode mode) : mode_(mode), acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+  enum class Mode { echo, http, http_keep_alive, flood };
+  explicit Origin(Mode mode, const std::string& address = "127.0.0.1")
+      : mode_(mode), acceptor_(io_, tcp::endpoint(asio::ip::make_address(address), 0)) {
     thread_ = std::thread([this] {
       for (;;) {
         boost::system::error_code ec;
@@ -62,10 +81,30 @@ class Origin {
     std::lock_guard lock(mu_);
     return requests_;
   }
+  // Bytes a flood got out before it stalled; nullopt while it still moves.
+  std::optional<size_t> flooded() const {
+    if (!stalled_) return std::nullopt;
+    return flooded_.load();
+  }
 
  private:
   void serve(tcp::socket s) {
     boost::system::error_code ec;
+    if (mode_ == Mode::flood) {
+      const int small = 16 * 1024;
+      const timeval second{0, 500000};
+      ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+      ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &second, sizeof second);
+      std::string chunk(64 * 1024, 'f');
+      for (;;) {
+        ssize_t n = ::send(s.native_handle(), chunk.data(), chunk.size(), MSG_NOSIGNAL);
+        if (n <= 0) break;
+        flooded_ += static_cast<size_t>(n);
+      }
+      stalled_ = true;
+      while (!stopping_) std::this_thread::sleep_for(10ms);  // holds what it sent in place
+      return;
+    }
     if (mode_ == Mode::echo) {
       char buf[65536];
       for (;;) {
@@ -98,6 +137,8 @@ class Origin {
   std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
+  std::atomic<size_t> flooded_{0};
+  std::atomic<bool> stalled_{false};
   std::mutex mu_;
   std::string last_head_;
   int requests_ = 0;
@@ -439,6 +480,110 @@ TEST_F(EgressProxyTest, ANewPolicyAppliesToTheNextRequest) {
   proxy_->set_config(std::make_shared<const EgressConfig>(config({"bait.test"})));
   tcp::socket after = connect();
   EXPECT_THAT(exchange(after, line), HasSubstr("200 Connection established"));
+}
+
+// New connections to origins are held to the account's connect_rate: past the burst (as many
+// as it may hold open, here 2) a 429 that names the limit, logged (the same refusal merged into
+// one row); refusals by the policy spend nothing, and a moment later there is room again.
+TEST_F(EgressProxyTest, NewOriginConnectionsAreHeldToTheAccountsRate) {
+  Origin origin(Origin::Mode::http);
+  // A token every 500 ms, 2 at once.
+  start(config({"bait.test"}), EgressLimits{.connections_per_account = 2, .connect_rate = 2});
+  const std::string host = "bait.test:" + std::to_string(origin.port());
+  auto get = [&](const std::string& path) {
+    tcp::socket s = connect();
+    return exchange(s, "GET http://" + host + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
+  };
+  for (int i = 0; i < 5; ++i) {  // refused by name: no token spent
+    tcp::socket s = connect();
+    EXPECT_THAT(exchange(s, "CONNECT other.test:1 HTTP/1.1\r\n\r\n"), HasSubstr("403"));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_THAT(get("/1"), HasSubstr("200 OK"));
+  EXPECT_THAT(get("/2"), HasSubstr("200 OK"));
+  std::string refused = get("/3");
+  std::string again = get("/4");
+  const bool within_a_token = std::chrono::steady_clock::now() - started < 450ms;
+  EXPECT_THAT(refused, HasSubstr("HTTP/1.1 429 Too Many Requests"));
+  EXPECT_THAT(refused, HasSubstr("Retry-After: 1"));
+  EXPECT_THAT(refused, HasSubstr("agentbox: this sandbox may open 2 new connections a second through its proxy "
+                                 "(connect_rate); wait a moment and retry\n"));
+  if (within_a_token) {  // on a machine slow enough to take 450 ms, a token may have come
+    EXPECT_THAT(again, HasSubstr("429"));
+    EXPECT_EQ(origin.connections(), 2);
+  }
+  std::this_thread::sleep_for(600ms);
+  const int before = origin.connections();
+  EXPECT_THAT(get("/5"), HasSubstr("200 OK"));
+  EXPECT_EQ(origin.connections(), before + 1);
+  std::vector<NetworkDecision> log;
+  for (int i = 0; i < 200; ++i) {  // forwarded requests are logged once answered
+    log = decisions();
+    if (std::count_if(log.begin(), log.end(), [](auto& d) { return d.allowed; }) == before + 1) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  auto rate = std::find_if(log.begin(), log.end(),
+                           [](auto& d) { return d.reason.find("connect_rate") != std::string::npos; });
+  ASSERT_NE(rate, log.end());
+  EXPECT_FALSE(rate->allowed);
+  EXPECT_EQ(rate->host, "bait.test");
+  if (within_a_token) {
+    EXPECT_EQ(rate->count, 2);  // the two refusals, one row
+  }
+}
+
+// A tunnel whose client stops reading stops its origin once the proxy's bounded buffers are
+// full (at socket_buffer 256K: the origin socket's 256K to receive, the pipe's 256K, the client
+// socket's 128K to send): the origin gets out well under a MiB more than what the client's and
+// its own small buffers take. With the bound off (0: the kernel's autotuning) the same origin
+// pushes many MiB into the proxy's sockets.
+TEST_F(EgressProxyTest, ATunnelWhoseClientStopsReadingStopsItsOriginWithinTheBuffers) {
+  auto flood_through_proxy = [&](size_t socket_buffer) {
+    Origin origin(Origin::Mode::flood);
+    start(config({"bait.test"}), EgressLimits{.socket_buffer = socket_buffer});
+    tcp::socket s(client_io_);
+    s.open(tcp::v4());
+    const int small = 16 * 1024;
+    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    std::string port = std::to_string(origin.port());
+    asio::write(s, asio::buffer("CONNECT bait.test:" + port + " HTTP/1.1\r\n\r\n"));
+    for (int i = 0; i < 3000 && !origin.flooded(); ++i) std::this_thread::sleep_for(10ms);  // never reads
+    size_t flooded = origin.flooded().value_or(SIZE_MAX);
+    proxy_.reset();
+    return flooded;
+  };
+  const size_t bounded = flood_through_proxy(256 * 1024);
+  EXPECT_LT(bounded, 1300u * 1024) << "640 KiB in the proxy, the rest in the two ends' small buffers";
+  const size_t unbounded = flood_through_proxy(0);
+  EXPECT_GT(unbounded, 4 * bounded) << "the control: autotuned buffers take far more";
+}
+
+// The proxy connects from the host's namespace: one of the host's own addresses is refused, as
+// a literal or behind an allowed name, even inside a range allow_addresses opens; an entry that
+// names the address opens it.
+TEST_F(EgressProxyTest, TheHostsOwnAddressIsRefusedUnlessAnEntryNamesIt) {
+  const std::string own = a_host_address();
+  ASSERT_FALSE(own.empty()) << "this test needs an IPv4 address other than loopback on the host";
+  Origin origin(Origin::Mode::echo, "0.0.0.0");  // a service of the host's, on every address
+  const std::string port = std::to_string(origin.port());
+  AddressRange range = AddressRange::parse(own.substr(0, own.rfind('.')) + ".0/24");
+  EgressConfig c = config({"*"}, {}, {range.to_string()});
+  c.hosts["self.test"] = *IpAddress::parse(own);
+  start(c);
+  tcp::socket literal = connect();
+  EXPECT_THAT(exchange(literal, "CONNECT " + own + ":" + port + " HTTP/1.1\r\n\r\n"),
+              HasSubstr("agentbox: " + own + ":" + port + " is an address of the host itself this sandbox may not reach"));
+  tcp::socket by_name = connect();
+  EXPECT_THAT(exchange(by_name, "GET http://self.test:" + port + "/ HTTP/1.1\r\nHost: self.test:" + port + "\r\n\r\n"),
+              HasSubstr("resolves to " + own + ", an address of the host itself"));
+  EXPECT_EQ(origin.connections(), 0);
+
+  proxy_->set_config(std::make_shared<const EgressConfig>(config({"*"}, {}, {range.to_string(), own + "/32"})));
+  tcp::socket named = connect();
+  EXPECT_THAT(exchange(named, "CONNECT " + own + ":" + port + " HTTP/1.1\r\n\r\n"),
+              HasSubstr("200 Connection established"));
+  EXPECT_EQ(origin.connections(), 1);
 }
 
 }  // namespace

@@ -53,10 +53,23 @@ TEST(IpAddress, ClassifiesThePlacesABoxIsKeptFrom) {
   EXPECT_EQ(kind_of("240.0.0.1"), AddressKind::private_net);
 }
 
-TEST(IpAddress, PublicAddressesAreGlobalAtTheEdgesOfPrivateRanges) {
-  for (std::string_view text : {"203.0.113.7", "9.255.255.255", "11.0.0.0", "172.15.255.255", "172.32.0.0",
-                                "100.63.255.255", "100.128.0.0", "169.253.255.255", "2001:db8::1",
-                                "2606:4700::1111", "126.255.255.255", "128.0.0.0"})
+// No public host holds a documentation, benchmarking or 6to4 relay address: whatever answers
+// there is someone's local network, often the host itself (issue 30).
+TEST(IpAddress, DocumentationBenchmarkingAndRelayRangesAreReserved) {
+  for (std::string_view text : {"192.0.2.0", "192.0.2.255", "198.51.100.1", "203.0.113.7", "203.0.113.255",
+                                "192.88.99.1", "198.18.0.0", "198.19.255.255", "2001:db8::1",
+                                "2001:db8:ffff:ffff::1", "3fff::1", "3fff:fff:ffff::1", "::ffff:203.0.113.7",
+                                "2002:c000:0201::1" /* 6to4 of 192.0.2.1 */, "64:ff9b::198.51.100.9"})
+    EXPECT_EQ(kind_of(text), AddressKind::reserved) << text;
+  EXPECT_EQ(describe(AddressKind::reserved), "a reserved (documentation, benchmarking or relay) address");
+}
+
+TEST(IpAddress, PublicAddressesAreGlobalAtTheEdgesOfPrivateAndReservedRanges) {
+  for (std::string_view text : {"9.255.255.255", "11.0.0.0", "172.15.255.255", "172.32.0.0", "100.63.255.255",
+                                "100.128.0.0", "169.253.255.255", "2606:4700::1111", "126.255.255.255", "128.0.0.0",
+                                "192.0.1.255", "192.0.3.0", "192.88.98.255", "192.88.100.0", "198.17.255.255",
+                                "198.20.0.0", "198.51.99.255", "198.51.101.0", "203.0.112.255", "203.0.114.0",
+                                "2001:db7:ffff::1", "2001:db9::1", "3ffe:ffff::1", "3fff:1000::1"})
     EXPECT_EQ(kind_of(text), AddressKind::global) << text;
 }
 
@@ -68,7 +81,7 @@ TEST(IpAddress, IPv6FormsThatReachAnIPv4AddressAreJudgedByIt) {
   EXPECT_EQ(kind_of("64:ff9b::10.0.0.1"), AddressKind::private_net);
   EXPECT_EQ(kind_of("64:ff9b::a9fe:a9fe"), AddressKind::link_local);
   EXPECT_EQ(kind_of("2002:a00:1::1"), AddressKind::private_net);  // 6to4 of 10.0.0.1
-  EXPECT_EQ(kind_of("::ffff:203.0.113.7"), AddressKind::global);
+  EXPECT_EQ(kind_of("::ffff:93.184.215.14"), AddressKind::global);
   EXPECT_EQ(IpAddress::parse("::ffff:10.1.2.3")->unmapped().to_string(), "10.1.2.3");
 }
 
@@ -110,6 +123,19 @@ TEST(AddressRange, RefusesWhatIsNotARangeSayingWhy) {
   EXPECT_THAT(message("10.0.0.0/8x"), HasSubstr("prefix length"));
   EXPECT_THAT(message("example.com/24"), HasSubstr("expected an IP address"));
   EXPECT_THAT(message(""), HasSubstr("expected an IP address"));
+}
+
+TEST(IpAddress, ASetHoldsAnAddressInEitherForm) {
+  std::vector<IpAddress> set = {*IpAddress::parse("192.0.2.2"), *IpAddress::parse("fd00::2")};
+  EXPECT_TRUE(holds(set, *IpAddress::parse("192.0.2.2")));
+  EXPECT_TRUE(holds(set, *IpAddress::parse("::ffff:192.0.2.2")));  // the kernel connects to 192.0.2.2
+  EXPECT_TRUE(holds(set, *IpAddress::parse("fd00::2")));
+  EXPECT_FALSE(holds(set, *IpAddress::parse("192.0.2.3")));
+  EXPECT_FALSE(holds({}, *IpAddress::parse("192.0.2.2")));
+  EXPECT_TRUE(AddressRange::parse("192.0.2.2/32").is_one_address());
+  EXPECT_TRUE(AddressRange::parse("fd00::2").is_one_address());
+  EXPECT_FALSE(AddressRange::parse("192.0.2.0/24").is_one_address());
+  EXPECT_FALSE(AddressRange::parse("fd00::/127").is_one_address());
 }
 
 TEST(IpAddress, SockaddrRoundTrips) {

@@ -138,5 +138,144 @@ TEST_F(NetworkLogTest, AFullQueueDropsAndCountsInsteadOfGrowing) {
   EXPECT_EQ(log.list("alice", 100).size() + log.dropped(), 50u);
 }
 
+// A refusal again and again (a box retrying in a loop) is one row with a count and a last time,
+// in the queue and across the writer's batches; other refusals and allowed decisions keep rows
+// of their own.
+TEST_F(NetworkLogTest, TheSameRefusalRepeatedIsOneRowWithACountAndTheLastTime) {
+  NetworkLog log(open_state_db(scratch_.path()));
+  for (int i = 0; i < 1000; ++i) log.record(decision("alice", "evil.example", false, 10'000 + i));
+  log.flush();
+  for (int i = 1000; i < 2000; ++i) {  // across many batches
+    log.record(decision("alice", "evil.example", false, 10'000 + i));
+    if (i % 100 == 0) log.flush();
+  }
+  log.record(decision("alice", "other.example", false, 12'000));  // another host: its own row
+  log.record(decision("alice", "a.example", true, 12'001));       // allowed: never merged
+  log.record(decision("alice", "a.example", true, 12'002));
+  log.record(decision("bob", "evil.example", false, 12'003));     // another account's
+  log.flush();
+  std::vector<NetworkDecision> alice = log.list("alice", 10);
+  ASSERT_EQ(alice.size(), 4u);
+  EXPECT_EQ(alice[0].host, "a.example");
+  EXPECT_EQ(alice[0].count, 1);
+  EXPECT_EQ(alice[1].host, "a.example");
+  EXPECT_EQ(alice[2].host, "other.example");
+  EXPECT_EQ(alice[2].count, 1);
+  EXPECT_EQ(alice[2].last_ms, 12'000);
+  EXPECT_EQ(alice[3].host, "evil.example");
+  EXPECT_FALSE(alice[3].allowed);
+  EXPECT_EQ(alice[3].count, 2000);
+  EXPECT_EQ(alice[3].ts_ms, 10'000);
+  EXPECT_EQ(alice[3].last_ms, 11'999);
+  std::vector<NetworkDecision> bob = log.list("bob", 10);
+  ASSERT_EQ(bob.size(), 1u);
+  EXPECT_EQ(bob[0].count, 1);
+  // Refused once more: its row is the newest again, with every refusal counted.
+  log.record(decision("alice", "evil.example", false, 12'500));
+  log.flush();
+  alice = log.list("alice", 10);
+  ASSERT_EQ(alice.size(), 4u);
+  EXPECT_EQ(alice[0].host, "evil.example");
+  EXPECT_EQ(alice[0].count, 2001);
+  EXPECT_EQ(alice[0].last_ms, 12'500);
+  EXPECT_EQ(alice[1].host, "a.example");
+  EXPECT_EQ(alice[3].host, "other.example");
+}
+
+// A refusal merges into a row begun at most a minute before it: a box refused all day leaves a
+// row a minute, and each row says when its refusals happened.
+TEST_F(NetworkLogTest, ARefusalAMinuteAfterItsRowBeganStartsANewRow) {
+  NetworkLog log(open_state_db(scratch_.path()));
+  const int64_t window = NetworkLog::kMergeWindow.count();
+  log.record(decision("alice", "evil.example", false, 1'000'000));
+  log.record(decision("alice", "evil.example", false, 1'000'000 + window));  // within: merged
+  log.flush();
+  log.record(decision("alice", "evil.example", false, 1'000'000 + window + 1));  // past it
+  log.record(decision("alice", "evil.example", false, 1'000'000 + window + 2));
+  log.flush();
+  std::vector<NetworkDecision> rows = log.list("alice", 10);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].count, 2);
+  EXPECT_EQ(rows[0].ts_ms, 1'000'000 + window + 1);
+  EXPECT_EQ(rows[1].count, 2);
+  EXPECT_EQ(rows[1].last_ms, 1'000'000 + window);
+}
+
+// An account keeps its newest rows_per_account rows; other accounts keep theirs.
+TEST_F(NetworkLogTest, AnAccountKeepsItsNewestRowsUpToItsCap) {
+  NetworkLog log(open_state_db(scratch_.path()), std::chrono::seconds(0), NetworkLog::kDefaultQueueLimit,
+                 /*rows_per_account=*/100);
+  log.record(decision("bob", "b.example", true, 999));
+  for (int i = 0; i < 1000; ++i) {
+    log.record(decision("alice", "h" + std::to_string(i) + ".example", i % 2 == 0, 1000 + i));
+    if (i % 250 == 0) log.flush();
+  }
+  log.flush();
+  std::vector<NetworkDecision> alice = log.list("alice", 1000);
+  ASSERT_EQ(alice.size(), 100u);
+  EXPECT_EQ(alice.front().host, "h999.example");
+  EXPECT_EQ(alice.back().host, "h900.example");
+  EXPECT_EQ(log.list("bob", 10).size(), 1u);
+  // The count is kept across a restart too (read again from the database).
+  {
+    NetworkLog again(open_state_db(scratch_.path()), std::chrono::seconds(0), NetworkLog::kDefaultQueueLimit, 100);
+    again.record(decision("alice", "after-restart.example", true, 5000));
+  }
+  NetworkLog reader(open_state_db(scratch_.path()));
+  alice = reader.list("alice", 1000);
+  ASSERT_EQ(alice.size(), 100u);
+  EXPECT_EQ(alice.front().host, "after-restart.example");
+  EXPECT_EQ(alice.back().host, "h901.example");
+}
+
+// A flood of one refusal while the writer is held takes one queue slot: nothing else is dropped.
+TEST_F(NetworkLogTest, AFloodOfOneRefusalDoesNotCrowdOthersOutOfTheQueue) {
+  NetworkLog log(open_state_db(scratch_.path()), /*retention=*/std::chrono::seconds(0), /*queue_limit=*/4);
+  Db blocker = Db::open(scratch_.path() + "/agentbox.db");
+  blocker.exec("BEGIN IMMEDIATE");
+  for (int i = 0; i < 10'000; ++i) log.record(decision("alice", "evil.example", false, 1000));
+  log.record(decision("bob", "b.example", true));
+  log.record(decision("alice", "a.example", true));
+  blocker.exec("COMMIT");
+  log.flush();
+  EXPECT_EQ(log.dropped(), 0u);
+  std::vector<NetworkDecision> alice = log.list("alice", 10);
+  ASSERT_EQ(alice.size(), 2u);
+  EXPECT_EQ(alice[1].count, 10'000);
+  EXPECT_EQ(log.list("bob", 10).size(), 1u);
+}
+
+// Rows written before the count existed (schema 5) read as single decisions.
+TEST_F(NetworkLogTest, RowsFromBeforeTheMergeReadAsOneDecisionEach) {
+  {
+    Db db = Db::open(scratch_.path() + "/agentbox.db");
+    db.exec(R"sql(
+CREATE TABLE network_log (
+  id         INTEGER PRIMARY KEY,
+  ts_ms      INTEGER NOT NULL,
+  account    TEXT NOT NULL,
+  kind       TEXT NOT NULL CHECK (kind IN ('tunnel', 'forward', 'gateway')),
+  host       TEXT NOT NULL,
+  port       INTEGER NOT NULL,
+  address    TEXT NOT NULL,
+  allowed    INTEGER NOT NULL CHECK (allowed IN (0, 1)),
+  reason     TEXT NOT NULL,
+  bytes_up   INTEGER NOT NULL,
+  bytes_down INTEGER NOT NULL
+) STRICT;
+INSERT INTO network_log VALUES (1, 4242, 'alice', 'tunnel', 'old.example', 443, '', 0, 'refused', 0, 0);
+PRAGMA user_version = 5;
+)sql");
+  }
+  NetworkLog log(open_state_db(scratch_.path()));  // migrates to the latest schema
+  log.record(decision("alice", "old.example", false, 5000));
+  log.flush();
+  std::vector<NetworkDecision> rows = log.list("alice", 10);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].host, "old.example");
+  EXPECT_EQ(rows[1].count, 1);
+  EXPECT_EQ(rows[1].last_ms, 4242);
+}
+
 }  // namespace
 }  // namespace agentbox
