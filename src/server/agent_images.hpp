@@ -1,6 +1,6 @@
 #pragma once
 // Claude Code's host files (the CLI, the operator's skills) as the daemon's boxes bind them:
-// sealed read-only copies (fs/sealed_image.hpp) mounted under STATE/agent/, so that no box's
+// sealed read-only copies (volumes/sealed_image.hpp) mounted under STATE/agent/, so that no box's
 // mountinfo names where the host keeps them. The images are cached host-wide in kImageCache
 // (STATE/images where that cannot be made) and shared by every daemon of the host. A host
 // that cannot mount images (no loop devices) binds the originals, and the daemon says so once.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "exec/account_boxes.hpp"
-#include "fs/sealed_image.hpp"
+#include "volumes/sealed_image.hpp"
 
 namespace agentbox::server {
 

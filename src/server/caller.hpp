@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "fs/account_volumes.hpp"
+#include "volumes/account_volumes.hpp"
 #include "fs/confined_dir.hpp"
 #include "server/request.hpp"
 #include "store/account_store.hpp"
@@ -48,7 +48,7 @@ std::string user_id_of(const Request& req, bool query_allowed = false);
 
 class CallerDirectory {
  public:
-  // Every account's home is in its volume (fs/account_volumes.hpp); without `volumes`, plain
+  // Every account's home is in its volume (volumes/account_volumes.hpp); without `volumes`, plain
   // directories under state_dir (no quota).
   CallerDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits = {},
                   std::shared_ptr<AccountVolumes> volumes = nullptr);

@@ -25,7 +25,7 @@
 #include "server/cluster_routes.hpp"
 #include "server/placement_guard.hpp"
 #include "exec/account_boxes.hpp"
-#include "fs/account_volumes.hpp"
+#include "volumes/account_volumes.hpp"
 #include "server/agent_images.hpp"
 #include "server/caller.hpp"
 #include "server/execute_routes.hpp"
@@ -58,9 +58,9 @@
 #include "store/process_store.hpp"
 #include "store/schema.hpp"
 #include "util/capabilities.hpp"
-#include "util/epoll_loop.hpp"
+#include "util/terminal_loop.hpp"
 #include "util/error.hpp"
-#include "util/event_loop.hpp"
+#include "util/box_loop.hpp"
 
 namespace agentbox::server {
 
@@ -237,7 +237,7 @@ int serve(const ServeOptions& options) {
   ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   // The box loop: every box's owner and every process's output, waits and timers.
-  EventLoop loop;
+  BoxLoop loop;
 
   // The egress proxy: a listener in each account's network namespace, made with the namespace.
   auto network_log = std::make_shared<NetworkLog>(open_state_db(config.state_dir),
@@ -317,7 +317,7 @@ int serve(const ServeOptions& options) {
   // stopped as the manager goes end their terminals' shells, which posts to the terminals'
   // loop (ThreadSanitizer found the use-after-free when the io_context went first).
   boost::asio::io_context http_io;
-  EpollLoop terminal_loop("terminals");
+  TerminalLoop terminal_loop("terminals");
   BoxManager manager(loop.context(), std::move(box_options));
 
   CallerDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);

@@ -20,7 +20,7 @@ namespace {
 
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
-using Clock = EpollLoop::Clock;
+using Clock = TerminalLoop::Clock;
 
 // Close codes of Open Terminal's protocol, and the standard ones we use.
 constexpr std::uint16_t kCloseEnded = 1000;      // the terminal ended (the reason says how)
@@ -55,7 +55,7 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
     if (ec) return;
     UniqueFd fd(beast::get_lowest_layer(ws_).release_socket().release(ec));
     if (ec || !fd || ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK) != 0) return;
-    EpollLoop& loop = ctx_->terminals.loop();
+    TerminalLoop& loop = ctx_->terminals.loop();
     // std::function wants a copyable task: the socket, the request and the connection's place
     // travel in one shared_ptr.
     struct Moved {

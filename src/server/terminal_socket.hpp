@@ -1,6 +1,6 @@
 #pragma once
 // One terminal WebSocket (API.md Part A, WS /api/terminals/{id}). Beast answers the upgrade on
-// the API's io thread; the connection then moves to the terminals' EpollLoop, where the pty it
+// the API's io thread; the connection then moves to the terminals' TerminalLoop, where the pty it
 // attaches to is served too: a keystroke is read, unframed (server/websocket_frames.hpp) and
 // written to the pty in one handler, and the echo read from the pty is framed and sent in one
 // more, as a hand-written relay would (bench/RESULTS.md, the terminal floor). The life of a
@@ -27,7 +27,7 @@
 #include "server/caller.hpp"
 #include "server/router.hpp"
 #include "server/websocket_frames.hpp"
-#include "util/epoll_loop.hpp"
+#include "util/terminal_loop.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::server {
@@ -78,19 +78,19 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   void update_interest();   // EPOLLIN unless held back by input; EPOLLOUT while frames wait
   void tear_down();         // the connection goes (without a close handshake if none was done)
 
-  EpollLoop& loop() const { return loop_; }
+  TerminalLoop& loop() const { return loop_; }
 
   std::shared_ptr<const TerminalSocketContext> ctx_;
-  EpollLoop& loop_;  // the terminals'; it outlives every socket on it (they go when it stops)
+  TerminalLoop& loop_;  // the terminals'; it outlives every socket on it (they go when it stops)
   ConnectionSlot slot_;  // idle (may make room for others) until the auth frame
   Request request_;  // the upgrade's head
   std::string terminal_id_;
   UniqueFd fd_;
   WebSocketFrames frames_;
-  EpollLoop::WatchId watch_ = 0;
+  TerminalLoop::WatchId watch_ = 0;
   uint32_t interest_ = 0;
-  EpollLoop::TimerId auth_timer_ = 0, tick_timer_ = 0, close_timer_ = 0;
-  EpollLoop::Clock::time_point last_read_;
+  TerminalLoop::TimerId auth_timer_ = 0, tick_timer_ = 0, close_timer_ = 0;
+  TerminalLoop::Clock::time_point last_read_;
   bool authenticated_ = false;
   bool closing_ = false;  // a close frame is queued
   bool gone_ = false;     // torn down

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <new>
 
-#include "fs/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox::server {
 

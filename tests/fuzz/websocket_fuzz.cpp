@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "fs/utf8.hpp"
+#include "util/utf8.hpp"
 #include "fuzz_check.hpp"
 #include "server/websocket_frames.hpp"
 

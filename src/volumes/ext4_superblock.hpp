@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "fs/volume_backend.hpp"
+#include "volumes/volume_backend.hpp"
 
 namespace agentbox {
 

@@ -12,14 +12,14 @@
 
 namespace agentbox {
 
-class EventLoop {
+class BoxLoop {
  public:
   // threads: 0 = one per core, at least two (a strand busy with one account's flood of output
   // then never holds the only thread).
-  explicit EventLoop(unsigned threads = 0);
-  ~EventLoop();  // stop()
-  EventLoop(const EventLoop&) = delete;
-  EventLoop& operator=(const EventLoop&) = delete;
+  explicit BoxLoop(unsigned threads = 0);
+  ~BoxLoop();  // stop()
+  BoxLoop(const BoxLoop&) = delete;
+  BoxLoop& operator=(const BoxLoop&) = delete;
 
   boost::asio::io_context& context() { return io_; }
   // Stops the threads once each finishes its current handler; what is still queued is dropped.

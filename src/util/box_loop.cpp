@@ -1,4 +1,4 @@
-#include "util/event_loop.hpp"
+#include "util/box_loop.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 namespace agentbox {
 
-EventLoop::EventLoop(unsigned threads) {
+BoxLoop::BoxLoop(unsigned threads) {
   const unsigned n = threads ? threads : std::max(2u, std::thread::hardware_concurrency());
   work_.emplace(io_.get_executor());
   for (unsigned i = 0; i < n; ++i)
@@ -32,9 +32,9 @@ EventLoop::EventLoop(unsigned threads) {
     });
 }
 
-EventLoop::~EventLoop() { stop(); }
+BoxLoop::~BoxLoop() { stop(); }
 
-void EventLoop::stop() {
+void BoxLoop::stop() {
   // Whatever is still pending (a timer, a wait on a socket) belongs to components that were
   // shut down first; their handlers are dropped with the io_context.
   work_.reset();
@@ -44,7 +44,7 @@ void EventLoop::stop() {
   threads_.clear();
 }
 
-bool EventLoop::on_loop_thread() const {
+bool BoxLoop::on_loop_thread() const {
   for (const auto& t : threads_)
     if (t.get_id() == std::this_thread::get_id()) return true;
   return false;

@@ -1,7 +1,7 @@
 #pragma once
 // Can this host mount an ext4 image through a loop device (the quota backend of
-// fs/volume_backend.hpp)? Here, not in fs/, so `agentbox doctor` (the static CLI, without
-// fs/) asks the same question the server does.
+// volumes/volume_backend.hpp)? Here, not in volumes/, so `agentbox doctor` (the static CLI,
+// which links neither volumes/ nor fs/ and their libzip) asks the same question the server does.
 #include <string>
 
 namespace agentbox {

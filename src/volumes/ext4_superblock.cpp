@@ -1,4 +1,4 @@
-#include "fs/ext4_superblock.hpp"
+#include "volumes/ext4_superblock.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

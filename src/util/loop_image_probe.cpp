@@ -1,4 +1,4 @@
-#include "util/loop_support.hpp"
+#include "util/loop_image_probe.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The loop_image volume backend (fs/volume_backend.hpp): VOLUMES/NAME.img, an ext4 image as
+// The loop_image volume backend (volumes/volume_backend.hpp): VOLUMES/NAME.img, an ext4 image as
 // large as the account's disk quota (sparse: it takes host blocks only as they are written),
 // with its inode count set to the inode quota, mounted at VOLUMES/NAME nosuid,nodev through a
 // loop device that frees itself when unmounted (LO_FLAGS_AUTOCLEAR).
@@ -13,12 +13,12 @@
 #include <cerrno>
 #include <string>
 
-#include "fs/ext4_superblock.hpp"
-#include "fs/loop_device.hpp"
-#include "fs/volume_backend.hpp"
+#include "volumes/ext4_superblock.hpp"
+#include "volumes/loop_device.hpp"
+#include "volumes/volume_backend.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
-#include "util/loop_support.hpp"
+#include "util/loop_image_probe.hpp"
 #include "util/run_program.hpp"
 #include "util/unique_fd.hpp"
 

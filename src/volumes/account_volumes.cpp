@@ -1,4 +1,4 @@
-#include "fs/account_volumes.hpp"
+#include "volumes/account_volumes.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Every account's volume (fs/volume_backend.hpp) and the directories in it:
+// Every account's volume (volumes/volume_backend.hpp) and the directories in it:
 //   STATE/volumes/NAME/home     the home (the account's, 0700): what its box shows as /home/NAME
 //   STATE/volumes/NAME/trash    deleted entries (the account's, 0700), never shown in the box
 //   STATE/volumes/NAME/daemon   the daemon's files for the account (root, 0700): process logs,
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/volume_backend.hpp"
+#include "volumes/volume_backend.hpp"
 
 namespace agentbox {
 

@@ -1,6 +1,6 @@
 #pragma once
 // UTF-8 checks for text that goes into JSON answers (nlohmann::json refuses invalid UTF-8) and
-// for telling text files from binary ones.
+// for telling text files from binary ones (fs/), and for WebSocket text frames (http/).
 #include <cstddef>
 #include <string>
 #include <string_view>

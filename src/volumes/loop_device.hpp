@@ -1,6 +1,6 @@
 #pragma once
-// Loop devices for the images the daemon mounts (account volumes, fs/loop_volume.cpp; the sealed
-// copies boxes show, fs/sealed_image.hpp). Mounts the host's filesystems: root's work only.
+// Loop devices for the images the daemon mounts (account volumes, volumes/loop_volume.cpp; the sealed
+// copies boxes show, volumes/sealed_image.hpp). Mounts the host's filesystems: root's work only.
 #include <string>
 
 #include "util/unique_fd.hpp"

@@ -24,7 +24,7 @@
 
 namespace agentbox {
 
-class EpollLoop {
+class TerminalLoop {
  public:
   using Clock = std::chrono::steady_clock;
   using Handler = std::function<void(uint32_t events)>;
@@ -32,10 +32,10 @@ class EpollLoop {
   using TimerId = uint64_t;
 
   // Starts the thread (named `name` for ps and perf).
-  explicit EpollLoop(const std::string& name);
-  ~EpollLoop();  // stop()
-  EpollLoop(const EpollLoop&) = delete;
-  EpollLoop& operator=(const EpollLoop&) = delete;
+  explicit TerminalLoop(const std::string& name);
+  ~TerminalLoop();  // stop()
+  TerminalLoop(const TerminalLoop&) = delete;
+  TerminalLoop& operator=(const TerminalLoop&) = delete;
 
   // Any thread. Runs fn on the loop, in order; dropped once stop() began.
   void post(std::function<void()> fn);

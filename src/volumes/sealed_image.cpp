@@ -1,4 +1,4 @@
-#include "fs/sealed_image.hpp"
+#include "volumes/sealed_image.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "fs/loop_device.hpp"
+#include "volumes/loop_device.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/run_program.hpp"

@@ -1,4 +1,4 @@
-#include "fs/loop_device.hpp"
+#include "volumes/loop_device.hpp"
 
 #include <fcntl.h>
 #include <linux/loop.h>

@@ -1,4 +1,4 @@
-#include "util/epoll_loop.hpp"
+#include "util/terminal_loop.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -17,11 +17,11 @@ namespace agentbox {
 
 namespace {
 constexpr int kMaxEvents = 64;
-constexpr EpollLoop::WatchId kWakeId = 0;
-constexpr EpollLoop::WatchId kTimerId = ~EpollLoop::WatchId{0};
+constexpr TerminalLoop::WatchId kWakeId = 0;
+constexpr TerminalLoop::WatchId kTimerId = ~TerminalLoop::WatchId{0};
 }  // namespace
 
-EpollLoop::EpollLoop(const std::string& name)
+TerminalLoop::TerminalLoop(const std::string& name)
     : epoll_(::epoll_create1(EPOLL_CLOEXEC)),
       wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) {
@@ -45,9 +45,9 @@ EpollLoop::EpollLoop(const std::string& name)
   });
 }
 
-EpollLoop::~EpollLoop() { stop(); }
+TerminalLoop::~TerminalLoop() { stop(); }
 
-void EpollLoop::stop() {
+void TerminalLoop::stop() {
   {
     std::lock_guard lock(mu_);
     if (stopping_ && !thread_.joinable()) return;
@@ -63,7 +63,7 @@ void EpollLoop::stop() {
   posted_.clear();
 }
 
-void EpollLoop::post(std::function<void()> fn) {
+void TerminalLoop::post(std::function<void()> fn) {
   bool first;
   {
     std::lock_guard lock(mu_);
@@ -74,12 +74,12 @@ void EpollLoop::post(std::function<void()> fn) {
   if (first) wake();  // one wake-up per batch: the loop takes all that is queued at once
 }
 
-void EpollLoop::wake() {
+void TerminalLoop::wake() {
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
-EpollLoop::WatchId EpollLoop::watch(int fd, uint32_t events, Handler on_event) {
+TerminalLoop::WatchId TerminalLoop::watch(int fd, uint32_t events, Handler on_event) {
   const WatchId id = next_watch_++;
   epoll_event ev{};
   ev.events = events;
@@ -89,7 +89,7 @@ EpollLoop::WatchId EpollLoop::watch(int fd, uint32_t events, Handler on_event) {
   return id;
 }
 
-void EpollLoop::modify(WatchId id, uint32_t events) {
+void TerminalLoop::modify(WatchId id, uint32_t events) {
   auto it = watches_.find(id);
   if (it == watches_.end()) return;
   epoll_event ev{};
@@ -98,21 +98,21 @@ void EpollLoop::modify(WatchId id, uint32_t events) {
   check(::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, it->second.fd, &ev), "epoll_ctl(MOD)");
 }
 
-void EpollLoop::unwatch(WatchId id) {
+void TerminalLoop::unwatch(WatchId id) {
   auto it = watches_.find(id);
   if (it == watches_.end()) return;
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd, nullptr);
   watches_.erase(it);
 }
 
-EpollLoop::TimerId EpollLoop::at(Clock::time_point when, std::function<void()> fn) {
+TerminalLoop::TimerId TerminalLoop::at(Clock::time_point when, std::function<void()> fn) {
   const TimerId id = next_timer_++;
   deadlines_.emplace(when, id);
   timers_.emplace(id, std::make_pair(when, std::move(fn)));
   return id;
 }
 
-void EpollLoop::cancel(TimerId id) {
+void TerminalLoop::cancel(TimerId id) {
   auto it = timers_.find(id);
   if (it == timers_.end()) return;
   auto [first, last] = deadlines_.equal_range(it->second.first);
@@ -124,7 +124,7 @@ void EpollLoop::cancel(TimerId id) {
   timers_.erase(it);
 }
 
-void EpollLoop::arm_timer() {
+void TerminalLoop::arm_timer() {
   const Clock::time_point next = deadlines_.empty() ? Clock::time_point::max() : deadlines_.begin()->first;
   if (next == armed_) return;
   itimerspec when{};  // all zero: disarmed
@@ -142,7 +142,7 @@ void EpollLoop::arm_timer() {
   armed_ = next;
 }
 
-void EpollLoop::run_due_timers() {
+void TerminalLoop::run_due_timers() {
   uint64_t expirations;
   [[maybe_unused]] ssize_t n = ::read(timer_.get(), &expirations, sizeof expirations);
   armed_ = Clock::time_point::max();  // one-shot: it fired
@@ -158,7 +158,7 @@ void EpollLoop::run_due_timers() {
   }
 }
 
-void EpollLoop::run_posted() {
+void TerminalLoop::run_posted() {
   uint64_t count;
   [[maybe_unused]] ssize_t n = ::read(wake_.get(), &count, sizeof count);
   std::vector<std::function<void()>> batch;
@@ -169,7 +169,7 @@ void EpollLoop::run_posted() {
   for (auto& fn : batch) fn();
 }
 
-void EpollLoop::run() {
+void TerminalLoop::run() {
   epoll_event events[kMaxEvents];
   for (;;) {
     {
