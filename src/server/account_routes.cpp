@@ -6,9 +6,12 @@
 #include <ctime>
 #include <future>
 
-#include "server/http_error.hpp"
+#include "http/error.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 // A box stops in well under a second (init is killed, its cgroup removed); this bounds a
@@ -86,6 +89,7 @@ void stop_box_for_good(BoxManager& boxes, const std::string& name) {
 
 void add_account_routes(Router& router, AccountStore& accounts, CallerDirectory& callers, BoxManager& boxes,
                         std::shared_ptr<BlockingPool> pool, uint32_t trash_days) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   const RouteOptions admin{.admin = true};
   router.add_async(http::verb::get, "/admin/accounts",
                    offload(pool, Handler([&accounts, &callers, &boxes](const Request&) {

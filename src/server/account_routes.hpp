@@ -15,12 +15,14 @@
 #include <memory>
 
 #include "box/box_manager.hpp"
-#include "server/blocking_pool.hpp"
+#include "http/offload.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 #include "store/account_store.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 // Stops the account's box for good: what ran in it (commands, terminals, agent runs) ends.
 // HttpError 504 when it has not stopped within a minute. Blocks: call from a pool thread.

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 namespace agentbox::server {
+
 namespace {
 
 // The host-wide cache, else the state directory (a read-only /var: each daemon its own copy).

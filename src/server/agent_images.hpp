@@ -13,6 +13,7 @@
 
 namespace agentbox::server {
 
+
 inline constexpr const char* kImageCache = "/var/cache/agentbox";
 
 class AgentImages {

@@ -21,13 +21,16 @@
 #include "fs/entry_ops.hpp"
 #include "fs/file_write.hpp"
 #include "fs/glob_search.hpp"
-#include "server/access_log.hpp"
-#include "server/http_error.hpp"
-#include "server/json_body.hpp"
-#include "server/response_writer.hpp"
+#include "http/access_log.hpp"
+#include "http/error.hpp"
+#include "http/json_body.hpp"
+#include "http/response_writer.hpp"
 #include "util/random_hex.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -429,6 +432,7 @@ Turn::Setup prepare(const Request& req, Turn::Mode mode, CallerDirectory& caller
 void add_agent_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                       agent::ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
                       std::shared_ptr<BlockingPool> pool, AgentRoutesOptions options) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto opts = std::make_shared<const AgentRoutesOptions>(std::move(options));
 
   router.add(http::verb::get, "/v1/models", [opts](const Request&) {

@@ -7,7 +7,7 @@
 // The user is X-User-Id or X-OpenWebUI-User-Id; the chat is X-OpenWebUI-Chat-Id or
 // X-Session-Id (else the turn is one-shot). A chat's turns run in ~/chats/<chat> and resume
 // the chat's Claude session (store/chat_sessions.hpp). Files the turn created or changed there
-// come back as download links signed for this user and path (server/signed_links.hpp).
+// come back as download links signed for this user and path (http/signed_links.hpp).
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -16,13 +16,15 @@
 
 #include "agent/claude_runner.hpp"
 #include "exec/account_boxes.hpp"
-#include "server/blocking_pool.hpp"
+#include "http/offload.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
-#include "server/signed_links.hpp"
+#include "http/router.hpp"
+#include "http/signed_links.hpp"
 #include "store/chat_sessions.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct AgentRoutesOptions {
   std::string model_id = "claude-code";    // what /v1/models lists and requests name

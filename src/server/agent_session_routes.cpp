@@ -9,9 +9,12 @@
 #include "fs/file_read.hpp"
 #include "fs/fs_error.hpp"
 #include "fs/glob_search.hpp"
-#include "server/http_error.hpp"
+#include "http/error.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -110,6 +113,7 @@ Response get_session(CallerDirectory& callers, const Request& req) {
 }  // namespace
 
 void add_agent_session_routes(Router& router, CallerDirectory& callers, std::shared_ptr<BlockingPool> pool) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/agent/sessions",
                    offload(pool, Handler([&callers](const Request& req) { return list_sessions(callers, req); })));
   router.add_async(http::verb::get, "/agent/sessions/{id}",

@@ -10,12 +10,15 @@
 #include "fs/confined_dir.hpp"
 #include "fs/home_path.hpp"
 #include "fs/home_restore.hpp"
-#include "server/http_error.hpp"
-#include "server/json_body.hpp"
+#include "http/error.hpp"
+#include "http/json_body.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -93,6 +96,7 @@ Response restore(AccountStore& accounts, CallerDirectory& callers, backup::Mirro
 void add_backup_routes(Router& router, AccountStore& accounts, CallerDirectory& callers,
                        backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool,
                        RestoreAllContext* restore_all) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   const RouteOptions admin{.admin = true};
   router.add(
       http::verb::get, "/admin/backup",

@@ -15,13 +15,15 @@
 #include <string>
 
 #include "backup/mirror_service.hpp"
-#include "server/blocking_pool.hpp"
-#include "server/router.hpp"
+#include "http/offload.hpp"
+#include "http/router.hpp"
 #include "server/caller.hpp"
 #include "server/restore_all.hpp"
 #include "store/account_store.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 // mirror may be null (no [backup] dir): status says so and the other routes answer 409; so
 // may restore_all then. Restores run on `pool`.

@@ -10,10 +10,12 @@
 
 #include "fs/dir_list.hpp"
 #include "fs/fs_error.hpp"
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 

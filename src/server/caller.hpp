@@ -14,11 +14,13 @@
 
 #include "volumes/account_volumes.hpp"
 #include "fs/confined_dir.hpp"
-#include "server/request.hpp"
+#include "http/request.hpp"
 #include "store/account_store.hpp"
 #include "util/lru_cache.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct Caller {
   Account account;

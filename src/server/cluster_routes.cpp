@@ -1,9 +1,12 @@
 #include "server/cluster_routes.hpp"
 
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 #include "util/error.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 Response describe(const PlacementGuard& guard) {
@@ -18,6 +21,7 @@ Response describe(const PlacementGuard& guard) {
 }  // namespace
 
 void add_cluster_routes(Router& router, PlacementGuard& guard) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   const RouteOptions admin{.admin = true};
   router.add(http::verb::get, "/admin/cluster", [&guard](const Request&) { return describe(guard); }, admin);
   router.add(

@@ -6,9 +6,11 @@
 // `agentbox cluster drain` calls reload on every node after it marks one draining, so no node
 // makes an account the new ring gives another before the router is told.
 #include "server/placement_guard.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 void add_cluster_routes(Router& router, PlacementGuard& guard);
 

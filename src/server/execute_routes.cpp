@@ -8,12 +8,15 @@
 #include "fs/dir_list.hpp"
 #include "fs/fs_error.hpp"
 #include "box/box_error.hpp"
-#include "server/http_error.hpp"
-#include "server/json_body.hpp"
-#include "server/query_params.hpp"
-#include "server/response_writer.hpp"
+#include "http/error.hpp"
+#include "server/errors.hpp"
+#include "http/json_body.hpp"
+#include "http/query_params.hpp"
+#include "http/response_writer.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -249,6 +252,7 @@ json process_json(const exec::ProcessView& view) {
 
 void add_execute_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                         exec::ProcessTable& table, ExecuteRoutesOptions options) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add(http::verb::get, "/execute", [&callers, &table](const Request& req) {
     Caller caller = callers.resolve(req);
     json list = json::array();

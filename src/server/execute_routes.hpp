@@ -5,9 +5,11 @@
 #include "exec/process_table.hpp"
 #include "exec/account_boxes.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct ExecuteRoutesOptions {
   std::chrono::seconds stream_keepalive{15};  // SSE comment sent after this much silence

@@ -9,13 +9,16 @@
 #include "fs/grep_search.hpp"
 #include "fs/trash.hpp"
 #include "server/file_transfer.hpp"
-#include "server/http_error.hpp"
-#include "server/json_body.hpp"
-#include "server/query_params.hpp"
-#include "server/response_writer.hpp"
+#include "http/error.hpp"
+#include "http/json_body.hpp"
+#include "http/query_params.hpp"
+#include "http/response_writer.hpp"
 #include "server/storage_full.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 using nlohmann::json;
@@ -298,6 +301,7 @@ constexpr BytesRoute kBytesRoutes[] = {
 }  // namespace
 
 void add_file_routes(Router& router, CallerDirectory& callers, const FileRoutesOptions& options) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto pool = options.pool;
   if (!pool) pool = std::make_shared<BlockingPool>(options.threads, options.per_account_ops);
   auto ctx = std::make_shared<FileContext>(FileContext{callers, options});
@@ -317,7 +321,7 @@ void add_file_routes(Router& router, CallerDirectory& callers, const FileRoutesO
                                                     const Request& req, const Writer& writer) {
                        with_room(ctx->callers, req, [&] { handler(*ctx, req, writer); });
                      })),
-                     // The agent's download links (server/signed_links.hpp) open one file each.
+                     // The agent's download links (http/signed_links.hpp) open one file each.
                      {.signed_link = r.handler == view_file});
   router.add_async(http::verb::post, "/files/upload", offload(pool, json_work(upload_file)),
                    {.body_limit = options.upload_max_bytes + kMultipartOverheadBytes,

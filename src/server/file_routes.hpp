@@ -10,11 +10,13 @@
 
 #include "fs/file_read.hpp"
 #include "fs/zip_archive.hpp"
-#include "server/blocking_pool.hpp"
+#include "http/offload.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct FileRoutesOptions {
   std::shared_ptr<BlockingPool> pool;      // null: the routes make their own of:

@@ -7,13 +7,15 @@
 
 #include "fs/file_read.hpp"
 #include "fs/upload_writer.hpp"
-#include "server/byte_range.hpp"
-#include "server/http_error.hpp"
-#include "server/multipart.hpp"
-#include "server/response_writer.hpp"
+#include "http/byte_range.hpp"
+#include "http/error.hpp"
+#include "http/multipart.hpp"
+#include "http/response_writer.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 constexpr size_t kUploadReadBytes = 256 * 1024;  // spool file → parser, per read

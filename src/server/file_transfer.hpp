@@ -10,11 +10,13 @@
 #include "fs/file_write.hpp"
 #include "fs/zip_archive.hpp"
 #include "server/caller.hpp"
-#include "server/request.hpp"
+#include "http/request.hpp"
+#include "http/response_writer.hpp"
 
 namespace agentbox::server {
 
-class ResponseWriter;
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
 
 // GET /files/view, GET /files/serve/{path}: the bytes of the regular file `p` with a
 // Content-Type from its name; a single Range is 206 with Content-Range, one past the end 416.

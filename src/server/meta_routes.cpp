@@ -9,8 +9,11 @@
 
 #include "config/units.hpp"
 #include "server/openapi.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -76,6 +79,7 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
 
 void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                      std::string version, std::function<std::string(const std::string& user)> network_of) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   RouteOptions open;
   open.is_public = true;
   router.add(http::verb::get, "/health", [](const Request&) { return Response::json({{"status", "ok"}}); }, open);

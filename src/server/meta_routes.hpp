@@ -6,9 +6,11 @@
 
 #include "exec/account_boxes.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 // network_of(external user id) describes what that user's box may reach (net::describe_for_box).
 void add_meta_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,

@@ -1,9 +1,11 @@
 #include "server/move_gate.hpp"
 
 #include "box/box_error.hpp"
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 // A move takes seconds to minutes; clients come back soon and find it done.

@@ -14,6 +14,7 @@
 
 namespace agentbox::server {
 
+
 class MoveGate {
  public:
   MoveGate(MoveStore& moves, std::string self_node);

@@ -4,6 +4,7 @@
 
 namespace agentbox::server {
 
+
 nlohmann::json records_json(const MovedRecords& r) {
   nlohmann::json processes = nlohmann::json::array(), chats = nlohmann::json::array(),
                  tokens = nlohmann::json::array();

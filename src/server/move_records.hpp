@@ -9,6 +9,7 @@
 
 namespace agentbox::server {
 
+
 nlohmann::json records_json(const MovedRecords& records);
 // Throws Error naming what is missing or of the wrong type.
 MovedRecords records_from_json(const nlohmann::json& value);

@@ -17,17 +17,20 @@
 
 #include "fs/entry_ops.hpp"
 #include "server/account_routes.hpp"
-#include "server/http_error.hpp"
-#include "server/json_body.hpp"
+#include "http/error.hpp"
+#include "server/errors.hpp"
+#include "http/json_body.hpp"
 #include "server/move_records.hpp"
 #include "server/move_transfer.hpp"
-#include "server/takeover_response.hpp"
+#include "http/takeover_response.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/random_hex.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 constexpr size_t kMoveIdBytes = 16;
@@ -311,6 +314,7 @@ class Mover {
 }  // namespace
 
 void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<BlockingPool> pool) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto mover = std::make_shared<Mover>(context);
   const RouteOptions admin{.admin = true};
   router.add_async(http::verb::post, "/admin/moves",

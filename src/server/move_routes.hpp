@@ -33,16 +33,18 @@
 #include <string>
 
 #include "box/box_manager.hpp"
-#include "server/blocking_pool.hpp"
+#include "http/offload.hpp"
 #include "server/caller.hpp"
 #include "server/move_gate.hpp"
 #include "server/placement_guard.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 #include "store/account_store.hpp"
 #include "store/move_store.hpp"
 #include "store/token_usage.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct MoveContext {
   AccountStore& accounts;

@@ -28,12 +28,14 @@
 
 #include "cluster/admin_url.hpp"
 #include "fs/dir_entries.hpp"
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 #include "util/error.hpp"
 #include "util/run_program.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 namespace asio = boost::asio;

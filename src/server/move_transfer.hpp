@@ -15,9 +15,11 @@
 #include <nlohmann/json.hpp>
 
 #include "config/cluster_config.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 // A node's admin routes as this node reaches them.
 struct NodeEndpoint {

@@ -1,8 +1,11 @@
 #include "server/network_routes.hpp"
 
-#include "server/query_params.hpp"
+#include "http/query_params.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -20,6 +23,7 @@ nlohmann::json entry_json(const NetworkDecision& d) {
 }  // namespace
 
 void add_network_routes(Router& router, CallerDirectory& callers, std::shared_ptr<NetworkLog> log) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   // ?limit= (1-1000, default 100) newest first; ?before=ID pages back (the previous answer's
   // next_before).
   router.add(http::verb::get, "/network/log", [&callers, log](const Request& req) {

@@ -3,10 +3,12 @@
 #include <memory>
 
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 #include "store/network_log.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 void add_network_routes(Router& router, CallerDirectory& callers, std::shared_ptr<NetworkLog> log);
 

@@ -4,6 +4,7 @@
 
 namespace agentbox::server {
 
+
 namespace {
 
 using nlohmann::json;

@@ -8,6 +8,7 @@
 
 namespace agentbox::server {
 
+
 nlohmann::json openapi_document(std::string_view version);
 
 }  // namespace agentbox::server

@@ -1,8 +1,10 @@
 #include "server/placement_guard.hpp"
 
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 PlacementGuard::PlacementGuard(std::string cluster_file, std::string node)
     : file_(std::move(cluster_file)), node_(std::move(node)) {

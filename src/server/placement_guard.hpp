@@ -12,6 +12,7 @@
 
 namespace agentbox::server {
 
+
 class PlacementGuard {
  public:
   // Reads the cluster file; node must be one of its nodes (UsageError otherwise).

@@ -7,10 +7,13 @@
 
 #include <charconv>
 
-#include "server/http_error.hpp"
-#include "server/response_writer.hpp"
+#include "http/error.hpp"
+#include "server/errors.hpp"
+#include "http/response_writer.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -76,6 +79,7 @@ std::optional<std::string> upstream_target(std::string_view request_target) {
 }
 
 void add_proxy_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes, ProxyOptions options) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/ports",
                    [&callers, &boxes](const Request& req, std::shared_ptr<ResponseWriter> writer) {
     Caller caller = callers.resolve(req);

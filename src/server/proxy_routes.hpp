@@ -13,9 +13,11 @@
 #include "exec/account_boxes.hpp"
 #include "server/caller.hpp"
 #include "server/proxy_session.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 void add_proxy_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                       ProxyOptions options = {});

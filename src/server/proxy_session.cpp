@@ -18,10 +18,12 @@
 #include <fmt/format.h>
 
 #include "net/hop_by_hop.hpp"
-#include "server/access_log.hpp"
-#include "server/http_error.hpp"
+#include "http/access_log.hpp"
+#include "http/error.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace net = boost::asio;
 namespace beast = boost::beast;

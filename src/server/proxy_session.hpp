@@ -29,11 +29,13 @@
 #include <string>
 #include <vector>
 
-#include "server/response.hpp"
-#include "server/router.hpp"
+#include "http/response.hpp"
+#include "http/router.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct ProxyOptions {
   std::chrono::milliseconds connect_timeout{10'000};       // socket in the box + connect; then 504

@@ -31,6 +31,8 @@
 
 namespace agentbox::server {
 
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
 // What is known about one mirrored account on this node.
 struct RestoreFacts {
   bool held = false;      // this node has an account for the user

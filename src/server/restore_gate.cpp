@@ -14,6 +14,7 @@
 #include "util/unique_fd.hpp"
 
 namespace agentbox::server {
+
 namespace {
 
 constexpr int kRetryAfterSeconds = 5;

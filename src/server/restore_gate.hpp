@@ -13,6 +13,7 @@
 
 namespace agentbox::server {
 
+
 class RestoreGate {
  public:
   // dir is made (0700) when missing; the markers in it are read.

@@ -30,7 +30,7 @@
 #include "server/caller.hpp"
 #include "server/execute_routes.hpp"
 #include "server/file_routes.hpp"
-#include "server/http_server.hpp"
+#include "http/server.hpp"
 #include "server/meta_routes.hpp"
 #include "server/terminal_routes.hpp"
 #include "server/proxy_routes.hpp"
@@ -38,7 +38,7 @@
 #include "server/usage_routes.hpp"
 #include "server/agent_routes.hpp"
 #include "server/agent_session_routes.hpp"
-#include "server/signed_links.hpp"
+#include "http/signed_links.hpp"
 #include "server/trash_routes.hpp"
 #include "server/trash_upkeep.hpp"
 #include "server/account_routes.hpp"
@@ -63,6 +63,8 @@
 #include "util/box_loop.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 

@@ -6,6 +6,7 @@
 
 namespace agentbox::server {
 
+
 struct ServeOptions {
   std::optional<std::string> config;  // --config FILE (else $AGENTBOX_CONFIG, else none)
   std::optional<std::string> listen;  // --listen ADDR:PORT

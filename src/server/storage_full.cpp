@@ -7,6 +7,8 @@
 
 namespace agentbox::server {
 
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
 bool make_room_from_trash(CallerDirectory& callers, const Caller& caller, uint64_t wanted) {
   AccountVolumes& volumes = callers.volumes();
   const VolumeUsage start = volumes.usage(caller.account.name);

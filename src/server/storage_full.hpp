@@ -10,9 +10,11 @@
 
 #include "fs/fs_error.hpp"
 #include "server/caller.hpp"
-#include "server/request.hpp"
+#include "http/request.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 // Deletes the caller's oldest trash items until `wanted` bytes are free or the trash is
 // empty; true when something was deleted.

@@ -5,11 +5,14 @@
 #include <memory>
 
 #include "box/box_error.hpp"
-#include "server/http_error.hpp"
-#include "server/response_writer.hpp"
-#include "server/takeover_response.hpp"
+#include "http/error.hpp"
+#include "server/errors.hpp"
+#include "http/response_writer.hpp"
+#include "http/takeover_response.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -43,6 +46,7 @@ Response describe(CallerDirectory& callers, exec::Terminals& terminals, const Re
 
 void add_terminal_routes(Router& router, CallerDirectory& callers, exec::AccountBoxes& boxes,
                          exec::Terminals& terminals, TerminalRoutesOptions options) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::post, "/api/terminals",
                    [&callers, &boxes, &terminals](const Request& req, std::shared_ptr<ResponseWriter> writer) {
     Caller caller = callers.resolve(req);

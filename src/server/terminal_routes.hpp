@@ -8,10 +8,12 @@
 #include "exec/account_boxes.hpp"
 #include "exec/terminals.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 #include "server/terminal_socket.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct TerminalRoutesOptions {
   std::string api_key;  // what the WebSocket's auth frame must carry

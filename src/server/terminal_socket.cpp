@@ -10,11 +10,13 @@
 
 #include <algorithm>
 
-#include "server/access_log.hpp"
-#include "server/http_error.hpp"
-#include "server/takeover_response.hpp"
+#include "http/access_log.hpp"
+#include "http/error.hpp"
+#include "http/takeover_response.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 

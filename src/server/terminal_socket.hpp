@@ -1,7 +1,7 @@
 #pragma once
 // One terminal WebSocket (API.md Part A, WS /api/terminals/{id}). Beast answers the upgrade on
 // the API's io thread; the connection then moves to the terminals' TerminalLoop, where the pty it
-// attaches to is served too: a keystroke is read, unframed (server/websocket_frames.hpp) and
+// attaches to is served too: a keystroke is read, unframed (http/websocket_frames.hpp) and
 // written to the pty in one handler, and the echo read from the pty is framed and sent in one
 // more, as a hand-written relay would (bench/RESULTS.md, the terminal floor). The life of a
 // connection:
@@ -23,14 +23,16 @@
 #include <string_view>
 
 #include "exec/terminals.hpp"
-#include "server/api_key_auth.hpp"
+#include "http/api_key_auth.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
-#include "server/websocket_frames.hpp"
+#include "http/router.hpp"
+#include "http/websocket_frames.hpp"
 #include "util/terminal_loop.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct TerminalSocketOptions {
   std::chrono::milliseconds auth_timeout{10'000};   // upgrade → the auth frame (Open Terminal: 10 s)

@@ -1,10 +1,13 @@
 #include "server/trash_routes.hpp"
 
 #include "fs/trash.hpp"
-#include "server/json_body.hpp"
+#include "http/json_body.hpp"
 #include "server/storage_full.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 using nlohmann::json;
@@ -22,6 +25,7 @@ json item_json(const TrashItem& t, uint32_t trash_days) {
 
 void add_trash_routes(Router& router, CallerDirectory& callers, std::shared_ptr<BlockingPool> pool,
                       uint32_t trash_days) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/files/trash", offload(pool, Handler([&callers, trash_days](const Request& req) {
     Caller caller = callers.resolve(req);
     Trash trash(callers.volume_of(caller.account).trash, *caller.home);

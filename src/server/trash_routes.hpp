@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <memory>
 
-#include "server/blocking_pool.hpp"
+#include "http/offload.hpp"
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 void add_trash_routes(Router& router, CallerDirectory& callers, std::shared_ptr<BlockingPool> pool,
                       uint32_t trash_days);

@@ -7,6 +7,8 @@
 #include "fs/trash.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 bool nearly_full(const VolumeUsage& u) {

@@ -16,6 +16,7 @@
 
 namespace agentbox::server {
 
+
 class TrashUpkeep {
  public:
   static constexpr double kFreeShare = 0.05;

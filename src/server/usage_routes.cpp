@@ -1,8 +1,11 @@
 #include "server/usage_routes.hpp"
 
-#include "server/query_params.hpp"
+#include "http/query_params.hpp"
+#include "server/errors.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 namespace {
 
@@ -23,6 +26,7 @@ nlohmann::json day_json(const DailyTokens& d) {
 
 void add_usage_routes(Router& router, CallerDirectory& callers, std::shared_ptr<TokenLedger> ledger,
                       uint64_t daily_tokens) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add(http::verb::get, "/usage", [&callers, ledger, daily_tokens](const Request& req) {
     Caller caller = callers.resolve(req);
     int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);

@@ -6,10 +6,12 @@
 #include <memory>
 
 #include "server/caller.hpp"
-#include "server/router.hpp"
+#include "http/router.hpp"
 #include "store/token_usage.hpp"
 
 namespace agentbox::server {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 // ledger null: no gateway runs, so nothing is counted (the answer says so).
 void add_usage_routes(Router& router, CallerDirectory& callers, std::shared_ptr<TokenLedger> ledger,

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "fs/fs_error.hpp"
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 #include "store/schema.hpp"
 
 namespace agentbox::server {

@@ -32,13 +32,13 @@
 #include <thread>
 
 #include "fs/fs_identity.hpp"
-#include "server/blocking_pool.hpp"
-#include "server/byte_range.hpp"
+#include "http/offload.hpp"
+#include "http/byte_range.hpp"
 #include "server/caller.hpp"
 #include "server/file_routes.hpp"
 #include "server/file_transfer.hpp"
-#include "server/http_server.hpp"
-#include "server/response_writer.hpp"
+#include "http/server.hpp"
+#include "http/response_writer.hpp"
 #include "store/schema.hpp"
 #include "support/raw_socket.hpp"
 #include "util/error.hpp"

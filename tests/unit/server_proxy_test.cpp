@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "server/http_server.hpp"
+#include "http/server.hpp"
 #include "server/proxy_routes.hpp"
 #include "server/proxy_session.hpp"
 #include "support/raw_socket.hpp"
