@@ -10,8 +10,8 @@
 
 #include "http/access_log.hpp"
 #include "http/listener.hpp"
-#include "http/session.hpp"
 #include "http/server_context.hpp"
+#include "http/session.hpp"
 #include "util/error.hpp"
 
 namespace agentbox::http {

@@ -13,14 +13,14 @@
 #include <cerrno>
 #include <string>
 
-#include "volumes/ext4_superblock.hpp"
-#include "volumes/loop_device.hpp"
-#include "volumes/volume_backend.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/loop_image_probe.hpp"
 #include "util/run_program.hpp"
 #include "util/unique_fd.hpp"
+#include "volumes/ext4_superblock.hpp"
+#include "volumes/loop_device.hpp"
+#include "volumes/volume_backend.hpp"
 
 namespace agentbox {
 namespace {

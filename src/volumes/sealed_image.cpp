@@ -14,10 +14,10 @@
 
 #include <fmt/format.h>
 
-#include "volumes/loop_device.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/run_program.hpp"
+#include "volumes/loop_device.hpp"
 
 namespace agentbox {
 namespace {

@@ -50,12 +50,12 @@ using namespace agentbox::http;
 
 constexpr std::string_view kApiKey = "fuzz-api-key-0123456789abcdef0123";
 constexpr std::uint64_t kBodyLimit = 4096;     // a route's body limit (small, so inputs reach it)
-constexpr std::size_t kReadChunk = 16 * 1024;  // as http_session.cpp
+constexpr std::size_t kReadChunk = 16 * 1024;  // as http/session.cpp
 constexpr int kMaxRequests = 16;               // per connection
 
 const HttpServerOptions kOptions;  // the daemon's header limit
 
-// The API's route patterns (server/*_routes.cpp), handlers left empty: only matching is fuzzed.
+// The API's route patterns (api/*.cpp), handlers left empty: only matching is fuzzed.
 const Router& router() {
   static const Router r = [] {
     Router router;

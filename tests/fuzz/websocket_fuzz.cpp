@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "util/utf8.hpp"
 #include "fuzz_check.hpp"
 #include "http/websocket_frames.hpp"
+#include "util/utf8.hpp"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "box/box_manager.hpp"
-#include "util/box_loop.hpp"
 #include "store/schema.hpp"
 #include "support/box_fixture.hpp"
+#include "util/box_loop.hpp"
 #include "util/file_io.hpp"
 
 namespace agentbox {

@@ -22,8 +22,8 @@
 #include <mutex>
 #include <thread>
 
-#include "util/terminal_loop.hpp"
 #include "util/file_io.hpp"
+#include "util/terminal_loop.hpp"
 
 namespace agentbox::exec {
 namespace {

@@ -30,8 +30,8 @@
 
 #include "http/access_log.hpp"
 #include "http/error.hpp"
-#include "http/server.hpp"
 #include "http/response_writer.hpp"
+#include "http/server.hpp"
 #include "support/raw_socket.hpp"
 #include "util/error.hpp"
 
