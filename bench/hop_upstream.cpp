@@ -1,7 +1,7 @@
 // The floor of an HTTP answer made off the I/O thread, for bench/cluster_bench.sh: a keep-alive
 // HTTP/1.1 server whose I/O thread reads each request head and hands it to a worker thread,
 // which makes the answer and hands it back for the I/O thread to write. agentbox answers file
-// routes that way (its io threads never wait on a disk: server/blocking_pool.hpp); this does
+// routes that way (its io threads never wait on a disk: http/offload.hpp); this does
 // that hop and nothing else (no parsing past the head's end, no auth, no JSON library).
 //
 //   hop_upstream PORT [--inline | --busy MICROSECONDS]

@@ -16,6 +16,8 @@ run_suite() {
   ctest --test-dir "$dir" --output-on-failure -j2 --timeout 600
 }
 
+echo "== layout (the rooms' include arrows, scripts/check-layout.sh)"
+bash scripts/check-layout.sh
 bash scripts/build.sh
 echo "== e2e (black-box HTTP suite against build/agentbox serve)"
 AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider

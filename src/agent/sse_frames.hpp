@@ -3,7 +3,7 @@
 // `data: {chunk}` frames with their `data: [DONE]` end, and named events for the native stream.
 // A payload with line breaks is split into several `data:` lines, which a client joins back
 // with '\n', so no payload can end a frame early or inject a field.
-// (/execute/{id}/stream frames its own events in server/execute_routes.cpp.)
+// (/execute/{id}/stream frames its own events in api/execute.cpp.)
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>

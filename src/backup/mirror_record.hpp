@@ -1,7 +1,7 @@
 #pragma once
 // Whose a mirrored home is: MIRROR/NAME/account.json (backup/mirror_layout.hpp), written by every
 // pass beside the home, so that the mirror alone is enough to rebuild a node's accounts after
-// its state directory is lost (`agentbox backup restore --all`, server/restore_all.hpp). The
+// its state directory is lost (`agentbox backup restore --all`, moves/restore_all.hpp). The
 // account's name alone cannot say it: it is a hash of the user id (store/account_name.hpp).
 //
 //   {"user": "alice@example.org", "name": "alice-3f2a9c", "uid": 1000001, "created": 1767225600}

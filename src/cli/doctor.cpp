@@ -16,7 +16,7 @@
 #include "config/units.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
-#include "util/loop_support.hpp"
+#include "util/loop_image_probe.hpp"
 #include "util/unique_fd.hpp"
 
 #include "box/contain/seccomp.hpp"
@@ -209,7 +209,7 @@ void print_shared_pools(const ServerConfig& config, const std::string& cgroup_ki
   }
 }
 
-// Which volume backend the server would use (fs/volume_backend.hpp) and whether it can.
+// Which volume backend the server would use (volumes/volume_backend.hpp) and whether it can.
 bool print_storage(const ServerConfig& config, std::ostream& out) {
   out << "\nstorage (every account's files in a volume of its own):\n";
   if (!config.storage.quotas()) {

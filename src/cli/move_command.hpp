@@ -1,7 +1,7 @@
 #pragma once
 // `agentbox accounts move USER --to NODE --cluster FILE [--router-dir DIR]`: asks the node that
 // holds USER (its pin, else the ring; or --from) to move the account to NODE
-// (server/move_routes.hpp), then pins USER to NODE in the cluster's pins file and, with
+// (api/moves.hpp), then pins USER to NODE in the cluster's pins file and, with
 // --router-dir, rewrites the router's pins.map and reloads nginx (SIGHUP to DIR/nginx.pid).
 // Every step is safe to repeat: running the same command again finishes an interrupted move.
 #include <optional>

@@ -1,7 +1,7 @@
 #pragma once
 // Where a node's admin routes are reached: its cluster-file admin_url, "http://HOST:PORT" (plain
 // HTTP, as the nodes' API is; default port 80). Used by the CLI and by a node moving an account
-// to another (server/move_routes.hpp).
+// to another (api/moves.hpp).
 #include <cstdint>
 #include <string>
 

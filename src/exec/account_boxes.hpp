@@ -1,5 +1,5 @@
 #pragma once
-// The daemon's BoxPort and TerminalPort: an account's box (BoxManager), described by the spec its
+// The daemon's ProcessSpawner and TerminalSpawner: an account's box (BoxManager), described by the spec its
 // account and the configured limits make, and the command a request's shell line becomes in it.
 // ProcessTable and Terminals spawn through this; the routes ask it what an account's box is
 // (the system prompt, /execute, /api/terminals), what listens in it (/ports) and for a socket
@@ -27,7 +27,7 @@ struct AgentMounts {
   std::string skills_dir;  // the operator's skills
 };
 
-class AccountBoxes : public BoxPort, public TerminalPort {
+class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
  public:
   // state_dir holds the accounts' homes (Account::home_dir is relative to it).
   AccountBoxes(BoxManager& manager, std::string state_dir, Limits limits, DaemonPorts ports = {},

@@ -148,7 +148,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     std::unique_ptr<asio::steady_timer> timer;  // the process's strand only
   };
 
-  Impl(asio::io_context& l, BoxPort& b, ProcessStore& s, ProcessTableOptions o)
+  Impl(asio::io_context& l, ProcessSpawner& b, ProcessStore& s, ProcessTableOptions o)
       : loop(l), boxes(b), store(s), opts(std::move(o)), purge_strand(asio::make_strand(loop)) {
     if (!opts.log_dir.empty()) {
       std::error_code ec;
@@ -688,7 +688,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   }
 
   asio::io_context& loop;
-  BoxPort& boxes;
+  ProcessSpawner& boxes;
   ProcessStore& store;
   const ProcessTableOptions opts;
   Strand purge_strand;
@@ -703,7 +703,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   std::set<std::string> reported;                      // failures said once
 };
 
-ProcessTable::ProcessTable(asio::io_context& loop, BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts)
+ProcessTable::ProcessTable(asio::io_context& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts)
     : impl_(std::make_shared<Impl>(loop, boxes, store, std::move(opts))) {
   impl_->post(impl_->purge_strand, [impl = impl_.get()] { impl->purge(); });
 }

@@ -1,13 +1,13 @@
 #pragma once
 // ProcessTable: the commands run through /execute, per account (DESIGN §5). Each process has an
 // id, an owner account, a status, an exit code and an output log (output_log.hpp) with absolute
-// byte offsets. Output is read and long-polls wait on the box loop (util/event_loop.hpp), never
+// byte offsets. Output is read and long-polls wait on the box loop (util/box_loop.hpp), never
 // on a blocked thread, so thousands of waits cost a timer each; each account's processes run on
 // a strand of their own, so one account's flood of output holds at most one loop thread and
 // never delays another account's answers. Every lookup is scoped to one account: another
 // account's id is "not found", never "forbidden" (ids are not an oracle).
 //
-// Lifecycle of a process: start() spawns it through the BoxPort; its output is collected until
+// Lifecycle of a process: start() spawns it through the ProcessSpawner; its output is collected until
 // the command has exited (its spawn's `ended`, which the box tags with the spawn's id) and its
 // output has drained (EOF, or a short grace after the exit when a background child keeps the
 // terminal open); then it is finished: status done (exit_code = exit status, or -signal when a
@@ -33,9 +33,9 @@
 namespace agentbox::exec {
 
 // Where the table's commands run: the daemon's boxes (exec/account_boxes.hpp), a fake in tests.
-class BoxPort {
+class ProcessSpawner {
  public:
-  virtual ~BoxPort() = default;
+  virtual ~ProcessSpawner() = default;
   // Starts req in the box `spec` describes (starting it if needed); the handlers report its
   // start and end (box/box_owner.hpp). Pipes mode: stdio = in, out, err. Returns the spawn's id.
   virtual uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
@@ -105,7 +105,7 @@ class ProcessTable {
  public:
   // Runs on `loop` (which must outlive the table); marks records left "running" by a previous
   // daemon "lost".
-  ProcessTable(boost::asio::io_context& loop, BoxPort& boxes, ProcessStore& store, ProcessTableOptions opts);
+  ProcessTable(boost::asio::io_context& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts);
   // Running commands are left to their boxes (their records read back as "lost" next time);
   // nothing of the table runs after this returns. Not from a loop thread.
   ~ProcessTable();

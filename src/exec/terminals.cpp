@@ -24,7 +24,7 @@
 
 namespace agentbox::exec {
 
-using Clock = EpollLoop::Clock;
+using Clock = TerminalLoop::Clock;
 
 namespace {
 
@@ -95,7 +95,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
 
     // The loop's thread only.
     UniqueFd pty;  // the master: output read, keystrokes written
-    EpollLoop::WatchId pty_watch = 0;  // 0: not watched (not yet, or at its end)
+    TerminalLoop::WatchId pty_watch = 0;  // 0: not watched (not yet, or at its end)
     bool pty_eof = false;
     ReplayBuffer replay;
     std::vector<std::weak_ptr<Client>> clients;
@@ -104,7 +104,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     size_t written_of_front = 0;  // of input.front(), taken by the pty already
     bool writing = false;         // input waits for the pty to be writable
     Clock::time_point last_activity = Clock::now();
-    EpollLoop::TimerId idle_timer = 0, kill_timer = 0;
+    TerminalLoop::TimerId idle_timer = 0, kill_timer = 0;
     bool shell_ended = false;  // its spawn's end was reported
     bool closed = false;       // out of the registry; clients told; being or been killed
     int kill_stage = 0;        // 0: nothing sent, 1: SIGHUP sent, 2: SIGKILL sent
@@ -198,7 +198,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     bool detached_ = false;
   };
 
-  Impl(EpollLoop& l, TerminalPort& b, TerminalOptions o) : loop(l), boxes(b), opts(o) {}
+  Impl(TerminalLoop& l, TerminalSpawner& b, TerminalOptions o) : loop(l), boxes(b), opts(o) {}
 
   // Nothing below touches boxes or a sink after this returns; handlers still queued find
   // `stopping` and do nothing, and the terminals' descriptors are closed.
@@ -250,7 +250,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   }
   // fn at `at` on the loop, guarded; a timer id for loop.cancel().
   template <class Fn>
-  EpollLoop::TimerId timer(Clock::time_point at, Fn fn) {
+  TerminalLoop::TimerId timer(Clock::time_point at, Fn fn) {
     return loop.at(at, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
   }
 
@@ -594,8 +594,8 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     }
   }
 
-  EpollLoop& loop;
-  TerminalPort& boxes;
+  TerminalLoop& loop;
+  TerminalSpawner& boxes;
   const TerminalOptions opts;
 
   std::shared_mutex alive_mu;  // shared by every handler at work; unique once by shut_down
@@ -607,7 +607,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   uint64_t next_seq = 0;
 };
 
-Terminals::Terminals(EpollLoop& loop, TerminalPort& boxes, TerminalOptions options)
+Terminals::Terminals(TerminalLoop& loop, TerminalSpawner& boxes, TerminalOptions options)
     : impl_(std::make_shared<Impl>(loop, boxes, options)) {}
 
 Terminals::~Terminals() { shut_down(); }
@@ -658,7 +658,7 @@ std::shared_ptr<TerminalClient> Terminals::attach(const std::string& account, co
   return c;
 }
 
-EpollLoop& Terminals::loop() const { return impl_->loop; }
+TerminalLoop& Terminals::loop() const { return impl_->loop; }
 
 size_t Terminals::count() const {
   std::lock_guard lock(impl_->mu);

@@ -1,7 +1,7 @@
 #pragma once
 // Terminals: the interactive shells of /api/terminals (API.md Part A). Each is its account's
 // login shell on a pty in the account's box; the daemon holds the pty master. Every pty is read
-// and written on one EpollLoop (util/epoll_loop.hpp), the thread its clients' WebSockets live on
+// and written on one TerminalLoop (util/terminal_loop.hpp), the thread its clients' WebSockets live on
 // too, so a keystroke and its echo each cost one wake-up; at most a few reads per wake-up, then
 // the other terminals get their turn. Output goes to every attached client and into a bounded
 // replay buffer, so a client that attaches later (a reload, a second tab) first sees the recent
@@ -25,14 +25,14 @@
 #include <vector>
 
 #include "box/box_owner.hpp"
-#include "util/epoll_loop.hpp"
+#include "util/terminal_loop.hpp"
 
 namespace agentbox::exec {
 
 // What terminals need of the boxes: the daemon's is exec/account_boxes.hpp; tests fake it.
-class TerminalPort {
+class TerminalSpawner {
  public:
-  virtual ~TerminalPort() = default;
+  virtual ~TerminalSpawner() = default;
   // Starts req (tty) in the box spec describes; the handlers report its start and end.
   virtual uint64_t spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) = 0;
   // Signals every process of spawn id's session (the shell and its jobs, background ones too);
@@ -107,7 +107,7 @@ class TerminalClient {
 class Terminals {
  public:
   // Runs on `loop`, which must outlive this object and run while it is used.
-  Terminals(EpollLoop& loop, TerminalPort& boxes, TerminalOptions options);
+  Terminals(TerminalLoop& loop, TerminalSpawner& boxes, TerminalOptions options);
   // shut_down().
   ~Terminals();
   Terminals(const Terminals&) = delete;
@@ -135,7 +135,7 @@ class Terminals {
   std::shared_ptr<TerminalClient> attach(const std::string& account, const std::string& id, TerminalSink sink);
 
   size_t count() const;  // terminals open now (all accounts)
-  EpollLoop& loop() const;  // where the ptys are served, and their clients may be
+  TerminalLoop& loop() const;  // where the ptys are served, and their clients may be
 
   // Shells are left to their boxes (which the daemon stops next); no handler of this object
   // and no sink call runs after it returns. Call it before the clients' io_context goes (their

@@ -2,7 +2,7 @@
 
 #include <strings.h>
 
-#include "fs/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox {
 namespace {

@@ -10,7 +10,7 @@
 #include "fs/dir_entries.hpp"
 #include "fs/fs_error.hpp"
 #include "fs/text_encoding.hpp"
-#include "fs/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox {
 namespace {

@@ -9,7 +9,7 @@
 #include "fs/content_type.hpp"
 #include "fs/file_read.hpp"
 #include "fs/fs_error.hpp"
-#include "fs/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox {
 namespace {

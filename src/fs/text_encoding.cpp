@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "fs/content_type.hpp"
-#include "fs/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// Moves of accounts between cluster nodes, as each side keeps them (server/move_routes.hpp):
+// Moves of accounts between cluster nodes, as each side keeps them (api/moves.hpp):
 // moves_out on the source, moves_in on the target, both keyed by the move id the source made.
 // Also what a move carries besides files: the account's process records, chat sessions and
 // token usage, read on the source and written on the target in the transaction that commits

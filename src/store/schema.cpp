@@ -91,7 +91,7 @@ CREATE TABLE deleted_accounts (
   deleted     INTEGER NOT NULL
 ) STRICT;
 )sql",
-    // 5: accounts moved between cluster nodes (server/move_routes.hpp). moves_out on the source:
+    // 5: accounts moved between cluster nodes (api/moves.hpp). moves_out on the source:
     // 'moving' until the target has committed, 'sent' until the account is deleted here, 'done'
     // until the target serves it, 'moved' for good (the tombstone: requests for the user answer
     // 421 naming to_node). moves_in on the target: 'receiving', 'committed' (records in),

@@ -1,4 +1,4 @@
-// The Range header of GET /files/serve and /files/view (server/byte_range.*), for a file size
+// The Range header of GET /files/serve and /files/view (http/byte_range.*), for a file size
 // taken from the input's first 8 bytes (little-endian; the top bits are cleared at times so
 // small sizes come up) and the rest as the header's value.
 //
@@ -15,12 +15,12 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "server/byte_range.hpp"
+#include "http/byte_range.hpp"
 
 namespace {
 
-using agentbox::server::ByteRange;
-using agentbox::server::parse_byte_range;
+using agentbox::http::ByteRange;
+using agentbox::http::parse_byte_range;
 
 std::uint64_t read_number(std::string_view s) {
   std::uint64_t v = 0;

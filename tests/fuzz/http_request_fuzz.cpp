@@ -1,4 +1,4 @@
-// The API's request framing as server/http_session.cpp reads it, fed what a client sends on one
+// The API's request framing as http/session.cpp reads it, fed what a client sends on one
 // connection: Beast's request_parser with the daemon's header limit (64 KiB) and read buffer
 // (header limit + 16 KiB), then our code on each head (parse_target, the router with the API's
 // route patterns, the API key check, the CORS preflight, typed query parameters, the account
@@ -30,14 +30,14 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "server/api_key_auth.hpp"
-#include "server/cors.hpp"
-#include "server/http_error.hpp"
-#include "server/http_options.hpp"
-#include "server/query_params.hpp"
-#include "server/request.hpp"
-#include "server/request_body.hpp"
-#include "server/router.hpp"
+#include "http/api_key_auth.hpp"
+#include "http/cors.hpp"
+#include "http/error.hpp"
+#include "http/options.hpp"
+#include "http/query_params.hpp"
+#include "http/request.hpp"
+#include "http/request_body.hpp"
+#include "http/router.hpp"
 #include "store/account_name.hpp"
 
 namespace {
@@ -46,16 +46,16 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using beast::error_code;
-using namespace agentbox::server;
+using namespace agentbox::http;
 
 constexpr std::string_view kApiKey = "fuzz-api-key-0123456789abcdef0123";
 constexpr std::uint64_t kBodyLimit = 4096;     // a route's body limit (small, so inputs reach it)
-constexpr std::size_t kReadChunk = 16 * 1024;  // as http_session.cpp
+constexpr std::size_t kReadChunk = 16 * 1024;  // as http/session.cpp
 constexpr int kMaxRequests = 16;               // per connection
 
 const HttpServerOptions kOptions;  // the daemon's header limit
 
-// The API's route patterns (server/*_routes.cpp), handlers left empty: only matching is fuzzed.
+// The API's route patterns (api/*.cpp), handlers left empty: only matching is fuzzed.
 const Router& router() {
   static const Router r = [] {
     Router router;

@@ -1,4 +1,4 @@
-// multipart/form-data as /files/upload reads it (server/multipart.*): the input's first line is
+// multipart/form-data as /files/upload reads it (http/multipart.*): the input's first line is
 // the request's Content-Type (multipart_boundary), the rest is the body, fed to MultipartParser
 // all at once and again in pieces of 1 to 64 bytes (chosen by the first byte), then finish().
 //
@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "server/http_error.hpp"
-#include "server/multipart.hpp"
+#include "http/error.hpp"
+#include "http/multipart.hpp"
 
 namespace {
 
-using namespace agentbox::server;
+using namespace agentbox::http;
 
 struct Part {
   PartHeaders headers;

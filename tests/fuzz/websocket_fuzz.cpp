@@ -1,4 +1,4 @@
-// The terminal WebSocket's frame reader (server/websocket_frames.cpp): wslay in the server role,
+// The terminal WebSocket's frame reader (http/websocket_frames.cpp): wslay in the server role,
 // configured as TerminalSocket does (64 KiB per message), reading the client's frames from the
 // input until it ends, the input handed over in pieces of the sizes its first byte picks (a
 // frame split anywhere must read the same). Each text message then goes through the JSON parse
@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "fs/utf8.hpp"
 #include "fuzz_check.hpp"
-#include "server/websocket_frames.hpp"
+#include "http/websocket_frames.hpp"
+#include "util/utf8.hpp"
 
 namespace {
 
@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   bool blocked = false;
   std::string sent;
   std::size_t messages = 0;
-  agentbox::server::WebSocketFrames frames(
+  agentbox::http::WebSocketFrames frames(
       [&](uint8_t* buf, std::size_t len) -> long {
         if (input.empty()) return 0;  // the client's end
         if (blocked) return -1;

@@ -23,7 +23,7 @@
 
 #include "box/box_error.hpp"
 #include "support/box_fixture.hpp"
-#include "util/event_loop.hpp"
+#include "util/box_loop.hpp"
 
 namespace agentbox {
 namespace {
@@ -106,7 +106,7 @@ class BoxManagerTest : public ::testing::Test {
     return out;
   }
 
-  EventLoop loop{2};
+  BoxLoop loop{2};
 };
 
 TEST_F(BoxManagerTest, OneBoxPerAccountAndExitsReachTheirCommand) {

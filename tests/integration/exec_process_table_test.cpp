@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "box/box_manager.hpp"
-#include "util/event_loop.hpp"
 #include "store/schema.hpp"
 #include "support/box_fixture.hpp"
+#include "util/box_loop.hpp"
 #include "util/file_io.hpp"
 
 namespace agentbox {
@@ -29,9 +29,9 @@ using namespace agentbox::testing;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// The table's BoxPort over a real BoxManager, one fixed spec per account (the daemon's adapter
+// The table's ProcessSpawner over a real BoxManager, one fixed spec per account (the daemon's adapter
 // is exec/account_boxes.hpp).
-class ManagerPort : public BoxPort {
+class ManagerPort : public ProcessSpawner {
  public:
   explicit ManagerPort(BoxManager& m) : m_(m) {}
   uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio, SpawnHandlers h) override {
@@ -152,7 +152,7 @@ class ProcessTableTest : public ::testing::Test {
     return f.get();
   }
 
-  EventLoop loop_{2};
+  BoxLoop loop_{2};
   std::string state_;
   uid_t alice_uid_ = test_uid(), bob_uid_ = test_uid();
   TempHome alice_home_{alice_uid_}, bob_home_{bob_uid_};
@@ -488,11 +488,11 @@ TEST_F(ProcessTableTest, StoppedBoxEndsItsProcessesAsKilled) {
   EXPECT_EQ(table().get("bob", other, {})->status, ProcessStatus::running);
 }
 
-// A BoxPort without a box whose "command" writes, starts and exits at once, on another thread,
+// A ProcessSpawner without a box whose "command" writes, starts and exits at once, on another thread,
 // in the worst order a box can report: its end arrives while its start is still on the way to
 // the table. The exit is the command's (it names its spawn), so it must be neither lost nor
 // given to another process.
-class InstantPort : public BoxPort {
+class InstantPort : public ProcessSpawner {
  public:
   int code = 3;
   uint64_t spawn(const BoxSpec&, SpawnRequest, std::vector<UniqueFd> stdio, SpawnHandlers h) override {
@@ -522,7 +522,7 @@ TEST(ProcessTableRaceTest, AnExitRightAfterTheStartReachesItsOwnProcessEvenWithT
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   {
-    EventLoop loop(2);
+    BoxLoop loop(2);
     ProcessStore store(open_state_db(dir));
     InstantPort port;
     ProcessTableOptions opts;

@@ -22,8 +22,8 @@
 #include <mutex>
 #include <thread>
 
-#include "util/epoll_loop.hpp"
 #include "util/file_io.hpp"
+#include "util/terminal_loop.hpp"
 
 namespace agentbox::exec {
 namespace {
@@ -42,7 +42,7 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
   return true;
 }
 
-class PtyPort : public TerminalPort {
+class PtyPort : public TerminalSpawner {
  public:
   struct Shell {
     std::string account;
@@ -242,7 +242,7 @@ class TerminalsTest : public ::testing::Test {
     return f.get();
   }
 
-  EpollLoop loop_{"terminals-test"};
+  TerminalLoop loop_{"terminals-test"};
   PtyPort port_;
   std::unique_ptr<Terminals> terminals_;
 };

@@ -213,7 +213,7 @@ TEST_F(MirrorTreeTest, LeftoverTempFromAKilledPassIsRemoved) {
   EXPECT_EQ(read(copy("a")), "a");
 }
 
-// A restore copies from the mirror (server/restore_all.cpp): a killed pass's temporary there is
+// A restore copies from the mirror (moves/restore_all.cpp): a killed pass's temporary there is
 // not copied into the home.
 TEST_F(MirrorTreeTest, TemporariesInTheSourceAreSkippedWhenAsked) {
   write(src() + "/a", "a");

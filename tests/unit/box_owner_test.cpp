@@ -15,7 +15,7 @@
 #include <mutex>
 
 #include "box/box_error.hpp"
-#include "util/event_loop.hpp"
+#include "util/box_loop.hpp"
 
 namespace agentbox {
 namespace {
@@ -157,7 +157,7 @@ class BoxOwnerTest : public ::testing::Test {
   SpawnLog& new_log() { return logs_.emplace_back(); }
   std::list<SpawnLog> logs_;
 
-  EventLoop loop_{2};
+  BoxLoop loop_{2};
   asio::thread_pool pool_{1};
   BoxStrand strand_ = asio::make_strand(loop_.context());
   std::unique_ptr<LaunchedBox> launched_;

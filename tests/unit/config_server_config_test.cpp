@@ -213,7 +213,7 @@ TEST_F(ServerConfigTest, PtyAndTcpMemoryKeysAreCheckedAndTakeTheirBounds) {
               ElementsAre(HasSubstr("box.ptys: must be between 1 and 1048576, not 1048577")));
 }
 
-// The API's connection places (server/connection_table.hpp): daemon-wide and per address.
+// The API's connection places (http/connection_table.hpp): daemon-wide and per address.
 TEST_F(ServerConfigTest, ConnectionLimitsAreCheckedAndThePerAddressOneFitsUnderTheTotal) {
   ServerConfig defaults = load_server_config(std::nullopt, env_of({}));
   EXPECT_EQ(defaults.limits.connections, 10000u);

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "fs/account_volumes.hpp"
-#include "fs/volume_backend.hpp"
 #include "util/capabilities.hpp"
 #include "util/error.hpp"
-#include "util/loop_support.hpp"
+#include "util/loop_image_probe.hpp"
+#include "volumes/account_volumes.hpp"
+#include "volumes/volume_backend.hpp"
 
 namespace agentbox {
 namespace {

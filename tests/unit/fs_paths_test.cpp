@@ -7,7 +7,7 @@
 #include "fs/fs_error.hpp"
 #include "fs/glob_pattern.hpp"
 #include "fs/home_path.hpp"
-#include "fs/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox {
 namespace {

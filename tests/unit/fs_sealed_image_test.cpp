@@ -14,9 +14,9 @@
 #include <sstream>
 #include <string>
 
-#include "fs/sealed_image.hpp"
 #include "util/error.hpp"
-#include "util/loop_support.hpp"
+#include "util/loop_image_probe.hpp"
+#include "volumes/sealed_image.hpp"
 
 namespace agentbox {
 namespace {

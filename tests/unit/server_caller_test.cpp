@@ -1,7 +1,7 @@
 // The caller of a request: X-User-Id is required, names one account with its own home owned
 // by its uid, and the session cwd is kept per (account, session), never across accounts. What
 // the directory keeps in memory is bounded, however many user ids it has seen.
-#include "server/caller.hpp"
+#include "accounts/directory.hpp"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -13,10 +13,12 @@
 #include <thread>
 
 #include "fs/fs_error.hpp"
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 #include "store/schema.hpp"
 
-namespace agentbox::server {
+namespace agentbox::accounts {
+
+using namespace agentbox::http;
 namespace {
 
 using ::testing::HasSubstr;
@@ -28,7 +30,7 @@ struct CallerTest : ::testing::Test {
     return std::filesystem::path(::mkdtemp(tmpl));
   }();
   AccountStore accounts{open_state_db(state), UidRange{4100000, 1000}};
-  CallerDirectory callers{accounts, state};
+  accounts::AccountDirectory callers{accounts, state};
 
   ~CallerTest() override { std::filesystem::remove_all(state); }
 
@@ -52,7 +54,7 @@ TEST_F(CallerTest, RequestWithoutUserIsRefusedWith400) {
 }
 
 TEST_F(CallerTest, FirstSightCreatesAPrivateHomeOwnedByTheAccount) {
-  Caller alice = callers.resolve(request("alice@example.com"));
+  accounts::Caller alice = callers.resolve(request("alice@example.com"));
   struct stat st {};
   ASSERT_EQ(::stat(callers.host_home(alice.account).c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, alice.account.uid);
@@ -61,20 +63,20 @@ TEST_F(CallerTest, FirstSightCreatesAPrivateHomeOwnedByTheAccount) {
   EXPECT_EQ(alice.box_home, "/home/" + alice.account.name);
   EXPECT_EQ(alice.cwd, alice.box_home) << "without a session the cwd is the home";
 
-  Caller again = callers.resolve(request("alice@example.com"));
+  accounts::Caller again = callers.resolve(request("alice@example.com"));
   EXPECT_EQ(again.account.uid, alice.account.uid);
   EXPECT_EQ(again.home.get(), alice.home.get()) << "one ConfinedDir per account";
 
-  Caller bob = callers.resolve(request("bob@example.com"));
+  accounts::Caller bob = callers.resolve(request("bob@example.com"));
   EXPECT_NE(bob.account.uid, alice.account.uid);
   EXPECT_NE(bob.account.name, alice.account.name);
 }
 
 TEST_F(CallerTest, ADeletedAccountIsRefusedUntilItsIdStartsAfresh) {
-  Caller carol = callers.resolve(request("carol", "chat"));
+  accounts::Caller carol = callers.resolve(request("carol", "chat"));
   callers.begin_delete(carol.account);
-  for (auto attempt : {+[](CallerDirectory& c) { c.resolve(request("carol")); },
-                       +[](CallerDirectory& c) { c.resolve(request("carol", "chat")); }}) {
+  for (auto attempt : {+[](accounts::AccountDirectory& c) { c.resolve(request("carol")); },
+                       +[](accounts::AccountDirectory& c) { c.resolve(request("carol", "chat")); }}) {
     try {
       attempt(callers);
       FAIL() << "a request for an account being deleted must be refused";
@@ -88,7 +90,7 @@ TEST_F(CallerTest, ADeletedAccountIsRefusedUntilItsIdStartsAfresh) {
 
   ASSERT_TRUE(accounts.remove(carol.account.name, 1));
   callers.end_delete(carol.account);
-  Caller fresh = callers.resolve(request("carol", "chat"));
+  accounts::Caller fresh = callers.resolve(request("carol", "chat"));
   EXPECT_NE(fresh.account.name, carol.account.name);
   EXPECT_NE(fresh.account.uid, carol.account.uid);
   EXPECT_EQ(fresh.cwd, fresh.box_home) << "the old session's cwd is forgotten";
@@ -96,8 +98,8 @@ TEST_F(CallerTest, ADeletedAccountIsRefusedUntilItsIdStartsAfresh) {
 }
 
 TEST_F(CallerTest, AnAccountKeepsABoundedNumberOfSessionCwdsForgettingTheOldest) {
-  CallerDirectory bounded{accounts, state, {.session_cwds = 3}};
-  Caller first = bounded.resolve(request("erin", "s0"));
+  accounts::AccountDirectory bounded{accounts, state, {.session_cwds = 3}};
+  accounts::Caller first = bounded.resolve(request("erin", "s0"));
   const std::string proj = bounded.host_home(first.account) + "/proj";
   ASSERT_EQ(::mkdir(proj.c_str(), 0755), 0);
   ASSERT_EQ(::chown(proj.c_str(), first.account.uid, first.account.gid), 0);
@@ -108,13 +110,13 @@ TEST_F(CallerTest, AnAccountKeepsABoundedNumberOfSessionCwdsForgettingTheOldest)
   EXPECT_EQ(bounded.resolve(request("erin", "s2")).cwd, first.box_home) << "forgotten: back to the home";
   for (const char* session : {"s1", "s3", "s4"}) EXPECT_EQ(bounded.resolve(request("erin", session)).cwd, in_proj);
   // Another account's sessions do not count against erin's.
-  Caller frank = bounded.resolve(request("frank", "f1"));
+  accounts::Caller frank = bounded.resolve(request("frank", "f1"));
   bounded.set_cwd(frank, ".");
   EXPECT_EQ(bounded.resolve(request("erin", "s3")).cwd, in_proj);
 }
 
 TEST_F(CallerTest, SessionCwdIsKeptPerAccountAndSession) {
-  Caller alice = callers.resolve(request("alice", "chat-1"));
+  accounts::Caller alice = callers.resolve(request("alice", "chat-1"));
   ASSERT_EQ(::mkdir((callers.host_home(alice.account) + "/proj").c_str(), 0755), 0);
   ASSERT_EQ(::chown((callers.host_home(alice.account) + "/proj").c_str(), alice.account.uid,
                     alice.account.gid), 0);
@@ -124,12 +126,12 @@ TEST_F(CallerTest, SessionCwdIsKeptPerAccountAndSession) {
   EXPECT_EQ(callers.resolve(request("alice", "chat-2")).cwd, alice.box_home);
   EXPECT_EQ(callers.resolve(request("alice")).cwd, alice.box_home);
   // Another account naming the same session id does not inherit it.
-  Caller bob = callers.resolve(request("bob", "chat-1"));
+  accounts::Caller bob = callers.resolve(request("bob", "chat-1"));
   EXPECT_EQ(bob.cwd, bob.box_home);
 }
 
 TEST_F(CallerTest, SessionCwdMustBeAnExistingDirectoryInsideTheHome) {
-  Caller alice = callers.resolve(request("alice", "chat-1"));
+  accounts::Caller alice = callers.resolve(request("alice", "chat-1"));
   try {
     callers.set_cwd(alice, "missing");
     FAIL();
@@ -142,20 +144,20 @@ TEST_F(CallerTest, SessionCwdMustBeAnExistingDirectoryInsideTheHome) {
   } catch (const FsError& e) {
     EXPECT_EQ(e.kind(), FsErrorKind::forbidden);
   }
-  Caller bob = callers.resolve(request("bob", "chat-1"));
+  accounts::Caller bob = callers.resolve(request("bob", "chat-1"));
   try {
     callers.set_cwd(alice, bob.box_home);
     FAIL() << "another account's home is outside this home";
   } catch (const FsError& e) {
     EXPECT_EQ(e.kind(), FsErrorKind::forbidden);
   }
-  Caller no_session = callers.resolve(request("alice"));
+  accounts::Caller no_session = callers.resolve(request("alice"));
   EXPECT_THROW(callers.set_cwd(no_session, "."), HttpError);
 }
 
 // A session's cwd removed behind its back: the session goes on from the home, and set_cwd works.
 TEST_F(CallerTest, ADeletedSessionCwdFallsBackToTheHome) {
-  Caller alice = callers.resolve(request("alice", "chat-1"));
+  accounts::Caller alice = callers.resolve(request("alice", "chat-1"));
   const std::string proj = callers.host_home(alice.account) + "/proj";
   ASSERT_EQ(::mkdir(proj.c_str(), 0755), 0);
   ASSERT_EQ(::chown(proj.c_str(), alice.account.uid, alice.account.gid), 0);
@@ -168,11 +170,11 @@ TEST_F(CallerTest, ADeletedSessionCwdFallsBackToTheHome) {
 // ?user_id= (WebSockets): the same value is the same account; X-Terminal-Context-Id keys the
 // session where X-Session-Id is absent.
 TEST_F(CallerTest, UserAndSessionComeFromEachOfOpenWebUIsHeaders) {
-  const Caller by_ours = callers.resolve(request("carol", "chat-9"));
+  const accounts::Caller by_ours = callers.resolve(request("carol", "chat-9"));
   Request theirs;
   theirs.headers.set("X-OpenWebUI-User-Id", "carol");
   theirs.headers.set("X-Terminal-Context-Id", "chat-9");
-  const Caller by_theirs = callers.resolve(theirs);
+  const accounts::Caller by_theirs = callers.resolve(theirs);
   EXPECT_EQ(by_theirs.account.name, by_ours.account.name);
   EXPECT_EQ(by_theirs.session_id, "chat-9");
   Request both;
@@ -237,7 +239,7 @@ struct CallerBoundsTest : ::testing::Test {
   }
 
   // A file the account wrote into its home, read back through caller.home.
-  static std::string read_through_home(const Caller& caller, const std::string& name) {
+  static std::string read_through_home(const accounts::Caller& caller, const std::string& name) {
     UniqueFd fd = caller.home->open(caller.home->path(name), O_RDONLY);
     char buf[64];
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
@@ -246,7 +248,7 @@ struct CallerBoundsTest : ::testing::Test {
 };
 
 TEST_F(CallerBoundsTest, ThousandsOfUsersKeepOpenDescriptorsBounded) {
-  CallerDirectory callers(accounts, state, {.open_homes = 50});
+  accounts::AccountDirectory callers(accounts, state, {.open_homes = 50});
   callers.resolve(request("warm-up"));  // the database's own files are open from here on
   const size_t before = open_fds();
   for (int i = 0; i < 2000; ++i) callers.resolve(request("user-" + std::to_string(i)));
@@ -257,8 +259,8 @@ TEST_F(CallerBoundsTest, ThousandsOfUsersKeepOpenDescriptorsBounded) {
 }
 
 TEST_F(CallerBoundsTest, AnEvictedHomeOpensAgainAndAHeldOneKeepsWorking) {
-  CallerDirectory callers(accounts, state, {.open_homes = 10});
-  Caller first = callers.resolve(request("first"));
+  accounts::AccountDirectory callers(accounts, state, {.open_homes = 10});
+  accounts::Caller first = callers.resolve(request("first"));
   {
     std::ofstream(callers.host_home(first.account) + "/note") << "kept";
   }
@@ -267,7 +269,7 @@ TEST_F(CallerBoundsTest, AnEvictedHomeOpensAgainAndAHeldOneKeepsWorking) {
   // A request still holding the evicted home (in flight) keeps a working descriptor.
   EXPECT_EQ(read_through_home(first, "note"), "kept");
   // The next request opens it again: same account, same home.
-  Caller again = callers.resolve(request("first"));
+  accounts::Caller again = callers.resolve(request("first"));
   EXPECT_NE(again.home.get(), first.home.get()) << "evicted, so opened anew";
   EXPECT_EQ(again.account.name, first.account.name);
   EXPECT_EQ(again.account.uid, first.account.uid);
@@ -277,21 +279,21 @@ TEST_F(CallerBoundsTest, AnEvictedHomeOpensAgainAndAHeldOneKeepsWorking) {
 }
 
 TEST_F(CallerBoundsTest, KnownIdsAreBoundedAndAMissAsksTheStore) {
-  CallerDirectory callers(accounts, state, {.open_homes = 10, .known_ids = 20});
-  Caller first = callers.resolve(request("first"));
+  accounts::AccountDirectory callers(accounts, state, {.open_homes = 10, .known_ids = 20});
+  accounts::Caller first = callers.resolve(request("first"));
   for (int i = 0; i < 100; ++i) callers.resolve(request("other-" + std::to_string(i)));
   EXPECT_EQ(callers.cache_sizes().known_ids, 20u);
   EXPECT_EQ(callers.cache_sizes().open_homes, 10u);
 
-  Caller again = callers.resolve(request("first"));
+  accounts::Caller again = callers.resolve(request("first"));
   EXPECT_EQ(again.account.name, first.account.name) << "the store, not a new account";
   EXPECT_EQ(again.account.uid, first.account.uid);
   EXPECT_EQ(accounts.list().size(), 101u);
 }
 
 TEST_F(CallerBoundsTest, RecentlyUsedHomesStayWhileOthersAreEvicted) {
-  CallerDirectory callers(accounts, state, {.open_homes = 4});
-  Caller busy = callers.resolve(request("busy"));
+  accounts::AccountDirectory callers(accounts, state, {.open_homes = 4});
+  accounts::Caller busy = callers.resolve(request("busy"));
   for (int i = 0; i < 20; ++i) {
     callers.resolve(request("other-" + std::to_string(i)));
     ASSERT_EQ(callers.resolve(request("busy")).home.get(), busy.home.get()) << i;
@@ -299,7 +301,7 @@ TEST_F(CallerBoundsTest, RecentlyUsedHomesStayWhileOthersAreEvicted) {
 }
 
 TEST_F(CallerBoundsTest, AnIdleHomeIsClosedEvenBelowTheBound) {
-  CallerDirectory callers(accounts, state, {.home_idle = 1s});
+  accounts::AccountDirectory callers(accounts, state, {.home_idle = 1s});
   std::weak_ptr<const ConfinedDir> idle = callers.resolve(request("idle")).home;
   ASSERT_FALSE(idle.expired());
   std::this_thread::sleep_for(1100ms);
@@ -309,4 +311,4 @@ TEST_F(CallerBoundsTest, AnIdleHomeIsClosedEvenBelowTheBound) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::accounts

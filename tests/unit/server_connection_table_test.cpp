@@ -1,14 +1,14 @@
-// ConnectionTable (server/connection_table.hpp) without sockets: which connection makes room
+// ConnectionTable (http/connection_table.hpp) without sockets: which connection makes room
 // for a new one, when a newcomer is refused instead, how addresses are counted, and that a
 // place is given back exactly once, whoever holds the slot.
-#include "server/connection_table.hpp"
+#include "http/connection_table.hpp"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-namespace agentbox::server {
+namespace agentbox::http {
 namespace {
 
 using boost::asio::ip::make_address;
@@ -186,4 +186,4 @@ TEST(ConnectionTable, ManyThreadsOpeningAndClosingLeaveItEmpty) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::http

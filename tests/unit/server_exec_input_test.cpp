@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "exec/input_escapes.hpp"
-#include "server/http_error.hpp"
-#include "server/query_params.hpp"
+#include "http/error.hpp"
+#include "http/query_params.hpp"
 
 namespace agentbox {
 namespace {
@@ -31,18 +31,18 @@ TEST(InputEscapes, UnknownOrCutEscapesAreKeptAsWritten) {
   EXPECT_EQ(decode_input_escapes("héllo\n"), "héllo\n") << "plain UTF-8 passes unchanged";
 }
 
-server::Request with_query(std::string name, std::string value) {
-  server::Request req;
+http::Request with_query(std::string name, std::string value) {
+  http::Request req;
   req.query.emplace_back(std::move(name), std::move(value));
   return req;
 }
 
 TEST(QueryParams, ParsesInRangeValues) {
-  EXPECT_EQ(server::query_int(with_query("tail", "20"), "tail", 1, 100), 20);
-  EXPECT_DOUBLE_EQ(*server::query_number(with_query("wait", "2.5"), "wait", 0, 300), 2.5);
-  EXPECT_EQ(server::query_bool(with_query("force", "True"), "force"), true);
-  EXPECT_EQ(server::query_bool(with_query("force", "0"), "force"), false);
-  EXPECT_EQ(server::query_int(server::Request{}, "tail", 1, 100), std::nullopt);
+  EXPECT_EQ(http::query_int(with_query("tail", "20"), "tail", 1, 100), 20);
+  EXPECT_DOUBLE_EQ(*http::query_number(with_query("wait", "2.5"), "wait", 0, 300), 2.5);
+  EXPECT_EQ(http::query_bool(with_query("force", "True"), "force"), true);
+  EXPECT_EQ(http::query_bool(with_query("force", "0"), "force"), false);
+  EXPECT_EQ(http::query_int(http::Request{}, "tail", 1, 100), std::nullopt);
 }
 
 TEST(QueryParams, BadValuesAre422NamingTheParameter) {
@@ -51,12 +51,12 @@ TEST(QueryParams, BadValuesAre422NamingTheParameter) {
            {"wait", "-1"}, {"force", "maybe"}}) {
     auto req = with_query(name, value);
     try {
-      if (name == "tail") server::query_int(req, name, 1, 100);
-      if (name == "wait") server::query_number(req, name, 0, 300);
-      if (name == "force") server::query_bool(req, name);
+      if (name == "tail") http::query_int(req, name, 1, 100);
+      if (name == "wait") http::query_number(req, name, 0, 300);
+      if (name == "force") http::query_bool(req, name);
       ADD_FAILURE() << name << "=" << value << " was accepted";
-    } catch (const server::HttpError& e) {
-      EXPECT_EQ(e.status(), server::http::status::unprocessable_entity);
+    } catch (const http::HttpError& e) {
+      EXPECT_EQ(e.status(), http::status::unprocessable_entity);
       EXPECT_THAT(std::string(e.detail()), ::testing::HasSubstr(name));
     }
   }

@@ -31,19 +31,19 @@
 #include <mutex>
 #include <thread>
 
+#include "accounts/directory.hpp"
+#include "api/file_transfer.hpp"
+#include "api/files.hpp"
 #include "fs/fs_identity.hpp"
-#include "server/blocking_pool.hpp"
-#include "server/byte_range.hpp"
-#include "server/caller.hpp"
-#include "server/file_routes.hpp"
-#include "server/file_transfer.hpp"
-#include "server/http_server.hpp"
-#include "server/response_writer.hpp"
+#include "http/byte_range.hpp"
+#include "http/offload.hpp"
+#include "http/response_writer.hpp"
+#include "http/server.hpp"
 #include "store/schema.hpp"
 #include "support/raw_socket.hpp"
 #include "util/error.hpp"
 
-namespace agentbox::server {
+namespace agentbox::api {
 namespace {
 
 namespace net = boost::asio;
@@ -222,7 +222,7 @@ class FileRoutesTest : public ::testing::Test {
     ASSERT_EQ(::mkdir(spool_.c_str(), 0700), 0);
     ASSERT_EQ(::mkdir(state_.c_str(), 0700), 0);
     accounts_ = std::make_unique<AccountStore>(open_state_db(state_), UidRange{4200000, 1000});
-    callers_ = std::make_unique<CallerDirectory>(*accounts_, state_);
+    callers_ = std::make_unique<accounts::AccountDirectory>(*accounts_, state_);
     alice_ = resolve("alice");
     bob_ = resolve("bob");
     pool_ = std::make_shared<BlockingPool>(3);
@@ -241,7 +241,7 @@ class FileRoutesTest : public ::testing::Test {
     stdfs::remove_all(base_);
   }
 
-  Caller resolve(const std::string& user) {
+  accounts::Caller resolve(const std::string& user) {
     Request req;
     req.headers.set("X-User-Id", user);
     return callers_->resolve(req);
@@ -286,19 +286,19 @@ class FileRoutesTest : public ::testing::Test {
   }
 
   // Host paths of an account's home, and files put there as the account would have.
-  std::string host(const Caller& c, const std::string& rel = "") const {
+  std::string host(const accounts::Caller& c, const std::string& rel = "") const {
     return callers_->host_home(c.account) + (rel.empty() ? "" : "/" + rel);
   }
-  void put(const Caller& c, const std::string& rel, const std::string& data, mode_t mode = 0644) {
+  void put(const accounts::Caller& c, const std::string& rel, const std::string& data, mode_t mode = 0644) {
     std::ofstream(host(c, rel), std::ios::binary) << data;
     ASSERT_EQ(::chmod(host(c, rel).c_str(), mode), 0);
     ASSERT_EQ(::chown(host(c, rel).c_str(), c.account.uid, c.account.gid), 0);
   }
-  void put_dir(const Caller& c, const std::string& rel) {
+  void put_dir(const accounts::Caller& c, const std::string& rel) {
     ASSERT_EQ(::mkdir(host(c, rel).c_str(), 0755), 0);
     ASSERT_EQ(::chown(host(c, rel).c_str(), c.account.uid, c.account.gid), 0);
   }
-  void put_link(const Caller& c, const std::string& rel, const std::string& target) {
+  void put_link(const accounts::Caller& c, const std::string& rel, const std::string& target) {
     ASSERT_EQ(::symlink(target.c_str(), host(c, rel).c_str()), 0);
     ASSERT_EQ(::lchown(host(c, rel).c_str(), c.account.uid, c.account.gid), 0);
   }
@@ -314,8 +314,8 @@ class FileRoutesTest : public ::testing::Test {
 
   std::string base_, state_, spool_;
   std::unique_ptr<AccountStore> accounts_;
-  std::unique_ptr<CallerDirectory> callers_;
-  Caller alice_, bob_;
+  std::unique_ptr<accounts::AccountDirectory> callers_;
+  accounts::Caller alice_, bob_;
   std::shared_ptr<BlockingPool> pool_;
   std::vector<std::unique_ptr<HttpServer>> servers_;
   uint16_t port_ = 0;
@@ -1101,4 +1101,4 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::api

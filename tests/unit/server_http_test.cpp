@@ -28,14 +28,14 @@
 #include <sstream>
 #include <thread>
 
-#include "server/access_log.hpp"
-#include "server/http_error.hpp"
-#include "server/http_server.hpp"
-#include "server/response_writer.hpp"
+#include "http/access_log.hpp"
+#include "http/error.hpp"
+#include "http/response_writer.hpp"
+#include "http/server.hpp"
 #include "support/raw_socket.hpp"
 #include "util/error.hpp"
 
-namespace agentbox::server {
+namespace agentbox::http {
 namespace {
 
 namespace net = boost::asio;
@@ -915,9 +915,9 @@ TEST_F(HttpServerTest, StopClosesWhatIsStillBusyAfterTheGracePeriod) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::http
 
-namespace agentbox::server {
+namespace agentbox::http {
 namespace {
 
 // A takeover route gets the connection whole after the head: here it answers 101 and echoes
@@ -1035,4 +1035,4 @@ TEST(HttpServerLocalAddress, IsTheAddressTheConnectionArrivedAtNotTheHostHeader)
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::http

@@ -1,7 +1,7 @@
 // multipart/form-data parsing for /files/upload: the boundary from the Content-Type, part
 // headers as browsers and curl write them, contents delivered in pieces whatever the split of
 // the input, and malformed bodies refused with a 400 that says why.
-#include "server/multipart.hpp"
+#include "http/multipart.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "server/http_error.hpp"
+#include "http/error.hpp"
 
-namespace agentbox::server {
+namespace agentbox::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -217,4 +217,4 @@ TEST(MultipartParser, LargeContentPassesThroughASmallBuffer) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::http

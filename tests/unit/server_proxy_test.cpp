@@ -19,13 +19,13 @@
 #include <string>
 #include <thread>
 
-#include "server/http_server.hpp"
-#include "server/proxy_routes.hpp"
-#include "server/proxy_session.hpp"
+#include "api/proxy.hpp"
+#include "api/proxy_session.hpp"
+#include "http/server.hpp"
 #include "support/raw_socket.hpp"
 #include "util/error.hpp"
 
-namespace agentbox::server {
+namespace agentbox::api {
 namespace {
 
 using namespace std::chrono_literals;
@@ -528,4 +528,4 @@ TEST_F(ProxySessionTest, TheKeyIsRequired) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::api

@@ -1,6 +1,6 @@
-// Users being restored from the mirror (server/restore_gate.hpp): refused with 503 from begin()
+// Users being restored from the mirror (accounts/restore_gate.hpp): refused with 503 from begin()
 // to end(), also by a gate made again on the same directory (the daemon restarted mid-restore).
-#include "server/restore_gate.hpp"
+#include "accounts/restore_gate.hpp"
 
 #include <filesystem>
 
@@ -9,14 +9,14 @@
 #include "box/box_error.hpp"
 #include "support/scratch_dir.hpp"
 
-namespace agentbox::server {
+namespace agentbox::accounts {
 namespace {
 
 TEST(RestoreGate, AUserBeingRestoredIsRefusedUntilTheEndAlsoAfterARestart) {
   testing::ScratchDir scratch("restore-gate");
   const std::string dir = scratch.path() + "/restoring";
   {
-    RestoreGate gate(dir);
+    accounts::RestoreGate gate(dir);
     EXPECT_NO_THROW(gate.check("alice@example.org"));
     gate.begin("alice-3f2a9c", "alice@example.org");
     EXPECT_TRUE(gate.restoring("alice@example.org"));
@@ -30,15 +30,15 @@ TEST(RestoreGate, AUserBeingRestoredIsRefusedUntilTheEndAlsoAfterARestart) {
     }
     EXPECT_NO_THROW(gate.check("bob"));
   }
-  RestoreGate restarted(dir);  // the marker outlives the daemon
+  accounts::RestoreGate restarted(dir);  // the marker outlives the daemon
   EXPECT_THROW(restarted.check("alice@example.org"), BoxUnavailable);
   EXPECT_EQ(restarted.pending(), (std::map<std::string, std::string>{{"alice-3f2a9c", "alice@example.org"}}));
   restarted.end("alice-3f2a9c");
   EXPECT_NO_THROW(restarted.check("alice@example.org"));
   EXPECT_TRUE(restarted.pending().empty());
   EXPECT_TRUE(std::filesystem::is_empty(dir));
-  EXPECT_TRUE(RestoreGate(dir).pending().empty());
+  EXPECT_TRUE(accounts::RestoreGate(dir).pending().empty());
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::accounts

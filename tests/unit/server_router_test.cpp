@@ -4,15 +4,15 @@
 
 #include <stdexcept>
 
-#include "server/access_log.hpp"
-#include "server/api_key_auth.hpp"
-#include "server/cors.hpp"
-#include "server/http_error.hpp"
-#include "server/json_body.hpp"
-#include "server/request.hpp"
-#include "server/router.hpp"
+#include "http/access_log.hpp"
+#include "http/api_key_auth.hpp"
+#include "http/cors.hpp"
+#include "http/error.hpp"
+#include "http/json_body.hpp"
+#include "http/request.hpp"
+#include "http/router.hpp"
 
-namespace agentbox::server {
+namespace agentbox::http {
 namespace {
 
 using nlohmann::json;
@@ -263,4 +263,4 @@ TEST(ServerAccessLog, SecretLookingQueryValuesAreRedacted) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::http

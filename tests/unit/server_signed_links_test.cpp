@@ -1,12 +1,12 @@
 // A download link opens one path for one user until it expires, and nothing else.
-#include "server/signed_links.hpp"
+#include "http/signed_links.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace agentbox::server {
+namespace agentbox::http {
 namespace {
 
 TEST(SignedLinks, OpensOnlyItsUserAndPathUntilItExpires) {
@@ -35,4 +35,4 @@ TEST(SignedLinks, AnotherKeyOrAnEditedTokenIsRefused) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::http

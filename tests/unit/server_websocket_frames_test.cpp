@@ -1,4 +1,4 @@
-// The terminal WebSocket's frames after the upgrade (server/websocket_frames.hpp), against a
+// The terminal WebSocket's frames after the upgrade (http/websocket_frames.hpp), against a
 // client written here byte by byte (RFC 6455 frames, masked as a client's must be): messages
 // arrive whole however the bytes are split, a ping is answered, a close is echoed, a message over
 // the limit closes with 1009, text that is not UTF-8 with 1007, an unmasked frame with 1002, and
@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/websocket_frames.hpp"
+#include "http/websocket_frames.hpp"
 
-namespace agentbox::server {
+namespace agentbox::http {
 namespace {
 
 // A client's frame: FIN, opcode, masked with a fixed key unless `masked` is false.
@@ -172,4 +172,4 @@ TEST(WebSocketFrames, TheClientsEndStopsReading) {
 }
 
 }  // namespace
-}  // namespace agentbox::server
+}  // namespace agentbox::http

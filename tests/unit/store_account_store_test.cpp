@@ -157,7 +157,7 @@ TEST(AccountName, OnlyTheIdsOwnNamesAreItsNames) {
   EXPECT_FALSE(is_account_name_of("alice@example.org", account_name("alice@example.org") + "/../x"));
 }
 
-// A restore (server/restore_all.hpp) gets the name the account had when it is free, never a
+// A restore (moves/restore_all.hpp) gets the name the account had when it is free, never a
 // name that is another's now or was a deleted account's, nor one the id could not have had.
 TEST_F(AccountStoreTest, ARestoredAccountGetsItsOldNameWhenFree) {
   AccountStore accounts(open_state_db(dir_), UidRange{});

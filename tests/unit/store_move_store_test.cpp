@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "server/move_records.hpp"
+#include "moves/records.hpp"
 #include "store/chat_sessions.hpp"
 #include "store/schema.hpp"
 #include "support/scratch_dir.hpp"
@@ -54,7 +54,7 @@ TEST_F(MoveStoreTest, RecordsTravelThroughMoveJsonAndCommitWithTheMove) {
   ASSERT_EQ(read.tokens.size(), 1u);
   EXPECT_EQ(read.tokens[0].tokens.cache_read_input_tokens, 40u);
 
-  const MovedRecords carried = server::records_from_json(nlohmann::json::parse(server::records_json(read).dump()));
+  const MovedRecords carried = moves::records_from_json(nlohmann::json::parse(moves::records_json(read).dump()));
   target_.insert_in({"4567", "alice", "", "n1", "receiving", 200});
   target_.commit_in("4567", "alice-9f9f9f", carried);
   EXPECT_EQ(target_.in("4567")->state, "committed");
@@ -75,7 +75,7 @@ TEST_F(MoveStoreTest, RecordsTravelThroughMoveJsonAndCommitWithTheMove) {
 
 TEST_F(MoveStoreTest, ABrokenMoveJsonIsAnErrorNamingIt) {
   try {
-    server::records_from_json(nlohmann::json{{"processes", nlohmann::json::array()}});
+    moves::records_from_json(nlohmann::json{{"processes", nlohmann::json::array()}});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("move.json"), std::string::npos) << e.what();

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "util/epoll_loop.hpp"
+#include "util/terminal_loop.hpp"
 
 namespace agentbox {
 namespace {
@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 
 // Runs fn on the loop and waits for it.
 template <class Fn>
-void on_loop(EpollLoop& loop, Fn fn) {
+void on_loop(TerminalLoop& loop, Fn fn) {
   std::promise<void> done;
   loop.post([&] {
     fn();
@@ -29,8 +29,8 @@ void on_loop(EpollLoop& loop, Fn fn) {
   ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
 }
 
-TEST(EpollLoop, PostedWorkRunsOnTheLoopInOrder) {
-  EpollLoop loop("test");
+TEST(TerminalLoop, PostedWorkRunsOnTheLoopInOrder) {
+  TerminalLoop loop("test");
   std::vector<int> seen;
   for (int i = 0; i < 100; ++i) loop.post([&seen, i] { seen.push_back(i); });
   on_loop(loop, [&] { EXPECT_TRUE(loop.on_loop_thread()); });
@@ -39,13 +39,13 @@ TEST(EpollLoop, PostedWorkRunsOnTheLoopInOrder) {
   EXPECT_FALSE(loop.on_loop_thread());
 }
 
-TEST(EpollLoop, AReadyDescriptorCallsItsHandlerUntilDrainedAndNeverAfterUnwatch) {
-  EpollLoop loop("test");
+TEST(TerminalLoop, AReadyDescriptorCallsItsHandlerUntilDrainedAndNeverAfterUnwatch) {
+  TerminalLoop loop("test");
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
   std::atomic<int> calls{0};
   std::promise<void> drained;
-  EpollLoop::WatchId id = 0;
+  TerminalLoop::WatchId id = 0;
   on_loop(loop, [&] {
     id = loop.watch(sv[0], EPOLLIN, [&](uint32_t events) {
       EXPECT_TRUE(events & EPOLLIN);
@@ -66,12 +66,12 @@ TEST(EpollLoop, AReadyDescriptorCallsItsHandlerUntilDrainedAndNeverAfterUnwatch)
   ::close(sv[1]);
 }
 
-TEST(EpollLoop, TimersRunInDeadlineOrderAndACancelledOneNever) {
-  EpollLoop loop("test");
+TEST(TerminalLoop, TimersRunInDeadlineOrderAndACancelledOneNever) {
+  TerminalLoop loop("test");
   std::vector<int> order;
   std::promise<void> last;
   on_loop(loop, [&] {
-    const auto now = EpollLoop::Clock::now();
+    const auto now = TerminalLoop::Clock::now();
     loop.at(now + 60ms, [&] {
       order.push_back(3);
       last.set_value();
@@ -90,9 +90,9 @@ TEST(EpollLoop, TimersRunInDeadlineOrderAndACancelledOneNever) {
 // The loop sleeps with no timeout: its one kernel timer must always be at the earliest deadline,
 // whether that came in after a later one was armed, lies in the past, or was set by a timer as
 // it ran; and a cancelled timer, armed already, never runs while the one after it still does.
-TEST(EpollLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
-  EpollLoop loop("test");
-  using Clock = EpollLoop::Clock;
+TEST(TerminalLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
+  TerminalLoop loop("test");
+  using Clock = TerminalLoop::Clock;
   std::promise<Clock::duration> early, after_cancel, past, chained;
   const auto start = Clock::now();
   on_loop(loop, [&] { loop.at(start + 1h, [] {}); });  // armed first, far away
@@ -102,7 +102,7 @@ TEST(EpollLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
   EXPECT_GE(got.get(), 30ms);
 
   const auto t1 = Clock::now();
-  EpollLoop::TimerId first = 0;
+  TerminalLoop::TimerId first = 0;
   on_loop(loop, [&] { first = loop.at(t1 + 20ms, [] { ADD_FAILURE() << "cancelled timer ran"; }); });
   on_loop(loop, [&] {  // a turn later: the kernel timer is at t1 + 20ms by now
     loop.at(t1 + 50ms, [&] { after_cancel.set_value(Clock::now() - t1); });
@@ -127,11 +127,11 @@ TEST(EpollLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
   EXPECT_GE(got.get(), 30ms);
 }
 
-TEST(EpollLoop, StopDropsWhatIsLeftAndLaterPostsAreIgnored) {
+TEST(TerminalLoop, StopDropsWhatIsLeftAndLaterPostsAreIgnored) {
   auto owned = std::make_shared<int>(7);
   std::weak_ptr<int> weak = owned;
   {
-    EpollLoop loop("test");
+    TerminalLoop loop("test");
     on_loop(loop, [&, owned = std::move(owned)]() mutable {
       loop.after(1h, [owned] {});  // never due: dropped by stop(), and what it holds with it
     });

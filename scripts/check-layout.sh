@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The rooms' arrows (docs/ARCHITECTURE.md "Rooms and arrows"), held: every #include "ROOM/..."
+# in src/ must follow an arrow of the table below, or this fails naming the file and the include.
+# src/http is the HTTP library and includes util/ alone; a room includes only rooms below it.
+# A new arrow is a design decision: add it here and to ARCHITECTURE.md in the same commit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# room: the rooms it may include (besides itself). "main" is src/main.cpp, the CLI's entry.
+declare -A allowed=(
+  [util]=""
+  [http]="util"
+  [box]="util"
+  [fs]="util"
+  [store]="util"
+  [backup]="util"
+  [volumes]="fs util"
+  [exec]="box store util"
+  [net]="box store util"
+  [config]="box net util"
+  [cluster]="config util"
+  [cli]="backup box cluster config net util"
+  [accounts]="box cluster fs http store util volumes"
+  [agent]="accounts box exec fs http store util volumes"
+  [moves]="accounts backup cluster config fs http store util"
+  [api]="accounts agent backup box config exec fs http moves net store util"
+  [daemon]="accounts agent api backup box config exec http moves net store util volumes"
+  [main]="cli util"
+)
+
+bad=0
+while IFS= read -r -d '' file; do
+  rel=${file#src/}
+  if [[ $rel == */* ]]; then room=${rel%%/*}; else room=main; fi
+  if [[ ! -v allowed[$room] ]]; then
+    echo "check-layout: $file: src/$room is not a room of the table in scripts/check-layout.sh" >&2
+    bad=1
+    continue
+  fi
+  while IFS= read -r line; do
+    target=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]+"([^"]+)".*/\1/' <<<"$line")
+    [[ $target == */* ]] || continue
+    to=${target%%/*}
+    [[ $to == "$room" ]] && continue
+    [[ -v allowed[$to] ]] || continue  # not a room (a generated header, a library's)
+    if [[ " ${allowed[$room]} " != *" $to "* ]]; then
+      echo "check-layout: $file includes \"$target\": src/$room may include only: ${allowed[$room]:-nothing}" >&2
+      bad=1
+    fi
+  done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file" || true)
+done < <(find src \( -name '*.cpp' -o -name '*.hpp' \) -print0 | sort -z)
+
+if [[ $bad -ne 0 ]]; then
+  echo "check-layout: FAILED (the arrows are in scripts/check-layout.sh and docs/ARCHITECTURE.md)" >&2
+  exit 1
+fi
+echo "check-layout: every include follows the rooms' arrows"

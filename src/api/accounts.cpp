@@ -1,0 +1,106 @@
+#include "api/accounts.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+#include <future>
+
+#include "api/errors.hpp"
+#include "http/error.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+namespace {
+
+// A box stops in well under a second (init is killed, its cgroup removed); this bounds a
+// stuck one so the operator hears about it.
+constexpr auto kStopWait = std::chrono::seconds(60);
+constexpr int64_t kDay = 86400;
+
+nlohmann::json disk_json(const VolumeUsage& u) {
+  if (u.bytes_limit == 0) return nullptr;  // plain volumes: no quota to report against
+  return {{"used", u.bytes_used}, {"limit", u.bytes_limit}, {"inodes_used", u.inodes_used},
+          {"inodes_limit", u.inodes_limit}};
+}
+
+// Waits for every account's box state (the box loop answers from each account's strand).
+std::map<std::string, std::string> box_states(BoxManager& boxes) {
+  auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
+  auto states = answer->get_future();
+  boxes.box_states([answer](std::map<std::string, std::string> s) { answer->set_value(std::move(s)); });
+  if (states.wait_for(kStopWait) != std::future_status::ready)
+    throw HttpError(http::status::gateway_timeout, "The box loop did not answer");
+  return states.get();
+}
+
+Response list(AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes) {
+  const std::map<std::string, std::string> states = box_states(boxes);
+  nlohmann::json out = nlohmann::json::array();
+  for (const Account& a : accounts.list()) {
+    auto state = states.find(a.name);
+    out.push_back({{"user", a.external_id},
+                   {"name", a.name},
+                   {"uid", a.uid},
+                   {"created", a.created},
+                   {"last_active", a.last_seen},
+                   {"box", state == states.end() ? "stopped" : state->second},
+                   {"disk", disk_json(callers.volumes().usage(a.name))}});
+  }
+  return Response::json({{"accounts", std::move(out)}});
+}
+
+Response remove(AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes, uint32_t trash_days,
+                const std::string& user) {
+  std::optional<Account> found = accounts.find_by_name_or_id(user);
+  if (!found) throw HttpError(http::status::not_found, "Unknown user: " + user);
+  const Account account = *found;
+  callers.check_gate(account.external_id);  // a move in progress finishes first (503)
+  // 1. Its requests are refused from here on, so nothing new starts or opens its home.
+  callers.begin_delete(account);
+  // 2. Its box stops, for good: what ran in it (commands, terminals, agent runs) ends.
+  stop_box_for_good(boxes, account.name);
+  // 3. The records go (the commit point), then the files: a crash between the two leaves a
+  //    volume with no account, which nothing serves.
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  if (!accounts.remove(account.name, now)) throw HttpError(http::status::not_found, "Unknown user: " + user);
+  const std::string kept = callers.volumes().retire(account.name);
+  callers.end_delete(account);
+  spdlog::info("account {} ({}) deleted by the operator; its volume is in {}", account.name, account.external_id,
+               kept);
+  return Response::json({{"user", account.external_id},
+                         {"name", account.name},
+                         {"uid", account.uid},
+                         {"deleted", now},
+                         {"purge_after", now + int64_t{trash_days} * kDay}});
+}
+
+}  // namespace
+
+void stop_box_for_good(BoxManager& boxes, const std::string& name) {
+  auto stopped = std::make_shared<std::promise<void>>();
+  std::future<void> gone = stopped->get_future();
+  boxes.close(name, [stopped] { stopped->set_value(); });
+  if (gone.wait_for(kStopWait) != std::future_status::ready)
+    throw HttpError(http::status::gateway_timeout,
+                    "The box of " + name + " did not stop in time; its requests stay refused, try again");
+}
+
+void add_account_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes,
+                        std::shared_ptr<BlockingPool> pool, uint32_t trash_days) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
+  const RouteOptions admin{.admin = true};
+  router.add_async(http::verb::get, "/admin/accounts",
+                   offload(pool, Handler([&accounts, &callers, &boxes](const Request&) {
+                             return list(accounts, callers, boxes);
+                           })),
+                   admin);
+  router.add_async(http::verb::delete_, "/admin/accounts/{user}",
+                   offload(pool, Handler([&accounts, &callers, &boxes, trash_days](const Request& req) {
+                             return remove(accounts, callers, boxes, trash_days, req.param("user"));
+                           })),
+                   admin);
+}
+
+}  // namespace agentbox::api

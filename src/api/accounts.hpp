@@ -1,0 +1,35 @@
+#pragma once
+// The operator's view of the accounts (admin key only, RouteOptions::admin):
+//   GET    /admin/accounts          every account: {user, name, uid, created, last_active, box,
+//                                   disk}, ordered by uid. box: "running", "starting",
+//                                   "stopping" or "stopped"; disk: {used, limit, inodes_used,
+//                                   inodes_limit} in bytes and inodes, null without quotas.
+//   DELETE /admin/accounts/{user}   stops the account's box for good, deletes its records
+//                                   (process records, chat sessions) and moves its volume (home,
+//                                   trash, logs) to VOLUMES/.deleted, purged after trash_days.
+// `user` is an account name or the external user id. Its name and uid are never given again;
+// the same external id later gets a new, empty account. While the deletion runs, the account's
+// own requests get 409. Errors as {"detail"}: 404 unknown user, 503 an account being moved
+// (api/moves.hpp), 504 a box that would not stop.
+#include <cstdint>
+#include <memory>
+
+#include "accounts/directory.hpp"
+#include "box/box_manager.hpp"
+#include "http/offload.hpp"
+#include "http/router.hpp"
+#include "store/account_store.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
+// Stops the account's box for good: what ran in it (commands, terminals, agent runs) ends.
+// HttpError 504 when it has not stopped within a minute. Blocks: call from a pool thread.
+void stop_box_for_good(BoxManager& boxes, const std::string& name);
+
+// Both routes run on `pool` (a deletion waits for the box to stop).
+void add_account_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes,
+                        std::shared_ptr<BlockingPool> pool, uint32_t trash_days);
+
+}  // namespace agentbox::api

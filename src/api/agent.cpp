@@ -1,0 +1,184 @@
+#include "api/agent.hpp"
+
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <sys/random.h>
+
+#include "agent/chat_request.hpp"
+#include "agent/native_events.hpp"
+#include "agent/openai_stream.hpp"
+#include "agent/run_end.hpp"
+#include "agent/sse_frames.hpp"
+#include "agent/stream_json_parser.hpp"
+#include "agent/turn.hpp"
+#include "api/errors.hpp"
+#include "fs/content_type.hpp"
+#include "fs/entry_ops.hpp"
+#include "fs/file_write.hpp"
+#include "fs/glob_search.hpp"
+#include "http/access_log.hpp"
+#include "http/error.hpp"
+#include "http/json_body.hpp"
+#include "http/response_writer.hpp"
+#include "util/random_hex.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
+namespace {
+
+using nlohmann::json;
+using Writer = std::shared_ptr<ResponseWriter>;
+
+// The chat a request belongs to: Open WebUI's chat id, else the session; "" for a one-shot turn.
+std::string chat_of(const Request& req) {
+  for (const char* header : {"X-OpenWebUI-Chat-Id", "X-Session-Id"})
+    if (auto v = req.header(header); v && !v->empty()) return std::string(*v);
+  return {};
+}
+
+// The system prompt Claude Code gets on top of its own: where it runs and what becomes of files.
+std::string box_prompt(const accounts::Caller& caller, const std::string& chat_dir, const std::string& network) {
+  std::string p =
+      "You are running inside agentbox: a Linux sandbox of this user's own (their files, their "
+      "processes, their network rules). There is no display and no browser window: produce files "
+      "instead of showing things.\n"
+      "The current directory " + chat_dir + " belongs to this chat. Files you create or change in it "
+      "are delivered to the user as download links after your answer (images are shown inline), so "
+      "save results there. The user's home is " + caller.box_home + ".";
+  if (!network.empty()) p += "\nNetwork: " + network;
+  return p;
+}
+
+// Everything a turn needs before it runs, read from the request and prepared on disk (on a pool
+// thread): the chat directory, the attachments in it, what it held before.
+agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
+                    ChatSessions& chats, const AgentRoutesOptions& options) {
+  agent::TurnSetup s;
+  s.mode = mode;
+  s.caller = callers.resolve(req);
+  json body = parse_json_object(req);
+  agent::ChatRequest chat;
+  try {
+    if (mode == agent::TurnMode::native) {
+      // POST /agent/runs {"prompt", "system"?, "model"?}: the same turn without OpenAI's envelope.
+      auto prompt = body.find("prompt");
+      if (prompt == body.end() || !prompt->is_string() || prompt->get<std::string>().empty())
+        throw HttpError(http::status::unprocessable_entity, "Field 'prompt' is required and must be a non-empty string");
+      chat.prompt = prompt->get<std::string>();
+      chat.system = body.value("system", "");
+      chat.model = body.value("model", "");
+    } else {
+      chat = agent::parse_chat_request(body, options.max_attachment_bytes);
+      s.mode = chat.stream ? agent::TurnMode::openai_stream : agent::TurnMode::openai_whole;
+    }
+  } catch (const agent::ChatRequestError& e) {
+    throw HttpError(http::status::bad_request, e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw HttpError(http::status::bad_request, std::string("Malformed request: ") + e.what());
+  }
+  // "claude-code" runs the configured model; "claude-code/NAME" asks the CLI for NAME.
+  std::string claude_model = options.claude_model;
+  if (!chat.model.empty() && chat.model != options.model_id) {
+    const std::string prefix = options.model_id + "/";
+    if (!chat.model.starts_with(prefix) || chat.model.size() == prefix.size())
+      throw HttpError(http::status::not_found, "Model '" + chat.model + "' not found; this server offers '" +
+                                                   options.model_id + "' (or '" + prefix + "MODEL')");
+    claude_model = chat.model.substr(prefix.size());
+  }
+  s.model_name = chat.model.empty() ? options.model_id : chat.model;
+  s.chat = chat_of(req);
+  // Open WebUI asks the chat's model for a title, tags and follow-ups with a "### Task:" prompt
+  // in the same chat: a one-shot turn, so the chat's own session never sees them.
+  if (chat.prompt.starts_with("### Task:")) s.chat.clear();
+  const std::string dir_name = s.chat.empty() ? "once-" + random_hex(8) : agent::chat_dir_name(s.chat);
+  s.dir = s.caller.home->path("chats/" + dir_name, s.caller.box_home);
+  make_dir(*s.caller.home, s.dir);
+  for (const auto& a : chat.attachments)
+    write_atomic(*s.caller.home, s.dir.child(a.name), a.bytes, /*create_parents=*/false);
+  s.before = agent::snapshot(s.caller, s.dir);
+  s.box = boxes.spec_for(s.caller.account);
+
+  // Never from a header: whoever sends the request (or sits between it and us) would choose
+  // where the user's browser takes the signed link. Without public_url, the address this
+  // request reached: the listen address, or with a wildcard listen address the one dialled.
+  s.base_url = !options.public_url.empty()        ? options.public_url
+               : !req.local_address.empty() ? "http://" + req.local_address
+                                            : "http://127.0.0.1";
+
+  agent::ClaudeTurn& t = s.claude;
+  t.box = s.box;
+  t.cwd = s.dir.shown;
+  t.prompt = std::move(chat.prompt);
+  if (!s.chat.empty()) t.resume = chats.find(s.box.name, s.chat);
+  const std::string network = options.network_of ? options.network_of(s.caller.account.external_id) : options.network;
+  t.append_system_prompt = box_prompt(s.caller, s.dir.shown, network);
+  if (!chat.system.empty()) t.append_system_prompt += "\n\n" + chat.system;
+  t.model = claude_model;
+  t.max_turns = options.max_turns;
+  t.allowed_tools = options.allowed_tools;
+  // agentbox's own fields of the request narrow what the configuration allows, never widen it.
+  if (auto it = body.find("max_turns"); it != body.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1000)
+      throw HttpError(http::status::bad_request, "max_turns must be an integer from 1 to 1000");
+    const int asked = static_cast<int>(it->get<int64_t>());
+    t.max_turns = t.max_turns > 0 ? std::min(t.max_turns, asked) : asked;
+  }
+  if (auto it = body.find("allowed_tools"); it != body.end()) {
+    if (!it->is_array()) throw HttpError(http::status::bad_request, "allowed_tools must be a list of tool names");
+    std::vector<std::string> asked;
+    for (const json& tool : *it) {
+      if (!tool.is_string() || tool.get<std::string>().empty())
+        throw HttpError(http::status::bad_request, "allowed_tools must be a list of tool names");
+      const std::string name = tool.get<std::string>();
+      if (t.allowed_tools.empty() ||
+          std::find(t.allowed_tools.begin(), t.allowed_tools.end(), name) != t.allowed_tools.end())
+        asked.push_back(name);
+    }
+    if (asked.empty()) throw HttpError(http::status::bad_request, "allowed_tools names no tool this server allows");
+    t.allowed_tools = std::move(asked);
+  }
+  t.extra_args = options.extra_args;
+  if (options.max_retries) t.env["CLAUDE_CODE_MAX_RETRIES"] = std::to_string(*options.max_retries);
+  return s;
+}
+
+}  // namespace
+
+void add_agent_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
+                      agent::ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
+                      std::shared_ptr<BlockingPool> pool, AgentRoutesOptions options) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
+  auto opts = std::make_shared<const AgentRoutesOptions>(std::move(options));
+
+  router.add(http::verb::get, "/v1/models", [opts](const Request&) {
+    json model = {{"id", opts->model_id},
+                  {"object", "model"},
+                  {"created", 1767225600},
+                  {"owned_by", "agentbox"},
+                  {"name", "Claude Code"},
+                  {"description", "Claude Code running in your own agentbox sandbox"}};
+    return Response::json({{"object", "list"}, {"data", json::array({model})}});
+  });
+
+  auto turn_route = [&callers, &boxes, &runner, &chats, links, pool, opts](agent::TurnMode mode) {
+    return offload(pool, BlockingWork([&callers, &boxes, &runner, &chats, links, pool, opts, mode](
+                                          const Request& req, const Writer& writer) {
+      if (!opts->unavailable.empty()) throw HttpError(http::status::service_unavailable, opts->unavailable);
+      agent::TurnSetup setup = prepare(req, mode, callers, boxes, chats, *opts);
+      agent::start_turn(std::move(setup), runner, chats, links, pool, *opts, writer);
+    }));
+  };
+  router.add_async(http::verb::post, "/v1/chat/completions", turn_route(agent::TurnMode::openai_whole));
+  router.add_async(http::verb::post, "/agent/runs", turn_route(agent::TurnMode::native));
+}
+
+}  // namespace agentbox::api

@@ -1,0 +1,42 @@
+#include "api/cluster.hpp"
+
+#include "api/errors.hpp"
+#include "http/error.hpp"
+#include "util/error.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+namespace {
+
+Response describe(const accounts::PlacementGuard& guard) {
+  auto placement = guard.placement();
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const ClusterNode& n : placement->config().nodes)
+    nodes.push_back({{"name", n.name}, {"server", n.server}, {"drain", n.drain}});
+  return Response::json(
+      {{"node", guard.node()}, {"nodes", std::move(nodes)}, {"pins", placement->config().pins.size()}});
+}
+
+}  // namespace
+
+void add_cluster_routes(Router& router, accounts::PlacementGuard& guard) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
+  const RouteOptions admin{.admin = true};
+  router.add(http::verb::get, "/admin/cluster", [&guard](const Request&) { return describe(guard); }, admin);
+  router.add(
+      http::verb::post, "/admin/cluster/reload",
+      [&guard](const Request&) {
+        try {
+          guard.reload();
+        } catch (const Error& e) {
+          throw HttpError(http::status::unprocessable_entity, e.what());
+        } catch (const UsageError& e) {
+          throw HttpError(http::status::unprocessable_entity, e.what());
+        }
+        return describe(guard);
+      },
+      admin);
+}
+
+}  // namespace agentbox::api

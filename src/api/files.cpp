@@ -1,0 +1,331 @@
+#include "api/files.hpp"
+
+#include <climits>
+
+#include "api/errors.hpp"
+#include "api/file_transfer.hpp"
+#include "api/storage_full.hpp"
+#include "fs/dir_list.hpp"
+#include "fs/entry_ops.hpp"
+#include "fs/file_write.hpp"
+#include "fs/glob_search.hpp"
+#include "fs/grep_search.hpp"
+#include "fs/trash.hpp"
+#include "http/error.hpp"
+#include "http/json_body.hpp"
+#include "http/query_params.hpp"
+#include "http/response_writer.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+namespace {
+
+using nlohmann::json;
+
+// What every handler needs. Held by the route handlers and by the jobs they queue, so it must
+// not hold the pool (see http/offload.hpp): options.pool is always empty here.
+struct FileContext {
+  accounts::AccountDirectory& callers;
+  FileRoutesOptions options;
+};
+
+// ---------------------------------------------------------------- inputs
+
+// A user path in any accepted form, relative to the session's cwd.
+HomePath path_of(const accounts::Caller& caller, std::string_view user_path) {
+  return caller.home->path(user_path, caller.cwd);
+}
+
+// Repeated parameters, also in the PHP-style "name[]" spelling some clients use.
+std::vector<std::string> query_list(const Request& req, std::string_view name) {
+  auto values = req.query_params(name);
+  for (auto& v : req.query_params(std::string(name) + "[]")) values.push_back(std::move(v));
+  return values;
+}
+
+int max_results_of(const Request& req) {
+  return static_cast<int>(query_int(req, "max_results", 1, kMaxSearchResults).value_or(50));
+}
+
+std::optional<uint64_t> optional_line(const json& item, const char* field) {
+  auto it = item.find(field);
+  if (it == item.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer() || it->get<int64_t>() < 1)
+    unprocessable(std::string("Field '") + field + "' must be an integer of at least 1");
+  return it->get<uint64_t>();
+}
+
+std::vector<Replacement> replacements_of(const json& body) {
+  auto it = body.find("replacements");
+  if (it == body.end() || !it->is_array())
+    unprocessable("Field 'replacements' is required and must be a list");
+  std::vector<Replacement> out;
+  for (const json& item : *it) {
+    if (!item.is_object()) unprocessable("Each replacement must be an object");
+    Replacement r;
+    r.target = required_string(item, "target");
+    r.replacement = required_string(item, "replacement");
+    r.start_line = optional_line(item, "start_line");
+    r.end_line = optional_line(item, "end_line");
+    if (auto m = item.find("allow_multiple"); m != item.end() && !m->is_null()) {
+      if (!m->is_boolean()) unprocessable("Field 'allow_multiple' must be a boolean");
+      r.allow_multiple = m->get<bool>();
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+json write_json(const WriteResult& r) { return {{"path", r.path}, {"size", r.size}}; }
+
+// ---------------------------------------------------------------- handlers answering JSON
+
+Response get_cwd(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  return Response::json({{"cwd", caller.cwd}, {"home", caller.box_home}});
+}
+
+Response post_cwd(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  json body = parse_json_object(req);
+  return Response::json({{"cwd", ctx.callers.set_cwd(caller, required_string(body, "path"))}});
+}
+
+Response list_files(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  std::string dir = req.query_param("directory").value_or(req.query_param("path").value_or("."));
+  ListResult r = list_dir(*caller.home, path_of(caller, dir));
+  json entries = json::array();
+  for (const ListEntry& e : r.entries)
+    entries.push_back({{"name", e.name},
+                       {"type", e.info.type},
+                       {"size", e.info.size},
+                       {"modified", e.info.modified},
+                       {"writable", e.info.writable}});
+  return Response::json({{"dir", r.dir}, {"entries", std::move(entries)}});
+}
+
+Response read_file(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  HomePath p = path_of(caller, required_query(req, "path"));
+  ReadOptions opt = ctx.options.read;
+  if (auto v = query_int(req, "start_line", 1, INT64_MAX)) opt.start_line = static_cast<uint64_t>(*v);
+  if (auto v = query_int(req, "start_column", 1, INT64_MAX)) opt.start_column = static_cast<uint64_t>(*v);
+  if (auto v = query_int(req, "end_line", 1, INT64_MAX)) opt.end_line = static_cast<uint64_t>(*v);
+  ReadResult r = read_text(*caller.home, p, opt);
+  if (r.kind == ReadResult::Kind::image) {
+    Response out;
+    out.headers.set(http::field::content_type, r.mime);
+    out.body = std::move(r.bytes);
+    return out;
+  }
+  json out = {{"path", r.path},
+              {"total_lines", r.total_lines},
+              {"content", std::move(r.content)},
+              {"truncated", r.truncated}};
+  if (r.truncated) out["next_start_line"] = r.next_line;
+  if (r.next_column) out["next_start_column"] = r.next_column;  // a line cut inside: go on from there
+  if (r.encoding != "utf-8") out["encoding"] = r.encoding;
+  return Response::json(out);
+}
+
+Response display_file(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  HomePath p = path_of(caller, required_query(req, "path"));
+  return Response::json({{"path", p.shown}, {"exists", is_regular_file(*caller.home, p)}});
+}
+
+Response write_file(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  json body = parse_json_object(req);
+  HomePath p = path_of(caller, required_string(body, "path"));
+  std::string content = required_string(body, "content");
+  return Response::json(write_json(write_atomic(*caller.home, p, content)));
+}
+
+Response replace_file(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  json body = parse_json_object(req);
+  HomePath p = path_of(caller, required_string(body, "path"));
+  return Response::json(write_json(replace_in_file(*caller.home, p, replacements_of(body))));
+}
+
+Response make_directory(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  json body = parse_json_object(req);
+  return Response::json(
+      {{"path", make_dir(*caller.home, path_of(caller, required_string(body, "path")))}});
+}
+
+// Into the account's trash (fs/trash.hpp), not gone: `trash` is the item's id (null when the
+// volume was too full even for that and the entry was deleted outright).
+Response delete_entry(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  Trash trash(ctx.callers.volume_of(caller.account).trash, *caller.home);
+  TrashPut r = trash.put(path_of(caller, required_query(req, "path")));
+  return Response::json({{"path", r.item.path},
+                         {"type", r.item.type},
+                         {"trash", r.trashed ? json(r.item.id) : json(nullptr)}});
+}
+
+Response move_file(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  json body = parse_json_object(req);
+  HomePath source = path_of(caller, required_string(body, "source"));
+  HomePath destination = path_of(caller, required_string(body, "destination"));
+  MoveResult r = move_entry(*caller.home, source, destination);
+  return Response::json({{"source", r.source}, {"destination", r.destination}});
+}
+
+Response grep_search(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  GrepOptions opt;
+  opt.query = required_query(req, "query");
+  opt.regex = query_bool(req, "regex").value_or(true);
+  opt.case_insensitive = query_bool(req, "case_insensitive").value_or(false);
+  opt.include = query_list(req, "include");
+  opt.match_per_line = query_bool(req, "match_per_line").value_or(true);
+  opt.max_results = max_results_of(req);
+  GrepResult r = grep_files(*caller.home, path_of(caller, req.query_param("path").value_or(".")), opt);
+  json matches = json::array();
+  for (const GrepMatch& m : r.matches) {
+    if (opt.match_per_line)
+      matches.push_back({{"file", m.file}, {"line", m.line}, {"content", m.content}});
+    else
+      matches.push_back({{"file", m.file}});
+  }
+  return Response::json({{"query", r.query},
+                         {"path", r.path},
+                         {"matches", std::move(matches)},
+                         {"truncated", r.truncated}});
+}
+
+Response glob_search(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  GlobOptions opt;
+  opt.pattern = required_query(req, "pattern");
+  opt.exclude = query_list(req, "exclude");
+  std::string type = req.query_param("type").value_or("any");
+  if (type == "any") opt.type = GlobType::any;
+  else if (type == "file") opt.type = GlobType::file;
+  else if (type == "directory") opt.type = GlobType::directory;
+  else unprocessable("Query parameter 'type' must be one of any, file, directory");
+  opt.max_results = max_results_of(req);
+  GlobResult r = glob_files(*caller.home, path_of(caller, req.query_param("path").value_or(".")), opt);
+  json matches = json::array();
+  for (const GlobMatch& m : r.matches)
+    matches.push_back(
+        {{"path", m.path}, {"type", m.type}, {"size", m.size}, {"modified", m.modified}});
+  return Response::json({{"pattern", r.pattern},
+                         {"path", r.path},
+                         {"matches", std::move(matches)},
+                         {"truncated", r.truncated}});
+}
+
+Response upload_file(const FileContext& ctx, const Request& req) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  HomePath dir = path_of(caller, required_query(req, "directory"));
+  return Response::json(write_json(receive_upload(caller, dir, req, ctx.options.upload_max_bytes)));
+}
+
+// ---------------------------------------------------------------- handlers answering bytes
+
+using Writer = std::shared_ptr<ResponseWriter>;
+
+void view_file(const FileContext& ctx, const Request& req, const Writer& writer) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  send_file_bytes(caller, path_of(caller, required_query(req, "path")), req, writer);
+}
+
+void serve_file(const FileContext& ctx, const Request& req, const Writer& writer) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  // /files/serve/home/NAME/site/index.html: the rest of the URL is an absolute box path, so
+  // relative links inside an HTML preview resolve to its neighbours.
+  send_file_bytes(caller, path_of(caller, "/" + req.param("path")), req, writer);
+}
+
+void archive_files(const FileContext& ctx, const Request& req, const Writer& writer) {
+  accounts::Caller caller = ctx.callers.resolve(req);
+  json body = parse_json_object(req);
+  auto it = body.find("paths");
+  if (it == body.end() || !it->is_array())
+    unprocessable("Field 'paths' is required and must be a list of paths");
+  std::vector<HomePath> paths;
+  for (const json& p : *it) {
+    if (!p.is_string()) unprocessable("Field 'paths' must be a list of strings");
+    paths.push_back(path_of(caller, p.get<std::string>()));
+  }
+  // Built in the account's own volume: an archive is charged to the account like its files.
+  send_archive(caller, paths, ctx.callers.volume_of(caller.account).daemon, ctx.options.archive, writer);
+}
+
+// ---------------------------------------------------------------- the table
+
+using JsonHandler = Response (*)(const FileContext&, const Request&);
+using BytesHandler = void (*)(const FileContext&, const Request&, const Writer&);
+
+struct JsonRoute {
+  http::verb method;
+  const char* pattern;
+  JsonHandler handler;
+};
+
+struct BytesRoute {
+  http::verb method;
+  const char* pattern;
+  BytesHandler handler;
+};
+
+constexpr JsonRoute kJsonRoutes[] = {
+    {http::verb::get, "/files/cwd", get_cwd},
+    {http::verb::post, "/files/cwd", post_cwd},
+    {http::verb::get, "/files/list", list_files},
+    {http::verb::get, "/files/read", read_file},
+    {http::verb::get, "/files/display", display_file},
+    {http::verb::post, "/files/write", write_file},
+    {http::verb::post, "/files/replace", replace_file},
+    {http::verb::post, "/files/mkdir", make_directory},
+    {http::verb::delete_, "/files/delete", delete_entry},
+    {http::verb::post, "/files/move", move_file},
+    {http::verb::get, "/files/grep", grep_search},
+    {http::verb::get, "/files/glob", glob_search},
+};
+
+constexpr BytesRoute kBytesRoutes[] = {
+    {http::verb::get, "/files/view", view_file},
+    {http::verb::get, "/files/serve/{path:path}", serve_file},
+    {http::verb::post, "/files/archive", archive_files},
+};
+
+}  // namespace
+
+void add_file_routes(Router& router, accounts::AccountDirectory& callers, const FileRoutesOptions& options) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
+  auto pool = options.pool;
+  if (!pool) pool = std::make_shared<BlockingPool>(options.threads, options.per_account_ops);
+  auto ctx = std::make_shared<FileContext>(FileContext{callers, options});
+  ctx->options.pool.reset();
+
+  // A full volume first gives up the oldest trash, then answers 507 (api/storage_full.hpp).
+  auto json_work = [ctx](JsonHandler handler) {
+    return Handler([ctx, handler](const Request& req) {
+      return with_room(ctx->callers, req, [&] { return handler(*ctx, req); });
+    });
+  };
+  for (const JsonRoute& r : kJsonRoutes)
+    router.add_async(r.method, r.pattern, offload(pool, json_work(r.handler)));
+  for (const BytesRoute& r : kBytesRoutes)
+    router.add_async(r.method, r.pattern,
+                     offload(pool, BlockingWork([ctx, handler = r.handler](
+                                                    const Request& req, const Writer& writer) {
+                       with_room(ctx->callers, req, [&] { handler(*ctx, req, writer); });
+                     })),
+                     // The agent's download links (http/signed_links.hpp) open one file each.
+                     {.signed_link = r.handler == view_file});
+  router.add_async(http::verb::post, "/files/upload", offload(pool, json_work(upload_file)),
+                   {.body_limit = options.upload_max_bytes + kMultipartOverheadBytes,
+                    .spool_body = true});
+}
+
+}  // namespace agentbox::api

@@ -1,0 +1,25 @@
+#pragma once
+// The routes that describe the server and the caller's box rather than act on it:
+// GET /health, GET /api/config, GET /openapi.json (public) and GET /system (the system prompt).
+#include <functional>
+#include <string>
+
+#include "accounts/directory.hpp"
+#include "exec/account_boxes.hpp"
+#include "http/router.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
+// network_of(external user id) describes what that user's box may reach (net::describe_for_box).
+void add_meta_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
+                     std::string version, std::function<std::string(const std::string& user)> network_of);
+
+// The text of GET /system for a box: what a model should know before it runs anything.
+// `tools` lists the interpreters and compilers found in the box's tree. A spec without a name
+// is any user's box: the prompt names no account, home or directory.
+std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std::string& os_name,
+                          const std::vector<std::string>& tools, const std::string& network);
+
+}  // namespace agentbox::api

@@ -1,0 +1,26 @@
+#pragma once
+// /api/terminals (API.md Part A): Open WebUI's terminal pane. REST to create, list, describe and
+// delete an account's terminals (exec/terminals.hpp); the WebSocket on GET /api/terminals/{id}
+// attaches to one (api/terminal_socket.hpp). A plain GET of that path, without an upgrade,
+// describes the terminal as REST does.
+#include <string>
+
+#include "accounts/directory.hpp"
+#include "api/terminal_socket.hpp"
+#include "exec/account_boxes.hpp"
+#include "exec/terminals.hpp"
+#include "http/router.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
+struct TerminalRoutesOptions {
+  std::string api_key;  // what the WebSocket's auth frame must carry
+  TerminalSocketOptions socket;
+};
+
+void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
+                         exec::Terminals& terminals, TerminalRoutesOptions options);
+
+}  // namespace agentbox::api

@@ -1,0 +1,48 @@
+#include "api/usage.hpp"
+
+#include "api/errors.hpp"
+#include "http/query_params.hpp"
+
+namespace agentbox::api {
+
+using namespace agentbox::http;  // the HTTP library, spoken unqualified
+
+namespace {
+
+constexpr int64_t kDefaultDays = 30;
+constexpr int64_t kMaxDays = 366;
+
+nlohmann::json day_json(const DailyTokens& d) {
+  return {{"day", d.day},
+          {"requests", d.requests},
+          {"input_tokens", d.tokens.input_tokens},
+          {"output_tokens", d.tokens.output_tokens},
+          {"cache_creation_input_tokens", d.tokens.cache_creation_input_tokens},
+          {"cache_read_input_tokens", d.tokens.cache_read_input_tokens},
+          {"total_tokens", d.tokens.total()}};
+}
+
+}  // namespace
+
+void add_usage_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<TokenLedger> ledger,
+                      uint64_t daily_tokens) {
+  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
+  router.add(http::verb::get, "/usage", [&callers, ledger, daily_tokens](const Request& req) {
+    accounts::Caller caller = callers.resolve(req);
+    int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);
+    nlohmann::json tokens = {{"gateway", ledger != nullptr}};
+    if (ledger) {
+      DailyTokens today = ledger->on(caller.account.name, utc_today());
+      tokens["today"] = day_json(today);
+      tokens["daily_budget"] = daily_tokens ? nlohmann::json(daily_tokens) : nlohmann::json(nullptr);
+      tokens["remaining_today"] = daily_tokens ? nlohmann::json(daily_tokens - std::min(daily_tokens, today.tokens.total()))
+                                               : nlohmann::json(nullptr);
+      tokens["days"] = nlohmann::json::array();
+      for (const DailyTokens& d : ledger->recent(caller.account.name, static_cast<size_t>(days)))
+        tokens["days"].push_back(day_json(d));
+    }
+    return Response::json({{"tokens", tokens}});
+  });
+}
+
+}  // namespace agentbox::api

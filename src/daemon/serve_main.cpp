@@ -1,0 +1,39 @@
+// agentbox-serve: the HTTP server (`agentbox serve` execs it). It is its own binary so that the
+// server's libraries (Beast, OpenSSL, SQLite, RE2, libzip, spdlog) stay out of `agentbox`, which
+// starts once per `agentbox run` and pays for every library it maps.
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "daemon/serve.hpp"
+#include "util/crash_report.hpp"
+#include "util/error.hpp"
+
+int main(int argc, char** argv) {
+  agentbox::install_crash_report("agentbox serve");
+  CLI::App app{"agentbox serve: the Open Terminal API with a box per user", "agentbox serve"};
+  agentbox::daemon::ServeOptions o;
+  app.add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")->type_name("FILE");
+  app.add_option("--listen", o.listen, "Address to listen on (default 127.0.0.1:8000)")->type_name("ADDR:PORT");
+  app.add_option("--state", o.state, "State directory (default ./agentbox-state)")->type_name("DIR");
+  app.add_option("--cluster", o.cluster, "Cluster file: serve only the users the ring (or a pin) gives this node")->type_name("FILE");
+  app.add_option("--node", o.node, "This node's name in the cluster file (with --cluster)")->type_name("NAME");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "agentbox serve: " << e.what() << " (see agentbox serve --help)\n";
+    return 2;
+  }
+  try {
+    return agentbox::daemon::serve(o);
+  } catch (const agentbox::UsageError& e) {
+    std::cerr << "agentbox serve: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "agentbox serve: " << e.what() << "\n";
+    return 1;
+  }
+}

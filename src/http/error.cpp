@@ -1,0 +1,35 @@
+#include "http/error.hpp"
+
+#include "http/access_log.hpp"
+
+namespace agentbox::http {
+
+void unprocessable(std::string detail) {
+  throw HttpError(http::status::unprocessable_entity, std::move(detail));
+}
+
+Response error_response(http::status status, std::string_view detail) {
+  return Response::json({{"detail", detail}}, status);
+}
+
+Response response_for_exception(std::exception_ptr error, std::string_view context, ErrorTranslator translate) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const HttpError& e) {
+    return error_response(e.status(), e.detail());
+  } catch (...) {
+  }
+  if (translate) {
+    if (auto response = translate(error)) return std::move(*response);
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    http_logger()->error("{}: unhandled exception: {}", context, e.what());
+  } catch (...) {
+    http_logger()->error("{}: unhandled non-standard exception", context);
+  }
+  return error_response(http::status::internal_server_error, "Internal Server Error");
+}
+
+}  // namespace agentbox::http

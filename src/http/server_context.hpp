@@ -1,0 +1,46 @@
+#pragma once
+// What the server, its listeners and its sessions share: the route table, the options, the
+// auth and CORS policies, the counters and the session registry. Sessions hold it by
+// shared_ptr, so it outlives the last of them.
+#include <atomic>
+
+#include "http/api_key_auth.hpp"
+#include "http/connection_table.hpp"
+#include "http/cors.hpp"
+#include "http/counters.hpp"
+#include "http/options.hpp"
+#include "http/router.hpp"
+#include "http/session_registry.hpp"
+
+namespace agentbox::http {
+
+struct ServerContext {
+  // Declaration order matters: auth and cors read o before it is moved into options.
+  ServerContext(Router r, HttpServerOptions o)
+      : router(std::move(r)),
+        auth(o.api_key),
+        admin_auth(o.admin_key),
+        cors(o.cors_origins),
+        connections(ConnectionTable::create({o.max_connections, o.max_connections_per_address})),
+        options(without_key(std::move(o))) {}
+
+  const Router router;
+  const ApiKeyAuth auth;  // keeps only a digest of the key
+  const ApiKeyAuth admin_auth;  // the admin key's, for RouteOptions::admin routes
+  const CorsPolicy cors;
+  // Every open connection's place, sessions and takeovers alike; their slots keep it alive.
+  const std::shared_ptr<ConnectionTable> connections;
+  const HttpServerOptions options;  // api_key and admin_key emptied
+  HttpCounters counters;
+  std::atomic<bool> stopping{false};  // set once by HttpServer::stop()
+  SessionRegistry sessions;
+
+ private:
+  static HttpServerOptions without_key(HttpServerOptions o) {
+    o.api_key.clear();
+    o.admin_key.clear();
+    return o;
+  }
+};
+
+}  // namespace agentbox::http

@@ -1,0 +1,32 @@
+#pragma once
+// The live sessions of one server, for shutdown (the connection limits count in
+// connection_table.hpp, takeovers included). Sessions add
+// themselves when they start and remove themselves in their destructor; shutdown copies the
+// list under the lock and acts outside it.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace agentbox::http {
+
+class HttpSession;
+
+class SessionRegistry {
+ public:
+  void add(HttpSession* key, std::weak_ptr<HttpSession> session);
+  void remove(HttpSession* key);
+  std::size_t size() const;
+  std::vector<std::shared_ptr<HttpSession>> snapshot() const;
+  // True when the registry became empty before the deadline.
+  bool wait_empty_until(std::chrono::steady_clock::time_point deadline) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable emptied_;
+  std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions_;
+};
+
+}  // namespace agentbox::http

@@ -1,0 +1,134 @@
+#include "volumes/account_volumes.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "fs/dir_entries.hpp"
+#include "fs/entry_ops.hpp"
+#include "util/error.hpp"
+#include "util/unique_fd.hpp"
+
+namespace agentbox {
+namespace {
+
+constexpr const char* kDeletedDir = ".deleted";
+
+// mkdir owned by uid:gid with `mode`; an existing one is left as it is (an operator may have
+// changed it on purpose).
+void ensure_dir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
+  if (::mkdir(path.c_str(), mode) == 0) {
+    check(::chown(path.c_str(), uid, gid), "chown(" + path + ")");
+    check(::chmod(path.c_str(), mode), "chmod(" + path + ")");  // past the umask
+    return;
+  }
+  if (errno != EEXIST) throw sys_error("mkdir(" + path + ")");
+}
+
+}  // namespace
+
+AccountVolumes::AccountVolumes(std::string state_dir, std::unique_ptr<VolumeBackend> backend,
+                               std::function<DiskQuota(const std::string&)> quota_of)
+    : volumes_dir_(state_dir + "/volumes"), backend_(std::move(backend)), quota_of_(std::move(quota_of)) {
+  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + state_dir + ")");
+  // Search permission only: the daemon reaches each volume by name, no one lists them.
+  if (::mkdir(volumes_dir_.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + volumes_dir_ + ")");
+  backend_->open_root(volumes_dir_);
+}
+
+AccountVolumes::~AccountVolumes() {
+  for (const std::string& name : ready_) {
+    try {
+      backend_->release(paths(name).root);
+    } catch (const Error&) {
+      // Left to close_root's detach; the next daemon mounts its loop device again (attached_loop).
+    }
+  }
+  backend_->close_root(volumes_dir_);
+}
+
+std::string AccountVolumes::home_dir(const std::string& name) { return "volumes/" + name + "/home"; }
+
+VolumePaths AccountVolumes::paths(const std::string& name) const {
+  VolumePaths p;
+  p.root = volumes_dir_ + "/" + name;
+  p.home = p.root + "/home";
+  p.trash = p.root + "/trash";
+  p.daemon = p.root + "/daemon";
+  return p;
+}
+
+VolumePaths AccountVolumes::open(const VolumeOwner& owner) {
+  VolumePaths p = paths(owner.name);
+  std::lock_guard lock(mu_);
+  if (ready_.contains(owner.name)) return p;
+  if (retired_.contains(owner.name)) throw Error("the account " + owner.name + " has been deleted", ENOENT);
+  backend_->prepare(p.root, quota_of_(owner.name));
+  ensure_dir(p.home, 0700, owner.uid, owner.gid);
+  ensure_dir(p.trash, 0700, owner.uid, owner.gid);
+  ensure_dir(p.daemon, 0700, 0, 0);
+  ensure_dir(p.daemon + "/logs", 0700, 0, 0);
+  ready_.insert(owner.name);
+  return p;
+}
+
+std::vector<std::string> AccountVolumes::opened() const {
+  std::lock_guard lock(mu_);
+  return {ready_.begin(), ready_.end()};
+}
+
+VolumeUsage AccountVolumes::usage(const std::string& name) const { return backend_->usage(paths(name).root); }
+
+void AccountVolumes::release(const std::string& name) {
+  std::lock_guard lock(mu_);
+  backend_->release(paths(name).root);
+  ready_.erase(name);
+}
+
+std::string AccountVolumes::retire(const std::string& name) {
+  VolumePaths p = paths(name);
+  std::lock_guard lock(mu_);
+  retired_.insert(name);
+  backend_->release(p.root);
+  ready_.erase(name);
+  const std::string deleted = volumes_dir_ + "/" + kDeletedDir;
+  if (::mkdir(deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + deleted + ")");
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string into = fmt::format("{}/{:013d}-{}", deleted, ms, name);
+  if (::mkdir(into.c_str(), 0700) != 0) throw sys_error("mkdir(" + into + ")");
+  for (const std::string& suffix : {std::string(), std::string(".img")}) {
+    const std::string from = p.root + suffix, to = into + "/" + name + suffix;
+    if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) throw sys_error("rename(" + from + ", " + to + ")");
+  }
+  return into;
+}
+
+size_t AccountVolumes::purge_retired(int64_t cutoff) {
+  const std::string deleted = volumes_dir_ + "/" + kDeletedDir;
+  UniqueFd dir(::open(deleted.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) {
+    if (errno == ENOENT) return 0;
+    throw sys_error("open(" + deleted + ")");
+  }
+  size_t purged = 0;
+  for (const DirEntry& e : read_dir_entries(dir.get(), deleted)) {
+    const std::string& entry = e.name;
+    // <13-digit unix ms>-NAME; anything else is not ours and stays.
+    if (entry.size() < 15 || entry[13] != '-') continue;
+    int64_t ms = 0;
+    auto [end, ec] = std::from_chars(entry.data(), entry.data() + 13, ms);
+    if (ec != std::errc() || end != entry.data() + 13 || ms / 1000 >= cutoff) continue;
+    remove_tree_at(dir.get(), entry, deleted + "/" + entry);
+    ++purged;
+  }
+  return purged;
+}
+
+}  // namespace agentbox

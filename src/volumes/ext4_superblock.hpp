@@ -1,0 +1,16 @@
+#pragma once
+// What an ext4 image holds, read from its superblock without mounting it: GET /admin/accounts
+// lists every account's usage, and mounting thousands of idle volumes to ask statvfs would cost
+// a loop device each. After a clean unmount the superblock's counts are exact; statvfs on the
+// mounted filesystem gives the same numbers (both leave out the metadata overhead).
+#include <optional>
+#include <string>
+
+#include "volumes/volume_backend.hpp"
+
+namespace agentbox {
+
+// nullopt when `image` is missing or is not ext4.
+std::optional<VolumeUsage> ext4_image_usage(const std::string& image);
+
+}  // namespace agentbox
