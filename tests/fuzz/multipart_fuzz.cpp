@@ -67,7 +67,7 @@ Outcome parse(const std::string& boundary, std::string_view body, std::size_t pi
     parser.finish();
     FUZZ_CHECK(parser.done());
   } catch (const HttpError& e) {
-    FUZZ_CHECK(e.status() == http::status::bad_request);
+    FUZZ_CHECK(e.status() == status::bad_request);
     out.error = std::string(e.detail());
   }
   return out;
@@ -88,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     boundary = multipart_boundary(content_type);
   } catch (const HttpError& e) {
-    FUZZ_CHECK(e.status() == http::status::bad_request || e.status() == http::status::unprocessable_entity);
+    FUZZ_CHECK(e.status() == status::bad_request || e.status() == status::unprocessable_entity);
     return 0;
   }
   FUZZ_CHECK(!boundary.empty() && boundary.size() <= 70);
