@@ -107,12 +107,11 @@ void ProxySession::reject(Response response) { do_answer(std::move(response)); }
 void ProxySession::do_open(int family) {
   family_ = family;
   // The socket is made on another thread. Only the timers keep this session alive meanwhile, so
-  // a session dropped with its io_context is not revived from there.
+  // a session dropped with its io_context is not revived from there; and the other thread never
+  // holds it, so its last owner (and its timers' destructors) is always the io_context's.
   target_.open(family, [weak = weak_from_this(), strand = strand_](UniqueFd fd, std::string why) {
-    auto self = weak.lock();
-    if (!self) return;
-    asio::post(strand, [self, fd = std::move(fd), why = std::move(why)]() mutable {
-      self->on_open(std::move(fd), std::move(why));
+    asio::post(strand, [weak, fd = std::move(fd), why = std::move(why)]() mutable {
+      if (auto self = weak.lock()) self->on_open(std::move(fd), std::move(why));
     });
   });
 }

@@ -15,9 +15,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "api/proxy.hpp"
 #include "api/proxy_session.hpp"
@@ -149,18 +151,20 @@ class ProxySessionTest : public ::testing::Test {
  protected:
   void start(ProxyOptions options = fast_options()) {
     Router router;
-    auto handler = [options](Takeover conn) {
+    auto handler = [this, options](Takeover conn) {
       auto session = std::make_shared<ProxySession>(std::move(conn), options);
       ProxyTarget target;
       target.port = static_cast<std::uint16_t>(std::stoi(session->request().param("port")));
       target.target = upstream_target(session->request().target).value_or("/");
       target.prefix = "/proxy/" + std::to_string(target.port);
-      target.open = [port = target.port](int family, std::function<void(UniqueFd, std::string)> done) {
+      target.open = [this, port = target.port](int family, std::function<void(UniqueFd, std::string)> done) {
         if (port == kNoBoxPort) return done(UniqueFd(), "no box is running for this user");
-        // The host's namespace stands in for the box's; from another thread, as in the daemon.
-        std::thread([family, done] {
+        // The host's namespace stands in for the box's; from another thread, as in the daemon,
+        // and joined before the server goes (the daemon's launchers stop before its loops).
+        std::lock_guard lock(openers_mu_);
+        openers_.emplace_back([family, done] {
           done(UniqueFd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), "");
-        }).detach();
+        });
       };
       session->start(std::move(target));
     };
@@ -175,8 +179,14 @@ class ProxySessionTest : public ::testing::Test {
     port_ = server_->listen("127.0.0.1", 0).port;
     server_->start();
   }
+  // Stopped, then the openers joined (they post to its strands), then destroyed.
   void TearDown() override {
     if (server_) server_->stop();
+    {
+      std::lock_guard lock(openers_mu_);
+      for (auto& t : openers_) t.join();
+    }
+    server_.reset();
   }
 
   static ProxyOptions fast_options() {
@@ -200,6 +210,8 @@ class ProxySessionTest : public ::testing::Test {
     return read_until_closed(fd.get());
   }
 
+  std::mutex openers_mu_;
+  std::vector<std::thread> openers_;
   std::unique_ptr<HttpServer> server_;
   std::uint16_t port_ = 0;
 };
