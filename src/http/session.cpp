@@ -22,7 +22,7 @@
 #include "http/access_log.hpp"
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
-#include "http/signed_links.hpp"
+#include "http/authorize.hpp"
 
 namespace agentbox::http {
 
@@ -208,32 +208,16 @@ void HttpSession::route_request() {
     return respond_early(std::move(r));
   }
   route_ = match.route;
-  const std::string_view authorization = request_.header("Authorization").value_or("");
-  if (route_->options.admin && !ctx_->admin_auth.accepts(authorization)) {
-    // The API key is a valid credential, only not for this route: 403 says so; anything else 401.
-    if (ctx_->auth.accepts(authorization)) {
-      count(ctx_->counters.unauthorized);
-      return respond_early(error_response(
-          http::status::forbidden, "This is an admin route: it takes the admin key, not the API key"));
-    }
-    count(ctx_->counters.unauthorized);
-    auto r = error_response(http::status::unauthorized, "Invalid admin key");
-    r.headers.set(http::field::www_authenticate, "Bearer");
-    return respond_early(std::move(r));
-  }
-  const bool key_accepted = route_->options.admin || ctx_->auth.accepts(authorization);
-  const bool link_accepted = !key_accepted && route_->options.signed_link && accepts_link(target->query);
-  if (key_accepted || link_accepted) slot_.authenticated();
-  if (!route_->options.is_public && !route_->options.auth_in_handler && !key_accepted && !link_accepted) {
-    count(ctx_->counters.unauthorized);
-    auto r = error_response(http::status::unauthorized, "Invalid API key");
-    r.headers.set(http::field::www_authenticate, "Bearer");
-    return respond_early(std::move(r));
-  }
   request_.query = std::move(target->query);
+  AuthDecision auth = authorize(route_->options, request_, ctx_->credentials, std::time(nullptr));
+  if (auth.authenticated()) slot_.authenticated();
+  if (!auth.allowed()) {
+    count(ctx_->counters.unauthorized);
+    return respond_early(std::move(*auth.refusal));
+  }
   request_.path_params = std::move(match.params);
   if (const auto* takeover = std::get_if<TakeoverHandler>(&route_->handler))
-    return hand_over(*takeover, key_accepted);
+    return hand_over(*takeover, auth.key_accepted());
   if (!body_pending) return dispatch();
 
   const std::uint64_t limit = route_->options.body_limit.value_or(ctx_->options.body_limit);
@@ -664,28 +648,6 @@ void HttpSession::do_close() {
   auto keep = std::move(hold_);  // every caller runs inside a handler that holds the session too
   if (auto writer = writer_.lock()) writer->notify_closed();
   writer_.reset();
-}
-
-// ---------------------------------------------------------------- signed links
-
-// A browser's download link: the token must sign this user and this path, and the request
-// then acts as that user, whatever user headers it carries.
-bool HttpSession::accepts_link(const QueryParams& query) {
-  if (!ctx_->options.links) return false;
-  auto value = [&](std::string_view name) -> const std::string* {
-    for (const auto& [k, v] : query)
-      if (k == name) return &v;
-    return nullptr;
-  };
-  const std::string* user = value("user_id");
-  const std::string* path = value("path");
-  const std::string* token = value("token");
-  if (!user || !path || !token || user->empty()) return false;
-  if (!ctx_->options.links->verify(*user, *path, *token, std::time(nullptr))) return false;
-  for (const char* header : {"X-User-Id", "X-OpenWebUI-User-Id", "X-Session-Id", "X-OpenWebUI-Chat-Id"})
-    request_.headers.erase(header);
-  request_.headers.set("X-User-Id", *user);
-  return true;
 }
 
 // ---------------------------------------------------------------- deadlines

@@ -119,7 +119,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void arm(Timeout kind, std::chrono::steady_clock::time_point deadline);
   void disarm();
   void on_timer(std::uint64_t generation);
-  bool accepts_link(const QueryParams& query);  // RouteOptions::signed_link
 
   std::string context() const;  // "GET /path" for logs
 
