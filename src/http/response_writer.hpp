@@ -24,8 +24,8 @@ class HttpSession;
 
 class ResponseWriter {
  public:
-  // translate: the route table's (Router::error_translator), for fail().
-  ResponseWriter(std::weak_ptr<HttpSession> session, std::string context, ErrorTranslator translate = nullptr);
+  // errors: the route table's (Router::error_map), for fail().
+  ResponseWriter(std::weak_ptr<HttpSession> session, std::string context, ErrorMap errors = &response_for_exception);
   ~ResponseWriter();
   ResponseWriter(const ResponseWriter&) = delete;
   ResponseWriter& operator=(const ResponseWriter&) = delete;
@@ -59,7 +59,7 @@ class ResponseWriter {
 
   std::weak_ptr<HttpSession> session_;
   std::string context_;  // "GET /path" for logs
-  ErrorTranslator translate_;
+  ErrorMap errors_;
   mutable std::mutex mu_;
   State state_ = State::fresh;
   bool closed_ = false;

@@ -236,7 +236,7 @@ void HttpSession::route_request() {
       try {
         dir = ctx_->options.spool_dir_for(request_);
       } catch (...) {
-        return respond_early(response_for_exception(std::current_exception(), context(), ctx_->router.error_translator()));
+        return respond_early(ctx_->router.error_map()(std::current_exception(), context()));
       }
     }
     UniqueFd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
@@ -322,7 +322,7 @@ void HttpSession::dispatch() {
   try {
     response = std::get<Handler>(route_->handler)(request_);
   } catch (...) {
-    response = response_for_exception(std::current_exception(), context(), ctx_->router.error_translator());
+    response = ctx_->router.error_map()(std::current_exception(), context());
   }
   respond(std::move(response));
 }
@@ -346,7 +346,7 @@ void HttpSession::hand_over(const TakeoverHandler& handler, bool key_accepted) {
 }
 
 void HttpSession::dispatch_async(const AsyncHandler& handler) {
-  auto writer = std::make_shared<ResponseWriter>(weak_from_this(), context(), ctx_->router.error_translator());
+  auto writer = std::make_shared<ResponseWriter>(weak_from_this(), context(), ctx_->router.error_map());
   writer_ = writer;
   hold_ = shared_from_this();
   async_pending_ = true;
