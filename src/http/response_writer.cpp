@@ -6,7 +6,7 @@
 
 namespace agentbox::http {
 
-ResponseWriter::ResponseWriter(std::weak_ptr<HttpSession> session, std::string context, ErrorMap errors)
+ResponseWriter::ResponseWriter(std::weak_ptr<AnySession> session, std::string context, ErrorMap errors)
     : session_(std::move(session)), context_(std::move(context)), errors_(errors) {}
 
 ResponseWriter::~ResponseWriter() {

@@ -20,12 +20,12 @@
 
 namespace agentbox::http {
 
-class HttpSession;
+class AnySession;
 
 class ResponseWriter {
  public:
   // errors: the route table's (Router::error_map), for fail().
-  ResponseWriter(std::weak_ptr<HttpSession> session, std::string context, ErrorMap errors = &response_for_exception);
+  ResponseWriter(std::weak_ptr<AnySession> session, std::string context, ErrorMap errors = &response_for_exception);
   ~ResponseWriter();
   ResponseWriter(const ResponseWriter&) = delete;
   ResponseWriter& operator=(const ResponseWriter&) = delete;
@@ -57,7 +57,7 @@ class ResponseWriter {
   // Moves from `from` to `to` when the state is `from` and the connection open.
   bool advance(State from, State to);
 
-  std::weak_ptr<HttpSession> session_;
+  std::weak_ptr<AnySession> session_;
   std::string context_;  // "GET /path" for logs
   ErrorMap errors_;
   mutable std::mutex mu_;
