@@ -18,7 +18,6 @@
 #include "agent/sse_frames.hpp"
 #include "agent/stream_json_parser.hpp"
 #include "agent/turn.hpp"
-#include "api/errors.hpp"
 #include "fs/content_type.hpp"
 #include "fs/entry_ops.hpp"
 #include "fs/file_write.hpp"
@@ -80,9 +79,7 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
       chat = agent::parse_chat_request(body, options.max_attachment_bytes);
       s.mode = chat.stream ? agent::TurnMode::openai_stream : agent::TurnMode::openai_whole;
     }
-  } catch (const agent::ChatRequestError& e) {
-    throw HttpError(http::status::bad_request, e.what());
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const nlohmann::json::exception& e) {  // a ChatRequestError goes on: the error map makes it a 400
     throw HttpError(http::status::bad_request, std::string("Malformed request: ") + e.what());
   }
   // "claude-code" runs the configured model; "claude-code/NAME" asks the CLI for NAME.
@@ -156,7 +153,6 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
 void add_agent_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                       agent::ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
                       std::shared_ptr<BlockingPool> pool, AgentRoutesOptions options) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto opts = std::make_shared<const AgentRoutesOptions>(std::move(options));
 
   router.add(http::verb::get, "/v1/models", [opts](const Request&) {

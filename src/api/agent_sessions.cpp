@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/transcript.hpp"
-#include "api/errors.hpp"
 #include "fs/file_read.hpp"
 #include "fs/fs_error.hpp"
 #include "fs/glob_search.hpp"
@@ -113,7 +112,6 @@ Response get_session(accounts::AccountDirectory& callers, const Request& req) {
 }  // namespace
 
 void add_agent_session_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/agent/sessions",
                    offload(pool, Handler([&callers](const Request& req) { return list_sessions(callers, req); })));
   router.add_async(http::verb::get, "/agent/sessions/{id}",

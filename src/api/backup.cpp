@@ -6,7 +6,6 @@
 
 #include <cerrno>
 
-#include "api/errors.hpp"
 #include "backup/mirror_layout.hpp"
 #include "fs/confined_dir.hpp"
 #include "fs/home_path.hpp"
@@ -96,7 +95,6 @@ Response restore(AccountStore& accounts, accounts::AccountDirectory& callers, ba
 void add_backup_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers,
                        backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool,
                        moves::RestoreAllContext* restore_all) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   const RouteOptions admin{.admin = true};
   router.add(
       http::verb::get, "/admin/backup",

@@ -1,6 +1,5 @@
 #include "api/cluster.hpp"
 
-#include "api/errors.hpp"
 #include "http/error.hpp"
 #include "util/error.hpp"
 
@@ -21,7 +20,6 @@ Response describe(const accounts::PlacementGuard& guard) {
 }  // namespace
 
 void add_cluster_routes(Router& router, accounts::PlacementGuard& guard) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   const RouteOptions admin{.admin = true};
   router.add(http::verb::get, "/admin/cluster", [&guard](const Request&) { return describe(guard); }, admin);
   router.add(

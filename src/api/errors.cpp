@@ -1,13 +1,19 @@
 #include "api/errors.hpp"
 
+#include <cerrno>
+#include <string>
+
+#include "agent/chat_request.hpp"
 #include "box/box_error.hpp"
+#include "box/spawn_result.hpp"
+#include "exec/terminals.hpp"
 #include "fs/fs_error.hpp"
 
 namespace agentbox::api {
 
 namespace {
 
-// The one mapping of fs/'s error kinds to statuses (fs_error.hpp names the same table).
+// fs/'s error kinds (fs_error.hpp names the same table).
 http::status status_of(FsErrorKind kind) {
   switch (kind) {
     case FsErrorKind::bad_request: return http::status::bad_request;
@@ -21,11 +27,18 @@ http::status status_of(FsErrorKind kind) {
   return http::status::internal_server_error;
 }
 
+std::string could_not_start(std::string_view starting, std::string_view why) {
+  std::string out = starting.empty() ? "Could not start" : std::string(starting) + " could not start";
+  return out.append(": ").append(why);
+}
+
 }  // namespace
 
-std::optional<Response> domain_error_response(const std::exception_ptr& error) {
+Response error_response_for(std::exception_ptr error, std::string_view context, std::string_view starting) {
   try {
     std::rethrow_exception(error);
+  } catch (const HttpError& e) {
+    return error_response(e.status(), e.detail());
   } catch (const FsError& e) {  // its message names paths only as the box sees them
     return error_response(status_of(e.kind()), e.what());
   } catch (const BoxUnavailable& e) {  // the caller's own box: says what and when to retry
@@ -34,13 +47,19 @@ std::optional<Response> domain_error_response(const std::exception_ptr& error) {
     return r;
   } catch (const BoxLimitReached& e) {  // the caller's box holds all it may: the message names the limit
     return error_response(http::status::too_many_requests, e.what());
+  } catch (const exec::TerminalLimitError& e) {
+    return error_response(http::status::too_many_requests, e.what());
+  } catch (const agent::ChatRequestError& e) {
+    return error_response(http::status::bad_request, e.what());
+  } catch (const SpawnError& e) {  // exec or cwd in the box: the command's problem, not ours
+    return error_response(http::status::bad_request, could_not_start(starting, e.what()));
+  } catch (const Error& e) {
+    if (!starting.empty() && e.code() == E2BIG)
+      return error_response(http::status::payload_too_large,
+                            std::string(starting) + " and environment are too large to start");
   } catch (...) {
   }
-  return std::nullopt;
-}
-
-Response response_for_exception(std::exception_ptr error, std::string_view context) {
-  return http::response_for_exception(std::move(error), context, &domain_error_response);
+  return http::response_for_exception(std::move(error), context);  // a 500, logged
 }
 
 }  // namespace agentbox::api

@@ -1,10 +1,23 @@
 #pragma once
-// The domain rooms' exceptions as the API answers them: the ErrorTranslator every API route
-// table carries (http/error.hpp). FsError → its kind's status (400/403/404/409/415/413/507)
-// and message; BoxUnavailable → 503 with its message and Retry-After; BoxLimitReached → 429
-// with its message (it names the limit).
+// The one map from what the API's handlers throw to what the client gets. Row by row
+// (errors.cpp has the same table; tests/unit/api_errors_test.cpp checks each row):
+//
+//   HttpError                    its status and detail
+//   FsError                      its kind's status (400 403 404 409 413 415 507), its message
+//   BoxUnavailable               503, its message, Retry-After when it says when
+//   BoxLimitReached              429, its message (it names the limit)
+//   exec::TerminalLimitError     429, its message
+//   agent::ChatRequestError      400, its message
+//   SpawnError                   400 "<starting> could not start: <message>"
+//   Error with errno E2BIG       413 "<starting> and environment are too large to start"
+//     (only when starting)
+//   anything else                500 "Internal Server Error", the message logged under context
+//
+// The daemon's route table maps every escaping exception with it (Router::map_errors(error_map));
+// a handler that answers an error itself (a start that failed, a takeover) calls it directly.
+// Messages of these errors are written for the client: FsError names paths only as the box
+// sees them; a plain Error (host paths, syscalls) never reaches the client.
 #include <exception>
-#include <optional>
 #include <string_view>
 
 #include "http/error.hpp"
@@ -14,10 +27,13 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-std::optional<Response> domain_error_response(const std::exception_ptr& error);
+// context: the request, for the log line of a 500 ("POST /execute"). starting: what was being
+// started when the error came ("Command", "Terminal"), for a start's answer; empty otherwise.
+Response error_response_for(std::exception_ptr error, std::string_view context, std::string_view starting = {});
 
-// http::response_for_exception with the domain's errors translated: for handlers that answer
-// an exception themselves.
-Response response_for_exception(std::exception_ptr error, std::string_view context);
+// error_response_for as a route table's ErrorMap.
+inline constexpr ErrorMap error_map = [](std::exception_ptr error, std::string_view context) {
+  return error_response_for(std::move(error), context);
+};
 
 }  // namespace agentbox::api

@@ -135,23 +135,6 @@ void wait_and_answer(exec::ProcessTable& table, const std::string& account, cons
   writer->on_close([handle] { handle->cancel(); });
 }
 
-// Why a command did not start, as the client should see it.
-Response start_error_response(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const SpawnError& e) {
-    return error_response(http::status::bad_request, std::string("Command could not start: ") + e.what());
-  } catch (const BoxUnavailable&) {
-    return response_for_exception(std::current_exception(), "POST /execute");
-  } catch (const Error& e) {
-    if (e.code() == E2BIG)
-      return error_response(http::status::payload_too_large, "Command and environment are too large to start");
-    return response_for_exception(std::current_exception(), "POST /execute");
-  } catch (...) {
-    return response_for_exception(std::current_exception(), "POST /execute");
-  }
-}
-
 std::string sse_event(std::string_view event, const json& data, std::optional<uint64_t> id) {
   std::string out;
   if (id) out += "id: " + std::to_string(*id) + "\n";
@@ -252,7 +235,6 @@ json process_json(const exec::ProcessView& view) {
 
 void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                         exec::ProcessTable& table, ExecuteRoutesOptions options) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add(http::verb::get, "/execute", [&callers, &table](const Request& req) {
     accounts::Caller caller = callers.resolve(req);
     json list = json::array();
@@ -286,7 +268,7 @@ void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exe
     // The box answers on the loop; the request waits there, holding no thread.
     table.start(std::move(start), [&table, account = caller.account.name, read, wait, writer](exec::StartOutcome started) {
       if (started.error) {
-        writer->send(start_error_response(started.error));
+        writer->send(error_response_for(started.error, "POST /execute", "Command"));
         return;
       }
       wait_and_answer(table, account, started.id, read, /*until_output=*/false, wait, writer);

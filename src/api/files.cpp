@@ -2,7 +2,6 @@
 
 #include <climits>
 
-#include "api/errors.hpp"
 #include "api/file_transfer.hpp"
 #include "api/storage_full.hpp"
 #include "fs/dir_list.hpp"
@@ -301,7 +300,6 @@ constexpr BytesRoute kBytesRoutes[] = {
 }  // namespace
 
 void add_file_routes(Router& router, accounts::AccountDirectory& callers, const FileRoutesOptions& options) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto pool = options.pool;
   if (!pool) pool = std::make_shared<BlockingPool>(options.threads, options.per_account_ops);
   auto ctx = std::make_shared<FileContext>(FileContext{callers, options});

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "api/errors.hpp"
 #include "api/openapi.hpp"
 #include "config/units.hpp"
 
@@ -79,7 +78,6 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
 
 void add_meta_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                      std::string version, std::function<std::string(const std::string& user)> network_of) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   RouteOptions open;
   open.is_public = true;
   router.add(http::verb::get, "/health", [](const Request&) { return Response::json({{"status", "ok"}}); }, open);

@@ -314,7 +314,6 @@ class Mover {
 }  // namespace
 
 void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<BlockingPool> pool) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto mover = std::make_shared<Mover>(context);
   const RouteOptions admin{.admin = true};
   router.add_async(http::verb::post, "/admin/moves",
@@ -330,7 +329,7 @@ void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<Block
           try {
             r = mover->receive(*upload);
           } catch (...) {
-            r = response_for_exception(std::current_exception(), "PUT /admin/moves/{id}");
+            r = error_response_for(std::current_exception(), "PUT /admin/moves/{id}");
           }
           respond_and_close(std::move(*upload), std::move(r));
         });

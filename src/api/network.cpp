@@ -1,6 +1,5 @@
 #include "api/network.hpp"
 
-#include "api/errors.hpp"
 #include "http/query_params.hpp"
 
 namespace agentbox::api {
@@ -23,7 +22,6 @@ nlohmann::json entry_json(const NetworkDecision& d) {
 }  // namespace
 
 void add_network_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<NetworkLog> log) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   // ?limit= (1-1000, default 100) newest first; ?before=ID pages back (the previous answer's
   // next_before).
   router.add(http::verb::get, "/network/log", [&callers, log](const Request& req) {

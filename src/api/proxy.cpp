@@ -79,7 +79,6 @@ std::optional<std::string> upstream_target(std::string_view request_target) {
 }
 
 void add_proxy_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes, ProxyOptions options) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/ports",
                    [&callers, &boxes](const Request& req, std::shared_ptr<ResponseWriter> writer) {
     accounts::Caller caller = callers.resolve(req);
@@ -105,7 +104,7 @@ void add_proxy_routes(Router& router, accounts::AccountDirectory& callers, exec:
       };
       session->start(std::move(target));
     } catch (...) {
-      session->reject(response_for_exception(std::current_exception(), "proxy " + req.path));
+      session->reject(error_response_for(std::current_exception(), "proxy " + req.path));
     }
   };
   for (http::verb method : kMethods) {

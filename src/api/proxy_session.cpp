@@ -5,15 +5,14 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/rfc7230.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 
-#include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -32,8 +31,9 @@ using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
 using agentbox::net::has_token;
-using agentbox::net::is_hop_by_hop;
-using agentbox::net::named_by_connection;
+using agentbox::net::RelayEnd;
+using agentbox::net::RelayStep;
+using agentbox::net::remove_hop_by_hop;
 
 namespace {
 
@@ -52,8 +52,12 @@ bool is_disconnect(const error_code& ec) {
          ec == http::error::partial_message;
 }
 
-void append_field(std::string& head, std::string_view name, std::string_view value) {
-  head.append(name).append(": ").append(value).append("\r\n");
+// Fields the proxy writes itself: who the client is and how it came (X-Forwarded-*), where the
+// box's server is reached (Host), and the API key (Authorization), which never enters a box.
+bool is_proxys_own(const http::fields::value_type& field) {
+  const auto name = field.name_string();
+  return field.name() == http::field::host || field.name() == http::field::authorization ||
+         (name.size() >= 12 && beast::iequals(name.substr(0, 12), "x-forwarded-"));
 }
 
 // "203.0.113.7:51234" → "203.0.113.7"; "::1:51234" → "::1".
@@ -83,17 +87,8 @@ ProxySession::~ProxySession() = default;
 
 void ProxySession::start(ProxyTarget target) {
   target_ = std::move(target);
-  auto& parser = *conn_.parser;
-  const auto& head = parser.get();
-  if (auto length = parser.content_length()) {
-    // Content-Length: 0 too is passed on (some servers want a length on every POST).
-    request_out_ = Framing::length;
-    request_left_ = *length;
-    request_in_ = *length > 0 ? Framing::length : Framing::none;
-  } else if (parser.chunked() && !parser.is_done()) {
-    request_in_ = request_out_ = Framing::chunked;
-  }
-  upgrade_ = request_in_ == Framing::none && wants_websocket(head);
+  // A WebSocket handshake has no body: the connection is the tunnel's after the 101.
+  upgrade_ = conn_.parser->is_done() && wants_websocket(conn_.parser->get());
   touch();
   arm_idle();
   arm_phase(Phase::connect, options_.connect_timeout);  // covers making the socket and connecting
@@ -153,127 +148,59 @@ void ProxySession::on_connect(error_code ec) {
   error_code ignored;  // small writes (events, frames) go out at once
   upstream_.set_option(tcp::no_delay(true), ignored);
   client_.set_option(tcp::no_delay(true), ignored);
-  do_send_head();
+  do_read_response_head();  // while the request goes up: a server may answer before reading it all
+  do_relay_request();
 }
 
 // ---------------------------------------------------------------- the request
 
-std::string ProxySession::upstream_head() const {
-  const auto& req = conn_.parser->get();
-  std::string head;
-  head.reserve(1024);
-  head.append(req.method_string()).append(" ").append(target_.target).append(" HTTP/1.1\r\n");
-  // The server sees the address it was reached at: dev servers refuse unknown Host names.
-  append_field(head, "Host", family_ == AF_INET6 ? fmt::format("[::1]:{}", target_.port)
+// The client's head, made the box server's: its target, Host as the server is reached (dev
+// servers refuse unknown names), X-Forwarded-* for the client; hop-by-hop fields and the API key
+// stay here. The body keeps its framing (Content-Length, chunked).
+void ProxySession::prepare_request_head() {
+  auto& req = conn_.parser->get();
+  const std::string client_host(req[http::field::host]);
+  remove_hop_by_hop(req);
+  for (auto it = req.begin(); it != req.end();) it = is_proxys_own(*it) ? req.erase(it) : std::next(it);
+  req.target(target_.target);
+  req.version(11);
+  req.set(http::field::host, family_ == AF_INET6 ? fmt::format("[::1]:{}", target_.port)
                                                  : fmt::format("127.0.0.1:{}", target_.port));
-  for (const auto& field : req) {
-    const auto name = field.name_string();
-    if (is_hop_by_hop(name) || named_by_connection(req, name)) continue;
-    // Authorization holds the API key; framing and forwarding fields are the proxy's own.
-    if (field.name() == http::field::host || field.name() == http::field::authorization ||
-        field.name() == http::field::content_length)
-      continue;
-    if (name.size() >= 12 && beast::iequals(name.substr(0, 12), "x-forwarded-")) continue;
-    append_field(head, name, field.value());
-  }
-  append_field(head, "X-Forwarded-For", address_of(conn_.request.remote_address));
-  if (auto host = req.find(http::field::host); host != req.end()) append_field(head, "X-Forwarded-Host", host->value());
-  append_field(head, "X-Forwarded-Proto", "http");
-  append_field(head, "X-Forwarded-Prefix", target_.prefix);
-  if (request_out_ == Framing::length) append_field(head, "Content-Length", std::to_string(request_left_));
-  if (request_out_ == Framing::chunked) append_field(head, "Transfer-Encoding", "chunked");
+  req.set("X-Forwarded-For", address_of(conn_.request.remote_address));
+  if (!client_host.empty()) req.set("X-Forwarded-Host", client_host);
+  req.set("X-Forwarded-Proto", "http");
+  req.set("X-Forwarded-Prefix", target_.prefix);
   if (upgrade_) {
-    append_field(head, "Connection", "Upgrade");
-    append_field(head, "Upgrade", "websocket");
+    req.set(http::field::connection, "Upgrade");
+    req.set(http::field::upgrade, "websocket");
   } else {
-    append_field(head, "Connection", "close");
+    req.keep_alive(false);  // one request per connection to the box
   }
-  head += "\r\n";
-  return head;
 }
 
-void ProxySession::do_send_head() {
-  auto head = std::make_shared<std::string>(upstream_head());
-  asio::async_write(upstream_, asio::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
-    self->on_send_head(ec);
-  });
+void ProxySession::do_relay_request() {
+  prepare_request_head();
+  request_out_.emplace(conn_.parser->get());
+  if (!conn_.parser->is_done()) up_buffer_.resize(options_.buffer_size);
+  // The head goes first: the server may answer it (Expect: 100-continue, an early refusal).
+  net::async_relay_message(client_, conn_.buffer, *conn_.parser, upstream_, *request_out_,
+                           {.buffer = up_buffer_, .head_first = true},
+                           [this](RelayStep, std::string_view) { touch(); },
+                           [self = shared_from_this()](RelayEnd end) { self->on_request_relayed(end); });
 }
 
-void ProxySession::on_send_head(error_code ec) {
+void ProxySession::on_request_relayed(const RelayEnd& end) {
   if (state_ != State::proxying) return;
-  if (ec)
-    return fail(http::status::bad_gateway,
-                fmt::format("Port {} in your box closed the connection: {}", target_.port, ec.message()));
-  touch();
-  up_buffer_.resize(request_in_ == Framing::none ? 0 : options_.buffer_size);
-  do_read_response_head();  // while the body goes up: a server may answer before reading it all
-  if (request_in_ == Framing::none) return on_request_sent();
-  do_read_request_body();
-}
-
-void ProxySession::do_read_request_body() {
-  if (request_in_ == Framing::chunked) {  // the parser takes the chunks apart
-    auto& body = conn_.parser->get().body();
-    body.data = up_buffer_.data();
-    body.size = up_buffer_.size();
-    http::async_read_some(client_, conn_.buffer, *conn_.parser,
-                          [self = shared_from_this()](error_code ec, std::size_t) { self->on_read_request_body(ec, 0); });
-    return;
+  if (!end.ec) return on_request_sent();
+  if (end.failed == RelayStep::read) {
+    if (is_disconnect(end.ec)) return do_close();  // the client left in the middle of its body
+    return fail(http::status::bad_request, "Malformed request body: " + end.ec.message());
   }
-  const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(up_buffer_.size(), request_left_));
-  if (conn_.buffer.size() > 0) {  // read with the head already
-    const std::size_t n = asio::buffer_copy(asio::buffer(up_buffer_.data(), want), conn_.buffer.data());
-    conn_.buffer.consume(n);
-    return on_read_request_body({}, n);
-  }
-  client_.async_read_some(asio::buffer(up_buffer_.data(), want),
-                          [self = shared_from_this()](error_code ec, std::size_t n) { self->on_read_request_body(ec, n); });
-}
-
-void ProxySession::on_read_request_body(error_code ec, std::size_t n) {
-  if (state_ != State::proxying) return;
-  bool last = false;
-  if (request_in_ == Framing::chunked) {
-    n = up_buffer_.size() - conn_.parser->get().body().size;
-    if (ec == http::error::need_buffer) ec = {};  // the buffer is full: relay it, then go on
-    last = !ec && conn_.parser->is_done();
-  } else if (!ec) {
-    request_left_ -= n;
-    last = request_left_ == 0;
-  }
-  if (ec) {
-    if (is_disconnect(ec)) return do_close();  // the client left in the middle of its body
-    return fail(http::status::bad_request, "Malformed request body: " + ec.message());
-  }
-  if (n > 0) touch();
-  if (n == 0 && !last) return do_read_request_body();
-  do_write_request_body(n, last);
-}
-
-void ProxySession::do_write_request_body(std::size_t n, bool last) {
-  auto done = [self = shared_from_this(), last](error_code ec, std::size_t) { self->on_write_request_body(ec, last); };
-  const asio::const_buffer piece(up_buffer_.data(), n);
-  if (request_out_ != Framing::chunked) return asio::async_write(upstream_, piece, std::move(done));
-  if (n == 0) return asio::async_write(upstream_, http::make_chunk_last(), std::move(done));
-  if (last) return asio::async_write(upstream_, beast::buffers_cat(http::make_chunk(piece), http::make_chunk_last()), std::move(done));
-  asio::async_write(upstream_, http::make_chunk(piece), std::move(done));
-}
-
-void ProxySession::on_write_request_body(error_code ec, bool last) {
-  if (state_ != State::proxying) return;
-  if (ec) {
-    // The server stopped taking the body (it may have answered already): its response decides.
-    request_failed_ = true;
-    if (!head_received_) arm_phase(Phase::response, options_.response_timeout);
-    return;
-  }
-  touch();
-  if (last) return on_request_sent();
-  do_read_request_body();
+  // The server stopped taking the request (it may have answered already): its response decides.
+  if (!head_received_) arm_phase(Phase::response, options_.response_timeout);
 }
 
 void ProxySession::on_request_sent() {
-  request_sent_ = true;
   if (!head_received_) arm_phase(Phase::response, options_.response_timeout);
   if (!upgrade_) do_watch_client();
 }
@@ -281,6 +208,7 @@ void ProxySession::on_request_sent() {
 // ---------------------------------------------------------------- the response
 
 void ProxySession::do_read_response_head() {
+  response_out_.reset();  // of the interim head before, if any
   response_parser_.emplace();
   response_parser_->header_limit(options_.header_limit);
   response_parser_->body_limit(boost::none);  // bodies stream; the idle timeout bounds them in time
@@ -302,148 +230,63 @@ void ProxySession::on_read_response_head(error_code ec) {
                 fmt::format("Port {} in your box sent a malformed response: {}", target_.port, ec.message()));
   }
   touch();
-  auto& parser = *response_parser_;
-  const unsigned code = parser.get().result_int();
-  if (code == 101) {
-    if (!upgrade_)
-      return fail(http::status::bad_gateway,
-                  fmt::format("Port {} in your box switched protocols unasked", target_.port));
-    head_received_ = true;
-    disarm_phase();
-    status_ = code;
-    return do_write_client_head(client_head(false), false);
-  }
-  if (code < 200) {
+  const unsigned code = response_parser_->get().result_int();
+  if (code == 101 && !upgrade_)
+    return fail(http::status::bad_gateway, fmt::format("Port {} in your box switched protocols unasked", target_.port));
+  if (code < 200 && code != 101) {
     // Interim (100 Continue, 103 Early Hints): relayed to HTTP/1.1 clients, then the next head.
-    if (conn_.parser->get().version() >= 11) return do_write_client_head(client_head(true), true);
+    if (conn_.parser->get().version() >= 11) return do_relay_response(/*interim=*/true);
     return do_read_response_head();
   }
   head_received_ = true;
   disarm_phase();
   status_ = code;
-  const bool http11 = conn_.parser->get().version() >= 11;
-  if (parser.is_done()) {  // HEAD, 204, 304, an empty body
-    response_in_ = response_out_ = Framing::none;
-  } else if (auto length = parser.content_length()) {
-    response_in_ = response_out_ = Framing::length;
-    response_left_ = *length;
-  } else {
-    response_in_ = parser.chunked() ? Framing::chunked : Framing::eof;
-    // Chunks let an HTTP/1.1 client tell a complete body from a cut one.
-    response_out_ = http11 ? Framing::chunked : Framing::eof;
-  }
-  do_write_client_head(client_head(false), false);
+  do_relay_response(/*interim=*/false);
 }
 
-std::string ProxySession::client_head(bool interim) const {
-  const auto& res = response_parser_->get();
-  std::string head;
-  head.reserve(1024);
-  head.append("HTTP/1.1 ").append(std::to_string(res.result_int())).append(" ").append(res.reason()).append("\r\n");
-  const bool switching = res.result() == http::status::switching_protocols;
-  for (const auto& field : res) {
-    const auto name = field.name_string();
-    if (is_hop_by_hop(name) || named_by_connection(res, name)) continue;
-    // A bodiless answer (HEAD) keeps the length it announces; a body's length is set below.
-    if (field.name() == http::field::content_length && response_in_ != Framing::none) continue;
-    append_field(head, name, field.value());
-  }
-  if (switching) {
-    append_field(head, "Connection", "Upgrade");
-    append_field(head, "Upgrade", "websocket");
+// The box's head, made the client's: hop-by-hop fields stay with the box; a body the box ends
+// by closing goes to an HTTP/1.1 client chunked, so it can tell a complete body from a cut one
+// (and an HTTP/1.0 client gets bodies that end with the connection); one answer per connection.
+void ProxySession::prepare_response_head(bool interim) {
+  auto& parser = *response_parser_;
+  auto& res = parser.get();
+  remove_hop_by_hop(res);
+  res.version(11);
+  if (res.result() == http::status::switching_protocols) {
+    res.set(http::field::connection, "Upgrade");
+    res.set(http::field::upgrade, "websocket");
   } else if (!interim) {
-    if (response_out_ == Framing::length) append_field(head, "Content-Length", std::to_string(response_left_));
-    if (response_out_ == Framing::chunked) append_field(head, "Transfer-Encoding", "chunked");
-    append_field(head, "Connection", "close");
+    const bool http11 = conn_.parser->get().version() >= 11;
+    if (!parser.is_done() && !parser.content_length()) res.chunked(http11);
+    res.keep_alive(false);
   }
-  if (!options_.node_name.empty()) append_field(head, "X-Agentbox-Node", options_.node_name);
-  head += "\r\n";
-  return head;
+  if (!options_.node_name.empty()) res.set("X-Agentbox-Node", options_.node_name);
 }
 
-void ProxySession::do_write_client_head(std::string head, bool interim) {
-  if (!interim) head_started_ = true;
-  client_writing_ = true;
-  auto text = std::make_shared<std::string>(std::move(head));
-  asio::async_write(client_, asio::buffer(*text), [self = shared_from_this(), text, interim](error_code ec, std::size_t) {
-    self->on_write_client_head(ec, interim);
-  });
+void ProxySession::do_relay_response(bool interim) {
+  if (interim)
+    client_writing_ = true;
+  else
+    head_started_ = true;
+  prepare_response_head(interim);
+  response_out_.emplace(response_parser_->get());
+  if (!response_parser_->is_done() && down_buffer_.empty()) down_buffer_.resize(options_.buffer_size);
+  net::async_relay_message(upstream_, response_head_buffer_, *response_parser_, client_, *response_out_,
+                           {.buffer = down_buffer_}, [this](RelayStep, std::string_view) { touch(); },
+                           [self = shared_from_this(), interim](RelayEnd end) { self->on_response_relayed(end, interim); });
 }
 
-void ProxySession::on_write_client_head(error_code ec, bool interim) {
+void ProxySession::on_response_relayed(const RelayEnd& end, bool interim) {
   client_writing_ = false;
+  body_bytes_ += end.bytes;
   if (state_ != State::proxying) return;
-  if (ec) return do_close();  // the client left
+  // A box server that fails mid-body, or a client that left: cut the connection, so the client
+  // sees the loss (a body shorter than announced, no last chunk).
+  if (end.ec) return do_close();
   touch();
   if (interim) return do_read_response_head();
   if (status_ == 101) return do_tunnel();
-  if (response_in_ == Framing::none) return do_linger();  // complete
-  down_buffer_.resize(options_.buffer_size);
-  do_read_response_body();
-}
-
-void ProxySession::do_read_response_body() {
-  if (response_in_ == Framing::chunked) {  // the parser takes the chunks apart
-    auto& body = response_parser_->get().body();
-    body.data = down_buffer_.data();
-    body.size = down_buffer_.size();
-    http::async_read_some(upstream_, response_head_buffer_, *response_parser_,
-                          [self = shared_from_this()](error_code ec, std::size_t) { self->on_read_response_body(ec, 0); });
-    return;
-  }
-  std::size_t want = down_buffer_.size();
-  if (response_in_ == Framing::length) want = static_cast<std::size_t>(std::min<std::uint64_t>(want, response_left_));
-  if (response_head_buffer_.size() > 0) {  // read with the head already
-    const std::size_t n = asio::buffer_copy(asio::buffer(down_buffer_.data(), want), response_head_buffer_.data());
-    response_head_buffer_.consume(n);
-    return on_read_response_body({}, n);
-  }
-  upstream_.async_read_some(asio::buffer(down_buffer_.data(), want),
-                            [self = shared_from_this()](error_code ec, std::size_t n) { self->on_read_response_body(ec, n); });
-}
-
-void ProxySession::on_read_response_body(error_code ec, std::size_t n) {
-  if (state_ != State::proxying) return;
-  bool last = false;
-  if (response_in_ == Framing::chunked) {
-    n = down_buffer_.size() - response_parser_->get().body().size;
-    if (ec == http::error::need_buffer) ec = {};
-    last = !ec && response_parser_->is_done();
-  } else if (response_in_ == Framing::length) {
-    if (!ec) response_left_ -= n;
-    last = !ec && response_left_ == 0;
-  } else if (ec == asio::error::eof) {  // Framing::eof: the end of the connection ends the body
-    ec = {};
-    last = true;
-  }
-  // A box server that fails mid-body: cut the client's connection too, so it sees the loss.
-  if (ec) return do_close();
-  if (n > 0) touch();
-  if (n == 0 && !last) return do_read_response_body();
-  do_write_response_body(n, last);
-}
-
-void ProxySession::do_write_response_body(std::size_t n, bool last) {
-  client_writing_ = true;
-  body_bytes_ += n;
-  auto done = [self = shared_from_this(), last](error_code ec, std::size_t) { self->on_write_response_body(ec, last); };
-  const asio::const_buffer piece(down_buffer_.data(), n);
-  if (response_out_ != Framing::chunked) {
-    if (n == 0) return asio::post(strand_, [done = std::move(done)]() mutable { done({}, 0); });
-    return asio::async_write(client_, piece, std::move(done));
-  }
-  if (n == 0) return asio::async_write(client_, http::make_chunk_last(), std::move(done));
-  if (last) return asio::async_write(client_, beast::buffers_cat(http::make_chunk(piece), http::make_chunk_last()), std::move(done));
-  asio::async_write(client_, http::make_chunk(piece), std::move(done));
-}
-
-void ProxySession::on_write_response_body(error_code ec, bool last) {
-  client_writing_ = false;
-  if (state_ != State::proxying) return;
-  if (ec) return do_close();  // the client left
-  touch();
-  if (last) return do_linger();
-  do_read_response_body();
+  do_linger();  // complete
 }
 
 // ---------------------------------------------------------------- WebSocket tunnel
@@ -537,17 +380,17 @@ void ProxySession::do_answer(Response response) {
   client_.cancel(ignored);  // a body read or the client watch: the answer comes first
   idle_timer_.cancel();
   arm_phase(Phase::linger, options_.linger_timeout);  // bounds the write as well
-  std::string text = fmt::format("HTTP/1.1 {} {}\r\n", status_, http::obsolete_reason(response.status));
-  for (const auto& field : response.headers) append_field(text, field.name_string(), field.value());
-  append_field(text, "Content-Length", std::to_string(response.body.size()));
-  append_field(text, "Connection", "close");
-  text += "\r\n";
-  if (conn_.parser->get().method() != http::verb::head) {
-    text += response.body;
+  auto message = std::make_shared<http::response<http::string_body>>(response.status, 11);
+  for (const auto& field : response.headers) message->insert(field.name_string(), field.value());
+  message->keep_alive(false);
+  if (conn_.parser->get().method() == http::verb::head) {
+    message->content_length(response.body.size());  // what a GET would get; no body
+  } else {
     body_bytes_ = response.body.size();
+    message->body() = std::move(response.body);
+    message->prepare_payload();
   }
-  auto message = std::make_shared<std::string>(std::move(text));
-  asio::async_write(client_, asio::buffer(*message), [self = shared_from_this(), message](error_code ec, std::size_t) {
+  http::async_write(client_, *message, [self = shared_from_this(), message](error_code ec, std::size_t) {
     if (self->state_ != State::answering) return;
     if (ec) return self->do_close();
     self->do_linger();

@@ -1,13 +1,13 @@
 #pragma once
 // One proxied request (/proxy/{port}/{path}): the client's connection, taken over after its
 // head, and a TCP connection to the loopback of the caller's box. Owns both sockets, one fixed
-// buffer per direction (bodies of any size pass through them piece by piece, so a session's
-// memory is bounded whatever it relays), the parsers and the deadlines; runs on the client
-// connection's strand and stays alive through shared_from_this.
+// buffer per direction (bodies of any size pass through them piece by piece: net/body_relay.hpp,
+// so a session's memory is bounded whatever it relays), the parsers, serializers and the
+// deadlines; runs on the client connection's strand and stays alive through shared_from_this.
 //
-//   open socket in the box → connect (127.0.0.1, then ::1 if refused) → send head
-//     ├→ request body, piece by piece → request sent (the response deadline starts)
-//     └→ response head (1xx relayed) → client head → response body, piece by piece → linger
+//   open socket in the box → connect (127.0.0.1, then ::1 if refused)
+//     ├→ request head and body relayed → request sent (the response deadline starts)
+//     └→ response head (1xx relayed) → response head and body relayed → linger
 //   a 101 to a WebSocket upgrade: tunnel, both directions relayed raw until both have ended
 //
 // Before the response head reaches the client an error is an answer: 502 (nothing listens, no
@@ -19,6 +19,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
 
 #include <array>
 #include <chrono>
@@ -31,6 +32,7 @@
 
 #include "http/response.hpp"
 #include "http/router.hpp"
+#include "net/body_relay.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::api {
@@ -75,9 +77,6 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
 
  private:
   enum class State { connecting, proxying, tunnel, answering, lingering, closed };
-  // How a body ends as read from the box (none, length, chunked decoded by the parser, eof),
-  // and how it is framed towards the other side (none, length, chunked, eof).
-  enum class Framing { none, length, chunked, eof };
   enum class Phase { none, connect, response, linger };
   enum Dir { up = 0, down = 1 };  // client → box, box → client
 
@@ -85,23 +84,18 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void do_open(int family);
   void on_open(UniqueFd fd, std::string why);
   void on_connect(boost::system::error_code ec);
-  // The request: head, then the body piece by piece.
-  void do_send_head();
-  void on_send_head(boost::system::error_code ec);
-  void do_read_request_body();
-  void on_read_request_body(boost::system::error_code ec, std::size_t n);
-  void do_write_request_body(std::size_t n, bool last);
-  void on_write_request_body(boost::system::error_code ec, bool last);
+  // The request: its head made the box server's, then relayed with its body.
+  void prepare_request_head();
+  void do_relay_request();
+  void on_request_relayed(const agentbox::net::RelayEnd& end);
   void on_request_sent();
-  // The response: head (interim ones relayed), then the body piece by piece.
+  // The response: a head (interim ones relayed alone), made the client's, then relayed with
+  // its body.
   void do_read_response_head();
   void on_read_response_head(boost::system::error_code ec);
-  void do_write_client_head(std::string head, bool interim);
-  void on_write_client_head(boost::system::error_code ec, bool interim);
-  void do_read_response_body();
-  void on_read_response_body(boost::system::error_code ec, std::size_t n);
-  void do_write_response_body(std::size_t n, bool last);
-  void on_write_response_body(boost::system::error_code ec, bool last);
+  void prepare_response_head(bool interim);
+  void do_relay_response(bool interim);
+  void on_response_relayed(const agentbox::net::RelayEnd& end, bool interim);
   // A WebSocket after its 101: each direction relays raw bytes until its end of file.
   void do_tunnel();
   void do_tunnel_read(Dir dir);
@@ -126,9 +120,6 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void arm_idle();
   void on_idle_timer();
 
-  std::string upstream_head() const;
-  std::string client_head(bool interim) const;
-
   Takeover conn_;  // the client: head, parser (request body), socket, bytes read past the head
   const ProxyOptions options_;
   const boost::asio::any_io_executor strand_;
@@ -146,21 +137,17 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   int family_ = 0;
   bool upgrade_ = false;  // a WebSocket upgrade was asked for and passed on
 
-  // Request (client → box).
-  Framing request_in_ = Framing::none;
-  Framing request_out_ = Framing::none;
-  std::uint64_t request_left_ = 0;  // Framing::length: body bytes still to relay
-  bool request_sent_ = false;
-  bool request_failed_ = false;  // the box stopped taking the body: its response may still come
+  // Request (client → box): the client's parser and its message, edited for the box.
+  using RequestSerializer = boost::beast::http::request_serializer<boost::beast::http::buffer_body>;
+  std::optional<RequestSerializer> request_out_;
   std::vector<char> up_buffer_;
 
   // Response (box → client).
   using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+  using ResponseSerializer = boost::beast::http::response_serializer<boost::beast::http::buffer_body>;
   std::optional<ResponseParser> response_parser_;
+  std::optional<ResponseSerializer> response_out_;
   boost::beast::flat_buffer response_head_buffer_;  // the box's bytes read with and past a head
-  Framing response_in_ = Framing::none;
-  Framing response_out_ = Framing::none;
-  std::uint64_t response_left_ = 0;
   bool head_received_ = false;  // a final response head arrived
   bool head_started_ = false;   // a final head is being (or was) written to the client
   bool client_writing_ = false;

@@ -24,17 +24,6 @@ json terminal_json(const exec::TerminalInfo& t) {
 
 [[noreturn]] void terminal_not_found() { throw HttpError(http::status::not_found, "Session not found"); }
 
-// Why a terminal did not start, as the client should see it.
-Response create_error_response(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const SpawnError& e) {
-    return error_response(http::status::bad_request, std::string("Terminal could not start: ") + e.what());
-  } catch (...) {
-    return response_for_exception(std::current_exception(), "POST /api/terminals");
-  }
-}
-
 Response describe(accounts::AccountDirectory& callers, exec::Terminals& terminals, const Request& req) {
   accounts::Caller caller = callers.resolve(req);
   auto t = terminals.get(caller.account.name, req.param("id"));
@@ -46,21 +35,17 @@ Response describe(accounts::AccountDirectory& callers, exec::Terminals& terminal
 
 void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                          exec::Terminals& terminals, TerminalRoutesOptions options) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::post, "/api/terminals",
                    [&callers, &boxes, &terminals](const Request& req, std::shared_ptr<ResponseWriter> writer) {
     accounts::Caller caller = callers.resolve(req);
     BoxSpec spec = boxes.spec_for(caller.account);
     SpawnRequest shell = exec::login_shell_request(spec, caller.cwd);
-    try {
-      // The box answers on the loop; the request waits there, holding no thread.
-      terminals.create(spec, std::move(shell), [writer](exec::CreateOutcome created) {
-        writer->send(created.error ? create_error_response(created.error)
-                                   : Response::json(terminal_json(*created.terminal)));
-      });
-    } catch (const exec::TerminalLimitError& e) {
-      throw HttpError(http::status::too_many_requests, e.what());
-    }
+    // The box answers on the loop; the request waits there, holding no thread. At the
+    // account's limit this throws TerminalLimitError (429).
+    terminals.create(spec, std::move(shell), [writer](exec::CreateOutcome created) {
+      writer->send(created.error ? error_response_for(created.error, "POST /api/terminals", "Terminal")
+                                 : Response::json(terminal_json(*created.terminal)));
+    });
   });
 
   router.add(http::verb::get, "/api/terminals", [&callers, &terminals](const Request& req) {
@@ -86,7 +71,7 @@ void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, ex
         try {
           r = describe(callers, terminals, t.request);
         } catch (...) {
-          r = response_for_exception(std::current_exception(), "GET /api/terminals/{id}");
+          r = error_response_for(std::current_exception(), "GET /api/terminals/{id}");
         }
         respond_and_close(std::move(t), std::move(r));
       },

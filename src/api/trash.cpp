@@ -1,6 +1,5 @@
 #include "api/trash.hpp"
 
-#include "api/errors.hpp"
 #include "api/storage_full.hpp"
 #include "fs/trash.hpp"
 #include "http/json_body.hpp"
@@ -25,7 +24,6 @@ json item_json(const TrashItem& t, uint32_t trash_days) {
 
 void add_trash_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool,
                       uint32_t trash_days) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/files/trash", offload(pool, Handler([&callers, trash_days](const Request& req) {
     accounts::Caller caller = callers.resolve(req);
     Trash trash(callers.volume_of(caller.account).trash, *caller.home);

@@ -1,6 +1,5 @@
 #include "api/usage.hpp"
 
-#include "api/errors.hpp"
 #include "http/query_params.hpp"
 
 namespace agentbox::api {
@@ -26,7 +25,6 @@ nlohmann::json day_json(const DailyTokens& d) {
 
 void add_usage_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<TokenLedger> ledger,
                       uint64_t daily_tokens) {
-  router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add(http::verb::get, "/usage", [&callers, ledger, daily_tokens](const Request& req) {
     accounts::Caller caller = callers.resolve(req);
     int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);

@@ -25,6 +25,7 @@
 #include "api/agent_sessions.hpp"
 #include "api/backup.hpp"
 #include "api/cluster.hpp"
+#include "api/errors.hpp"
 #include "api/execute.hpp"
 #include "api/files.hpp"
 #include "api/meta.hpp"
@@ -369,6 +370,7 @@ int serve(const ServeOptions& options) {
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
   Router router;
+  router.map_errors(api::error_map);  // the domain's exceptions as statuses, for every route
   add_meta_routes(router, callers, boxes, kVersion, [egress_context](const std::string& user) {
     return net::describe_for_box(egress_context->config()->policy_for(user));
   });

@@ -12,18 +12,11 @@ Response error_response(http::status status, std::string_view detail) {
   return Response::json({{"detail", detail}}, status);
 }
 
-Response response_for_exception(std::exception_ptr error, std::string_view context, ErrorTranslator translate) {
+Response response_for_exception(std::exception_ptr error, std::string_view context) {
   try {
     std::rethrow_exception(error);
   } catch (const HttpError& e) {
     return error_response(e.status(), e.detail());
-  } catch (...) {
-  }
-  if (translate) {
-    if (auto response = translate(error)) return std::move(*response);
-  }
-  try {
-    std::rethrow_exception(error);
   } catch (const std::exception& e) {
     http_logger()->error("{}: unhandled exception: {}", context, e.what());
   } catch (...) {

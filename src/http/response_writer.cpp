@@ -6,8 +6,8 @@
 
 namespace agentbox::http {
 
-ResponseWriter::ResponseWriter(std::weak_ptr<HttpSession> session, std::string context, ErrorTranslator translate)
-    : session_(std::move(session)), context_(std::move(context)), translate_(translate) {}
+ResponseWriter::ResponseWriter(std::weak_ptr<AnySession> session, std::string context, ErrorMap errors)
+    : session_(std::move(session)), context_(std::move(context)), errors_(errors) {}
 
 ResponseWriter::~ResponseWriter() {
   // No lock needed: nobody else holds this object any more.
@@ -39,7 +39,7 @@ bool ResponseWriter::send(Response response) {
 }
 
 bool ResponseWriter::fail(std::exception_ptr error) {
-  return send(response_for_exception(error, context_, translate_));
+  return send(errors_(error, context_));
 }
 
 bool ResponseWriter::send_file(Response head, UniqueFd fd, std::uint64_t offset, std::uint64_t length) {

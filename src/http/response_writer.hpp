@@ -20,12 +20,12 @@
 
 namespace agentbox::http {
 
-class HttpSession;
+class AnySession;
 
 class ResponseWriter {
  public:
-  // translate: the route table's (Router::error_translator), for fail().
-  ResponseWriter(std::weak_ptr<HttpSession> session, std::string context, ErrorTranslator translate = nullptr);
+  // errors: the route table's (Router::error_map), for fail().
+  ResponseWriter(std::weak_ptr<AnySession> session, std::string context, ErrorMap errors = &response_for_exception);
   ~ResponseWriter();
   ResponseWriter(const ResponseWriter&) = delete;
   ResponseWriter& operator=(const ResponseWriter&) = delete;
@@ -57,9 +57,9 @@ class ResponseWriter {
   // Moves from `from` to `to` when the state is `from` and the connection open.
   bool advance(State from, State to);
 
-  std::weak_ptr<HttpSession> session_;
+  std::weak_ptr<AnySession> session_;
   std::string context_;  // "GET /path" for logs
-  ErrorTranslator translate_;
+  ErrorMap errors_;
   mutable std::mutex mu_;
   State state_ = State::fresh;
   bool closed_ = false;

@@ -93,19 +93,20 @@ class Router {
 
   const std::vector<Route>& routes() const { return routes_; }
 
-  // How exceptions of a room below HTTP that the handlers let escape become responses
-  // (http/error.hpp): the route files of the API set the API's translator.
-  Router& translate_errors(ErrorTranslator translate) {
-    translate_ = translate;
+  // How the exceptions the handlers let escape become responses (http/error.hpp): the
+  // library's own map (HttpError, else 500) unless the table's owner sets another (the
+  // daemon: the API's, api/errors.hpp).
+  Router& map_errors(ErrorMap map) {
+    map_ = map;
     return *this;
   }
-  ErrorTranslator error_translator() const { return translate_; }
+  ErrorMap error_map() const { return map_; }
 
  private:
   Router& add_route(http::verb method, std::string pattern,
                     std::variant<Handler, AsyncHandler, TakeoverHandler> handler, RouteOptions options);
   std::vector<Route> routes_;
-  ErrorTranslator translate_ = nullptr;
+  ErrorMap map_ = &response_for_exception;
 };
 
 // "GET, POST": the Allow header of a 405.

@@ -4,7 +4,7 @@
 // shared_ptr, so it outlives the last of them.
 #include <atomic>
 
-#include "http/api_key_auth.hpp"
+#include "http/authorize.hpp"
 #include "http/connection_table.hpp"
 #include "http/cors.hpp"
 #include "http/counters.hpp"
@@ -15,18 +15,16 @@
 namespace agentbox::http {
 
 struct ServerContext {
-  // Declaration order matters: auth and cors read o before it is moved into options.
+  // Declaration order matters: credentials and cors read o before it is moved into options.
   ServerContext(Router r, HttpServerOptions o)
       : router(std::move(r)),
-        auth(o.api_key),
-        admin_auth(o.admin_key),
+        credentials{ApiKeyAuth(o.api_key), ApiKeyAuth(o.admin_key), o.links},
         cors(o.cors_origins),
         connections(ConnectionTable::create({o.max_connections, o.max_connections_per_address})),
         options(without_key(std::move(o))) {}
 
   const Router router;
-  const ApiKeyAuth auth;  // keeps only a digest of the key
-  const ApiKeyAuth admin_auth;  // the admin key's, for RouteOptions::admin routes
+  const Credentials credentials;  // the keys' digests only, and the signed links' checker
   const CorsPolicy cors;
   // Every open connection's place, sessions and takeovers alike; their slots keep it alive.
   const std::shared_ptr<ConnectionTable> connections;

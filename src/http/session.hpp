@@ -10,6 +10,14 @@
 // (413, before reading it when Content-Length says so), body silence (408), idle keep-alive,
 // write deadline. Rejections before the body was read close the connection after draining
 // the client's pending input for a moment (linger), so the client sees the answer, not a reset.
+//
+// A Session runs on a Stream: the server's is a TCP socket (HttpSession); the tests' is Beast's
+// in-memory test::stream (tests/unit/http_session_test.cpp), which injects a failure at each
+// step. What differs between them is session_stream.hpp; the definitions are session_impl.hpp,
+// compiled for the socket in session_tcp.cpp.
+//
+// Runs on: its strand (the socket's executor), every do_x/on_x; the post_* calls and
+// begin_shutdown/force_close/evict come from any thread and post onto it.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -32,6 +40,7 @@
 #include "http/request_body.hpp"
 #include "http/response.hpp"
 #include "http/server_context.hpp"
+#include "http/session_stream.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::http {
@@ -42,31 +51,53 @@ using boost::beast::error_code;
 
 class ResponseWriter;
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+// What the server (shutdown: session_registry.hpp) and an async handler's ResponseWriter hold
+// of a session, whatever its stream. Each call posts onto the session's strand.
+class AnySession {
  public:
-  // socket's executor must be a strand of its own; slot: its place in ctx->connections.
-  HttpSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx, std::string listener_tag,
-              ConnectionSlot slot = {});
-  ~HttpSession();
+  virtual ~AnySession() = default;
+  // Graceful: an idle connection closes now, a busy one after its current response.
+  virtual void begin_shutdown() = 0;
+  // After the grace period: closes whatever state the connection is in.
+  virtual void force_close() = 0;
+
+  // From ResponseWriter.
+  virtual void post_send(Response response) = 0;
+  virtual void post_chunked_head(Response head) = 0;
+  virtual void post_chunk(std::string data) = 0;
+  virtual void post_chunked_end() = 0;
+  virtual void post_file(Response head, UniqueFd fd, std::uint64_t offset, std::uint64_t length) = 0;
+  virtual void post_abort() = 0;
+};
+
+template <class Stream>
+class Session final : public AnySession, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  // stream's executor must be a strand of its own; slot: its place in ctx->connections.
+  Session(Stream stream, std::shared_ptr<ServerContext> ctx, std::string listener_tag, ConnectionSlot slot = {});
+  ~Session() override;
 
   void start();
-  // Graceful: an idle connection closes now, a busy one after its current response.
-  void begin_shutdown();
-  // After the grace period: closes whatever state the connection is in.
-  void force_close();
+  void begin_shutdown() override;
+  void force_close() override;
   // Its place went to a new connection: closes now if it waits for a request, else after the
   // response in progress.
   void evict();
 
-  // From ResponseWriter, on any thread; each is posted onto the strand.
-  void post_send(Response response);
-  void post_chunked_head(Response head);
-  void post_chunk(std::string data);
-  void post_chunked_end();
-  void post_file(Response head, UniqueFd fd, std::uint64_t offset, std::uint64_t length);
-  void post_abort();
+  void post_send(Response response) override;
+  void post_chunked_head(Response head) override;
+  void post_chunk(std::string data) override;
+  void post_chunked_end() override;
+  void post_file(Response head, UniqueFd fd, std::uint64_t offset, std::uint64_t length) override;
+  void post_abort() override;
 
  private:
+  using Io = SessionStream<Stream>;
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::size_t kIoBufferSize = 64 * 1024;  // lingering reads; file pieces without sendfile
+  using std::enable_shared_from_this<Session>::shared_from_this;
+  using std::enable_shared_from_this<Session>::weak_from_this;
+
   enum class State { waiting, reading_header, reading_body, handling, lingering, closed };
   enum class Timeout { none, idle, header, body, write, linger };
 
@@ -119,11 +150,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void arm(Timeout kind, std::chrono::steady_clock::time_point deadline);
   void disarm();
   void on_timer(std::uint64_t generation);
-  bool accepts_link(const QueryParams& query);  // RouteOptions::signed_link
 
   std::string context() const;  // "GET /path" for logs
 
-  tcp::socket socket_;
+  Stream socket_;
   const asio::any_io_executor strand_;
   asio::steady_timer timer_;
   std::shared_ptr<ServerContext> ctx_;
@@ -165,14 +195,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<OutJob> current_;
   std::optional<http::response_serializer<http::empty_body>> head_serializer_;
   bool writing_ = false;
-  std::vector<char> io_buffer_;  // lingering reads (file bodies go by sendfile)
+  std::vector<char> io_buffer_;  // lingering reads; file bodies on a stream without sendfile
 
   // An async handler's response in progress: the session keeps itself alive until it is done.
   bool async_pending_ = false;
-  std::shared_ptr<HttpSession> hold_;
+  std::shared_ptr<Session> hold_;
   std::weak_ptr<ResponseWriter> writer_;
 
   std::uint64_t linger_bytes_ = 0;
 };
+
+// The server's.
+using HttpSession = Session<tcp::socket>;
+extern template class Session<tcp::socket>;
 
 }  // namespace agentbox::http

@@ -2,12 +2,12 @@
 
 namespace agentbox::http {
 
-void SessionRegistry::add(HttpSession* key, std::weak_ptr<HttpSession> session) {
+void SessionRegistry::add(AnySession* key, std::weak_ptr<AnySession> session) {
   std::lock_guard lock(mu_);
   sessions_.emplace(key, std::move(session));
 }
 
-void SessionRegistry::remove(HttpSession* key) {
+void SessionRegistry::remove(AnySession* key) {
   std::lock_guard lock(mu_);
   sessions_.erase(key);
   if (sessions_.empty()) emptied_.notify_all();
@@ -18,8 +18,8 @@ std::size_t SessionRegistry::size() const {
   return sessions_.size();
 }
 
-std::vector<std::shared_ptr<HttpSession>> SessionRegistry::snapshot() const {
-  std::vector<std::shared_ptr<HttpSession>> out;
+std::vector<std::shared_ptr<AnySession>> SessionRegistry::snapshot() const {
+  std::vector<std::shared_ptr<AnySession>> out;
   std::lock_guard lock(mu_);
   out.reserve(sessions_.size());
   for (const auto& [key, weak] : sessions_)

@@ -12,21 +12,21 @@
 
 namespace agentbox::http {
 
-class HttpSession;
+class AnySession;
 
 class SessionRegistry {
  public:
-  void add(HttpSession* key, std::weak_ptr<HttpSession> session);
-  void remove(HttpSession* key);
+  void add(AnySession* key, std::weak_ptr<AnySession> session);
+  void remove(AnySession* key);
   std::size_t size() const;
-  std::vector<std::shared_ptr<HttpSession>> snapshot() const;
+  std::vector<std::shared_ptr<AnySession>> snapshot() const;
   // True when the registry became empty before the deadline.
   bool wait_empty_until(std::chrono::steady_clock::time_point deadline) const;
 
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable emptied_;
-  std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions_;
+  std::unordered_map<AnySession*, std::weak_ptr<AnySession>> sessions_;
 };
 
 }  // namespace agentbox::http

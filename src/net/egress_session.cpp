@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "net/body_relay.hpp"
 #include "net/hop_by_hop.hpp"
 #include "net/socket_buffers.hpp"
 #include "net/splice_relay.hpp"
@@ -49,19 +50,6 @@ tcp::endpoint endpoint_of(const IpAddress& ip, uint16_t port) {
   tcp::endpoint endpoint;
   std::memcpy(endpoint.data(), &ss, ip.family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
   return endpoint;
-}
-
-// Drops what belongs to one connection; Transfer-Encoding stays, as the serializer frames the
-// body by it.
-template <class Fields>
-void drop_hop_by_hop(Fields& fields) {
-  std::vector<std::string> names;
-  for (const auto& field : fields) {
-    std::string_view name = field.name_string();
-    if (beast::iequals(name, "transfer-encoding")) continue;
-    if (is_hop_by_hop(name) || named_by_connection(fields, name)) names.emplace_back(name);
-  }
-  for (const std::string& name : names) fields.erase(name);
 }
 
 // The socket's deadline passed: the operation ended because its socket was closed for it.
@@ -145,9 +133,9 @@ void EgressSession::start() {
   do_read_head();
 }
 
-char* EgressSession::body_buffer() {
+std::span<char> EgressSession::body_buffer() {
   if (!body_buffer_) body_buffer_ = std::make_unique_for_overwrite<char[]>(kBodyBufferSize);
-  return body_buffer_.get();
+  return {body_buffer_.get(), kBodyBufferSize};
 }
 
 void EgressSession::do_read_head() {
@@ -365,7 +353,7 @@ void EgressSession::do_tunnel() {
 
 void EgressSession::do_send_request() {
   auto& req = request_->get();
-  drop_hop_by_hop(req);
+  remove_hop_by_hop(req);
   req.target(target_.target);
   if (req.find(http::field::host) == req.end())
     req.set(http::field::host, target_.port == 80 ? target_.host : target_.authority());
@@ -373,46 +361,23 @@ void EgressSession::do_send_request() {
   // request (the client's closes, or HTTP/1.0) asks the origin to close.
   if (!client_keep_alive_ || req.version() < 11) req.set(http::field::connection, "close");
   request_out_.emplace(req);
-  do_relay_request_body();
+  do_relay_request();
 }
 
-// Beast's relay: the parser fills a fixed buffer, the serializer writes it out, until both the
-// message read and the message written are done. Reads take what has arrived (read_some, not
-// read, which would wait for a full buffer): a body streams as it comes, and the idle timeout
-// is the time with no byte moving.
-void EgressSession::do_relay_request_body() {
-  auto write = [self = shared_from_this()] {
-    self->upstream_deadline_.expires_after(self->context_->limits().idle_timeout);
-    http::async_write(self->upstream_, *self->request_out_, [self](error_code ec, size_t) {
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec && self->retried_on_new_connection(ec)) return;
-      if (ec) return self->answer(http::status::bad_gateway, "agentbox: " + self->target_.authority() +
-                                                                  " stopped taking the request (" + ec.message() + ")");
-      if (self->request_->is_done() && self->request_out_->is_done()) return self->on_request_sent();
-      self->do_relay_request_body();
-    });
+// The idle timeout is the time with no byte moving: each read and each write moves its side's
+// deadline (net/body_relay.hpp).
+void EgressSession::do_relay_request() {
+  auto watch = [this, idle = context_->limits().idle_timeout](RelayStep step, std::string_view) {
+    (step == RelayStep::read ? client_deadline_ : upstream_deadline_).expires_after(idle);
   };
-  auto& body = request_->get().body();
-  if (request_->is_done()) {
-    body.data = nullptr;
-    body.size = 0;
-    body.more = false;
-    return write();
-  }
-  body.data = body_buffer();
-  body.size = kBodyBufferSize;
-  client_deadline_.expires_after(context_->limits().idle_timeout);
-  http::async_read_some(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) return self->close();
-    auto& body = self->request_->get().body();
-    size_t used = kBodyBufferSize - body.size;
-    if (used == 0 && !self->request_->is_done()) return self->do_relay_request_body();  // framing only
-    self->bytes_up_ += used;
-    body.size = used;
-    body.data = self->body_buffer_.get();
-    body.more = !self->request_->is_done();
-    write();
+  async_relay_message(client_, client_buffer_, *request_, upstream_, *request_out_, {.buffer = body_buffer()}, watch,
+                      [self = shared_from_this()](RelayEnd end) {
+    self->bytes_up_ += end.bytes;
+    if (!end.ec) return self->on_request_sent();
+    if (end.failed == RelayStep::read) return self->close();
+    if (self->retried_on_new_connection(end.ec)) return;
+    self->answer(http::status::bad_gateway, "agentbox: " + self->target_.authority() +
+                                                " stopped taking the request (" + end.ec.message() + ")");
   });
 }
 
@@ -443,52 +408,27 @@ void EgressSession::on_response_head(error_code ec) {
   if (res.result_int() / 100 == 1) return do_read_response_head();  // interim answers are the origin's
   // Read before the hop-by-hop fields go: Connection: close is one of them.
   upstream_kept_ = client_keep_alive_ && res.keep_alive() && !response_->need_eof();
-  drop_hop_by_hop(res);
+  remove_hop_by_hop(res);
   // A body that ends with the connection cannot be followed by another request.
   client_keep_alive_ = client_keep_alive_ && !response_->need_eof();
   res.keep_alive(client_keep_alive_);
   response_out_.emplace(res);
-  do_relay_response_body();
+  do_relay_response();
 }
 
-void EgressSession::do_relay_response_body() {
-  auto write = [self = shared_from_this()] {
-    self->client_deadline_.expires_after(self->context_->limits().idle_timeout);
-    http::async_write(self->client_, *self->response_out_, [self](error_code ec, size_t) {
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) {
-        self->record(true, self->allowed_by_ + "; the client left", self->bytes_up_, self->bytes_down_);
-        return self->close();
-      }
-      if (self->response_->is_done() && self->response_out_->is_done()) return self->on_response_sent();
-      self->do_relay_response_body();
-    });
+void EgressSession::do_relay_response() {
+  auto watch = [this, idle = context_->limits().idle_timeout](RelayStep step, std::string_view) {
+    (step == RelayStep::read ? upstream_deadline_ : client_deadline_).expires_after(idle);
   };
-  auto& body = response_->get().body();
-  if (response_->is_done()) {
-    body.data = nullptr;
-    body.size = 0;
-    body.more = false;
-    return write();
-  }
-  body.data = body_buffer();
-  body.size = kBodyBufferSize;
-  upstream_deadline_.expires_after(context_->limits().idle_timeout);
-  http::async_read_some(upstream_, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) {  // the head is out: all that can be done is to cut the connection
-      self->record(true, self->allowed_by_ + "; the answer broke off: " + ec.message(), self->bytes_up_,
-                   self->bytes_down_);
-      return self->close();
-    }
-    auto& body = self->response_->get().body();
-    size_t used = kBodyBufferSize - body.size;
-    if (used == 0 && !self->response_->is_done()) return self->do_relay_response_body();  // framing only
-    self->bytes_down_ += used;
-    body.size = used;
-    body.data = self->body_buffer_.get();
-    body.more = !self->response_->is_done();
-    write();
+  async_relay_message(upstream_, upstream_buffer_, *response_, client_, *response_out_, {.buffer = body_buffer()}, watch,
+                      [self = shared_from_this()](RelayEnd end) {
+    self->bytes_down_ += end.bytes;
+    if (!end.ec) return self->on_response_sent();
+    // The head is out: all that can be done is to cut the connection.
+    self->record(true, self->allowed_by_ + (end.failed == RelayStep::write ? "; the client left"
+                                                                          : "; the answer broke off: " + end.ec.message()),
+                 self->bytes_up_, self->bytes_down_);
+    self->close();
   });
 }
 

@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -153,11 +154,11 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   // http://: request out, response back
   void do_forward();  // after a connection: Expect: 100-continue, then the request
   void do_send_request();
-  void do_relay_request_body();
+  void do_relay_request();  // head and body
   void on_request_sent();
   void do_read_response_head();
   void on_response_head(boost::system::error_code ec);
-  void do_relay_response_body();
+  void do_relay_response();  // head and body
   void on_response_sent();
 
   // Answers the client with a one-line text body; then closes, or reads the next request.
@@ -186,7 +187,7 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
   // Bodies pass through here, a piece at a time; made at the first body (a tunnel never needs it).
   static constexpr size_t kBodyBufferSize = 64 * 1024;
   std::unique_ptr<char[]> body_buffer_;
-  char* body_buffer();
+  std::span<char> body_buffer();
 
   ProxyRequest target_;
   std::vector<boost::asio::ip::tcp::endpoint> connect_to_;  // the allowed addresses, tried in order

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "net/body_relay.hpp"
 #include "net/hop_by_hop.hpp"
 #include "net/ip_address.hpp"
 
@@ -80,7 +81,7 @@ void GatewaySession::start() {
 }
 
 void GatewaySession::do_read_head() {
-  body_held_ = held_sent_ = false;
+  body_held_ = false;
   request_.emplace();
   request_->header_limit(context_->options().header_limit);
   request_->body_limit(boost::none);  // bodies stream through (held whole only for a budget, within request_memory)
@@ -323,48 +324,27 @@ void GatewaySession::on_connected(error_code ec) {
 
 void GatewaySession::do_send_request() {
   request_out_.emplace(request_->get());
-  do_relay_request_body();
+  do_relay_request();
 }
 
-// Beast's relay: the parser fills a fixed buffer, the serializer writes it out, until both the
-// message read and the message written are done. Reads take what has arrived (read_some, not
-// read, which waits for a full buffer): an answer streams event by event, and the idle timeout
-// is the time with no byte moving.
-void GatewaySession::do_relay_request_body() {
-  auto write = [self = shared_from_this()] {
-    self->upstream_tcp().expires_after(self->context_->options().idle_timeout);
-    self->with_upstream([&](auto& upstream) {
-      http::async_write(upstream, *self->request_out_, [self](error_code ec, size_t) {
-        if (ec == http::error::need_buffer) ec = {};
-        if (ec) return self->upstream_failed(ec, "lost the request to");
-        if (self->request_->is_done() && self->request_out_->is_done()) return self->do_read_response_head();
-        self->do_relay_request_body();
-      });
-    });
+// The idle timeout is the time with no byte moving: each read and each write moves its side's
+// deadline (net/body_relay.hpp). A body held for the budget check goes up whole, in one piece.
+void GatewaySession::do_relay_request() {
+  auto watch = [this, idle = context_->options().idle_timeout](RelayStep step, std::string_view) {
+    if (step == RelayStep::read)
+      client_.expires_after(idle);
+    else
+      upstream_tcp().expires_after(idle);
   };
-  auto& body = request_->get().body();
-  if (request_->is_done()) {
-    const bool held = body_held_ && !held_sent_;
-    held_sent_ = held_sent_ || held;
-    body.data = held ? held_.data() : nullptr;
-    body.size = held ? held_.size() : 0;
-    body.more = false;
-    return write();
-  }
-  body.data = body_buffer_.data();
-  body.size = body_buffer_.size();
-  client_.expires_after(context_->options().idle_timeout);
-  http::async_read_some(client_, client_buffer_, *request_, [self = shared_from_this(), write](error_code ec, size_t) {
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) return self->close();
-    auto& body = self->request_->get().body();
-    size_t used = self->body_buffer_.size() - body.size;
-    if (used == 0 && !self->request_->is_done()) return self->do_relay_request_body();  // framing only
-    self->bytes_up_ += used;
-    body.size = used;
-    body.data = self->body_buffer_.data();
-    body.more = !self->request_->is_done();
-    write();
+  const RelayOptions options{.buffer = body_buffer_, .held = body_held_ ? std::string_view(held_) : std::string_view()};
+  with_upstream([&](auto& upstream) {
+    async_relay_message(client_, client_buffer_, *request_, upstream, *request_out_, options, watch,
+                        [self = shared_from_this()](RelayEnd end) {
+      if (!self->body_held_) self->bytes_up_ += end.bytes;  // a held body was counted as it was read
+      if (end.ec && end.failed == RelayStep::read) return self->close();
+      if (end.ec) return self->upstream_failed(end.ec, "lost the request to");
+      self->do_read_response_head();
+    });
   });
 }
 
@@ -390,51 +370,28 @@ void GatewaySession::on_response_head(error_code ec) {
   res.keep_alive(client_keep_alive_);
   meter_.emplace(res[http::field::content_type]);
   response_out_.emplace(res);
-  do_relay_response_body();
+  do_relay_response();
 }
 
-void GatewaySession::do_relay_response_body() {
-  auto write = [self = shared_from_this()] {
-    self->client_.expires_after(self->context_->options().idle_timeout);
-    http::async_write(self->client_, *self->response_out_, [self](error_code ec, size_t) {
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) {
-        // The box went away mid-answer (an interrupted run): what streamed so far still counts.
-        self->count(self->meter_->finish());
-        self->record(true, self->what_ + ": the client left");
-        return self->close();
-      }
-      if (self->response_->is_done() && self->response_out_->is_done()) return self->on_response_sent();
-      self->do_relay_response_body();
-    });
+// The answer streams to the box event by event, read for its token counts as it passes.
+void GatewaySession::do_relay_response() {
+  auto watch = [this, idle = context_->options().idle_timeout](RelayStep step, std::string_view piece) {
+    if (step == RelayStep::read) return upstream_tcp().expires_after(idle);
+    client_.expires_after(idle);
+    meter_->feed(piece);
   };
-  auto& body = response_->get().body();
-  if (response_->is_done()) {
-    body.data = nullptr;
-    body.size = 0;
-    body.more = false;
-    return write();
-  }
-  body.data = body_buffer_.data();
-  body.size = body_buffer_.size();
-  upstream_tcp().expires_after(context_->options().idle_timeout);
+  const RelayOptions options{.buffer = body_buffer_};
   with_upstream([&](auto& upstream) {
-    http::async_read_some(upstream, upstream_buffer_, *response_, [self = shared_from_this(), write](error_code ec, size_t) {
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) {  // the head is out: all that can be done is to cut the connection
-        self->count(self->meter_->finish());
-        self->record(true, self->what_ + ": the answer broke off: " + ec.message());
-        return self->close();
-      }
-      auto& body = self->response_->get().body();
-      size_t used = self->body_buffer_.size() - body.size;
-      if (used == 0 && !self->response_->is_done()) return self->do_relay_response_body();  // framing only
-      self->bytes_down_ += used;
-      self->meter_->feed({self->body_buffer_.data(), used});
-      body.size = used;
-      body.data = self->body_buffer_.data();
-      body.more = !self->response_->is_done();
-      write();
+    async_relay_message(upstream, upstream_buffer_, *response_, client_, *response_out_, options, watch,
+                        [self = shared_from_this()](RelayEnd end) {
+      self->bytes_down_ += end.bytes;
+      if (!end.ec) return self->on_response_sent();
+      // The box went away mid-answer (an interrupted run), or the head is out and all that can
+      // be done is to cut the connection: what streamed so far still counts.
+      self->count(self->meter_->finish());
+      self->record(true, self->what_ + (end.failed == RelayStep::write ? ": the client left"
+                                                                      : ": the answer broke off: " + end.ec.message()));
+      self->close();
     });
   });
 }

@@ -50,10 +50,10 @@ class GatewaySession : public std::enable_shared_from_this<GatewaySession> {
   void do_upstream();
   void on_connected(boost::system::error_code ec);
   void do_send_request();
-  void do_relay_request_body();
+  void do_relay_request();  // head and body
   void do_read_response_head();
   void on_response_head(boost::system::error_code ec);
-  void do_relay_response_body();
+  void do_relay_response();  // head and body
   void on_response_sent();
 
   // Runs f with the upstream stream, whichever kind it is.
@@ -87,7 +87,7 @@ class GatewaySession : public std::enable_shared_from_this<GatewaySession> {
   std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> response_out_;
   std::optional<UsageMeter> meter_;
   std::string held_;                           // the body held for a budget check
-  bool body_held_ = false, held_sent_ = false;
+  bool body_held_ = false;
   std::optional<TokenReservation> reservation_;  // its worst case, while in flight
   std::array<char, 64 * 1024> body_buffer_{};
 

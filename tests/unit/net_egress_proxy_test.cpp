@@ -11,6 +11,7 @@
 #include <ifaddrs.h>
 
 #include <atomic>
+#include <cstdio>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
@@ -46,11 +47,11 @@ std::string a_host_address() {
 // A listener (on 127.0.0.1 unless told) that serves each connection on a thread of its own:
 // "echo" sends back what it reads; "http" answers one request head with its own request line,
 // then closes without having said so; "http_keep_alive" answers every request of the
-// connection that way; "flood" sends and never reads, from a small send buffer, until half a
+// connection that way ("chunked_keep_alive": with a chunked body); "flood" sends and never reads, from a small send buffer, until half a
 // second passes with nothing taken (flooded() then says how much went).
 class Origin {
  public:
-  enum class Mode { echo, http, http_keep_alive, flood };
+  enum class Mode { echo, http, http_keep_alive, chunked_keep_alive, flood };
   explicit Origin(Mode mode, const std::string& address = "127.0.0.1")
       : mode_(mode), acceptor_(io_, tcp::endpoint(asio::ip::make_address(address), 0)) {
     thread_ = std::thread([this] {
@@ -125,9 +126,17 @@ class Origin {
         ++requests_;
       }
       std::string body = head.substr(0, head.find("\r\n"));
-      asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
-                  ec);
-    } while (!ec && mode_ == Mode::http_keep_alive);
+      if (mode_ == Mode::chunked_keep_alive) {
+        char size[16];
+        std::snprintf(size, sizeof size, "%zx", body.size());
+        asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" +
+                                    body + "\r\n0\r\n\r\n"),
+                    ec);
+      } else {
+        asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
+                    ec);
+      }
+    } while (!ec && mode_ != Mode::http);
   }
 
   Mode mode_;
@@ -315,6 +324,25 @@ TEST_F(EgressProxyTest, AbsoluteFormRequestsAreForwardedInOriginFormWithKeepAliv
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].kind, "forward");
   EXPECT_EQ(log[0].bytes_down, static_cast<int64_t>(std::string("GET /b HTTP/1.1").size()));
+}
+
+TEST_F(EgressProxyTest, AChunkedAnswerEndsOnceSoTheNextAnswerOnTheConnectionIsWhole) {
+  Origin origin(Origin::Mode::chunked_keep_alive);
+  start(config({"bait.test"}));
+  const std::string host = "bait.test:" + std::to_string(origin.port());
+  tcp::socket s = connect();
+  std::string in;  // what the client has read and not yet looked at
+  for (const char* path : {"/a", "/b", "/c"}) {
+    asio::write(s, asio::buffer("GET http://" + host + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n"));
+    boost::system::error_code ec;
+    const size_t n = asio::read_until(s, asio::dynamic_buffer(in), "0\r\n\r\n", ec);
+    ASSERT_FALSE(ec) << ec.message();
+    const std::string answer = in.substr(0, n);
+    in.erase(0, n);
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 200 OK\r\n")) << path << ":\n" << answer;
+    EXPECT_THAT(answer, HasSubstr("GET " + std::string(path) + " HTTP/1.1\r\n0\r\n\r\n"));
+  }
+  EXPECT_EQ(origin.connections(), 1);  // every request went on the one origin connection
 }
 
 TEST_F(EgressProxyTest, AnOriginConnectionLeftOpenCarriesTheNextRequestsToTheSamePlaceOnly) {

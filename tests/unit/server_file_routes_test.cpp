@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "accounts/directory.hpp"
+#include "api/errors.hpp"
 #include "api/file_transfer.hpp"
 #include "api/files.hpp"
 #include "fs/fs_identity.hpp"
@@ -261,6 +262,7 @@ class FileRoutesTest : public ::testing::Test {
     ho.api_key = kKey;
     ho.spool_dir = spool_;
     ho.shutdown_grace = 3s;
+    router.map_errors(error_map);  // as the daemon does: FsError and the like as statuses
     servers_.push_back(std::make_unique<HttpServer>(std::move(router), ho));
     uint16_t port = servers_.back()->listen("127.0.0.1", 0).port;
     servers_.back()->start();

@@ -1,0 +1,53 @@
+#pragma once
+// Who may make a request, decided in one place from the route's options and the request alone
+// (no socket, no server: tests call it directly). The session asks once the head is read,
+// before any of the body:
+//
+//   route            admin key       API key          a valid signed link     nothing valid
+//   admin            pass            403              401 "Invalid admin key" 401 "Invalid admin key"
+//   ordinary         401             pass             401                     401 "Invalid API key"
+//   signed_link      401             pass             pass, as its user       401 "Invalid API key"
+//   is_public        pass            pass (by key)    pass                    pass
+//   auth_in_handler  pass            pass (by key)    pass                    pass (the handler checks)
+//
+// (The admin key is no API key: on any other route it counts as nothing.) A signed link
+// rewrites the request: its user replaces whatever user the headers named.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "http/api_key_auth.hpp"
+#include "http/request.hpp"
+#include "http/response.hpp"
+#include "http/router.hpp"
+#include "http/signed_links.hpp"
+
+namespace agentbox::http {
+
+// What requests are checked against: the server holds one (server_context.hpp).
+struct Credentials {
+  ApiKeyAuth api_key;                        // ordinary routes (a digest only)
+  ApiKeyAuth admin_key;                      // RouteOptions::admin routes, and only those
+  std::shared_ptr<const SignedLinks> links;  // RouteOptions::signed_link tokens; none: refused
+};
+
+struct AuthDecision {
+  enum class By { nothing, api_key, admin_key, signed_link };
+  By by = By::nothing;              // the credential the request holds, if any was valid here
+  std::optional<Response> refusal;  // 401 or 403: the request goes no further
+
+  bool allowed() const { return !refusal; }
+  // Takeover::key_accepted: the Authorization header held the key of this route.
+  bool key_accepted() const { return by == By::api_key || by == By::admin_key; }
+  // The connection's client proved who it is (connection_table.hpp: such connections are the
+  // last to make room for new ones).
+  bool authenticated() const { return by != By::nothing; }
+};
+
+// now: unix seconds, against which a signed link's expiry is checked. When a signed link is
+// what admits the request, its user-naming headers (X-User-Id, X-OpenWebUI-User-Id,
+// X-Session-Id, X-OpenWebUI-Chat-Id) are replaced by X-User-Id: the link's user.
+AuthDecision authorize(const RouteOptions& route, Request& request, const Credentials& credentials,
+                       std::int64_t now);
+
+}  // namespace agentbox::http
