@@ -210,6 +210,17 @@ def test_help_names_the_program():
     assert "Usage: agentbox [OPTIONS] SUBCOMMAND" in r.stdout, r.stdout[:300]
 
 
+def test_the_cli_links_no_crypto_library():
+    """`agentbox run` starts the static `agentbox`: libcrypto in it would probe the CPU's features
+    at every start (cpuid: a trap to the hypervisor on a VM). Nothing in it speaks TLS."""
+    r = subprocess.run(["nm", agentbox_bin()], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    symbols = {line.split()[-1] for line in r.stdout.splitlines() if line.strip()}
+    assert "main" in symbols  # a symbol table to look at: the check below cannot pass vacuously
+    crypto = sorted(s for s in symbols if s.startswith(("OPENSSL_", "EVP_", "SSL_", "CRYPTO_")))
+    assert not crypto, crypto[:10]
+
+
 def test_run_never_hands_the_callers_terminal_to_the_box(workdir):
     """stdin piped, stdout and stderr a terminal: the box gets pipes (its output is relayed to
     the terminal), and whatever it does to its stdout cannot reach the caller's terminal: here
