@@ -17,6 +17,7 @@
 
 #include "box/contain/identity.hpp"
 #include "box/contain/mounts.hpp"
+#include "box/etc_snapshots.hpp"
 #include "box/messages.hpp"
 #include "box/start_steps.hpp"
 #include "util/file_io.hpp"
@@ -101,6 +102,19 @@ protocol::StartBox start_message(const BoxSpec& spec, const StartPlan& plan, con
   return m;
 }
 
+// The parent's /etc for the box: a clone of the shared snapshot when the caller keeps them,
+// else (or when that fails) a tree of its own.
+mounts::EtcTree parent_etc_tree(const BoxSpec& spec, const BoxStartOptions& opts) {
+  if (!opts.etc_snapshots.empty()) {
+    try {
+      return shared_etc_tree(spec, opts.etc_snapshots);
+    } catch (const Error& e) {
+      step_failed(StartStep::etc_snapshot, e.what());
+    }
+  }
+  return mounts::build_etc_tree(spec);
+}
+
 // The start message to an init cloned here, with the account's netns and, as planned, the
 // box's /etc built now (while init execs, so it is off init's path).
 void send_start(LaunchedBox& box, protocol::StartBox msg, const BoxStartOptions& opts) {
@@ -109,9 +123,10 @@ void send_start(LaunchedBox& box, protocol::StartBox msg, const BoxStartOptions&
   mounts::EtcTree etc;
   if (msg.etc == EtcSource::parent_tree) {
     try {
-      etc = mounts::build_etc_tree(box.spec);
+      etc = parent_etc_tree(box.spec, opts);
       fds.push_back(etc.fd.get());
       msg.etc_tree_dirs = etc.dirs;
+      box.etc_hold = std::move(etc.hold);
     } catch (const Error& e) {
       step_failed(StartStep::parent_etc, e.what());
       box.etc_fallback = e.what();
@@ -231,6 +246,7 @@ void LaunchedBox::end() {
   }
   control.reset();
   events.reset();
+  etc_hold.reset();  // init, the last user of the box's /etc, is gone
   if (cgroup) {
     std::unique_ptr<Cgroup> group = std::move(cgroup);
     group->destroy();  // retries while the last tasks exit; throws if the group stays

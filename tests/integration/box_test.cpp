@@ -21,9 +21,27 @@ namespace {
 
 using namespace agentbox::testing;
 
-// Every test runs twice: init cloned and exec'd per box (`agentbox run`), and init cloned by
+// Every test runs three times: init cloned and exec'd per box, with a parent-built /etc of the
+// box's own or (`agentbox run`'s way) a clone of the shared /etc snapshot, and init cloned by
 // the zygote (the daemon).
-enum class InitWay { exec, zygote };
+enum class InitWay { exec, exec_snapshot, zygote };
+
+// The snapshots of this test process's boxes (box/etc_snapshots.hpp), gone at its end.
+const std::string& snapshot_dir() {
+  static struct Dir {
+    std::string path;
+    Dir() {
+      char t[] = "/tmp/abx-etc-snapshots-XXXXXX";
+      path = ::mkdtemp(t);
+      ::chmod(path.c_str(), 0755);
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  return dir.path;
+}
 
 class BoxTest : public ::testing::TestWithParam<InitWay> {
  protected:
@@ -34,6 +52,7 @@ class BoxTest : public ::testing::TestWithParam<InitWay> {
   BoxStartOptions options(const std::string& tag) {
     BoxStartOptions o = start_options(tag);
     if (GetParam() == InitWay::zygote) o.zygote = &test_zygote();
+    if (GetParam() == InitWay::exec_snapshot) o.etc_snapshots = snapshot_dir();
     return o;
   }
   // The processes init is a child of: this thread, or the zygote.
@@ -43,8 +62,12 @@ class BoxTest : public ::testing::TestWithParam<InitWay> {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(InitWays, BoxTest, ::testing::Values(InitWay::exec, InitWay::zygote),
-                         [](const auto& info) { return info.param == InitWay::exec ? "Exec" : "Zygote"; });
+INSTANTIATE_TEST_SUITE_P(InitWays, BoxTest, ::testing::Values(InitWay::exec, InitWay::exec_snapshot, InitWay::zygote),
+                         [](const auto& info) {
+                           return info.param == InitWay::exec            ? "Exec"
+                                  : info.param == InitWay::exec_snapshot ? "ExecSnapshot"
+                                                                         : "Zygote";
+                         });
 
 TEST_P(BoxTest, RunsCommandsAsTheAccountUidWithPipes) {
   auto box = Box::start(spec, options("uid"));
@@ -472,6 +495,19 @@ TEST_P(BoxTest, EtcHoldsTheHostsAllowlistedFilesAndDirectoriesReadOnly) {
   expected += "touch: cannot touch '/etc/ld.so.conf.d/x': Read-only file system\n"
               "touch: cannot touch '/etc/x': Read-only file system\n";
   EXPECT_EQ(o.out, expected);
+}
+
+// Where /etc comes from, as planned and not a silent fallback: a tmpfs made for the box (exec),
+// the zygote's template (a tmpfs too), or the shared snapshot, whose path the mountinfo shows.
+TEST_P(BoxTest, EtcComesFromThePlannedSource) {
+  auto box = Box::start(spec, options("etc-source"));
+  Output o = run_piped(*box, {"sh", "-c", "grep ' /etc ' /proc/self/mountinfo"});
+  if (GetParam() == InitWay::exec_snapshot) {
+    const std::string snapshots = std::filesystem::path(snapshot_dir()).filename();
+    EXPECT_NE(o.out.find("/" + snapshots + "/"), std::string::npos) << o.out;
+  } else {
+    EXPECT_NE(o.out.find(" - tmpfs "), std::string::npos) << o.out;
+  }
 }
 
 // A bind into /etc needs a mount point made in /etc, which is read-only when it comes from the
