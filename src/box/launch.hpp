@@ -41,6 +41,10 @@ struct BoxStartOptions {
   // A parent-built /etc comes from the shared snapshots in this directory (box/etc_snapshots.hpp;
   // `agentbox run`: kRunEtcSnapshots); "": a tree of the box's own.
   std::string etc_snapshots;
+  // A copy of the caller becomes init, without exec'ing agentbox-init (ClonePath::in_place;
+  // `agentbox run`). The caller must have one thread and no signal handlers: init runs on with
+  // both as they were at the clone.
+  bool init_in_place = false;
 };
 
 // A started box: init in its namespaces, its sockets and its cgroup. Ending it (end() or the
