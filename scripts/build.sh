@@ -6,11 +6,13 @@
 #                             test drivers and the benchmark drivers
 #   scripts/build.sh --asan   everything into ./build-asan with AddressSanitizer and
 #                             UndefinedBehaviorSanitizer (clang: half gcc's compile time here)
+# AGENTBOX_BUILD_TYPE=Release|Debug|... sets ./build's CMake build type (default: the project's,
+# RelWithDebInfo); scripts/test.sh builds Release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 dir=build
-args=()
+args=(${AGENTBOX_BUILD_TYPE:+-DCMAKE_BUILD_TYPE=$AGENTBOX_BUILD_TYPE})
 targets=(agentbox agentbox-serve agentbox-init abx-probe)
 case ${1:-} in
   "") ;;

@@ -24,33 +24,39 @@
 
 namespace {
 
-void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
-  auto* run = app.add_subcommand("run", "Run a command (or a shell) in a fresh sandbox box");
-  run->add_flag("--shell", o.shell, "Start a login shell instead of a command");
-  run->add_option("--home", o.home, "Host directory shown as the box's home (default ~/.agentbox-home)");
-  run->add_option("--bind", o.binds, "Make SRC[:DST] visible read-write")->type_name("SRC[:DST]");
-  run->add_option("--ro-bind", o.ro_binds, "Make SRC[:DST] visible read-only")->type_name("SRC[:DST]");
-  run->add_flag("--cwd", o.cwd, "Bind the current directory read-write and start there");
-  run->add_option("--memory", o.memory, "Memory limit, e.g. 2G")->type_name("SIZE");
-  run->add_option("--pids", o.pids, "Process/thread limit")->type_name("N");
-  run->add_option("--cpu", o.cpu, "CPU limit in cores, e.g. 1.5 or 500m")->type_name("CORES");
-  run->add_option("--ptys", o.ptys, "Pseudo-terminals the box may hold (default 256)")->type_name("N");
-  run->add_option("--tcp-memory", o.tcp_memory, "Socket buffer limit of the box's TCP, e.g. 64M (cgroup v1)")
+void add_run_options(CLI::App& run, agentbox::cli::RunOptions& o) {
+  run.add_flag("--shell", o.shell, "Start a login shell instead of a command");
+  run.add_option("--home", o.home, "Host directory shown as the box's home (default ~/.agentbox-home)");
+  run.add_option("--bind", o.binds, "Make SRC[:DST] visible read-write")->type_name("SRC[:DST]");
+  run.add_option("--ro-bind", o.ro_binds, "Make SRC[:DST] visible read-only")->type_name("SRC[:DST]");
+  run.add_flag("--cwd", o.cwd, "Bind the current directory read-write and start there");
+  run.add_option("--memory", o.memory, "Memory limit, e.g. 2G")->type_name("SIZE");
+  run.add_option("--pids", o.pids, "Process/thread limit")->type_name("N");
+  run.add_option("--cpu", o.cpu, "CPU limit in cores, e.g. 1.5 or 500m")->type_name("CORES");
+  run.add_option("--ptys", o.ptys, "Pseudo-terminals the box may hold (default 256)")->type_name("N");
+  run.add_option("--tcp-memory", o.tcp_memory, "Socket buffer limit of the box's TCP, e.g. 64M (cgroup v1)")
       ->type_name("SIZE");
-  run->add_option("--net", o.net, "Network: none (only loopback inside the box; see --allow-net)")->type_name("MODE");
-  run->add_option("--allow-net", o.net_flags.allow_net,
-                  "Let the box reach HOST (host, host:port, * wildcards) through an egress proxy; repeatable")
+  run.add_option("--net", o.net, "Network: none (only loopback inside the box; see --allow-net)")->type_name("MODE");
+  run.add_option("--allow-net", o.net_flags.allow_net,
+                 "Let the box reach HOST (host, host:port, * wildcards) through an egress proxy; repeatable")
       ->type_name("HOST[,HOST...]");
-  run->add_option("--allow-address", o.net_flags.allow_addresses,
-                  "With --allow-net: also let it reach this private/loopback/link-local range")
+  run.add_option("--allow-address", o.net_flags.allow_addresses,
+                 "With --allow-net: also let it reach this private/loopback/link-local range")
       ->type_name("CIDR[,CIDR...]");
-  run->add_option("--add-host", o.net_flags.add_hosts, "With --allow-net: resolve NAME to ADDRESS (before DNS)")
+  run.add_option("--add-host", o.net_flags.add_hosts, "With --allow-net: resolve NAME to ADDRESS (before DNS)")
       ->type_name("NAME=ADDRESS");
-  run->add_option("--env", o.env, "Set KEY=VALUE inside the box")->type_name("KEY=VALUE");
-  run->add_option("--pass-env", o.pass_env, "Pass the caller's variable NAME through")->type_name("NAME");
-  run->add_option("--profile", o.profile, "Profile file (default ~/.config/agentbox/run.toml)");
-  run->add_flag("--no-profile", o.no_profile, "Ignore the profile file");
-  run->add_option("command", o.command, "The command and its arguments, after --");
+  run.add_option("--env", o.env, "Set KEY=VALUE inside the box")->type_name("KEY=VALUE");
+  run.add_option("--pass-env", o.pass_env, "Pass the caller's variable NAME through")->type_name("NAME");
+  run.add_option("--profile", o.profile, "Profile file (default ~/.config/agentbox/run.toml)");
+  run.add_flag("--no-profile", o.no_profile, "Ignore the profile file");
+  run.add_option("command", o.command, "The command and its arguments, after --");
+}
+
+// The subcommand the words before "--" name (the first that is not an option), "" for none.
+std::string_view named_subcommand(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (!a.empty() && a[0] != '-') return a;
+  return {};
 }
 
 // `agentbox serve ARGS` is `agentbox-serve ARGS`, the binary next to this one: the server's
@@ -70,29 +76,6 @@ void add_run(CLI::App& app, agentbox::cli::RunOptions& o) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "serve") exec_server(argc, argv);
 
-  CLI::App app{"agentbox: kernel-isolated boxes for people and their agents", "agentbox"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all");
-
-  agentbox::cli::RunOptions run_opts;
-  add_run(app, run_opts);
-  auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
-  std::string doctor_config;
-  doctor->add_option("--config", doctor_config, "The server config whose [agent] to check (default $AGENTBOX_CONFIG)");
-  // Listed for --help; the arguments are agentbox-serve's (see exec_server).
-  app.add_subcommand("serve", "Serve the Open Terminal API with a box per user (agentbox serve --help)");
-  std::string config_file;
-  auto* config = app.add_subcommand("config", "Work with the server configuration");
-  config->require_subcommand(1);
-  auto* config_check = config->add_subcommand("check", "Validate a config file without starting");
-  config_check->add_option("file", config_file, "The config file")->required();
-  agentbox::cli::BackupOptions backup_opts;
-  auto* backup = agentbox::cli::add_backup_command(app, backup_opts);
-  agentbox::cli::AccountsOptions accounts_opts;
-  auto* accounts = agentbox::cli::add_accounts_command(app, accounts_opts);
-  agentbox::cli::ClusterOptions cluster_opts;
-  auto* cluster = agentbox::cli::add_cluster_command(app, cluster_opts);
-
   // Everything after the first "--" is the command, verbatim: CLI11 would still read options
   // among those words (`run -- grep --bind x` must run grep, not add a bind).
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -101,11 +84,50 @@ int main(int argc, char** argv) {
     after_dashes.assign(dd + 1, args.end());
     args.erase(dd, args.end());
   }
+
+  // Every subcommand is listed, but only the one named gets its options (all of them for
+  // --help-all): building the ~70 options of every command, their validators and help text,
+  // cost each `agentbox run` ~0.3 ms of allocations and page faults (bench/RESULTS.md).
+  const std::string_view named = named_subcommand(args);
+  const bool every = std::find(args.begin(), args.end(), "--help-all") != args.end();
+  auto wanted = [&](std::string_view name) { return every || named == name; };
+
+  CLI::App app{"agentbox: kernel-isolated boxes for people and their agents", "agentbox"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all");
+
+  agentbox::cli::RunOptions run_opts;
+  auto* run = app.add_subcommand("run", "Run a command (or a shell) in a fresh sandbox box");
+  if (wanted("run")) add_run_options(*run, run_opts);
+  auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
+  std::string doctor_config;
+  if (wanted("doctor"))
+    doctor->add_option("--config", doctor_config, "The server config whose [agent] to check (default $AGENTBOX_CONFIG)");
+  // Listed for --help; the arguments are agentbox-serve's (see exec_server).
+  app.add_subcommand("serve", "Serve the Open Terminal API with a box per user (agentbox serve --help)");
+  std::string config_file;
+  auto* config = app.add_subcommand("config", "Work with the server configuration");
+  CLI::App* config_check = nullptr;
+  if (wanted("config")) {
+    config->require_subcommand(1);
+    config_check = config->add_subcommand("check", "Validate a config file without starting");
+    config_check->add_option("file", config_file, "The config file")->required();
+  }
+  agentbox::cli::BackupOptions backup_opts;
+  auto* backup = app.add_subcommand("backup", "The mirror of homes, through the running daemon (admin key)");
+  if (wanted("backup")) agentbox::cli::add_backup_options(*backup, backup_opts);
+  agentbox::cli::AccountsOptions accounts_opts;
+  auto* accounts = app.add_subcommand("accounts", "The accounts, through the running daemon (admin key)");
+  if (wanted("accounts")) agentbox::cli::add_accounts_options(*accounts, accounts_opts);
+  agentbox::cli::ClusterOptions cluster_opts;
+  auto* cluster = app.add_subcommand("cluster", "A cluster of agentbox nodes behind nginx (docs/SCALING.md)");
+  if (wanted("cluster")) agentbox::cli::add_cluster_options(*cluster, cluster_opts);
+
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
   try {
     app.parse(args);
     if (!after_dashes.empty()) {
-      if (!app.got_subcommand("run")) throw CLI::ExtrasError(after_dashes);
+      if (!run->parsed()) throw CLI::ExtrasError(after_dashes);
       if (!run_opts.command.empty())
         throw CLI::ValidationError("command", "give the command after -- only");
       run_opts.command = after_dashes;
@@ -120,11 +142,11 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (app.got_subcommand("run")) return agentbox::cli::run_in_box(run_opts);
+    if (run->parsed()) return agentbox::cli::run_in_box(run_opts);
     if (doctor->parsed())
       return agentbox::run_doctor(::geteuid() == 0, std::cout,
                                   doctor_config.empty() ? std::nullopt : std::optional<std::string>(doctor_config));
-    if (config_check->parsed()) return agentbox::cli::config_check(config_file);
+    if (config_check && config_check->parsed()) return agentbox::cli::config_check(config_file);
     if (backup->parsed()) return agentbox::cli::run_backup(*backup, backup_opts);
     if (accounts->parsed()) return agentbox::cli::run_accounts(*accounts, accounts_opts);
     if (cluster->parsed()) return agentbox::cli::run_cluster(*cluster, cluster_opts);

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -17,6 +19,8 @@
 
 #include "box/contain/identity.hpp"
 #include "box/contain/mounts.hpp"
+#include "box/etc_snapshots.hpp"
+#include "box/init/init_in_place.hpp"
 #include "box/messages.hpp"
 #include "box/start_steps.hpp"
 #include "util/file_io.hpp"
@@ -52,12 +56,27 @@ NO_SANITIZE_ADDRESS int exec_init(void* arg) {
   ::_exit(127);
 }
 
-// Clones and execs init (ClonePath::vfork_exec or clone3_exec). The vfork-style clone
+// The threads of this process (/proc/self/stat's 20th field); 0 when it cannot be read.
+long threads_of_self() {
+  try {
+    const std::string stat = read_file("/proc/self/stat", 4096);
+    const char* p = stat.c_str() + stat.rfind(')') + 2;  // field 3, after the command name
+    for (int field = 3; field < 20 && p; ++field)
+      if ((p = std::strchr(p, ' '))) ++p;
+    return p ? std::strtol(p, nullptr, 10) : 0;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
+// Clones init (ClonePath::vfork_exec, clone3_exec or in_place). The vfork-style clone
 // (CLONE_VM|CLONE_VFORK on a stack of its own) copies nothing of the caller, so a box starts as
 // fast from a daemon holding thousands of connections as from a fresh one; the caller's
-// signals are blocked meanwhile so no handler of its runs in the child.
-pid_t clone_and_exec(const StartPlan& plan, int cgroup_fd, const std::string& init_path, int control,
-                     int events, int go_fd, int* pidfd) {
+// signals are blocked meanwhile so no handler of its runs in the child. In place, the clone is
+// a copy of the caller that becomes init without an exec: only for a caller with one thread (a
+// lock another thread held at the clone would stay held in the copy forever).
+pid_t clone_init(const StartPlan& plan, int cgroup_fd, const std::string& init_path, int control, int events,
+                 int go_fd, int* pidfd) {
   const char* argv[] = {"agentbox-init", nullptr};
   const char* envp[] = {protocol::kInitPath, nullptr};
   InitExec child{init_path.c_str(), argv, envp, control, events, go_fd, nullptr};
@@ -79,6 +98,8 @@ pid_t clone_and_exec(const StartPlan& plan, int cgroup_fd, const std::string& in
     return pid;
   }
 
+  if (plan.clone == ClonePath::in_place && threads_of_self() != 1)
+    throw Error("init in place: the caller has more than one thread");
   clone_args args{};
   args.flags = flags;
   args.pidfd = reinterpret_cast<uint64_t>(pidfd);
@@ -86,6 +107,12 @@ pid_t clone_and_exec(const StartPlan& plan, int cgroup_fd, const std::string& in
   if (flags & CLONE_INTO_CGROUP) args.cgroup = static_cast<uint64_t>(cgroup_fd);
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) throw sys_error(fmt::format("clone3(flags={:#x})", flags));
+  if (pid == 0 && plan.clone == ClonePath::in_place) {
+    // Once the id maps are written (user namespace), as an exec'd init would wait.
+    char go;
+    if (go_fd >= 0 && ::read(go_fd, &go, 1) != 1) ::_exit(125);
+    init::become_init(control, events);
+  }
   if (pid == 0) exec_init(&child);
   return static_cast<pid_t>(pid);
 }
@@ -101,6 +128,19 @@ protocol::StartBox start_message(const BoxSpec& spec, const StartPlan& plan, con
   return m;
 }
 
+// The parent's /etc for the box: a clone of the shared snapshot when the caller keeps them,
+// else (or when that fails) a tree of its own.
+mounts::EtcTree parent_etc_tree(const BoxSpec& spec, const BoxStartOptions& opts) {
+  if (!opts.etc_snapshots.empty()) {
+    try {
+      return shared_etc_tree(spec, opts.etc_snapshots);
+    } catch (const Error& e) {
+      step_failed(StartStep::etc_snapshot, e.what());
+    }
+  }
+  return mounts::build_etc_tree(spec);
+}
+
 // The start message to an init cloned here, with the account's netns and, as planned, the
 // box's /etc built now (while init execs, so it is off init's path).
 void send_start(LaunchedBox& box, protocol::StartBox msg, const BoxStartOptions& opts) {
@@ -109,9 +149,10 @@ void send_start(LaunchedBox& box, protocol::StartBox msg, const BoxStartOptions&
   mounts::EtcTree etc;
   if (msg.etc == EtcSource::parent_tree) {
     try {
-      etc = mounts::build_etc_tree(box.spec);
+      etc = parent_etc_tree(box.spec, opts);
       fds.push_back(etc.fd.get());
       msg.etc_tree_dirs = etc.dirs;
+      box.etc_hold = std::move(etc.hold);
     } catch (const Error& e) {
       step_failed(StartStep::parent_etc, e.what());
       box.etc_fallback = e.what();
@@ -130,6 +171,7 @@ std::unique_ptr<LaunchedBox> launch_box(const BoxSpec& spec, const BoxStartOptio
   offer.zygote = opts.zygote != nullptr;
   offer.netns = opts.netns_fd >= 0;
   offer.force_legacy_mounts = opts.legacy_mount_api;
+  offer.in_place = opts.init_in_place;
 
   auto box = std::make_unique<LaunchedBox>();
   box->spec = spec;
@@ -162,8 +204,8 @@ std::unique_ptr<LaunchedBox> launch_box(const BoxSpec& spec, const BoxStartOptio
       if (!init.etc_template_error.empty()) box->etc_fallback = init.etc_template_error;
     } else {
       int pidfd = -1;
-      box->init_pid = clone_and_exec(plan, cg_fd, opts.init_path, control_child.get(), events_child.get(),
-                                     go_read.get(), &pidfd);
+      box->init_pid = clone_init(plan, cg_fd, opts.init_path, control_child.get(), events_child.get(),
+                                 go_read.get(), &pidfd);
       box->pidfd.reset(pidfd);
     }
   } catch (const Error& e) {
@@ -231,6 +273,7 @@ void LaunchedBox::end() {
   }
   control.reset();
   events.reset();
+  etc_hold.reset();  // init, the last user of the box's /etc, is gone
   if (cgroup) {
     std::unique_ptr<Cgroup> group = std::move(cgroup);
     group->destroy();  // retries while the last tasks exit; throws if the group stays

@@ -38,6 +38,13 @@ struct BoxStartOptions {
   bool await_ready = true;
   bool hold_before_ready = false;    // test hook: init contains itself and never answers
   const HostCaps* caps = nullptr;    // null: HostCaps::probe() for this start
+  // A parent-built /etc comes from the shared snapshots in this directory (box/etc_snapshots.hpp;
+  // `agentbox run`: kRunEtcSnapshots); "": a tree of the box's own.
+  std::string etc_snapshots;
+  // A copy of the caller becomes init, without exec'ing agentbox-init (ClonePath::in_place;
+  // `agentbox run`). The caller must have one thread and no signal handlers: init runs on with
+  // both as they were at the clone.
+  bool init_in_place = false;
 };
 
 // A started box: init in its namespaces, its sockets and its cgroup. Ending it (end() or the
@@ -53,6 +60,7 @@ struct LaunchedBox {
   std::unique_ptr<Cgroup> cgroup;
   bool cgroup_confirmed = true;  // init was told it is in its cgroup (or needed not be)
   std::string etc_fallback;      // why /etc is init's copy instead of the planned source
+  UniqueFd etc_hold;             // the /etc snapshot's lock while init lives (box/etc_snapshots.hpp)
 
   LaunchedBox() = default;
   LaunchedBox(LaunchedBox&&) = default;

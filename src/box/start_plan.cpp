@@ -41,15 +41,19 @@ StartPlan plan_start(const BoxSpec& spec, const StartOffer& offer, const HostCap
 
   if (!spec.use_cgroup) {
     p.cgroup = CgroupTiming::none;
-  } else if (caps.cgroup_clone_into && (zygote || user_ns)) {
+  } else if (caps.cgroup_clone_into && (zygote || user_ns || offer.in_place)) {
     p.cgroup = CgroupTiming::clone_into;  // those clones copy anyway: born in the group for free
   } else {
-    // v1 has no clone-into; a root `agentbox run` keeps its vfork-style clone and joins after.
+    // v1 has no clone-into; a vfork-style clone (no zygote, no copy) joins after as well.
     p.cgroup = CgroupTiming::join_after_clone;
   }
 
   if (zygote) {
     p.clone = ClonePath::zygote;
+  } else if (offer.in_place) {
+    // No exec: a static binary's start (glibc's CPU probes, page faults) costs a one-shot box
+    // more than copying the caller's few pages.
+    p.clone = ClonePath::in_place;
   } else if (user_ns || p.cgroup == CgroupTiming::clone_into) {
     p.clone = ClonePath::clone3_exec;
   } else {
@@ -79,6 +83,7 @@ std::string_view to_string(ClonePath p) {
     case ClonePath::zygote: return "zygote";
     case ClonePath::vfork_exec: return "vfork+exec";
     case ClonePath::clone3_exec: return "clone3+exec";
+    case ClonePath::in_place: return "clone3, init in place";
   }
   return "?";
 }

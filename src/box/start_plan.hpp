@@ -26,6 +26,9 @@ struct StartOffer {
   bool zygote = false;              // a zygote can clone init (the daemon's way)
   bool netns = false;               // a persistent network namespace to join; else a new one
   bool force_legacy_mounts = false;  // tests: take the mount(2) path on a new kernel
+  // The starter is single-threaded, has no signal handlers and may be init's image: a copy of
+  // it becomes init without an exec (`agentbox run`: its own process, its own box).
+  bool in_place = false;
 };
 
 // How init comes to be.
@@ -34,6 +37,8 @@ enum class ClonePath {
   vfork_exec,  // clone(CLONE_VM|CLONE_VFORK) and exec agentbox-init: nothing of ours is copied
   clone3_exec,  // clone3 that copies us, then exec: needed for CLONE_INTO_CGROUP or a user
                 // namespace, whose parent writes the id maps before the child may go on
+  in_place,     // clone3 that copies us, and the copy becomes init without an exec, as the
+                // zygote's children do (StartOffer::in_place; box/init/init_in_place.hpp)
 };
 
 // When init enters the box's cgroup.

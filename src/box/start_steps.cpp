@@ -17,6 +17,7 @@ using enum StepNeed;
 constexpr StartStepInfo kSteps[] = {
     {zygote, "zygote", optional, "each box's init is cloned and exec'd by the daemon (about 2 ms more per start)"},
     {etc_template, "etc template", optional, "init copies the allowlisted /etc entries itself"},
+    {etc_snapshot, "/etc snapshot", optional, "the parent copies the allowlisted /etc entries for this box alone"},
     {parent_etc, "parent-built /etc", optional, "init copies the allowlisted /etc entries itself"},
     {new_mount_api, "new mount API", optional, "binds are made with mount(2); flags are set on each top mount only"},
     {cgroup, "cgroup", required, "memory, pids and cpu limits are the box's only bound on the host"},

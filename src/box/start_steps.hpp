@@ -16,6 +16,7 @@ enum class StartStep {
   // the parent's side (box/launch.cpp, box/zygote.cpp)
   zygote,             // the daemon's inits come from a zygote
   etc_template,       // the zygote's shared /etc template
+  etc_snapshot,       // `agentbox run`: the /etc snapshot its boxes share
   parent_etc,         // /etc built by the parent while init execs
   new_mount_api,      // open_tree/mount_setattr
   cgroup,             // the box's cgroup with its limits

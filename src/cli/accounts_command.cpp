@@ -64,17 +64,16 @@ int remove(const AccountsOptions& o) {
 
 }  // namespace
 
-CLI::App* add_accounts_command(CLI::App& app, AccountsOptions& o) {
-  auto* accounts = app.add_subcommand("accounts", "The accounts, through the running daemon (admin key)");
-  accounts->require_subcommand(1);
-  auto* list = accounts->add_subcommand("list", "Every account: uid, box, disk and file usage, last activity");
+void add_accounts_options(CLI::App& accounts, AccountsOptions& o) {
+  accounts.require_subcommand(1);
+  auto* list = accounts.add_subcommand("list", "Every account: uid, box, disk and file usage, last activity");
   add_admin_target_options(*list, o.target);
   list->add_flag("--json", o.json, "Print the daemon's JSON answer");
-  auto* del = accounts->add_subcommand("delete", "Stop an account's box and move its files to the trash");
+  auto* del = accounts.add_subcommand("delete", "Stop an account's box and move its files to the trash");
   add_admin_target_options(*del, o.target);
   del->add_option("user", o.user, "Account name or user id")->required();
   del->add_flag("--yes,-y", o.yes, "Do not ask");
-  auto* move = accounts->add_subcommand("move", "Move an account to another node of the cluster (docs/SCALING.md)");
+  auto* move = accounts.add_subcommand("move", "Move an account to another node of the cluster (docs/SCALING.md)");
   add_admin_target_options(*move, o.move.target);
   move->add_option("user", o.move.user, "The user id (as the front end sends it)")->required();
   move->add_option("--to", o.move.to, "The node to move it to")->required()->type_name("NODE");
@@ -84,7 +83,6 @@ CLI::App* add_accounts_command(CLI::App& app, AccountsOptions& o) {
   move->add_option("--router-dir", o.move.router_dir,
                    "The router's directory (cluster nginx-conf --out): pins.map rewritten, nginx reloaded")
       ->type_name("DIR");
-  return accounts;
 }
 
 int run_accounts(CLI::App& accounts, const AccountsOptions& o) {

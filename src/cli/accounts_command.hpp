@@ -20,8 +20,8 @@ struct AccountsOptions {
   MoveOptions move;   // move
 };
 
-// Adds `accounts` and its subcommands; run_accounts() runs whichever was parsed.
-CLI::App* add_accounts_command(CLI::App& app, AccountsOptions& options);
+// Adds the subcommands and options of `accounts` to it; run_accounts() runs whichever was parsed.
+void add_accounts_options(CLI::App& accounts, AccountsOptions& options);
 int run_accounts(CLI::App& accounts, const AccountsOptions& options);
 
 }  // namespace agentbox::cli

@@ -114,15 +114,14 @@ int mirror_once(const BackupOptions& o) {
 
 }  // namespace
 
-CLI::App* add_backup_command(CLI::App& app, BackupOptions& o) {
-  auto* backup = app.add_subcommand("backup", "The mirror of homes, through the running daemon (admin key)");
-  backup->require_subcommand(1);
-  auto* status = backup->add_subcommand("status", "Show the mirror's last pass, per account");
+void add_backup_options(CLI::App& backup, BackupOptions& o) {
+  backup.require_subcommand(1);
+  auto* status = backup.add_subcommand("status", "Show the mirror's last pass, per account");
   add_admin_target_options(*status, o.target);
   status->add_flag("--json", o.json, "Print the daemon's JSON answer");
-  auto* run = backup->add_subcommand("run", "Start a pass now");
+  auto* run = backup.add_subcommand("run", "Start a pass now");
   add_admin_target_options(*run, o.target);
-  auto* restore = backup->add_subcommand(
+  auto* restore = backup.add_subcommand(
       "restore", "Put a home, or one path in it, back from the mirror; --all: every account this node does not hold");
   add_admin_target_options(*restore, o.target);
   restore->add_option("user", o.user, "Account name or user id");
@@ -132,11 +131,10 @@ CLI::App* add_backup_command(CLI::App& app, BackupOptions& o) {
   restore->add_option("path", o.path, "Path in the home (relative, ~/..., or /home/NAME/...); default: all of it");
   restore->add_option("--date", o.date, "Restore what was deleted or overwritten that day (.deleted/DATE)")
       ->type_name("YYYY-MM-DD");
-  auto* once = backup->add_subcommand("mirror-once", "One mirror pass of SRC into DST, without a daemon (bench)");
+  auto* once = backup.add_subcommand("mirror-once", "One mirror pass of SRC into DST, without a daemon (bench)");
   once->group("");  // hidden
   once->add_option("src", o.source, "Source directory")->required();
   once->add_option("dst", o.dest, "Mirror directory (gets home/ and .deleted/)")->required();
-  return backup;
 }
 
 int run_backup(CLI::App& backup, const BackupOptions& o) {

@@ -23,8 +23,8 @@ struct BackupOptions {
   std::string source, dest;        // mirror-once
 };
 
-// Adds `backup` and its subcommands; run_backup() runs whichever was parsed.
-CLI::App* add_backup_command(CLI::App& app, BackupOptions& options);
+// Adds the subcommands and options of `backup` to it; run_backup() runs whichever was parsed.
+void add_backup_options(CLI::App& backup, BackupOptions& options);
 int run_backup(CLI::App& backup, const BackupOptions& options);
 
 }  // namespace agentbox::cli

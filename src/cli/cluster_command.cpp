@@ -273,13 +273,12 @@ int rebalance(const ClusterOptions& o) {
 
 }  // namespace
 
-CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
-  auto* cluster = app.add_subcommand("cluster", "A cluster of agentbox nodes behind nginx (docs/SCALING.md)");
-  cluster->require_subcommand(1);
-  cluster->add_option("--cluster", o.file, "The cluster file (default $AGENTBOX_CLUSTER)")->type_name("FILE");
-  auto* own = cluster->add_subcommand("owner", "Print the node that holds a user: a pin, else nginx's ring");
+void add_cluster_options(CLI::App& cluster, ClusterOptions& o) {
+  cluster.require_subcommand(1);
+  cluster.add_option("--cluster", o.file, "The cluster file (default $AGENTBOX_CLUSTER)")->type_name("FILE");
+  auto* own = cluster.add_subcommand("owner", "Print the node that holds a user: a pin, else nginx's ring");
   own->add_option("user", o.users, "User ids (X-User-Id)")->required();
-  auto* conf = cluster->add_subcommand("nginx-conf", "Write the router's nginx.conf and pins.map from the cluster file");
+  auto* conf = cluster.add_subcommand("nginx-conf", "Write the router's nginx.conf and pins.map from the cluster file");
   conf->add_option("--out", o.out_dir, "Directory for nginx.conf and pins.map (default: nginx.conf to stdout)")->type_name("DIR");
   conf->add_option("--listen", o.listen, "The router's address (default 127.0.0.1:8100)")->type_name("ADDR:PORT");
   conf->add_option("--max-body", o.max_body, "The nodes' [limits] body (default 100M)")->type_name("SIZE");
@@ -293,23 +292,22 @@ CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
       ->check(CLI::Range(1, 86400));
   conf->add_option("--long-timeout", o.long_timeout, "Seconds a terminal or /proxy may be idle (default 3600)")
       ->check(CLI::Range(1, 7 * 86400));
-  auto* pl = cluster->add_subcommand("plan", "Show which accounts would move to match another cluster file");
+  auto* pl = cluster.add_subcommand("plan", "Show which accounts would move to match another cluster file");
   pl->add_option("--to", o.new_file, "The cluster file to compare with")->required()->type_name("FILE");
   pl->add_option("--accounts", o.accounts_file, "USER<TAB>NODE lines instead of asking the nodes")->type_name("FILE");
-  auto* ad = cluster->add_subcommand("add", "Add a node; pin every account that would change node, so nobody moves");
+  auto* ad = cluster.add_subcommand("add", "Add a node; pin every account that would change node, so nobody moves");
   ad->add_option("name", o.node_name, "The new node's name")->required();
   ad->add_option("server", o.node_server, "Its address as nginx's server line writes it (HOST:PORT)")->required();
   ad->add_option("--admin-url", o.node_admin_url, "Its admin URL (default http://SERVER)");
   ad->add_option("--accounts", o.accounts_file, "USER<TAB>NODE lines instead of asking the nodes")->type_name("FILE");
-  auto* dr = cluster->add_subcommand("drain", "Move every account of a node to its owner on the ring without it");
+  auto* dr = cluster.add_subcommand("drain", "Move every account of a node to its owner on the ring without it");
   dr->add_option("name", o.node_name, "The node")->required();
-  auto* rb = cluster->add_subcommand("rebalance", "Move pinned accounts to their ring owners, idle first, and drop the pins");
+  auto* rb = cluster.add_subcommand("rebalance", "Move pinned accounts to their ring owners, idle first, and drop the pins");
   for (CLI::App* sub : {pl, ad, dr, rb}) add_admin_target_options(*sub, o.target);  // where the admin key is
   for (CLI::App* sub : {dr, rb})
     sub->add_option("--router-dir", o.router_dir, "A router written by `cluster nginx-conf --out DIR`: written again and reloaded")
         ->type_name("DIR");
   for (CLI::App* sub : {own, conf, pl, ad, dr, rb}) sub->fallthrough();  // --cluster may come after the subcommand too
-  return cluster;
 }
 
 int run_cluster(CLI::App& cluster, ClusterOptions& o) {

@@ -35,7 +35,8 @@ struct ClusterOptions {
   AdminTargetOptions target;          // where the cluster's admin key is
 };
 
-CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& options);
+// Adds the subcommands and options of `cluster` to it; run_cluster() runs whichever was parsed.
+void add_cluster_options(CLI::App& cluster, ClusterOptions& options);
 int run_cluster(CLI::App& cluster, ClusterOptions& options);
 
 }  // namespace agentbox::cli

@@ -1,9 +1,6 @@
 #include "cluster/nginx_conf.hpp"
 
-#include <openssl/evp.h>
-
-#include <stdexcept>
-
+#include "cluster/md5.hpp"
 #include "util/random_hex.hpp"
 
 namespace agentbox::cluster {
@@ -16,11 +13,8 @@ std::string secs(std::chrono::seconds s) { return std::to_string(s.count()) + "s
 }  // namespace
 
 std::string md5_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_md5(), nullptr) != 1)
-    throw std::runtime_error("md5 failed");
-  return hex_of(digest, len);
+  const Md5Digest digest = md5(bytes);
+  return hex_of(digest.data(), digest.size());
 }
 
 std::string nginx_pins_map(const ClusterPins& pins) {

@@ -147,7 +147,10 @@ std::string cluster_file_text(const ClusterConfig& config) {
   std::string out = "# agentbox cluster: the ring nginx hashes users onto (docs/SCALING.md)\n";
   const std::string default_pins = dir_of(config.path) + "/pins.toml";
   if (config.pins_path != default_pins) out += "pins = " + quoted(config.pins_path) + "\n";
-  for (const ClusterNode& n : config.nodes) out += "\n" + cluster_node_text(n);
+  for (const ClusterNode& n : config.nodes) {
+    out += '\n';
+    out += cluster_node_text(n);
+  }
   return out;
 }
 

@@ -210,6 +210,49 @@ def test_help_names_the_program():
     assert "Usage: agentbox [OPTIONS] SUBCOMMAND" in r.stdout, r.stdout[:300]
 
 
+# Only the subcommand named gets its options built (main.cpp): each one's help must still show
+# them, --help-all every command's (one level deep, as CLI11 prints it), and a bad option of the
+# named one is still an error.
+@pytest.mark.parametrize("args,needles", [
+    (["--help"], ["run ", "doctor ", "serve ", "config ", "backup ", "accounts ", "cluster "]),
+    (["run", "--help"], ["--allow-net", "--memory", "--ro-bind", "--no-profile", "command"]),
+    (["doctor", "--help"], ["--config"]),
+    (["config", "check", "--help"], ["file"]),
+    (["backup", "restore", "--help"], ["--date", "--all", "--listen", "--state"]),
+    (["accounts", "move", "--help"], ["--to", "--cluster", "--router-dir"]),
+    (["cluster", "nginx-conf", "--help"], ["--http-only", "--pins-map", "--read-timeout"]),
+    (["--help-all"], ["--allow-net", "--config", "check ", "restore ", "move ", "--cluster", "nginx-conf "]),
+])
+def test_every_subcommand_still_shows_its_options(args, needles):
+    r = subprocess.run([agentbox_bin(), *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    for needle in needles:
+        assert needle in r.stdout, (args, needle, r.stdout)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "--bogus", "--", "true"], "--bogus"),
+    (["backup", "status", "--bogus"], "--bogus"),
+    (["cluster", "owner"], "user"),  # a required argument of a subcommand
+    (["bogus"], "subcommand"),
+])
+def test_a_bad_command_line_is_one_line_and_exit_2(args, needle):
+    r = subprocess.run([agentbox_bin(), *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("agentbox: ") and needle in r.stderr, r.stderr
+
+
+def test_the_cli_links_no_crypto_library():
+    """`agentbox run` starts the static `agentbox`: libcrypto in it would probe the CPU's features
+    at every start (cpuid: a trap to the hypervisor on a VM). Nothing in it speaks TLS."""
+    r = subprocess.run(["nm", agentbox_bin()], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    symbols = {line.split()[-1] for line in r.stdout.splitlines() if line.strip()}
+    assert "main" in symbols  # a symbol table to look at: the check below cannot pass vacuously
+    crypto = sorted(s for s in symbols if s.startswith(("OPENSSL_", "EVP_", "SSL_", "CRYPTO_")))
+    assert not crypto, crypto[:10]
+
+
 def test_run_never_hands_the_callers_terminal_to_the_box(workdir):
     """stdin piped, stdout and stderr a terminal: the box gets pipes (its output is relayed to
     the terminal), and whatever it does to its stdout cannot reach the caller's terminal: here

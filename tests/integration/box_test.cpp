@@ -2,13 +2,17 @@
 // environment, cwd, signals to the whole process group, exit status, cgroup usage, stop.
 #include "box/box.hpp"
 #include "box/cgroup.hpp"
+#include "box/protocol.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -21,9 +25,27 @@ namespace {
 
 using namespace agentbox::testing;
 
-// Every test runs twice: init cloned and exec'd per box (`agentbox run`), and init cloned by
-// the zygote (the daemon).
-enum class InitWay { exec, zygote };
+// Every test runs four times: init cloned and exec'd per box, with a parent-built /etc of the
+// box's own or a clone of the shared /etc snapshot; init cloned by the zygote (the daemon); and
+// (`agentbox run`'s way) a copy of this process become init in place, on the shared snapshot.
+enum class InitWay { exec, exec_snapshot, zygote, in_place };
+
+// The snapshots of this test process's boxes (box/etc_snapshots.hpp), gone at its end.
+const std::string& snapshot_dir() {
+  static struct Dir {
+    std::string path;
+    Dir() {
+      char t[] = "/tmp/abx-etc-snapshots-XXXXXX";
+      path = ::mkdtemp(t);
+      ::chmod(path.c_str(), 0755);
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  return dir.path;
+}
 
 class BoxTest : public ::testing::TestWithParam<InitWay> {
  protected:
@@ -34,6 +56,8 @@ class BoxTest : public ::testing::TestWithParam<InitWay> {
   BoxStartOptions options(const std::string& tag) {
     BoxStartOptions o = start_options(tag);
     if (GetParam() == InitWay::zygote) o.zygote = &test_zygote();
+    if (GetParam() == InitWay::exec_snapshot || GetParam() == InitWay::in_place) o.etc_snapshots = snapshot_dir();
+    o.init_in_place = GetParam() == InitWay::in_place;
     return o;
   }
   // The processes init is a child of: this thread, or the zygote.
@@ -43,8 +67,37 @@ class BoxTest : public ::testing::TestWithParam<InitWay> {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(InitWays, BoxTest, ::testing::Values(InitWay::exec, InitWay::zygote),
-                         [](const auto& info) { return info.param == InitWay::exec ? "Exec" : "Zygote"; });
+INSTANTIATE_TEST_SUITE_P(InitWays, BoxTest,
+                         ::testing::Values(InitWay::exec, InitWay::exec_snapshot, InitWay::zygote, InitWay::in_place),
+                         [](const auto& info) {
+                           return info.param == InitWay::exec            ? "Exec"
+                                  : info.param == InitWay::exec_snapshot ? "ExecSnapshot"
+                                  : info.param == InitWay::zygote        ? "Zygote"
+                                                                         : "InPlace";
+                         });
+
+// However it came to be, init shows nothing of its starter: its name and command line are
+// agentbox-init's, its environment holds none of the starter's, its stdio is /dev/null.
+TEST_P(BoxTest, InitShowsNothingOfItsStarter) {
+  ASSERT_NE(read_file("/proc/self/environ", 1 << 16), "") << "the test needs an environment of its own";
+  auto box = Box::start(spec, options("init-face"));
+  const std::string proc = "/proc/" + std::to_string(box->init_pid());
+  EXPECT_EQ(read_file(proc + "/comm", 64), "agentbox-init\n");
+  const std::string cmdline = read_file(proc + "/cmdline", 1 << 16);
+  EXPECT_EQ(std::string(cmdline.c_str()), "agentbox-init");
+  const std::string rest = cmdline.substr(std::min(cmdline.size(), std::strlen(cmdline.c_str()) + 1));
+  EXPECT_EQ(rest.find_first_not_of('\0'), std::string::npos) << "more than argv[0]: " << rest;
+  // Nothing, or the one variable an exec'd init is given.
+  const std::string environ = read_file(proc + "/environ", 1 << 16);
+  EXPECT_TRUE(environ.find_first_not_of('\0') == std::string::npos ||
+              environ == std::string(protocol::kInitPath) + '\0')
+      << environ;
+  for (int fd : {0, 1}) {  // the null device (its path reads from inside the box's mounts)
+    struct stat st {};
+    ASSERT_EQ(::stat((proc + "/fd/" + std::to_string(fd)).c_str(), &st), 0) << "fd " << fd;
+    EXPECT_TRUE(S_ISCHR(st.st_mode) && st.st_rdev == ::makedev(1, 3)) << "fd " << fd;
+  }
+}
 
 TEST_P(BoxTest, RunsCommandsAsTheAccountUidWithPipes) {
   auto box = Box::start(spec, options("uid"));
@@ -472,6 +525,19 @@ TEST_P(BoxTest, EtcHoldsTheHostsAllowlistedFilesAndDirectoriesReadOnly) {
   expected += "touch: cannot touch '/etc/ld.so.conf.d/x': Read-only file system\n"
               "touch: cannot touch '/etc/x': Read-only file system\n";
   EXPECT_EQ(o.out, expected);
+}
+
+// Where /etc comes from, as planned and not a silent fallback: a tmpfs made for the box (exec),
+// the zygote's template (a tmpfs too), or the shared snapshot, whose path the mountinfo shows.
+TEST_P(BoxTest, EtcComesFromThePlannedSource) {
+  auto box = Box::start(spec, options("etc-source"));
+  Output o = run_piped(*box, {"sh", "-c", "grep ' /etc ' /proc/self/mountinfo"});
+  if (GetParam() == InitWay::exec_snapshot || GetParam() == InitWay::in_place) {
+    const std::string snapshots = std::filesystem::path(snapshot_dir()).filename();
+    EXPECT_NE(o.out.find("/" + snapshots + "/"), std::string::npos) << o.out;
+  } else {
+    EXPECT_NE(o.out.find(" - tmpfs "), std::string::npos) << o.out;
+  }
 }
 
 // A bind into /etc needs a mount point made in /etc, which is read-only when it comes from the

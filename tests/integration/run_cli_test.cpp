@@ -240,6 +240,7 @@ TEST(RunCli, OrdinaryUserGetsTheirOwnUidInside) {
 
 // A box whose init cannot start: exit 125 and a one-line reason, whether init fails before
 // or after it took the spec (the command is sent without waiting for init's ready).
+// (An init named by $AGENTBOX_INIT is exec'd, not the CLI's copy become init in place.)
 TEST(RunCli, ABoxThatCannotStartExits125) {
   TempDir home;
   for (const char* init : {"/bin/false", "/bin/true"}) {

@@ -394,6 +394,41 @@ void build_etc_template(const std::string& dir) {
   for (const auto& file : own_etc_files(BoxSpec{})) touch(dir + "/" + file.first);
 }
 
+std::vector<std::string> fill_etc_dir(int host_etc, int dest_dir, const BoxSpec& spec) {
+  std::vector<std::string> dirs;
+  fill_etc(host_etc, dest_dir, [&](const std::string& name) { dirs.push_back(name); });
+  for (const auto& [name, content] : own_etc_files(spec)) write_new_file(dest_dir, name, content);
+  return dirs;
+}
+
+EtcFingerprint etc_fingerprint(int host_etc, const BoxSpec& spec) {
+  EtcFingerprint f;
+  for (const auto& name : etc_allowlist()) {
+    struct stat st {};
+    if (::fstatat(host_etc, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno != ENOENT && errno != ENOTDIR) throw sys_error("stat(/etc/" + name + ")");
+      continue;  // not on this host: fill_etc leaves it out
+    }
+    if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      const ssize_t n = ::readlinkat(host_etc, name.c_str(), target, sizeof target - 1);
+      if (n < 0) throw sys_error("readlink(/etc/" + name + ")");
+      f.text += fmt::format("link {} {}\n", name, std::string_view(target, static_cast<size_t>(n)));
+    } else if (S_ISDIR(st.st_mode)) {
+      f.text += fmt::format("dir {}\n", name);  // its content is bound, not copied
+      f.dirs.push_back(name);
+    } else if (S_ISREG(st.st_mode)) {
+      // Any write changes ctime (which no one can set back); a replacement changes the inode.
+      f.text += fmt::format("file {} {}:{} {} {:o} {}:{} {}.{:09} {}.{:09}\n", name, st.st_dev, st.st_ino,
+                            st.st_size, st.st_mode, st.st_uid, st.st_gid, st.st_mtim.tv_sec,
+                            st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+    }
+  }
+  f.text += fmt::format("link {} {}\n", kEtcClaudeCode, kClaudeManagedDir);
+  for (const auto& [name, content] : own_etc_files(spec)) f.text += fmt::format("own {} {}\n{}", name, content.size(), content);
+  return f;
+}
+
 EtcTree build_etc_tree(const BoxSpec& spec) {
   UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
   if (!fs) throw sys_error("fsopen(tmpfs)");
@@ -405,9 +440,7 @@ EtcTree build_etc_tree(const BoxSpec& spec) {
   if (!tree) throw sys_error("fsmount(tmpfs)");
   UniqueFd host_dir(::open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!host_dir) throw sys_error("open(/etc)");
-  std::vector<std::string> dirs;
-  fill_etc(host_dir.get(), tree.get(), [&](const std::string& name) { dirs.push_back(name); });
-  for (const auto& [name, content] : own_etc_files(spec)) write_new_file(tree.get(), name, content);
+  std::vector<std::string> dirs = fill_etc_dir(host_dir.get(), tree.get(), spec);
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_RDONLY;
   if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)

@@ -35,8 +35,24 @@ void build_etc_template(const std::string& dir);
 struct EtcTree {
   UniqueFd fd;
   std::vector<std::string> dirs;  // the allowlisted directories left empty in it, to bind
+  UniqueFd hold;                  // a shared snapshot's lock (box/etc_snapshots.hpp): keep while the box runs
 };
 EtcTree build_etc_tree(const BoxSpec& spec);
+
+// What build_etc_tree puts in its tmpfs, into the directory dest_dir from the host's /etc at
+// host_etc: the allowlisted entries (files copied, symlinks as symlinks, directories empty) and
+// the box's own files. Returns the directories left empty, to bind.
+std::vector<std::string> fill_etc_dir(int host_etc, int dest_dir, const BoxSpec& spec);
+
+// What fill_etc_dir would make from host_etc for spec, as text: each allowlisted entry's kind
+// and, for a file, its inode, size, mode, owner and times (a write always changes ctime); a
+// symlink's target; for a directory nothing more (its content is bound at the start, not
+// copied); and the box's own files. Equal texts, equal trees (box/etc_snapshots.hpp).
+struct EtcFingerprint {
+  std::string text;
+  std::vector<std::string> dirs;  // as fill_etc_dir returns them
+};
+EtcFingerprint etc_fingerprint(int host_etc, const BoxSpec& spec);
 
 // Where a box's /etc comes from (the start plan's choice) and what init has for it.
 struct EtcFrom {

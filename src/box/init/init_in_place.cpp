@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -42,21 +44,29 @@ ArgEnvAreas arg_env_areas() {
   return a;
 }
 
-void wipe_caller_memory() {
+// name: what argv[0] becomes (as far as the area holds it), or null to keep it.
+void wipe_caller_memory(const char* name = nullptr) {
   const ArgEnvAreas a = arg_env_areas();
   if (a.arg_start && a.arg_end > a.arg_start) {
     char* args = reinterpret_cast<char*>(a.arg_start);
-    const size_t keep = strnlen(args, a.arg_end - a.arg_start) + 1;  // argv[0] and its NUL
-    if (keep < a.arg_end - a.arg_start) std::memset(args + keep, 0, a.arg_end - a.arg_start - keep);
+    const size_t size = a.arg_end - a.arg_start;
+    size_t keep = strnlen(args, size) + 1;  // argv[0] and its NUL
+    if (name) {
+      std::memset(args, 0, size);
+      keep = std::min(std::strlen(name), size - 1);
+      std::memcpy(args, name, keep);
+      keep += 1;
+    }
+    if (keep < size) std::memset(args + keep, 0, size - keep);
   }
   if (a.env_start && a.env_end > a.env_start)
     std::memset(reinterpret_cast<char*>(a.env_start), 0, a.env_end - a.env_start);
   environ = nullptr;
 }
 
-}  // namespace
-
-void become_init(int control, int events, int netns_fd, protocol::StartBox start) {
+// Moves control, events (and netns_fd) to 3, 4 (and 5), closes every other descriptor above
+// stdio, and leaves signals as an exec'd init finds them.
+void take_descriptors(int control, int events, int netns_fd) {
   // All above 5 first, so no dup2 below overwrites a source not yet placed.
   const int sources[3] = {control, events, netns_fd};
   const int count = netns_fd >= 0 ? 3 : 2;
@@ -70,6 +80,28 @@ void become_init(int control, int events, int netns_fd, protocol::StartBox start
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+}  // namespace
+
+void become_init(int control, int events) {
+  take_descriptors(control, events, -1);
+  // The caller's stdio (a terminal) is no business of init's: as init_main's for an exec'd one.
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) ::_exit(125);
+  ::dup2(null, STDIN_FILENO);
+  ::dup2(null, STDOUT_FILENO);
+#ifndef AGENTBOX_SANITIZE
+  ::dup2(null, STDERR_FILENO);  // sanitizer builds keep stderr, where a report from init would go
+#endif
+  ::close(null);
+  ::prctl(PR_SET_NAME, "agentbox-init");
+  wipe_caller_memory("agentbox-init");
+  ::_exit(run(protocol::kInitControlFd, protocol::kInitEventFd));
+}
+
+void become_init(int control, int events, int netns_fd, protocol::StartBox start) {
+  take_descriptors(control, events, netns_fd);
   wipe_caller_memory();
 
   std::vector<UniqueFd> fds;

@@ -1,5 +1,6 @@
-// agentbox-init: PID 1 of every box. `agentbox run` execs it right after the clone that makes
-// the box's namespaces, control socket on fd 3 and event socket on fd 4. The daemon execs it
+// agentbox-init: PID 1 of every box. A starter without a zygote execs it right after the clone
+// that makes the box's namespaces, control socket on fd 3 and event socket on fd 4 (`agentbox
+// run` instead has a copy of itself become init: init_in_place.hpp). The daemon execs it
 // once as `agentbox-init --zygote` (request socket on fd 3) and has it clone each box's init.
 #include <fcntl.h>
 #include <unistd.h>
