@@ -323,28 +323,24 @@ int serve(const ServeOptions& options) {
   TerminalLoop terminal_loop("terminals");
   BoxManager manager(loop.context(), std::move(box_options));
 
-  accounts::AccountDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);
+  // Who may be served here (accounts/admission.hpp): users being restored from the mirror,
+  // and on a cluster node users being moved or moved away and users another node owns, are
+  // refused before an account is looked at or made.
+  accounts::RestoreGate restore_gate(config.state_dir + "/restoring");
+  std::optional<MoveStore> moves;
+  std::optional<accounts::MoveGate> move_gate;
   if (placement) {
-    callers.set_new_account_check([&guard = *placement](std::string_view user) { guard.check_new(user); });
+    moves.emplace(open_state_db(config.state_dir));
+    move_gate.emplace(*moves, placement->node());
     const ClusterNode& self = placement->placement()->self();
     std::cout << "cluster: node " << self.name << " (" << self.server << ") of " << *options.cluster << ", "
               << placement->placement()->config().nodes.size() << " nodes, "
               << placement->placement()->config().pins.size() << " pins\n";
   }
-  // Moves between nodes (api/moves.hpp): users being moved or moved away are refused
-  // before anything else looks at them.
-  std::optional<MoveStore> moves;
-  std::optional<accounts::MoveGate> move_gate;
-  // Users being restored from the mirror (accounts/restore_gate.hpp) are refused the same way.
-  accounts::RestoreGate restore_gate(config.state_dir + "/restoring");
-  if (placement) {
-    moves.emplace(open_state_db(config.state_dir));
-    move_gate.emplace(*moves, placement->node());
-  }
-  callers.set_account_gate([&restore_gate, gate = move_gate ? &*move_gate : nullptr](std::string_view user) {
-    restore_gate.check(user);
-    if (gate) gate->check(user);
-  });
+  accounts::AccountDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes,
+                                     {.restoring = &restore_gate,
+                                      .moves = move_gate ? &*move_gate : nullptr,
+                                      .placement = placement.get()});
   if (placement) {
     if (::mkdir((config.state_dir + "/moves").c_str(), 0700) != 0 && errno != EEXIST)
       throw sys_error("mkdir(" + config.state_dir + "/moves)");
@@ -435,7 +431,7 @@ int serve(const ServeOptions& options) {
   if (mirror) {
     restore_all.emplace(moves::RestoreAllContext{accounts, callers, *mirror, restore_gate,
                                           placement ? &*placement : nullptr, nullptr});
-    if (move_gate) restore_all->moves = [&gate = *move_gate](std::string_view user) { gate.check(user); };
+    if (move_gate) restore_all->moves = [&callers](std::string_view user) { callers.admission().check_move(user); };
   }
   add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool,
                     restore_all ? &*restore_all : nullptr);
