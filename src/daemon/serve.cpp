@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -218,6 +219,14 @@ int serve(const ServeOptions& options) {
         StorageConfig::Quota q = storage.quota_for(account ? account->external_id : std::string());
         return DiskQuota{q.disk_bytes, q.inodes};
       });
+  if (const char* held = ::getenv("AGENTBOX_TEST_HOLD_VOLUME"); held && *held) {
+    // Test hook (tests/e2e): the volumes of accounts whose external id starts with this take
+    // 5 s longer to prepare, so a test can show a slow first request delays no other user's.
+    volumes->set_hold([&accounts, prefix = std::string(held)](const std::string& name) {
+      auto account = accounts.find_by_name(name);
+      if (account && account->external_id.starts_with(prefix)) std::this_thread::sleep_for(std::chrono::seconds(5));
+    });
+  }
   std::cout << "storage: " << volumes->backend().describe();
   if (config.storage.quotas())
     std::cout << ", " << format_size(config.storage.quota.disk_bytes) << " and " << config.storage.quota.inodes
@@ -364,15 +373,20 @@ int serve(const ServeOptions& options) {
   exec::Terminals terminals(terminal_loop, boxes,
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
+  // Threads for work that blocks, shared fairly between accounts: file operations, and callers
+  // whose resolution is slow (SQL, a new volume, a mount: accounts/caller_routes.hpp), so the
+  // API's io thread never waits for them.
+  FileRoutesOptions file_options;
+  file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
+  file_options.pool = std::make_shared<BlockingPool>(file_options.threads, file_options.per_account_ops);
+  callers.set_pool(file_options.pool);
+
   Router router;
   add_meta_routes(router, callers, boxes, kVersion, [egress_context](const std::string& user) {
     return net::describe_for_box(egress_context->config()->policy_for(user));
   });
   add_execute_routes(router, callers, boxes, table);
-  FileRoutesOptions file_options;
   file_options.upload_max_bytes = config.limits.body_bytes;
-  file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
-  file_options.pool = std::make_shared<BlockingPool>(file_options.threads, file_options.per_account_ops);
   add_file_routes(router, callers, file_options);
   add_trash_routes(router, callers, file_options.pool, config.storage.trash_days);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
