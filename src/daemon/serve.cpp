@@ -211,9 +211,13 @@ int serve(const ServeOptions& options) {
 
   AccountStore accounts(open_state_db(config.state_dir),
                         UidRange{config.accounts.uid_base, config.accounts.uid_count});
-  // Every account's files live in its own volume: an image of its disk quota, mounted on first use.
+  // Every account's files live in its own volume: an image of its disk quota, mounted on first
+  // use; a few are made ahead for new accounts (volumes/spare_volumes.hpp).
+  SparePolicy spares{.count = config.accounts.spare_volumes,
+                     .quota = {config.storage.quota.disk_bytes, config.storage.quota.inodes},
+                     .log = [](const std::string& message) { spdlog::warn("{}", message); }};
   auto volumes = std::make_shared<AccountVolumes>(
-      config.state_dir, make_volume_backend(config.storage.quotas()),
+      config.state_dir, make_volume_backend(config.storage.quotas(), std::move(spares)),
       [&accounts, storage = config.storage](const std::string& name) {
         std::optional<Account> account = accounts.find_by_name(name);
         StorageConfig::Quota q = storage.quota_for(account ? account->external_id : std::string());
@@ -230,7 +234,7 @@ int serve(const ServeOptions& options) {
   std::cout << "storage: " << volumes->backend().describe();
   if (config.storage.quotas())
     std::cout << ", " << format_size(config.storage.quota.disk_bytes) << " and " << config.storage.quota.inodes
-              << " inodes per account";
+              << " inodes per account, " << config.accounts.spare_volumes << " made ahead";
   std::cout << ", trash kept " << config.storage.trash_days << " days\n";
   ProcessStore processes(open_state_db(config.state_dir));
 

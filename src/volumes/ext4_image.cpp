@@ -13,13 +13,13 @@
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/run_program.hpp"
-#include "util/unique_fd.hpp"
 #include "volumes/loop_device.hpp"
 
 namespace agentbox {
 namespace {
 
 constexpr unsigned long kMountFlags = MS_NOSUID | MS_NODEV | MS_NOATIME;
+constexpr unsigned kMountAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOATIME;
 // ext4 wants room for its inode tables: at most one inode per this many bytes of image.
 constexpr uint64_t kMinBytesPerInode = 1024;
 
@@ -103,6 +103,27 @@ void mount_image(const std::string& image_path, const std::string& dir) {
   if (::mount(device.c_str(), dir.c_str(), "ext4", kMountFlags, "errors=remount-ro") != 0)
     throw sys_error("mount(" + device + ", " + dir + ")");
   // The mount holds the device now; closing ours lets AUTOCLEAR free it at unmount.
+}
+
+UniqueFd mount_image_detached(const std::string& image_path) {
+  UniqueFd fs(::fsopen("ext4", FSOPEN_CLOEXEC));
+  if (!fs) throw sys_error("fsopen(ext4)");
+  struct stat st{};
+  UniqueFd image = open_image(image_path, st);
+  std::string device = attached_loop(st);
+  UniqueFd loop;
+  if (device.empty()) loop = attach_loop(image, image_path, device);
+  check(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", device.c_str(), 0), "fsconfig(source " + device + ")");
+  check(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "errors", "remount-ro", 0), "fsconfig(errors)");
+  check(::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0), "fsconfig(create " + image_path + ")");
+  UniqueFd mount(::fsmount(fs.get(), FSMOUNT_CLOEXEC, kMountAttrs));
+  if (!mount) throw sys_error("fsmount(" + image_path + ")");
+  return mount;  // it holds the device now, as a mount(2) would
+}
+
+void attach_mount(const UniqueFd& mount, const std::string& dir) {
+  check(::move_mount(mount.get(), "", AT_FDCWD, dir.c_str(), MOVE_MOUNT_F_EMPTY_PATH),
+        "move_mount(" + dir + ")");
 }
 
 }  // namespace agentbox

@@ -1,5 +1,6 @@
 // The loop_image volume backend (volumes/volume_backend.hpp): VOLUMES/NAME.img, an ext4 image of
-// the account's quota (volumes/ext4_image.hpp) mounted at VOLUMES/NAME.
+// the account's quota (volumes/ext4_image.hpp) mounted at VOLUMES/NAME; a new account's is a
+// spare made ahead when there is one (volumes/spare_volumes.hpp).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -15,6 +16,7 @@
 #include "util/loop_image_probe.hpp"
 #include "volumes/ext4_image.hpp"
 #include "volumes/ext4_superblock.hpp"
+#include "volumes/spare_volumes.hpp"
 #include "volumes/volume_backend.hpp"
 
 namespace agentbox {
@@ -41,21 +43,27 @@ bool is_mount_root(const std::string& dir) {
 
 class LoopImageBackend final : public VolumeBackend {
  public:
+  explicit LoopImageBackend(SparePolicy spares) : spare_policy_(std::move(spares)) {}
+
   // Boxes are made in a mount namespace of their own, copied when the daemon's box side
   // started (a slave of the host's): a volume mounted later reaches it only through a shared
   // mount. VOLUMES becomes one, whatever the host's propagation (often private outside systemd).
+  // The spares are made from here on.
   void open_root(const std::string& volumes_dir) override {
     if (!is_mount_root(volumes_dir))
       check(::mount(volumes_dir.c_str(), volumes_dir.c_str(), nullptr, MS_BIND, nullptr),
             "mount(" + volumes_dir + ", bind)");
     check(::mount(nullptr, volumes_dir.c_str(), nullptr, MS_SHARED, nullptr), "mount(" + volumes_dir + ", shared)");
+    if (spare_policy_.count > 0) spares_ = std::make_unique<SpareVolumes>(volumes_dir, spare_policy_);
   }
   // Busy when a box's teardown still holds it (or a volume could not be let go): detached
   // then, freed when the last holder lets go, so no daemon leaves its bind behind.
   void close_root(const std::string& volumes_dir) override {
+    spares_.reset();  // the refill ends; the spares' mounts go, their images stay
     if (!is_mount_root(volumes_dir) || ::umount2(volumes_dir.c_str(), 0) == 0) return;
     if (errno == EBUSY) ::umount2(volumes_dir.c_str(), MNT_DETACH);
   }
+  const SpareVolumes* spares() const override { return spares_.get(); }
 
   VolumeKind kind() const override { return VolumeKind::loop_image; }
   std::string describe() const override {
@@ -67,11 +75,16 @@ class LoopImageBackend final : public VolumeBackend {
     if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
     const std::string image = dir + ".img";
     if (is_mounted(dir)) return;
-    if (::access(image.c_str(), F_OK) != 0)
-      make_image(image, quota);
-    else
+    if (::access(image.c_str(), F_OK) == 0) {
       grow_image(image, quota);
-    mount_image(image, dir);
+      mount_image(image, dir);
+    } else if (SpareVolumes::Taken taken = spares_ ? spares_->take(quota, image, dir) : SpareVolumes::Taken::none;
+               taken == SpareVolumes::Taken::none) {
+      make_image(image, quota);
+      mount_image(image, dir);
+    } else if (taken == SpareVolumes::Taken::image) {
+      mount_image(image, dir);
+    }
     check(::chmod(dir.c_str(), 0711), "chmod(" + dir + ")");  // the image's root, now
   }
 
@@ -94,6 +107,10 @@ class LoopImageBackend final : public VolumeBackend {
     if (errno == EBUSY && ::umount2(dir.c_str(), MNT_DETACH) == 0) return;
     throw sys_error("umount(" + dir + ")");
   }
+
+ private:
+  SparePolicy spare_policy_;
+  std::unique_ptr<SpareVolumes> spares_;  // while VOLUMES is open
 };
 
 class PlainBackend final : public VolumeBackend {
@@ -109,13 +126,13 @@ class PlainBackend final : public VolumeBackend {
 
 }  // namespace
 
-std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas) {
+std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas, SparePolicy spares) {
   if (!quotas) return std::make_unique<PlainBackend>();
   std::string why;
   if (!loop_images_supported(&why))
     throw Error("disk quotas need loop devices and mkfs.ext4 (e2fsprogs): " + why +
                 "; or set [accounts] disk = \"0\" to run without quotas");
-  return std::make_unique<LoopImageBackend>();
+  return std::make_unique<LoopImageBackend>(std::move(spares));
 }
 
 }  // namespace agentbox
