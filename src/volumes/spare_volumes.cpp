@@ -1,6 +1,8 @@
 #include "volumes/spare_volumes.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +23,17 @@ namespace {
 
 constexpr const char* kSpareDir = ".spare";
 constexpr std::chrono::seconds kRetryAfterFailure{30};
+
+// The refill thread takes no signal sent to the daemon: it starts before the daemon blocks its
+// stop signals to wait for them on the main thread, and a process-directed SIGTERM left
+// deliverable here (a second one while the daemon stops) would kill the process with its
+// default action, leaving every volume mounted. Faults stay deliverable: they are this thread's.
+void block_process_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) sigdelset(&all, fault);
+  ::pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the mkfs it starts inherits the mask
+}
 
 }  // namespace
 
@@ -77,6 +90,8 @@ SpareVolumes::Taken SpareVolumes::take(const DiskQuota& quota, const std::string
 }
 
 void SpareVolumes::refill() {
+  block_process_signals();
+  ::pthread_setname_np(::pthread_self(), "spare-volumes");
   lower_thread_priority();
   adopt_leftovers();
   std::unique_lock lock(mu_);

@@ -16,7 +16,8 @@
 // the next start. On a kernel without the new mount API (before 5.2) a spare is an image only,
 // mounted when it is taken.
 //
-// Runs on: take() and ready() on any thread (mu_); the refill on its own thread.
+// Runs on: take() and ready() on any thread (mu_); the refill on its own thread ("spare-volumes",
+// which takes none of the signals sent to the daemon).
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>

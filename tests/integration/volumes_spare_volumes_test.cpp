@@ -11,6 +11,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +110,28 @@ TEST_F(SpareVolumesTest, TheBoundIsKeptAndATakenSpareIsAMountedVolumeAtOnce) {
   EXPECT_EQ(spares.ready(), 2u);
   EXPECT_TRUE(logged_.empty()) << ::testing::PrintToString(logged_);
   ASSERT_EQ(::umount2(dir.c_str(), 0), 0);
+}
+
+// The refill thread starts before the daemon blocks its stop signals (daemon/serve.cpp): were
+// SIGTERM deliverable there, a second one while the daemon stops would kill it with every
+// volume still mounted.
+TEST_F(SpareVolumesTest, TheRefillThreadTakesNoSignalMeantForTheDaemon) {
+  SpareVolumes spares(volumes_, policy(1));
+  std::string status;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& task : stdfs::directory_iterator("/proc/self/task"))
+      if (read_file_if_exists(task.path().string() + "/comm").value_or("") == "spare-volumes\n") {
+        status = read_file_if_exists(task.path().string() + "/status").value_or("");
+        return true;
+      }
+    return false;
+  }, 5s)) << "no thread named spare-volumes";
+  const size_t at = status.find("SigBlk:\t");
+  ASSERT_NE(at, std::string::npos) << status;
+  const uint64_t blocked = std::stoull(status.substr(at + 8, 16), nullptr, 16);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD})
+    EXPECT_TRUE(blocked & (uint64_t{1} << (sig - 1))) << "signal " << sig << " deliverable to the refill";
+  EXPECT_FALSE(blocked & (uint64_t{1} << (SIGSEGV - 1))) << "a fault of its own stays deliverable";
 }
 
 TEST_F(SpareVolumesTest, ARestartMountsTheOldSparesAgainAndDeletesWhatIsNotItsOwn) {
