@@ -1,25 +1,41 @@
 #pragma once
 // Who a request is for: the account named by X-User-Id (created on first sight, with its own
-// uid and home), its confined home and the session's working directory (X-Session-Id). Every
-// route that touches a box or a file starts with AccountDirectory::resolve().
+// uid and home), whether this node may serve it (accounts/admission.hpp), its confined home and
+// the session's working directory (X-Session-Id). Every route that touches a box or a file
+// starts by resolving its caller; the routes that run on the API's io thread have it resolved
+// first, off that thread when it is slow (accounts/caller_routes.hpp).
+//
+// The registry is its parts, each a class of its own:
+//   identities    external id → account (the store's; recent ones in memory)    identities.hpp
+//   admission     may this user be served here: one decision                    admission.hpp
+//   volumes       each account's volume, made and mounted on first use          volumes/account_volumes.hpp
+//   open homes    the home descriptors kept open, bounded                       open_homes.hpp
+//   session cwds  each session's working directory, bounded per account         session_cwds.hpp
+//
+// Runs on: any thread. ready() and a resolve() of a ready caller cost memory (and a stat of
+// the session's cwd); any other resolve() may run SQL, make and mount a volume (mkfs, a loop
+// device, an fsck), so it belongs on a pool thread.
 #include <chrono>
-#include <functional>
 #include <cstddef>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <utility>
+#include <string_view>
 
+#include "accounts/admission.hpp"
+#include "accounts/identities.hpp"
+#include "accounts/open_homes.hpp"
+#include "accounts/session_cwds.hpp"
+#include "accounts/user_id.hpp"
 #include "fs/confined_dir.hpp"
 #include "http/request.hpp"
 #include "store/account_store.hpp"
-#include "util/lru_cache.hpp"
 #include "volumes/account_volumes.hpp"
 
-namespace agentbox::accounts {
+namespace agentbox::http {
+class BlockingPool;
+}
 
+namespace agentbox::accounts {
 
 struct Caller {
   Account account;
@@ -39,25 +55,27 @@ struct CallerCacheLimits {
   size_t session_cwds = 256;             // cwds kept per account; past it the least recently set goes
 };
 
-// The external user id a request names: X-User-Id or X-OpenWebUI-User-Id (Open WebUI's generic
-// tool servers send the latter), the same account for the same value; with query_allowed also
-// the `user_id` query parameter (how Open WebUI's proxy names the user of a WebSocket). A header
-// repeated, or two sources that disagree, is HttpError 400: a proxy that appends a header
-// instead of replacing it must not let the client pick the account. None, empty, or over
-// 256 bytes: 400.
-std::string user_id_of(const http::Request& req, bool query_allowed = false);
-
 class AccountDirectory {
  public:
   // Every account's home is in its volume (volumes/account_volumes.hpp); without `volumes`, plain
-  // directories under state_dir (no quota).
+  // directories under state_dir (no quota). `admission` names what refuses users on this node
+  // (none: only deleted accounts are refused).
   AccountDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits = {},
-                  std::shared_ptr<AccountVolumes> volumes = nullptr);
+                   std::shared_ptr<AccountVolumes> volumes = nullptr, AdmissionSources admission = {});
 
-  // The caller of req (user_id_of). Creates the account and its home (owned by the account's
-  // uid, 0700) on first sight; records activity. The session is X-Session-Id, else
-  // X-Terminal-Context-Id; a session cwd that is no longer a directory falls back to the home.
+  // The caller of req (user_id_of). Refuses users this node may not serve (Admission: 503, 421,
+  // 409). Creates the account and its home (owned by the account's uid, 0700) on first sight;
+  // records activity. The session is X-Session-Id, else X-Terminal-Context-Id; a session cwd
+  // that is no longer a directory falls back to the home.
   Caller resolve(const http::Request& req, bool query_user_allowed = false);
+  // Whether resolve(req) costs memory only now: the account is in memory with no last_seen
+  // write due and its home is open (its volume mounted). A request that names no valid user is
+  // ready too: resolving it fails at once with its 400.
+  bool ready(const http::Request& req, bool query_user_allowed = false);
+  // Where callers that are not ready are resolved (caller_routes.hpp); none: on the asking
+  // thread. Set before serving. Held weakly: the routes that use it hold it, as offload()'s do.
+  void set_pool(std::weak_ptr<http::BlockingPool> pool) { pool_ = std::move(pool); }
+  std::shared_ptr<http::BlockingPool> pool() const { return pool_.lock(); }
 
   // POST /files/cwd: the session's cwd becomes `path` (any accepted form); it must be an
   // existing directory inside the home (FsError otherwise). Without a session id the cwd
@@ -72,6 +90,10 @@ class AccountDirectory {
   VolumePaths volume_of(const Account& account);
   AccountVolumes& volumes() { return *volumes_; }
 
+  // Who may be served here (the operator's routes ask it too: an account being moved is not
+  // deleted meanwhile).
+  const Admission& admission() const { return admission_; }
+
   // DELETE /admin/accounts: from begin_delete on, every request for the account is refused with
   // 409 and its open home and session cwds are forgotten; after end_delete its external id
   // makes a new account on its next request (the old name stays refused).
@@ -85,59 +107,19 @@ class AccountDirectory {
   };
   CacheSizes cache_sizes();
 
-  // A cluster node's placement guard: asked before an account is created for an external id
-  // this node does not hold; it throws (HttpError 421) to refuse. Set before serving.
-  void set_new_account_check(std::function<void(std::string_view external_id)> check) {
-    new_account_check_ = std::move(check);
-  }
-  // Asked first for every request's external id, held or not: a node refuses users being moved
-  // or moved away (accounts/move_gate.hpp) by throwing. Set before serving.
-  void set_account_gate(std::function<void(std::string_view external_id)> gate) { account_gate_ = std::move(gate); }
-  // The same refusal for the operator's routes (an account being moved is not deleted meanwhile).
-  void check_gate(std::string_view external_id) const {
-    if (account_gate_) account_gate_(external_id);
-  }
-
  private:
-  // The account's home, opened again if it was dropped from homes_. A request holds its own
-  // reference, so dropping one never closes a home in use.
-  std::shared_ptr<const ConfinedDir> home_of(const Account& account);
-  // The account for an external id: from memory while it is in known_ (accounts never change),
-  // so the hot path does no SQL; last_seen is written at most once a minute.
+  // The account of an external id, admitted (Admission::check), made on first sight.
   Account account_of(std::string_view external_id);
+  // The account's home, opened again if it is not open.
+  std::shared_ptr<const ConfinedDir> home_of(const Account& account);
 
-  struct Home {
-    std::shared_ptr<const ConfinedDir> dir;
-    std::chrono::steady_clock::time_point used;
-  };
-  struct Known {
-    Account account;
-    int64_t touched = 0;  // unix seconds of the last last_seen write
-  };
-  template <class V>
-  using StringKeyed = LruCache<std::string, V, TransparentStringHash, std::equal_to<>>;
-
-  // HttpError 409 when the account is being deleted or was; under mu_.
-  void refuse_if_deleted_locked(const Account& account) const;
-
-  struct SessionCwd {
-    std::string cwd;
-    uint64_t set = 0;  // cwd_clock_ when set: the smallest of an account's is forgotten first
-  };
-
-  AccountStore& accounts_;
   std::string state_dir_;
   std::shared_ptr<AccountVolumes> volumes_;
-  std::chrono::seconds home_idle_;
-  size_t session_cwds_;
-  std::function<void(std::string_view)> new_account_check_;
-  std::function<void(std::string_view)> account_gate_;
-  std::mutex mu_;  // guards homes_, known_, cwd_clock_, cwds_ and deleted_
-  StringKeyed<Home> homes_;    // by account name
-  StringKeyed<Known> known_;   // by external id
-  uint64_t cwd_clock_ = 0;
-  std::map<std::pair<std::string, std::string>, SessionCwd> cwds_;  // (account, session) → cwd
-  std::set<std::string> deleted_;  // names of accounts deleted (or being) in this run
+  std::weak_ptr<http::BlockingPool> pool_;
+  Identities identities_;
+  Admission admission_;
+  OpenHomes homes_;
+  SessionCwds cwds_;
 };
 
 }  // namespace agentbox::accounts

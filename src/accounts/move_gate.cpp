@@ -1,16 +1,6 @@
 #include "accounts/move_gate.hpp"
 
-#include "box/box_error.hpp"
-#include "http/error.hpp"
-
 namespace agentbox::accounts {
-
-namespace {
-
-// A move takes seconds to minutes; clients come back soon and find it done.
-constexpr int kRetryAfterSeconds = 5;
-
-}  // namespace
 
 MoveGate::MoveGate(MoveStore& moves, std::string self_node) : moves_(moves), self_(std::move(self_node)) { reload(); }
 
@@ -23,17 +13,12 @@ void MoveGate::reload() {
   refused_ = std::move(fresh);
 }
 
-void MoveGate::check(std::string_view external_id) const {
+std::optional<MoveGate::Entry> MoveGate::find(std::string_view external_id) const {
   std::lock_guard lock(mu_);
-  if (refused_.empty()) return;
+  if (refused_.empty()) return std::nullopt;
   auto it = refused_.find(external_id);
-  if (it == refused_.end()) return;
-  const std::string user(external_id);
-  if (it->second.moved)
-    throw http::HttpError(http::status::misdirected_request,
-                    "user " + user + " moved to node " + it->second.node + " (" + it->second.server + ")");
-  throw BoxUnavailable("user " + user + " is being moved to " + it->second.node + "; retry shortly",
-                       kRetryAfterSeconds);
+  if (it == refused_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace agentbox::accounts

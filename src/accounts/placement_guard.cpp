@@ -1,7 +1,5 @@
 #include "accounts/placement_guard.hpp"
 
-#include "http/error.hpp"
-
 namespace agentbox::accounts {
 
 
@@ -21,12 +19,11 @@ std::shared_ptr<const cluster::Placement> PlacementGuard::placement() const {
   return placement_;
 }
 
-void PlacementGuard::check_new(std::string_view user) const {
+std::optional<ClusterNode> PlacementGuard::owner_elsewhere(std::string_view user) const {
   auto p = placement();
   const ClusterNode& owner = p->owner(user);
-  if (owner.name == node_) return;
-  throw http::HttpError(http::status::misdirected_request,
-                  "user " + std::string(user) + " belongs to node " + owner.name + " (" + owner.server + ")");
+  if (owner.name == node_) return std::nullopt;
+  return owner;
 }
 
 }  // namespace agentbox::accounts

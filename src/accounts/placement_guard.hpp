@@ -1,10 +1,14 @@
 #pragma once
-// The placement guard of a cluster node (DESIGN §8): a request for a user this node neither
-// holds nor owns is answered 421 naming the owner, and creates nothing. Without it a misrouted
-// user (nginx failing over, a stale router, a client sent straight to a node) would silently get
-// an empty second home. The cluster file is read again on SIGHUP (pins change with moves).
+// The placement of a cluster node (DESIGN §8): who owns a user this node does not hold. Admission
+// (accounts/admission.hpp) answers such a request 421 naming the owner, and creates nothing.
+// Without it a misrouted user (nginx failing over, a stale router, a client sent straight to a
+// node) would silently get an empty second home. The cluster file is read again on SIGHUP (pins
+// change with moves).
+//
+// Runs on: any thread (the placement is swapped whole under mu_).
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,9 +22,9 @@ class PlacementGuard {
   // Reads the cluster file; node must be one of its nodes (UsageError otherwise).
   PlacementGuard(std::string cluster_file, std::string node);
 
-  // Throws HttpError 421 "user U belongs to node n1 (127.0.0.1:8101)" unless this node owns
-  // user. Asked only for users this node does not hold.
-  void check_new(std::string_view user) const;
+  // The node that owns user when that is not this node (a pin, else the ring); nullopt when
+  // this node owns them. Asked only for users this node does not hold.
+  std::optional<ClusterNode> owner_elsewhere(std::string_view user) const;
 
   // Reads the cluster file again; on an error the old placement stays and the error is thrown.
   void reload();

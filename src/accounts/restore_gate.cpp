@@ -8,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "box/box_error.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/unique_fd.hpp"
@@ -17,7 +16,6 @@ namespace agentbox::accounts {
 
 namespace {
 
-constexpr int kRetryAfterSeconds = 5;
 constexpr std::string_view kSuffix = ".json";
 
 }  // namespace
@@ -35,12 +33,6 @@ RestoreGate::RestoreGate(std::string dir) : dir_(std::move(dir)) {
     by_name_[name] = user;
     ++users_[user];
   }
-}
-
-void RestoreGate::check(std::string_view external_id) const {
-  if (!restoring(external_id)) return;
-  throw BoxUnavailable("user " + std::string(external_id) + " is being restored from the backup; retry shortly",
-                       kRetryAfterSeconds);
 }
 
 bool RestoreGate::restoring(std::string_view external_id) const {

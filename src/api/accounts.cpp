@@ -55,7 +55,7 @@ Response remove(AccountStore& accounts, accounts::AccountDirectory& callers, Box
   std::optional<Account> found = accounts.find_by_name_or_id(user);
   if (!found) throw HttpError(http::status::not_found, "Unknown user: " + user);
   const Account account = *found;
-  callers.check_gate(account.external_id);  // a move in progress finishes first (503)
+  callers.admission().check(account.external_id, &account);  // a move in progress finishes first (503)
   // 1. Its requests are refused from here on, so nothing new starts or opens its home.
   callers.begin_delete(account);
   // 2. Its box stops, for good: what ran in it (commands, terminals, agent runs) ends.

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
 #include "box/box_error.hpp"
 #include "exec/input_escapes.hpp"
@@ -17,6 +18,8 @@
 namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
+using accounts::Caller;
+using accounts::with_caller;
 
 namespace {
 
@@ -235,8 +238,9 @@ json process_json(const exec::ProcessView& view) {
 
 void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                         exec::ProcessTable& table, ExecuteRoutesOptions options) {
-  router.add(http::verb::get, "/execute", [&callers, &table](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
+  // Each handler is given its caller, resolved off the io thread when that is slow
+  // (accounts/caller_routes.hpp).
+  router.add_async(http::verb::get, "/execute", with_caller(callers, [&table](const Request&, const Caller& caller) {
     json list = json::array();
     for (const auto& p : table.list(caller.account.name))
       list.push_back({{"id", p.id},
@@ -244,11 +248,11 @@ void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exe
                       {"status", status_name(p.status)},
                       {"exit_code", p.exit_code ? json(*p.exit_code) : json(nullptr)}});
     return Response::json(list);
-  });
+  }));
 
   router.add_async(http::verb::post, "/execute",
-                   [&callers, &boxes, &table](const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    accounts::Caller caller = callers.resolve(req);
+                   with_caller(callers, [&boxes, &table](const Request& req, const Caller& caller,
+                                                         std::shared_ptr<ResponseWriter> writer) {
     ExecBody body = parse_exec_body(req);
     auto wait = wait_of(req);
     exec::ReadSpec read = read_spec(req);
@@ -273,20 +277,20 @@ void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exe
       }
       wait_and_answer(table, account, started.id, read, /*until_output=*/false, wait, writer);
     });
-  });
+  }));
 
   router.add_async(http::verb::get, "/execute/{id}/status",
-                   [&callers, &table](const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    accounts::Caller caller = callers.resolve(req);
+                   with_caller(callers, [&table](const Request& req, const Caller& caller,
+                                                 std::shared_ptr<ResponseWriter> writer) {
     exec::ReadSpec read = read_spec(req);
     // With an explicit offset a poll also ends when new output arrives (paging a live log);
     // without one it waits for the end, as Open Terminal's does.
     bool until_output = req.query_param("offset").has_value();
     wait_and_answer(table, caller.account.name, req.param("id"), read, until_output, wait_of(req), writer);
-  });
+  }));
 
-  router.add(http::verb::post, "/execute/{id}/input", [&callers, &table](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
+  router.add_async(http::verb::post, "/execute/{id}/input",
+                   with_caller(callers, [&table](const Request& req, const Caller& caller) {
     json body = parse_json_object(req);
     switch (table.input(caller.account.name, req.param("id"),
                         exec::decode_input_escapes(required_string(body, "input")))) {
@@ -296,11 +300,11 @@ void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exe
       case exec::InputResult::closed: throw HttpError(http::status::bad_request, "Process stdin is closed");
     }
     process_not_found();
-  });
+  }));
 
   router.add_async(http::verb::delete_, "/execute/{id}",
-                   [&callers, &table](const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    accounts::Caller caller = callers.resolve(req);
+                   with_caller(callers, [&table](const Request& req, const Caller& caller,
+                                                 std::shared_ptr<ResponseWriter> writer) {
     bool force = query_bool(req, "force").value_or(false);
     table.kill(caller.account.name, req.param("id"), force, [writer](bool found) {
       if (!found) {
@@ -309,11 +313,11 @@ void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exe
       }
       writer->send(Response::json({{"status", "killed"}}));
     });
-  });
+  }));
 
   router.add_async(http::verb::get, "/execute/{id}/stream",
-                   [&callers, &table, options](const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    accounts::Caller caller = callers.resolve(req);
+                   with_caller(callers, [&table, options](const Request& req, const Caller& caller,
+                                                          std::shared_ptr<ResponseWriter> writer) {
     uint64_t offset = read_spec(req).offset;
     if (auto last = req.header("Last-Event-ID"); last && !req.query_param("offset"))
       offset = last_event_offset(*last);
@@ -327,7 +331,7 @@ void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exe
                                                  offset, options.stream_keepalive, writer);
     writer->on_close([stream] { stream->cancel(); });
     stream->next();
-  });
+  }));
 }
 
 }  // namespace agentbox::api

@@ -7,8 +7,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "accounts/caller_routes.hpp"
+#include "api/errors.hpp"
 #include "api/openapi.hpp"
 #include "config/units.hpp"
+#include "http/response_writer.hpp"
 
 namespace agentbox::api {
 
@@ -91,17 +94,24 @@ void add_meta_routes(Router& router, accounts::AccountDirectory& callers, exec::
 
   auto tools = std::make_shared<const std::vector<std::string>>(tools_in_box_tree());
   auto os = std::make_shared<const std::string>(os_name());
-  router.add(http::verb::get, "/system", [&callers, &boxes, tools, os, network_of](const Request& req) {
+  // The caller's prompt: the caller resolved off the io thread when that is slow
+  // (accounts/caller_routes.hpp).
+  AsyncHandler callers_prompt = accounts::with_caller(
+      callers, [&boxes, tools, os, network_of](const Request&, const accounts::Caller& caller) {
+        return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools,
+                                                        network_of(caller.account.external_id))}});
+      });
+  router.add_async(http::verb::get, "/system", [&boxes, tools, os, network_of, callers_prompt](
+                                                   const Request& req, std::shared_ptr<ResponseWriter> writer) {
     // Open WebUI asks once, with the key only, to build the model's system prompt: a request
     // that names no user gets the prompt of a generic box (what every user's box is like).
     if (!req.header("X-User-Id") && !req.header("X-OpenWebUI-User-Id")) {
       Account generic;
       generic.uid = generic.gid = 1;  // never shown: the generic prompt names no account
-      return Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools, network_of(""))}});
+      writer->send(Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools, network_of(""))}}));
+      return;
     }
-    accounts::Caller caller = callers.resolve(req);
-    return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools,
-                                                    network_of(caller.account.external_id))}});
+    callers_prompt(req, std::move(writer));
   });
 }
 

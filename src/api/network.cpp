@@ -1,5 +1,7 @@
 #include "api/network.hpp"
 
+#include "accounts/caller_routes.hpp"
+#include "api/errors.hpp"
 #include "http/query_params.hpp"
 
 namespace agentbox::api {
@@ -24,8 +26,9 @@ nlohmann::json entry_json(const NetworkDecision& d) {
 void add_network_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<NetworkLog> log) {
   // ?limit= (1-1000, default 100) newest first; ?before=ID pages back (the previous answer's
   // next_before).
-  router.add(http::verb::get, "/network/log", [&callers, log](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
+  // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
+  router.add_async(http::verb::get, "/network/log",
+                   accounts::with_caller(callers, [log](const Request& req, const accounts::Caller& caller) {
     int64_t limit = query_int(req, "limit", 1, kMaxEntries).value_or(kDefaultEntries);
     std::optional<int64_t> before = query_int(req, "before", 1, INT64_MAX);
     std::vector<NetworkDecision> entries = log->list(caller.account.name, static_cast<size_t>(limit), before);
@@ -33,7 +36,7 @@ void add_network_routes(Router& router, accounts::AccountDirectory& callers, std
     for (const NetworkDecision& d : entries) out["entries"].push_back(entry_json(d));
     if (static_cast<int64_t>(entries.size()) == limit) out["next_before"] = entries.back().id;
     return Response::json(out);
-  });
+  }));
 }
 
 }  // namespace agentbox::api

@@ -2,11 +2,13 @@
 
 #include <sys/socket.h>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>
 
 #include <charconv>
 
+#include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
@@ -14,6 +16,8 @@
 namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
+using accounts::Caller;
+using accounts::with_caller;
 
 namespace {
 
@@ -50,6 +54,27 @@ json ports_json(const std::vector<exec::AccountBoxes::ListeningPort>& ports) {
   return {{"ports", std::move(list)}};
 }
 
+// The connection to the caller's box, on the connection's strand; or the answer why not.
+void proxy_to_box(ProxySession& session, exec::AccountBoxes& boxes, const accounts::Resolved& resolved) {
+  const Request& req = session.request();
+  try {
+    const accounts::Caller& caller = resolved.get();
+    ProxyTarget target;
+    target.port = port_of(req);
+    auto rest = upstream_target(req.target);
+    if (!rest) throw HttpError(http::status::bad_request, "Invalid request target");
+    target.target = std::move(*rest);
+    target.prefix = "/proxy/" + std::to_string(target.port);
+    boxes.touch(caller.account.name);  // a preview in use keeps the box from its idle stop
+    target.open = [&boxes, account = caller.account.name](int family, std::function<void(UniqueFd, std::string)> done) {
+      boxes.open_socket_in_box(account, family, std::move(done));
+    };
+    session.start(std::move(target));
+  } catch (...) {
+    session.reject(error_response_for(std::current_exception(), "proxy " + req.path));
+  }
+}
+
 }  // namespace
 
 ProxyOptions proxy_options(const ServerConfig::Proxy& config) {
@@ -79,33 +104,26 @@ std::optional<std::string> upstream_target(std::string_view request_target) {
 }
 
 void add_proxy_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes, ProxyOptions options) {
+  // Each handler is given its caller, resolved off the io thread when that is slow
+  // (accounts/caller_routes.hpp).
   router.add_async(http::verb::get, "/ports",
-                   [&callers, &boxes](const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    accounts::Caller caller = callers.resolve(req);
+                   with_caller(callers, [&boxes](const Request&, const Caller& caller,
+                                                 std::shared_ptr<ResponseWriter> writer) {
     boxes.list_ports(caller.account.name, [writer](std::vector<exec::AccountBoxes::ListeningPort> ports) {
       writer->send(Response::json(ports_json(ports)));
     });
-  });
+  }));
 
   auto proxy = [&callers, &boxes, options](Takeover conn) {
+    auto strand = conn.socket.get_executor();
     auto session = std::make_shared<ProxySession>(std::move(conn), options);
-    const Request& req = session->request();
-    try {
-      accounts::Caller caller = callers.resolve(req, /*query_user_allowed=*/true);
-      ProxyTarget target;
-      target.port = port_of(req);
-      auto rest = upstream_target(req.target);
-      if (!rest) throw HttpError(http::status::bad_request, "Invalid request target");
-      target.target = std::move(*rest);
-      target.prefix = "/proxy/" + std::to_string(target.port);
-      boxes.touch(caller.account.name);  // a preview in use keeps the box from its idle stop
-      target.open = [&boxes, account = caller.account.name](int family, std::function<void(UniqueFd, std::string)> done) {
-        boxes.open_socket_in_box(account, family, std::move(done));
-      };
-      session->start(std::move(target));
-    } catch (...) {
-      session->reject(error_response_for(std::current_exception(), "proxy " + req.path));
-    }
+    // The caller at once when ready, else from the pool: back on the connection's strand.
+    accounts::resolve_caller(callers, session->request(), /*query_user_allowed=*/true,
+                             [strand, session, &boxes](accounts::Resolved resolved) {
+      boost::asio::dispatch(strand, [session, &boxes, resolved = std::move(resolved)] {
+        proxy_to_box(*session, boxes, resolved);
+      });
+    });
   };
   for (http::verb method : kMethods) {
     router.add_takeover(method, "/proxy/{port}", proxy);

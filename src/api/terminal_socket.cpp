@@ -185,6 +185,12 @@ void TerminalSocket::on_message(bool text, std::string_view payload) {
     if (!text) return do_close(kCloseBadAuth, "Auth timeout or invalid payload");
     return on_auth_frame(payload);
   }
+  if (attaching_) {  // read with the auth frame: kept for the terminal, within the input bound
+    if (early_bytes_ + payload.size() > ctx_->options.max_input_in_flight) return;
+    early_bytes_ += payload.size();
+    early_.emplace_back(text, std::string(payload));
+    return;
+  }
   if (text) return on_text(payload);
   on_keystrokes(payload);
 }
@@ -205,11 +211,35 @@ void TerminalSocket::on_auth_frame(std::string_view text) {
 }
 
 // Only after authentication: an unauthenticated client may neither create an account nor
-// learn whether a terminal exists.
+// learn whether a terminal exists. The caller is resolved at once when that costs memory only,
+// else on the callers' pool (accounts/caller_routes.hpp), never on this loop; what the client
+// sends meanwhile waits in early_, and no more is read.
 void TerminalSocket::attach() {
+  attaching_ = true;
+  update_interest();
+  std::weak_ptr<TerminalSocket> weak = weak_from_this();
+  TerminalLoop* loop = &loop_;
+  accounts::resolve_caller(ctx_->callers, request_, /*query_user_allowed=*/true,
+                           [weak, loop](accounts::Resolved resolved) {
+                             if (loop->on_loop_thread()) {  // at once, inside on_ready: it flushes
+                               if (auto self = weak.lock()) self->on_caller(resolved);
+                               return;
+                             }
+                             loop->post([weak, resolved = std::move(resolved)] {
+                               auto self = weak.lock();
+                               if (!self) return;
+                               self->on_caller(resolved);
+                               self->flush();
+                             });
+                           });
+}
+
+void TerminalSocket::on_caller(const accounts::Resolved& resolved) {
+  attaching_ = false;
+  if (gone_) return;
   std::string account;
   try {
-    account = ctx_->callers.resolve(request_, /*query_user_allowed=*/true).account.name;
+    account = resolved.get().account.name;
   } catch (const HttpError& e) {
     return do_close(kCloseNotFound, std::string(e.detail()));
   } catch (const std::exception& e) {
@@ -230,6 +260,9 @@ void TerminalSocket::attach() {
   client_ = ctx_->terminals.attach(account, terminal_id_, std::move(sink));
   if (!client_) return do_close(kCloseNotFound, "Session not found");
   http_logger()->info("{} WS /api/terminals/{} attached ({})", request_.remote_address, terminal_id_, account);
+  for (auto& [text, payload] : std::exchange(early_, {})) on_message(text, payload);
+  early_bytes_ = 0;
+  if (!gone_) update_interest();  // reading again
 }
 
 // A JSON object with a "type" is a control message: a resize is applied, others (a repeated
@@ -286,7 +319,7 @@ void TerminalSocket::flush() {
 
 void TerminalSocket::update_interest() {
   uint32_t want = 0;
-  if (frames_.read_enabled() && !input_held()) want |= EPOLLIN;
+  if (frames_.read_enabled() && !input_held() && !attaching_) want |= EPOLLIN;
   if (frames_.wants_write()) want |= EPOLLOUT;
   if (want != interest_) {
     interest_ = want;

@@ -16,12 +16,18 @@
 // no byte for idle_timeout (pings are sent at half of it) drops the connection, and a client
 // that lets more than max_queued_bytes of output wait is dropped rather than held in memory.
 // Input it sends faster than the shell takes it is not read until the terminal took most of it.
+//
+// Runs on: the terminals' loop (util/terminal_loop.hpp); serve() on the API's io thread, and a
+// caller that is slow to resolve on the callers' pool, whose answer is posted back to the loop.
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "accounts/caller_routes.hpp"
 #include "accounts/directory.hpp"
 #include "exec/terminals.hpp"
 #include "http/api_key_auth.hpp"
@@ -67,6 +73,7 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   void on_message(bool text, std::string_view payload);
   void on_auth_frame(std::string_view text);
   void attach();
+  void on_caller(const accounts::Resolved& resolved);
   void on_text(std::string_view text);
   void on_keystrokes(std::string_view bytes);
   void on_input_taken(std::size_t bytes);
@@ -94,6 +101,9 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   TerminalLoop::TimerId auth_timer_ = 0, tick_timer_ = 0, close_timer_ = 0;
   TerminalLoop::Clock::time_point last_read_;
   bool authenticated_ = false;
+  bool attaching_ = false;  // the caller is being resolved: messages wait in early_, none is read
+  std::vector<std::pair<bool, std::string>> early_;  // (text?, payload) read with the auth frame
+  std::size_t early_bytes_ = 0;
   bool closing_ = false;  // a close frame is queued
   bool gone_ = false;     // torn down
   bool drained_ = false;  // the last recv of this wake-up came up short: the socket is empty

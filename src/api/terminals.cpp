@@ -1,9 +1,11 @@
 #include "api/terminals.hpp"
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include <memory>
 
+#include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
 #include "box/box_error.hpp"
 #include "http/error.hpp"
@@ -13,6 +15,8 @@
 namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
+using accounts::Caller;
+using accounts::with_caller;
 
 namespace {
 
@@ -24,8 +28,7 @@ json terminal_json(const exec::TerminalInfo& t) {
 
 [[noreturn]] void terminal_not_found() { throw HttpError(http::status::not_found, "Session not found"); }
 
-Response describe(accounts::AccountDirectory& callers, exec::Terminals& terminals, const Request& req) {
-  accounts::Caller caller = callers.resolve(req);
+Response describe(exec::Terminals& terminals, const Request& req, const accounts::Caller& caller) {
   auto t = terminals.get(caller.account.name, req.param("id"));
   if (!t) terminal_not_found();
   return Response::json(terminal_json(*t));
@@ -35,9 +38,11 @@ Response describe(accounts::AccountDirectory& callers, exec::Terminals& terminal
 
 void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                          exec::Terminals& terminals, TerminalRoutesOptions options) {
+  // Each handler is given its caller, resolved off the io thread when that is slow
+  // (accounts/caller_routes.hpp).
   router.add_async(http::verb::post, "/api/terminals",
-                   [&callers, &boxes, &terminals](const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    accounts::Caller caller = callers.resolve(req);
+                   with_caller(callers, [&boxes, &terminals](const Request&, const Caller& caller,
+                                                             std::shared_ptr<ResponseWriter> writer) {
     BoxSpec spec = boxes.spec_for(caller.account);
     SpawnRequest shell = exec::login_shell_request(spec, caller.cwd);
     // The box answers on the loop; the request waits there, holding no thread. At the
@@ -46,14 +51,14 @@ void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, ex
       writer->send(created.error ? error_response_for(created.error, "POST /api/terminals", "Terminal")
                                  : Response::json(terminal_json(*created.terminal)));
     });
-  });
+  }));
 
-  router.add(http::verb::get, "/api/terminals", [&callers, &terminals](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
+  router.add_async(http::verb::get, "/api/terminals",
+                   with_caller(callers, [&terminals](const Request&, const Caller& caller) {
     json list = json::array();
     for (const auto& t : terminals.list(caller.account.name)) list.push_back(terminal_json(t));
     return Response::json(list);
-  });
+  }));
 
   // One path for the REST description and the WebSocket: the route sees the upgrade header.
   auto ctx = std::make_shared<const TerminalSocketContext>(
@@ -67,24 +72,31 @@ void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, ex
           r.headers.set(http::field::www_authenticate, "Bearer");
           return respond_and_close(std::move(t), std::move(r));
         }
-        Response r;
-        try {
-          r = describe(callers, terminals, t.request);
-        } catch (...) {
-          r = error_response_for(std::current_exception(), "GET /api/terminals/{id}");
-        }
-        respond_and_close(std::move(t), std::move(r));
+        // The caller at once when ready, else from the pool: back on the connection's strand.
+        auto conn = std::make_shared<Takeover>(std::move(t));
+        accounts::resolve_caller(callers, conn->request, false, [conn, &terminals](accounts::Resolved resolved) {
+          auto strand = conn->socket.get_executor();
+          boost::asio::dispatch(strand, [conn, &terminals, resolved = std::move(resolved)] {
+            Response r;
+            try {
+              r = describe(terminals, conn->request, resolved.get());
+            } catch (...) {
+              r = error_response_for(std::current_exception(), "GET /api/terminals/{id}");
+            }
+            respond_and_close(std::move(*conn), std::move(r));
+          });
+        });
       },
       RouteOptions{.auth_in_handler = true});
 
   router.add_async(http::verb::delete_, "/api/terminals/{id}",
-                   [&callers, &terminals](const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    accounts::Caller caller = callers.resolve(req);
+                   with_caller(callers, [&terminals](const Request& req, const Caller& caller,
+                                                     std::shared_ptr<ResponseWriter> writer) {
     terminals.remove(caller.account.name, req.param("id"), [writer](bool found) {
       writer->send(found ? Response::json({{"status", "deleted"}})
                          : error_response(http::status::not_found, "Session not found"));
     });
-  });
+  }));
 }
 
 }  // namespace agentbox::api

@@ -1,5 +1,7 @@
 #include "api/usage.hpp"
 
+#include "accounts/caller_routes.hpp"
+#include "api/errors.hpp"
 #include "http/query_params.hpp"
 
 namespace agentbox::api {
@@ -25,8 +27,9 @@ nlohmann::json day_json(const DailyTokens& d) {
 
 void add_usage_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<TokenLedger> ledger,
                       uint64_t daily_tokens) {
-  router.add(http::verb::get, "/usage", [&callers, ledger, daily_tokens](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
+  // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
+  router.add_async(http::verb::get, "/usage",
+                   accounts::with_caller(callers, [ledger, daily_tokens](const Request& req, const accounts::Caller& caller) {
     int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);
     nlohmann::json tokens = {{"gateway", ledger != nullptr}};
     if (ledger) {
@@ -40,7 +43,7 @@ void add_usage_routes(Router& router, accounts::AccountDirectory& callers, std::
         tokens["days"].push_back(day_json(d));
     }
     return Response::json({{"tokens", tokens}});
-  });
+  }));
 }
 
 }  // namespace agentbox::api

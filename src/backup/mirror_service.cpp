@@ -1,9 +1,7 @@
 #include "backup/mirror_service.hpp"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +14,7 @@
 #include "backup/mirror_record.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
+#include "util/thread_priority.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::backup {
@@ -31,15 +30,6 @@ double unix_seconds(Clock::time_point t) {
 nlohmann::json stats_json(const MirrorStats& s) {
   return {{"files_copied", s.files_copied}, {"bytes_copied", s.bytes_copied}, {"unchanged", s.unchanged},
           {"kept_deleted", s.kept_deleted}, {"changing", s.changing},         {"errors", s.errors}};
-}
-
-// Lowest CPU and I/O priority for the calling thread only (Linux applies both per thread): the
-// mirror yields to the boxes and the API.
-void lower_thread_priority() {
-  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
-  ::setpriority(PRIO_PROCESS, tid, 19);
-  constexpr int kIoprioWhoProcess = 1, kIoprioClassBestEffort = 2, kIoprioClassShift = 13;
-  ::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, (kIoprioClassBestEffort << kIoprioClassShift) | 7);
 }
 
 }  // namespace

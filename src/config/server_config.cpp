@@ -32,6 +32,8 @@ constexpr uint64_t kMaxUid = 0xFFFFFFFEull;
 constexpr size_t kApiKeyBytes = 32;
 // More would let one account's file operations crowd out everyone else's (and its descriptors).
 constexpr int64_t kMaxFileOps = 64;
+// Each spare volume holds a loop device and a mount while it waits for a new account.
+constexpr int64_t kMaxSpareVolumes = 64;
 // Each terminal holds a shell, a pty and its replay buffer for as long as it lives.
 constexpr int64_t kMaxTerminalsPerAccount = 1024;
 // Each API connection is a descriptor of the daemon's (a terminal's WebSocket also holds a pty).
@@ -74,7 +76,7 @@ void set_admin_key(ServerConfig& c, std::string_view text) {
   c.admin_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 42> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 43> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -124,6 +126,10 @@ constexpr std::array<TomlField<ServerConfig>, 42> kFields = {{
     {"accounts.open_homes",
      [](ServerConfig& c, const toml::node& v) {
        c.accounts.open_homes = static_cast<size_t>(toml_integer(v, 1, INT32_MAX));
+     }},
+    {"accounts.spare_volumes",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.spare_volumes = static_cast<size_t>(toml_integer(v, 0, kMaxSpareVolumes));
      }},
     {"box.memory", [](ServerConfig& c, const toml::node& v) { c.box.memory_bytes = toml_size(v); }},
     {"box.pids",

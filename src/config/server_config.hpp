@@ -15,6 +15,7 @@
 //              when full, idle and unauthenticated ones are closed first to make room)
 //   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
+//              spare_volumes = 2
 //              disk = "10G"  inodes = 1000000  trash_days = 7   (config/storage_config.hpp)
 //   [accounts.users."ID"] disk = "50G"  inodes = 2000000
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
@@ -90,6 +91,7 @@ struct ServerConfig {
     std::chrono::seconds start_timeout{30};        // a box start may take this long, then the account's requests fail
     size_t file_ops = 2;                           // file operations running at once per account, 1-64
     size_t open_homes = 256;                       // home directory descriptors kept open (least recently used)
+    size_t spare_volumes = 2;                      // volumes made ahead for new accounts (with quotas), 0-64
   } accounts;
 
   StorageConfig storage;  // [accounts] disk, inodes, trash_days, [accounts.users."ID"]

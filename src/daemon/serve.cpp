@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -211,18 +212,30 @@ int serve(const ServeOptions& options) {
 
   AccountStore accounts(open_state_db(config.state_dir),
                         UidRange{config.accounts.uid_base, config.accounts.uid_count});
-  // Every account's files live in its own volume: an image of its disk quota, mounted on first use.
+  // Every account's files live in its own volume: an image of its disk quota, mounted on first
+  // use; a few are made ahead for new accounts (volumes/spare_volumes.hpp).
+  SparePolicy spares{.count = config.accounts.spare_volumes,
+                     .quota = {config.storage.quota.disk_bytes, config.storage.quota.inodes},
+                     .log = [](const std::string& message) { spdlog::warn("{}", message); }};
   auto volumes = std::make_shared<AccountVolumes>(
-      config.state_dir, make_volume_backend(config.storage.quotas()),
+      config.state_dir, make_volume_backend(config.storage.quotas(), std::move(spares)),
       [&accounts, storage = config.storage](const std::string& name) {
         std::optional<Account> account = accounts.find_by_name(name);
         StorageConfig::Quota q = storage.quota_for(account ? account->external_id : std::string());
         return DiskQuota{q.disk_bytes, q.inodes};
       });
+  if (const char* held = ::getenv("AGENTBOX_TEST_HOLD_VOLUME"); held && *held) {
+    // Test hook (tests/e2e): the volumes of accounts whose external id starts with this take
+    // 5 s longer to prepare, so a test can show a slow first request delays no other user's.
+    volumes->set_hold([&accounts, prefix = std::string(held)](const std::string& name) {
+      auto account = accounts.find_by_name(name);
+      if (account && account->external_id.starts_with(prefix)) std::this_thread::sleep_for(std::chrono::seconds(5));
+    });
+  }
   std::cout << "storage: " << volumes->backend().describe();
   if (config.storage.quotas())
     std::cout << ", " << format_size(config.storage.quota.disk_bytes) << " and " << config.storage.quota.inodes
-              << " inodes per account";
+              << " inodes per account, " << config.accounts.spare_volumes << " made ahead";
   std::cout << ", trash kept " << config.storage.trash_days << " days\n";
   ProcessStore processes(open_state_db(config.state_dir));
 
@@ -324,28 +337,24 @@ int serve(const ServeOptions& options) {
   TerminalLoop terminal_loop("terminals");
   BoxManager manager(loop.context(), std::move(box_options));
 
-  accounts::AccountDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);
+  // Who may be served here (accounts/admission.hpp): users being restored from the mirror,
+  // and on a cluster node users being moved or moved away and users another node owns, are
+  // refused before an account is looked at or made.
+  accounts::RestoreGate restore_gate(config.state_dir + "/restoring");
+  std::optional<MoveStore> moves;
+  std::optional<accounts::MoveGate> move_gate;
   if (placement) {
-    callers.set_new_account_check([&guard = *placement](std::string_view user) { guard.check_new(user); });
+    moves.emplace(open_state_db(config.state_dir));
+    move_gate.emplace(*moves, placement->node());
     const ClusterNode& self = placement->placement()->self();
     std::cout << "cluster: node " << self.name << " (" << self.server << ") of " << *options.cluster << ", "
               << placement->placement()->config().nodes.size() << " nodes, "
               << placement->placement()->config().pins.size() << " pins\n";
   }
-  // Moves between nodes (api/moves.hpp): users being moved or moved away are refused
-  // before anything else looks at them.
-  std::optional<MoveStore> moves;
-  std::optional<accounts::MoveGate> move_gate;
-  // Users being restored from the mirror (accounts/restore_gate.hpp) are refused the same way.
-  accounts::RestoreGate restore_gate(config.state_dir + "/restoring");
-  if (placement) {
-    moves.emplace(open_state_db(config.state_dir));
-    move_gate.emplace(*moves, placement->node());
-  }
-  callers.set_account_gate([&restore_gate, gate = move_gate ? &*move_gate : nullptr](std::string_view user) {
-    restore_gate.check(user);
-    if (gate) gate->check(user);
-  });
+  accounts::AccountDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes,
+                                     {.restoring = &restore_gate,
+                                      .moves = move_gate ? &*move_gate : nullptr,
+                                      .placement = placement.get()});
   if (placement) {
     if (::mkdir((config.state_dir + "/moves").c_str(), 0700) != 0 && errno != EEXIST)
       throw sys_error("mkdir(" + config.state_dir + "/moves)");
@@ -369,16 +378,21 @@ int serve(const ServeOptions& options) {
   exec::Terminals terminals(terminal_loop, boxes,
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
+  // Threads for work that blocks, shared fairly between accounts: file operations, and callers
+  // whose resolution is slow (SQL, a new volume, a mount: accounts/caller_routes.hpp), so the
+  // API's io thread never waits for them.
+  FileRoutesOptions file_options;
+  file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
+  file_options.pool = std::make_shared<BlockingPool>(file_options.threads, file_options.per_account_ops);
+  callers.set_pool(file_options.pool);
+
   Router router;
   router.map_errors(api::error_map);  // the domain's exceptions as statuses, for every route
   add_meta_routes(router, callers, boxes, kVersion, [egress_context](const std::string& user) {
     return net::describe_for_box(egress_context->config()->policy_for(user));
   });
   add_execute_routes(router, callers, boxes, table);
-  FileRoutesOptions file_options;
   file_options.upload_max_bytes = config.limits.body_bytes;
-  file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
-  file_options.pool = std::make_shared<BlockingPool>(file_options.threads, file_options.per_account_ops);
   add_file_routes(router, callers, file_options);
   add_trash_routes(router, callers, file_options.pool, config.storage.trash_days);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
@@ -437,7 +451,7 @@ int serve(const ServeOptions& options) {
   if (mirror) {
     restore_all.emplace(moves::RestoreAllContext{accounts, callers, *mirror, restore_gate,
                                           placement ? &*placement : nullptr, nullptr});
-    if (move_gate) restore_all->moves = [&gate = *move_gate](std::string_view user) { gate.check(user); };
+    if (move_gate) restore_all->moves = [&callers](std::string_view user) { callers.admission().check_move(user); };
   }
   add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool,
                     restore_all ? &*restore_all : nullptr);

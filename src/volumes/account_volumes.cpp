@@ -64,17 +64,35 @@ VolumePaths AccountVolumes::paths(const std::string& name) const {
   return p;
 }
 
+std::shared_ptr<std::mutex> AccountVolumes::lock_of(const std::string& name) {
+  std::lock_guard lock(mu_);
+  std::shared_ptr<std::mutex>& one = locks_[name];
+  if (!one) one = std::make_shared<std::mutex>();
+  return one;
+}
+
 VolumePaths AccountVolumes::open(const VolumeOwner& owner) {
   VolumePaths p = paths(owner.name);
-  std::lock_guard lock(mu_);
-  if (ready_.contains(owner.name)) return p;
-  if (retired_.contains(owner.name)) throw Error("the account " + owner.name + " has been deleted", ENOENT);
+  {
+    std::lock_guard lock(mu_);
+    if (ready_.contains(owner.name)) return p;
+  }
+  const std::shared_ptr<std::mutex> one = lock_of(owner.name);
+  std::lock_guard preparing(*one);
+  {
+    std::lock_guard lock(mu_);
+    if (ready_.contains(owner.name)) return p;  // prepared by the request this one waited for
+    if (retired_.contains(owner.name)) throw Error("the account " + owner.name + " has been deleted", ENOENT);
+  }
+  if (hold_) hold_(owner.name);
   backend_->prepare(p.root, quota_of_(owner.name));
   ensure_dir(p.home, 0700, owner.uid, owner.gid);
   ensure_dir(p.trash, 0700, owner.uid, owner.gid);
   ensure_dir(p.daemon, 0700, 0, 0);
   ensure_dir(p.daemon + "/logs", 0700, 0, 0);
+  std::lock_guard lock(mu_);
   ready_.insert(owner.name);
+  locks_.erase(owner.name);  // a waiter holds its own reference, and finds the volume ready
   return p;
 }
 
@@ -86,17 +104,23 @@ std::vector<std::string> AccountVolumes::opened() const {
 VolumeUsage AccountVolumes::usage(const std::string& name) const { return backend_->usage(paths(name).root); }
 
 void AccountVolumes::release(const std::string& name) {
-  std::lock_guard lock(mu_);
+  const std::shared_ptr<std::mutex> one = lock_of(name);
+  std::lock_guard releasing(*one);
   backend_->release(paths(name).root);
+  std::lock_guard lock(mu_);
   ready_.erase(name);
 }
 
 std::string AccountVolumes::retire(const std::string& name) {
   VolumePaths p = paths(name);
-  std::lock_guard lock(mu_);
-  retired_.insert(name);
+  const std::shared_ptr<std::mutex> one = lock_of(name);
+  std::lock_guard retiring(*one);
+  {
+    std::lock_guard lock(mu_);
+    retired_.insert(name);
+    ready_.erase(name);
+  }
   backend_->release(p.root);
-  ready_.erase(name);
   const std::string deleted = volumes_dir_ + "/" + kDeletedDir;
   if (::mkdir(deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + deleted + ")");
   const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -107,6 +131,8 @@ std::string AccountVolumes::retire(const std::string& name) {
     const std::string from = p.root + suffix, to = into + "/" + name + suffix;
     if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) throw sys_error("rename(" + from + ", " + to + ")");
   }
+  std::lock_guard lock(mu_);
+  locks_.erase(name);  // retired: no open() prepares it again, whichever lock it waited on
   return into;
 }
 

@@ -7,11 +7,16 @@
 //   STATE/volumes/.deleted/     volumes of deleted accounts, until purged (a rename away: VOLUMES
 //                               is a mount of its own, so nothing can leave it by rename)
 // so all of them are charged to the account's quota and nothing it writes reaches the state
-// filesystem. Thread-safe; a volume is prepared once per daemon run and per account.
+// filesystem. A volume is prepared once per daemon run and per account.
+//
+// Runs on: any thread. Preparing a volume blocks (mkfs, a loop device, a mount: a pool thread's
+// work, accounts/caller_routes.hpp); volumes of different accounts are prepared side by side,
+// one account's by one thread at a time.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -57,6 +62,10 @@ class AccountVolumes {
   std::vector<std::string> opened() const;
   // The volume goes out of use: unmounted, forgotten (opened again on its next use).
   void release(const std::string& name);
+  // Test hook (tests/e2e, the daemon's AGENTBOX_TEST_HOLD_VOLUME): called before a volume is
+  // prepared, on the preparing thread, so a test can make one account's volume slow. Set
+  // before use.
+  void set_hold(std::function<void(const std::string& name)> hold) { hold_ = std::move(hold); }
   // The account is deleted: its volume is unmounted and its image and directory move to
   // VOLUMES/.deleted/<unix ms, 13 digits>-NAME (returned), kept there until purge_retired().
   // From now on open() refuses the name for the rest of this run.
@@ -67,10 +76,15 @@ class AccountVolumes {
  private:
   std::string volumes_dir_;
   std::unique_ptr<VolumeBackend> backend_;
+  // The lock of one account's volume: its preparation, release and retirement take turns.
+  std::shared_ptr<std::mutex> lock_of(const std::string& name);
+
   std::function<DiskQuota(const std::string&)> quota_of_;
-  mutable std::mutex mu_;         // one preparation at a time: they are rare (first use)
+  std::function<void(const std::string&)> hold_;
+  mutable std::mutex mu_;         // guards the sets and the map below, never held while preparing
   std::set<std::string> ready_;   // volumes prepared by this daemon run
   std::set<std::string> retired_; // accounts deleted during this run
+  std::map<std::string, std::shared_ptr<std::mutex>> locks_;  // by name, while not ready
 };
 
 }  // namespace agentbox

@@ -13,7 +13,9 @@
 // (CONFIG_QUOTA off: docs/CONFIGURATION.md).
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -35,6 +37,17 @@ struct VolumeUsage {
 
 enum class VolumeKind { plain, loop_image };
 
+class SpareVolumes;
+
+// Volumes made ahead for new accounts (volumes/spare_volumes.hpp), loop_image only.
+struct SparePolicy {
+  size_t count = 0;  // spares kept ready; 0: none ([accounts] spare_volumes)
+  DiskQuota quota;   // theirs: the default quota (an account with another makes its own)
+  std::function<void(const std::string& message)> log;  // a spare that could not be made, and why
+};
+
+// Runs on: open_root() and close_root() on the daemon's main thread at start and stop;
+// prepare(), usage() and release() on any thread (AccountVolumes: one per volume at a time).
 class VolumeBackend {
  public:
   virtual ~VolumeBackend() = default;
@@ -54,10 +67,13 @@ class VolumeBackend {
   // The volume is no longer in use (account deleted): unmounted, its image and directory kept
   // for the caller to move away.
   virtual void release(const std::string& dir) = 0;
+  // The spares made ahead, while VOLUMES is open (null: none).
+  virtual const SpareVolumes* spares() const { return nullptr; }
 };
 
 // loop_image when quotas are wanted, else plain. Throws Error saying why when this host cannot
 // mount images (no loop devices, no mkfs.ext4): quotas asked for are never silently dropped.
-std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas);
+// A loop_image backend keeps `spares` made ahead from open_root() to close_root().
+std::unique_ptr<VolumeBackend> make_volume_backend(bool quotas, SparePolicy spares = {});
 
 }  // namespace agentbox

@@ -147,3 +147,41 @@ def test_one_users_output_flood_does_not_starve_anothers_answers(clients):
     finally:
         for i in floods:
             alice.delete(f"/execute/{i}", params={"force": "true"})
+
+
+SLOW_VOLUME_PREFIX = "slowvol-"
+
+
+def test_a_slow_new_volume_delays_only_its_own_user():
+    """A new user's volume that takes 5 s to prepare (test hook AGENTBOX_TEST_HOLD_VOLUME) holds
+    up that user's first request only: a known user's file calls and commands and another new
+    user's first command go on meanwhile (caller resolution runs off the API thread)."""
+    with running_daemon("slowvol", lifetime=300, env={"AGENTBOX_TEST_HOLD_VOLUME": SLOW_VOLUME_PREFIX}) as d:
+        known = d.client(user=f"known-{uuid.uuid4().hex[:8]}")
+        assert sh(known, "true")[0] == 0
+        slow = d.client(user=f"{SLOW_VOLUME_PREFIX}{uuid.uuid4().hex[:8]}")
+        result = {}
+
+        def slow_request():
+            t0 = time.monotonic()
+            result["response"] = slow.get("/files/list", params={"directory": "."})
+            result["took"] = time.monotonic() - t0
+
+        t = threading.Thread(target=slow_request)
+        t.start()
+        try:
+            time.sleep(0.3)  # its volume is being prepared (and held) before the others ask
+            t0 = time.monotonic()
+            for _ in range(5):
+                r = known.get("/files/list", params={"directory": "."})
+                assert r.status_code == 200, r.text
+            assert sh(known, "echo known") == (0, "known\n", "")
+            with d.client(user=f"fresh-{uuid.uuid4().hex[:8]}") as fresh:
+                assert sh(fresh, "echo fresh") == (0, "fresh\n", "")
+            others = time.monotonic() - t0
+            assert t.is_alive(), "the slow user's request finished already: the hook held nothing"
+            assert others < 3, f"the other users waited {others:.1f} s behind a slow volume"
+        finally:
+            t.join(30)
+        assert result["response"].status_code == 200, result["response"].text
+        assert result["took"] >= 4.5, f"the held volume took only {result['took']:.1f} s"

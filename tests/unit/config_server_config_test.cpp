@@ -59,6 +59,7 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.accounts.start_timeout, 30s);
   EXPECT_EQ(c.accounts.file_ops, 2u);
   EXPECT_EQ(c.accounts.open_homes, 256u);
+  EXPECT_EQ(c.accounts.spare_volumes, 2u);
   EXPECT_EQ(c.box.memory_bytes, 2ull << 30);
   EXPECT_EQ(c.box.pids, 1024u);
   EXPECT_EQ(c.box.cpu_millicores, 2000u);
@@ -100,6 +101,7 @@ max_active = 50
 start_timeout = 5
 file_ops = 8
 open_homes = 1000
+spare_volumes = 5
 [box]
 memory = "1G"
 pids = 256
@@ -141,6 +143,7 @@ socket_buffer = "1M"
   EXPECT_EQ(c.accounts.start_timeout, 5s);
   EXPECT_EQ(c.accounts.file_ops, 8u);
   EXPECT_EQ(c.accounts.open_homes, 1000u);
+  EXPECT_EQ(c.accounts.spare_volumes, 5u);
   EXPECT_EQ(c.box.memory_bytes, 1ull << 30);
   EXPECT_EQ(c.box.pids, 256u);
   EXPECT_EQ(c.box.cpu_millicores, 500u);
@@ -380,13 +383,18 @@ pids = "lots"
 
 TEST_F(ServerConfigTest, AccountBoundsTakeTheirSmallestAndLargestValues) {
   ServerConfig c = load_server_config(
-      write_config("[accounts]\nmax_active = 1\nstart_timeout = 1\nfile_ops = 1\nopen_homes = 1\n"), env_of({}));
+      write_config("[accounts]\nmax_active = 1\nstart_timeout = 1\nfile_ops = 1\nopen_homes = 1\n"
+                   "spare_volumes = 0\n"),
+      env_of({}));
+  EXPECT_EQ(c.accounts.spare_volumes, 0u) << "none made ahead";
   EXPECT_EQ(c.accounts.max_active, 1u);
   EXPECT_EQ(c.accounts.start_timeout, 1s);
   EXPECT_EQ(c.accounts.file_ops, 1u);
   EXPECT_EQ(c.accounts.open_homes, 1u);
-  c = load_server_config(write_config("[accounts]\nfile_ops = 64\nmax_active = 100000\nopen_homes = 100000\n"),
-                         env_of({}));
+  c = load_server_config(
+      write_config("[accounts]\nfile_ops = 64\nmax_active = 100000\nopen_homes = 100000\nspare_volumes = 64\n"),
+      env_of({}));
+  EXPECT_EQ(c.accounts.spare_volumes, 64u);
   EXPECT_EQ(c.accounts.file_ops, 64u);
   EXPECT_EQ(c.accounts.max_active, 100000u);
   EXPECT_EQ(c.accounts.open_homes, 100000u);
@@ -398,12 +406,14 @@ max_active = 0
 start_timeout = 0
 file_ops = 0
 open_homes = 0
+spare_volumes = 65
 )");
   EXPECT_THAT(validate_config_file(path), ElementsAre(
       path + ": accounts.max_active: must be between 1 and 2147483647, not 0 (line 2)",
       path + ": accounts.start_timeout: must be between 1 and 2147483647, not 0 (line 3)",
       path + ": accounts.file_ops: must be between 1 and 64, not 0 (line 4)",
-      path + ": accounts.open_homes: must be between 1 and 2147483647, not 0 (line 5)"));
+      path + ": accounts.open_homes: must be between 1 and 2147483647, not 0 (line 5)",
+      path + ": accounts.spare_volumes: must be between 0 and 64, not 65 (line 6)"));
 
   path = write_config(R"([accounts]
 max_active = "many"

@@ -1,0 +1,129 @@
+#include "volumes/ext4_image.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "util/error.hpp"
+#include "util/file_io.hpp"
+#include "util/run_program.hpp"
+#include "volumes/loop_device.hpp"
+
+namespace agentbox {
+namespace {
+
+constexpr unsigned long kMountFlags = MS_NOSUID | MS_NODEV | MS_NOATIME;
+constexpr unsigned kMountAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOATIME;
+// ext4 wants room for its inode tables: at most one inode per this many bytes of image.
+constexpr uint64_t kMinBytesPerInode = 1024;
+
+// The loop device already holding `image`: mounting that one again shares its superblock,
+// where a second loop device would mount the same image twice and corrupt it.
+std::string attached_loop(const struct stat& image) {
+  DIR* dir = ::opendir("/sys/block");
+  if (!dir) return {};
+  std::string found;
+  while (dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (!name.starts_with("loop")) continue;
+    // backing_file names the image as it was opened; compare the file itself, not the text.
+    auto backing = read_file_if_exists("/sys/block/" + name + "/loop/backing_file", 8192);
+    if (!backing) continue;
+    while (!backing->empty() && backing->back() == '\n') backing->pop_back();
+    struct stat st{};
+    if (::stat(backing->c_str(), &st) == 0 && st.st_dev == image.st_dev && st.st_ino == image.st_ino) {
+      found = "/dev/" + name;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return found;
+}
+
+UniqueFd open_image(const std::string& image_path, struct stat& st) {
+  UniqueFd image(::open(image_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!image) throw sys_error("open(" + image_path + ")");
+  check(::fstat(image.get(), &st), "fstat(" + image_path + ")");
+  return image;
+}
+
+}  // namespace
+
+void make_image(const std::string& image, const DiskQuota& quota) {
+  const std::string fresh = image + ".new";
+  {
+    UniqueFd fd(::open(fresh.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) throw sys_error("create " + fresh);
+    check(::ftruncate(fd.get(), static_cast<off_t>(quota.bytes)), "ftruncate(" + fresh + ")");
+  }
+  std::vector<std::string> argv = {"mkfs.ext4", "-q", "-F", "-m", "0", "-L", "agentbox",
+                                   // Root owns the volume's root; the home below it is the account's.
+                                   "-E", "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1,nodiscard"};
+  if (quota.inodes) {
+    const uint64_t inodes = std::min(quota.inodes, quota.bytes / kMinBytesPerInode);
+    argv.insert(argv.end(), {"-N", std::to_string(inodes)});
+  }
+  argv.push_back(fresh);
+  try {
+    run_program_checked(argv);
+  } catch (...) {
+    ::unlink(fresh.c_str());
+    throw;
+  }
+  check(::rename(fresh.c_str(), image.c_str()), "rename(" + fresh + ")");
+}
+
+void grow_image(const std::string& image_path, const DiskQuota& quota) {
+  struct stat st{};
+  if (::stat(image_path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) >= quota.bytes) return;
+  check(::truncate(image_path.c_str(), static_cast<off_t>(quota.bytes)), "truncate(" + image_path + ")");
+  // resize2fs wants a freshly checked filesystem; -p: repair only what is safe without asking.
+  // Offline: growing a mounted ext4 needs CAP_SYS_RESOURCE, which the daemon gives up.
+  const ProgramResult fsck = run_program({"e2fsck", "-f", "-p", image_path});
+  if (fsck.status > 1) throw Error("e2fsck " + image_path + " failed (status " + std::to_string(fsck.status) + ")");
+  run_program_checked({"resize2fs", image_path});
+}
+
+void mount_image(const std::string& image_path, const std::string& dir) {
+  struct stat st{};
+  UniqueFd image = open_image(image_path, st);
+  if (std::string held = attached_loop(st); !held.empty()) {
+    if (::mount(held.c_str(), dir.c_str(), "ext4", kMountFlags, "errors=remount-ro") != 0)
+      throw sys_error("mount(" + held + ", " + dir + ")");
+    return;
+  }
+  std::string device;
+  UniqueFd loop = attach_loop(image, image_path, device);
+  if (::mount(device.c_str(), dir.c_str(), "ext4", kMountFlags, "errors=remount-ro") != 0)
+    throw sys_error("mount(" + device + ", " + dir + ")");
+  // The mount holds the device now; closing ours lets AUTOCLEAR free it at unmount.
+}
+
+UniqueFd mount_image_detached(const std::string& image_path) {
+  UniqueFd fs(::fsopen("ext4", FSOPEN_CLOEXEC));
+  if (!fs) throw sys_error("fsopen(ext4)");
+  struct stat st{};
+  UniqueFd image = open_image(image_path, st);
+  std::string device = attached_loop(st);
+  UniqueFd loop;
+  if (device.empty()) loop = attach_loop(image, image_path, device);
+  check(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", device.c_str(), 0), "fsconfig(source " + device + ")");
+  check(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "errors", "remount-ro", 0), "fsconfig(errors)");
+  check(::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0), "fsconfig(create " + image_path + ")");
+  UniqueFd mount(::fsmount(fs.get(), FSMOUNT_CLOEXEC, kMountAttrs));
+  if (!mount) throw sys_error("fsmount(" + image_path + ")");
+  return mount;  // it holds the device now, as a mount(2) would
+}
+
+void attach_mount(const UniqueFd& mount, const std::string& dir) {
+  check(::move_mount(mount.get(), "", AT_FDCWD, dir.c_str(), MOVE_MOUNT_F_EMPTY_PATH),
+        "move_mount(" + dir + ")");
+}
+
+}  // namespace agentbox

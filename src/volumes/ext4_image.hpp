@@ -1,0 +1,35 @@
+#pragma once
+// An account volume's filesystem: an ext4 image as large as the account's disk quota (sparse:
+// it takes host blocks only as they are written), with its inode count set to the inode quota,
+// mounted nosuid,nodev,noatime through a loop device that frees itself when unmounted
+// (LO_FLAGS_AUTOCLEAR). Used by the loop_image backend (volumes/loop_volume.cpp) and its spare
+// volumes (volumes/spare_volumes.hpp). Root's work: each mounts the host's filesystems.
+#include <string>
+
+#include "util/unique_fd.hpp"
+#include "volumes/volume_backend.hpp"
+
+namespace agentbox {
+
+// A new image at `image` (mkfs.ext4; ~40 ms here): written under a temporary name and renamed,
+// so a crash during mkfs leaves no half-made image under the real name.
+void make_image(const std::string& image, const DiskQuota& quota);
+
+// A quota raised since the image was made: the image grows and resize2fs grows its filesystem,
+// before it is mounted. A lowered quota applies to new images only.
+void grow_image(const std::string& image, const DiskQuota& quota);
+
+// Mounts the image at `dir`: through the loop device already holding it when there is one (a
+// box of an earlier daemon run can keep its filesystem alive after the host's mount is gone),
+// else a new one.
+void mount_image(const std::string& image, const std::string& dir);
+
+// The image mounted nowhere yet: a detached mount (fsmount(2)), held by the descriptor
+// returned, that attach_mount() puts on a directory in a moment. Closing the descriptor
+// unmounts it. Throws Error with ENOSYS when the kernel has no new mount API (before 5.2).
+UniqueFd mount_image_detached(const std::string& image);
+// Puts a detached mount on `dir` (move_mount(2)); under a shared mount it propagates as a
+// mount(2) there would (VOLUMES is one: boxes see volumes mounted after they started).
+void attach_mount(const UniqueFd& mount, const std::string& dir);
+
+}  // namespace agentbox
