@@ -412,7 +412,9 @@ TEST_P(BoxTest, ASessionSignalReachesJobsInOtherProcessGroups) {
 
   EXPECT_TRUE(box->signal(r.id, SIGKILL, /*whole_session=*/false));
   EXPECT_TRUE(WIFSIGNALED(wait_exit(*box, r.id, 5000)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The shell's exit is seen before its pid leaves the box's count: wait (bounded) for the count.
+  for (int i = 0; i < 50 && box->process_count() != 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(box->process_count(), 2) << "control: the jobs' own groups outlive the shell's group signal";
 
   // The shell is reaped: its session is out of reach by its spawn id, as a reused pid would be.
