@@ -12,8 +12,8 @@ std::string new_process_id() {
   ::gmtime_r(&now, &utc);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "%06x", static_cast<unsigned>(rng() & 0xFFFFFF));
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%012llx", static_cast<unsigned long long>(rng() & 0xFFFFFFFFFFFFull));
   return std::string(stamp) + "-" + hex;
 }
 
