@@ -19,12 +19,12 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <unordered_map>
 
 #include "exec/output_log.hpp"
 #include "exec/process_id.hpp"
 #include "util/error.hpp"
+#include "util/shutdown_guard.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::exec {
@@ -160,12 +160,9 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   }
 
   // Nothing below touches boxes or store after this returns; handlers still queued on the
-  // loop find `stopping` and do nothing, and the processes' descriptors are closed.
+  // loop find the guard closed and do nothing, and the processes' descriptors are closed.
   void shut_down() {
-    {
-      std::unique_lock lock(alive_mu);
-      stopping = true;
-    }
+    guard.close();  // waits for the handlers at work
     std::vector<std::shared_ptr<Proc>> all;
     {
       std::lock_guard lock(mu);
@@ -181,22 +178,10 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     asio::post(purge_strand, [self = shared_from_this()] { self->purge_timer.reset(); });
   }
 
-  // Runs fn now unless the table is shutting down; shut_down() waits for it meanwhile.
-  template <class Fn>
-  void guarded(Fn&& fn) {
-    std::shared_lock lock(alive_mu);
-    if (stopping) return;
-    try {
-      fn();
-    } catch (...) {
-      // A failing handler (store error, allocation) must not take the loop down.
-    }
-  }
-
   // Runs fn on ex, guarded, with the table kept alive meanwhile.
   template <class Executor, class Fn>
   void post(const Executor& ex, Fn fn) {
-    asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+    asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
   }
 
   Strand strand_for(const std::string& account) {
@@ -228,7 +213,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     if (timeout) {
       p->timeout_timer = std::make_unique<asio::steady_timer>(p->strand, *timeout);
       p->timeout_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
-        if (!ec) self->guarded([&] { self->loop_kill(p, false, nullptr); });
+        if (!ec) self->guard.run([&] { self->loop_kill(p, false, nullptr); });
       });
     }
   }
@@ -236,7 +221,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   void arm_read(const std::shared_ptr<Proc>& p, int i) {
     p->streams[i].desc->async_wait(Descriptor::wait_read, [self = shared_from_this(), p, i](const boost::system::error_code& ec) {
       if (ec || !p->streams[i].desc) return;  // closed by finish() or shutdown
-      self->guarded([&] {
+      self->guard.run([&] {
         const bool eof = self->read_available(p, i);
         if (eof) {
           p->streams[i].open = false;
@@ -309,7 +294,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     if (p->drain_timer) return;
     p->drain_timer = std::make_unique<asio::steady_timer>(p->strand, opts.drain_grace);
     p->drain_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
-      if (!ec) self->guarded([&] { self->finish(p); });
+      if (!ec) self->guard.run([&] { self->finish(p); });
     });
   }
 
@@ -413,7 +398,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     }
     w->timer = std::make_unique<asio::steady_timer>(p->strand, w->deadline);
     w->timer->async_wait([self = shared_from_this(), w](const boost::system::error_code& ec) {
-      if (!ec) self->guarded([&] { self->complete(w); });
+      if (!ec) self->guard.run([&] { self->complete(w); });
     });
     p->waiters.push_back(w);
     if (p->waiters.size() >= p->prune_mark) {
@@ -476,7 +461,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     p->kill_timer = std::make_unique<asio::steady_timer>(p->strand, opts.kill_grace);
     p->kill_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
       if (ec) return;
-      self->guarded([&] {
+      self->guard.run([&] {
         if (p->kill_stage == 1) {
           p->kill_stage = 2;
           self->send_signal(*p, SIGKILL);
@@ -555,7 +540,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     }
     purge_timer = std::make_unique<asio::steady_timer>(purge_strand, opts.purge_interval);
     purge_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->guarded([&] { self->purge(); });
+      if (!ec) self->guard.run([&] { self->purge(); });
     });
   }
 
@@ -694,8 +679,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   Strand purge_strand;
   std::unique_ptr<asio::steady_timer> purge_timer;  // purge_strand only
 
-  std::shared_mutex alive_mu;  // shared by every handler at work; unique once by shut_down
-  bool stopping = false;       // guarded by alive_mu
+  ShutdownGuard guard{"process-table"};  // every handler runs through it; closed by shut_down()
 
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Proc>> procs;  // by id

@@ -23,6 +23,7 @@
 
 #include "box/box_error.hpp"
 #include "support/box_fixture.hpp"
+#include "support/sigpipe_ignored.hpp"
 #include "util/box_loop.hpp"
 
 namespace agentbox {

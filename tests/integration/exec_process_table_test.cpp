@@ -13,6 +13,7 @@
 #include "box/box_manager.hpp"
 #include "store/schema.hpp"
 #include "support/box_fixture.hpp"
+#include "support/sigpipe_ignored.hpp"
 #include "util/box_loop.hpp"
 #include "util/file_io.hpp"
 

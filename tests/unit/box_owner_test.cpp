@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "box/box_error.hpp"
+#include "support/sigpipe_ignored.hpp"
 #include "util/box_loop.hpp"
 
 namespace agentbox {
