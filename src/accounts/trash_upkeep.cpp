@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "fs/trash.hpp"
+#include "util/thread_name.hpp"
 
 namespace agentbox::accounts {
 
@@ -24,6 +25,7 @@ TrashUpkeep::TrashUpkeep(AccountDirectory& callers, AccountStore& accounts, uint
                          std::chrono::seconds interval)
     : callers_(callers), accounts_(accounts), trash_days_(trash_days), interval_(interval) {
   thread_ = std::thread([this] {
+    name_this_thread("trash-upkeep");
     std::unique_lock lock(mu_);
     while (!stopping_) {
       lock.unlock();

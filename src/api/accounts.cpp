@@ -88,7 +88,7 @@ void stop_box_for_good(BoxManager& boxes, const std::string& name) {
 }
 
 void add_account_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes,
-                        std::shared_ptr<BlockingPool> pool, uint32_t trash_days) {
+                        std::shared_ptr<FairPool> pool, uint32_t trash_days) {
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   const RouteOptions admin{.admin = true};
   router.add_async(http::verb::get, "/admin/accounts",

@@ -30,6 +30,6 @@ void stop_box_for_good(BoxManager& boxes, const std::string& name);
 
 // Both routes run on `pool` (a deletion waits for the box to stop).
 void add_account_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes,
-                        std::shared_ptr<BlockingPool> pool, uint32_t trash_days);
+                        std::shared_ptr<FairPool> pool, uint32_t trash_days);
 
 }  // namespace agentbox::api

@@ -155,7 +155,7 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
 
 void add_agent_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                       agent::ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
-                      std::shared_ptr<BlockingPool> pool, AgentRoutesOptions options) {
+                      std::shared_ptr<FairPool> pool, AgentRoutesOptions options) {
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto opts = std::make_shared<const AgentRoutesOptions>(std::move(options));
 

@@ -32,7 +32,7 @@ using AgentRoutesOptions = agent::TurnOptions;
 
 void add_agent_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
                       agent::ClaudeRunner& runner, ChatSessions& chats,
-                      std::shared_ptr<const SignedLinks> links, std::shared_ptr<BlockingPool> pool,
+                      std::shared_ptr<const SignedLinks> links, std::shared_ptr<FairPool> pool,
                       AgentRoutesOptions options);
 
 }  // namespace agentbox::api

@@ -112,7 +112,7 @@ Response get_session(accounts::AccountDirectory& callers, const Request& req) {
 
 }  // namespace
 
-void add_agent_session_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool) {
+void add_agent_session_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<FairPool> pool) {
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/agent/sessions",
                    offload(pool, Handler([&callers](const Request& req) { return list_sessions(callers, req); })));

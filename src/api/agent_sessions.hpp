@@ -15,6 +15,6 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-void add_agent_session_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool);
+void add_agent_session_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<FairPool> pool);
 
 }  // namespace agentbox::api

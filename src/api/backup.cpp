@@ -94,7 +94,7 @@ Response restore(AccountStore& accounts, accounts::AccountDirectory& callers, ba
 }  // namespace
 
 void add_backup_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers,
-                       backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool,
+                       backup::MirrorService* mirror, std::shared_ptr<FairPool> pool,
                        moves::RestoreAllContext* restore_all) {
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   const RouteOptions admin{.admin = true};

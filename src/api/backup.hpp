@@ -28,7 +28,7 @@ using namespace agentbox::http;  // the HTTP library, spoken unqualified
 // mirror may be null (no [backup] dir): status says so and the other routes answer 409; so
 // may restore_all then. Restores run on `pool`.
 void add_backup_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers,
-                       backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool,
+                       backup::MirrorService* mirror, std::shared_ptr<FairPool> pool,
                        moves::RestoreAllContext* restore_all);
 
 }  // namespace agentbox::api

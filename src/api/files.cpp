@@ -303,7 +303,7 @@ constexpr BytesRoute kBytesRoutes[] = {
 void add_file_routes(Router& router, accounts::AccountDirectory& callers, const FileRoutesOptions& options) {
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto pool = options.pool;
-  if (!pool) pool = std::make_shared<BlockingPool>(options.threads, options.per_account_ops);
+  if (!pool) pool = std::make_shared<FairPool>(options.threads, options.per_account_ops, "files");
   auto ctx = std::make_shared<FileContext>(FileContext{callers, options});
   ctx->options.pool.reset();
 

@@ -1,7 +1,7 @@
 #pragma once
 // Every Open Terminal /files/* route (API.md Part A): cwd, list, read, display, view, serve,
 // write, replace, mkdir, delete, move, grep, glob, upload, archive. Each resolves the caller
-// first and reaches files only through the caller's ConfinedDir (fs/), on a BlockingPool thread,
+// first and reaches files only through the caller's ConfinedDir (fs/), on a file pool thread (http/offload.hpp),
 // never on an io thread. Paths are relative to the session cwd, "~/...", or absolute as the
 // box sees them ("/home/NAME/..."); anything else is 403 (fs/home_path.hpp).
 #include <cstdint>
@@ -19,7 +19,7 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct FileRoutesOptions {
-  std::shared_ptr<BlockingPool> pool;      // null: the routes make their own of:
+  std::shared_ptr<FairPool> pool;      // null: the routes make their own of:
   unsigned threads = 4;                    //   threads for file work, all accounts together
   unsigned per_account_ops = 2;            //   file operations one account may run at once
   uint64_t upload_max_bytes = 1ull << 30;  // bytes of one uploaded file

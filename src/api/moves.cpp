@@ -313,7 +313,7 @@ class Mover {
 
 }  // namespace
 
-void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<BlockingPool> pool) {
+void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<FairPool> pool) {
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   auto mover = std::make_shared<Mover>(context);
   const RouteOptions admin{.admin = true};

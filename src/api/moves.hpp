@@ -59,6 +59,6 @@ struct MoveContext {
 };
 
 // The routes run on `pool` (a move waits for a box to stop and for the other node).
-void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<BlockingPool> pool);
+void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<FairPool> pool);
 
 }  // namespace agentbox::api

@@ -23,7 +23,7 @@ json item_json(const TrashItem& t, uint32_t trash_days) {
 
 }  // namespace
 
-void add_trash_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool,
+void add_trash_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<FairPool> pool,
                       uint32_t trash_days) {
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/files/trash", offload(pool, Handler([&callers, trash_days](const Request& req) {

@@ -16,6 +16,7 @@
 #include "backup/mirror_record.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
+#include "util/thread_name.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::backup {
@@ -74,7 +75,10 @@ MirrorService::MirrorService(MirrorServiceOptions options) : options_(std::move(
 MirrorService::~MirrorService() { stop(); }
 
 void MirrorService::start() {
-  thread_ = std::thread([this] { thread_main(); });
+  thread_ = std::thread([this] {
+    name_this_thread("mirror");
+    thread_main();
+  });
 }
 
 void MirrorService::stop() {

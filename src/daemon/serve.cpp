@@ -376,7 +376,7 @@ int serve(const ServeOptions& options) {
   FileRoutesOptions file_options;
   file_options.upload_max_bytes = config.limits.body_bytes;
   file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
-  file_options.pool = std::make_shared<BlockingPool>(file_options.threads, file_options.per_account_ops);
+  file_options.pool = std::make_shared<FairPool>(file_options.threads, file_options.per_account_ops, "files");
   add_file_routes(router, callers, file_options);
   add_trash_routes(router, callers, file_options.pool, config.storage.trash_days);
   add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});

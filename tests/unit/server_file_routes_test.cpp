@@ -225,7 +225,7 @@ class FileRoutesTest : public ::testing::Test {
     callers_ = std::make_unique<accounts::AccountDirectory>(*accounts_, state_);
     alice_ = resolve("alice");
     bob_ = resolve("bob");
-    pool_ = std::make_shared<BlockingPool>(3);
+    pool_ = std::make_shared<FairPool>(3, 2, "files");
     FileRoutesOptions o;
     o.upload_max_bytes = 128ull << 20;
     o.read.byte_budget = 64 << 10;
@@ -316,7 +316,7 @@ class FileRoutesTest : public ::testing::Test {
   std::unique_ptr<AccountStore> accounts_;
   std::unique_ptr<accounts::AccountDirectory> callers_;
   accounts::Caller alice_, bob_;
-  std::shared_ptr<BlockingPool> pool_;
+  std::shared_ptr<FairPool> pool_;
   std::vector<std::unique_ptr<HttpServer>> servers_;
   uint16_t port_ = 0;
 };
@@ -1031,7 +1031,7 @@ TEST_F(FileRoutesTest, SlowFileWorkDoesNotHoldTheIoThread) {
   std::condition_variable cv;
   bool release = false;
   Router router;
-  auto pool = std::make_shared<BlockingPool>(2);
+  auto pool = std::make_shared<FairPool>(2, 2, "files");
   router.add_async(http::verb::get, "/slow", offload(pool, Handler([&](const Request&) {
                      std::unique_lock lock(mu);
                      cv.wait_for(lock, 10s, [&] { return release; });
@@ -1062,7 +1062,7 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
   bool release = false;
   int blocked = 0;
   Router router;
-  auto pool = std::make_shared<BlockingPool>(3, 2);
+  auto pool = std::make_shared<FairPool>(3, 2, "files");
   router.add_async(http::verb::get, "/slow", offload(pool, Handler([&](const Request&) {
                      std::unique_lock lock(mu);
                      ++blocked;
