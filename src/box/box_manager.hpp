@@ -6,7 +6,12 @@
 // different accounts run side by side; requests queue in the new owner meanwhile. A box stops
 // after its idle timeout when nothing runs in it (its home stays); an account whose box is gone
 // gives back its network namespace after netns_linger. At most max_active boxes run at once.
-#include <boost/asio/io_context.hpp>
+//
+// Runs on: the box loop, each account's work on its account's strand (BoxLoop::strand_of, the
+// one ProcessTable uses too), the sweep on a strand of its own; the blocking half of starts and
+// stops on the launchers (a FairPool named "launcher", one job per account at a time). Its
+// public methods may be called from any thread but the destructor and stop_all() (not a loop
+// thread).
 
 #include <chrono>
 #include <cstddef>
@@ -19,6 +24,7 @@
 #include "box/box_owner.hpp"
 #include "box/cgroup.hpp"
 #include "box/launch.hpp"
+#include "util/box_loop.hpp"
 
 namespace agentbox {
 
@@ -36,7 +42,7 @@ struct BoxManagerOptions {
   // one is made on its next start).
   std::chrono::milliseconds netns_linger{15 * 60 * 1000};
   size_t max_active = 0;       // boxes starting or running at once; 0: no cap
-  unsigned launch_threads = 2;  // threads for the blocking part of starts and stops
+  unsigned launch_threads = 2;  // threads for the blocking part of starts and stops (all accounts)
   // An account's network namespace was made (on a launcher thread, before its first box
   // joins it) / is given back: the daemon puts its egress listener there and takes it away.
   // Must not throw.
@@ -49,7 +55,7 @@ struct BoxManagerOptions {
 class BoxManager {
  public:
   // Runs on `loop`, which must outlive the manager and be running while it is used.
-  BoxManager(boost::asio::io_context& loop, BoxManagerOptions opts);
+  BoxManager(BoxLoop& loop, BoxManagerOptions opts);
   // Stops every box (bounded wait); call from outside the loop's threads.
   ~BoxManager();
   BoxManager(const BoxManager&) = delete;

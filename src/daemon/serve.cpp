@@ -321,7 +321,7 @@ int serve(const ServeOptions& options) {
   // loop (ThreadSanitizer found the use-after-free when the io_context went first).
   boost::asio::io_context http_io;
   TerminalLoop terminal_loop("terminals");
-  BoxManager manager(loop.context(), std::move(box_options));
+  BoxManager manager(loop, std::move(box_options));
 
   accounts::AccountDirectory callers(accounts, config.state_dir, {.open_homes = config.accounts.open_homes}, volumes);
   if (placement) {
@@ -364,7 +364,7 @@ int serve(const ServeOptions& options) {
   table_options.output_cap = config.exec.output_cap;
   table_options.retention = config.exec.retention;
   table_options.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
-  exec::ProcessTable table(loop.context(), boxes, processes, table_options);
+  exec::ProcessTable table(loop, boxes, processes, table_options);
   exec::Terminals terminals(terminal_loop, boxes,
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -19,7 +20,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <unordered_map>
 
 #include "exec/output_log.hpp"
 #include "exec/process_id.hpp"
@@ -32,7 +32,7 @@ namespace agentbox::exec {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using Descriptor = asio::posix::stream_descriptor;
-using Strand = asio::strand<asio::io_context::executor_type>;
+using Strand = LoopStrand;
 using namespace std::chrono_literals;
 
 namespace {
@@ -89,10 +89,11 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
 
   // One process. Which thread may touch what is said per group.
   struct Proc {
-    explicit Proc(Strand s) : strand(std::move(s)) {}
+    explicit Proc(std::shared_ptr<const Strand> s) : held(std::move(s)), strand(*held) {}
 
     // Set by start() before the process is published, then constant.
-    Strand strand;  // its account's
+    std::shared_ptr<const Strand> held;  // keeps it the account's (util/account_strands.hpp)
+    Strand strand;                       // its account's: the one its box's owner runs on too
     std::string id, account, command;
     bool tty = true;
     std::shared_ptr<OutputLog> log;
@@ -148,8 +149,8 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     std::unique_ptr<asio::steady_timer> timer;  // the process's strand only
   };
 
-  Impl(asio::io_context& l, ProcessSpawner& b, ProcessStore& s, ProcessTableOptions o)
-      : loop(l), boxes(b), store(s), opts(std::move(o)), purge_strand(asio::make_strand(loop)) {
+  Impl(BoxLoop& l, ProcessSpawner& b, ProcessStore& s, ProcessTableOptions o)
+      : loop(l), boxes(b), store(s), opts(std::move(o)), purge_strand(asio::make_strand(loop.context())) {
     if (!opts.log_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(opts.log_dir, ec);
@@ -183,13 +184,14 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   void post(const Executor& ex, Fn fn) {
     asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
   }
-
-  Strand strand_for(const std::string& account) {
-    std::lock_guard lock(mu);
-    auto it = strands.find(account);
-    if (it == strands.end()) it = strands.emplace(account, asio::make_strand(loop)).first;
-    return it->second;
+  // The same, at once when this thread runs ex already: a box's event for one of its account's
+  // processes (the box's owner runs on the same strand) costs no second post.
+  template <class Fn>
+  void dispatch(const Strand& ex, Fn fn) {
+    asio::dispatch(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
   }
+
+  Strand strand_for(const std::string& account) { return *loop.strand_of(account); }
 
   // ---- a process's strand ----------------------------------------------------------------
 
@@ -533,10 +535,6 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
           ++it;
         }
       }
-      // Strands of accounts with nothing in memory go too (a new one is made on next use).
-      std::erase_if(strands, [&](const auto& entry) {
-        return std::none_of(procs.begin(), procs.end(), [&](const auto& p) { return p.second->account == entry.first; });
-      });
     }
     purge_timer = std::make_unique<asio::steady_timer>(purge_strand, opts.purge_interval);
     purge_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -636,7 +634,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
       }
     }
 
-    auto p = std::make_shared<Proc>(strand_for(req.box.name));
+    auto p = std::make_shared<Proc>(loop.strand_of(req.box.name));
     p->id = id;
     p->account = req.box.name;
     p->command = req.command;
@@ -655,12 +653,12 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
       stdio.push_back(std::move(child_err));
     }
 
-    // The box calls these on its own strand; the process's work moves to the account's.
+    // The box calls these on the account's strand, which is the process's: they run at once.
     auto self = shared_from_this();
     SpawnHandlers h;
     h.started = [self, p, log_path, stdin_data = req.stdin_data, timeout = req.timeout, done](SpawnResult r) {
       auto result = std::make_shared<SpawnResult>(std::move(r));
-      self->post(p->strand, [self, p, result, log_path, stdin_data, timeout, done]() mutable {
+      self->dispatch(p->strand, [self, p, result, log_path, stdin_data, timeout, done]() mutable {
         self->started(p, std::move(*result), log_path, std::move(stdin_data), timeout, done);
       });
     };
@@ -668,11 +666,11 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
       OutputLog::remove(log_path);
       call_quietly(done, StartOutcome{{}, error});
     };
-    h.ended = [self, p](SpawnEnd end) { self->post(p->strand, [self, p, end] { self->handle_end(p, end); }); };
+    h.ended = [self, p](SpawnEnd end) { self->dispatch(p->strand, [self, p, end] { self->handle_end(p, end); }); };
     boxes.spawn(req.box, std::move(req.spawn), std::move(stdio), std::move(h));
   }
 
-  asio::io_context& loop;
+  BoxLoop& loop;
   ProcessSpawner& boxes;
   ProcessStore& store;
   const ProcessTableOptions opts;
@@ -683,11 +681,10 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
 
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Proc>> procs;  // by id
-  std::unordered_map<std::string, Strand> strands;     // by account
   std::set<std::string> reported;                      // failures said once
 };
 
-ProcessTable::ProcessTable(asio::io_context& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts)
+ProcessTable::ProcessTable(BoxLoop& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts)
     : impl_(std::make_shared<Impl>(loop, boxes, store, std::move(opts))) {
   impl_->post(impl_->purge_strand, [impl = impl_.get()] { impl->purge(); });
 }

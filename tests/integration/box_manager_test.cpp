@@ -13,7 +13,6 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -111,7 +110,7 @@ class BoxManagerTest : public ::testing::Test {
 };
 
 TEST_F(BoxManagerTest, OneBoxPerAccountAndExitsReachTheirCommand) {
-  BoxManager m(loop.context(), options());
+  BoxManager m(loop, options());
   Account a("alice"), b("bob");
   auto a1 = run(m, a.name, a.spec, {"sh", "-c", "readlink /proc/self/ns/pid; exit 3"});
   auto a2 = run(m, a.name, a.spec, {"sh", "-c", "readlink /proc/self/ns/pid; exit 5"});
@@ -127,7 +126,7 @@ TEST_F(BoxManagerTest, OneBoxPerAccountAndExitsReachTheirCommand) {
 
 // 50 accounts' first commands at once: every box starts, every command runs.
 TEST_F(BoxManagerTest, FiftyAccountsStartingAtOnceAllRun) {
-  BoxManager m(loop.context(), options());
+  BoxManager m(loop, options());
   auto all = accounts("many", 50);
   std::vector<std::shared_ptr<Command>> runs;
   for (auto& a : all) runs.push_back(run(m, a->name, a->spec, {"sh", "-c", "exit 7"}));
@@ -144,7 +143,7 @@ TEST_F(BoxManagerTest, AStuckStartFailsOnlyItsOwnAccount) {
   BoxManagerOptions o = options();
   o.start_timeout = 6s;
   o.hold_start = [](const std::string& account) { return account == "stuck"; };
-  BoxManager m(loop.context(), o);
+  BoxManager m(loop, o);
   Account stuck("stuck");
   const auto t0 = Clock::now();
   auto held = run(m, stuck.name, stuck.spec, {"true"});
@@ -170,7 +169,7 @@ TEST_F(BoxManagerTest, AStuckStartFailsOnlyItsOwnAccount) {
 }
 
 TEST_F(BoxManagerTest, IdleBoxStopsButHomeStaysAndBusyBoxLives) {
-  BoxManager m(loop.context(), options(300ms));
+  BoxManager m(loop, options(300ms));
   Account idle("idle"), busy("busy");
   EXPECT_EQ(exit_code(run(m, idle.name, idle.spec, {"sh", "-c", "echo kept > ~/file"})), 0);
   // The busy account's command exits at once but leaves a background process running.
@@ -186,7 +185,7 @@ TEST_F(BoxManagerTest, IdleBoxStopsButHomeStaysAndBusyBoxLives) {
 TEST_F(BoxManagerTest, NetworkNamespaceOutlivesTheBoxThenIsGivenBack) {
   BoxManagerOptions o = options();
   o.netns_linger = 500ms;
-  BoxManager m(loop.context(), o);
+  BoxManager m(loop, o);
   Account a("net");
   const std::string first = output(run(m, a.name, a.spec, {"readlink", "/proc/self/ns/net"}));
   ASSERT_NE(first.find("net:["), std::string::npos) << first;
@@ -214,7 +213,7 @@ TEST_F(BoxManagerTest, NetworkNamespaceOutlivesTheBoxThenIsGivenBack) {
 TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
   BoxManagerOptions o = options();
   o.max_active = 2;
-  BoxManager m(loop.context(), o);
+  BoxManager m(loop, o);
   auto all = accounts("capped", 3);
   EXPECT_EQ(exit_code(run(m, all[0]->name, all[0]->spec, {"true"})), 0);
   EXPECT_EQ(exit_code(run(m, all[1]->name, all[1]->spec, {"true"})), 0);
@@ -238,7 +237,7 @@ TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
 // network namespace reaches a server in the box, and not the host's loopback (a listener of
 // ours on the same port number); without a running box there is none.
 TEST_F(BoxManagerTest, ASocketMadeInTheBoxReachesItsLoopbackOnly) {
-  BoxManager m(loop.context(), options());
+  BoxManager m(loop, options());
   Account a("sock");
   auto open_socket = [&] {
     std::promise<std::pair<UniqueFd, std::string>> p;
@@ -315,10 +314,10 @@ TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {
   TempHome home(uid);
   auto launched = launch_box(make_spec(uid, home.dir), start_options("pid-reuse"));
   const pid_t init_pid = launched->init_pid;
-  boost::asio::thread_pool blocking(1);
+  FairPool blocking(1, 1, "launcher");
   BoxStrand strand = boost::asio::make_strand(loop.context());
   std::promise<void> gone;
-  auto owner = std::make_shared<BoxOwner>(strand, blocking.get_executor(), "reuse", BoxOwner::Options{},
+  auto owner = std::make_shared<BoxOwner>(strand, blocking, "reuse", BoxOwner::Options{},
                                           [&](const std::shared_ptr<BoxOwner>&, const std::string&) { gone.set_value(); });
   auto on_strand = [&](auto fn) {
     std::promise<void> done;
@@ -351,7 +350,7 @@ TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {
   EXPECT_EQ(exit_code(first), 3);
   on_strand([&] { owner->stop(""); });
   gone.get_future().wait();
-  blocking.join();
+  blocking.stop();
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <boost/asio/post.hpp>
+
+#include <atomic>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -74,7 +77,7 @@ class ProcessTableTest : public ::testing::Test {
     BoxManagerOptions mo;
     mo.cgroups = cgroup_driver().get();
     mo.idle_timeout = 600s;
-    manager_ = std::make_unique<BoxManager>(loop_.context(), std::move(mo));
+    manager_ = std::make_unique<BoxManager>(loop_, std::move(mo));
     port_ = std::make_unique<ManagerPort>(*manager_);
     // The account is the spec's name as the table sees it; the port keys boxes by it too.
     specs_["alice"] = make_spec(alice_uid_, alice_home_.dir);
@@ -99,7 +102,7 @@ class ProcessTableTest : public ::testing::Test {
   }
   void make_table() {
     table_.reset();
-    table_ = std::make_unique<ProcessTable>(loop_.context(), *port_, *store_, opts_);
+    table_ = std::make_unique<ProcessTable>(loop_, *port_, *store_, opts_);
   }
 
   std::string start(const std::string& account, const std::string& command, bool tty = true,
@@ -528,7 +531,7 @@ TEST(ProcessTableRaceTest, AnExitRightAfterTheStartReachesItsOwnProcessEvenWithT
     InstantPort port;
     ProcessTableOptions opts;
     opts.log_dir = dir + "/logs";
-    ProcessTable table(loop.context(), port, store, opts);
+    ProcessTable table(loop, port, store, opts);
 
     auto finished = [&](const std::string& id) {
       std::promise<std::optional<ProcessView>> p;
@@ -554,6 +557,59 @@ TEST(ProcessTableRaceTest, AnExitRightAfterTheStartReachesItsOwnProcessEvenWithT
       EXPECT_EQ(v->exit_code, 3 + static_cast<int>(i)) << "an exit reached another process of the same pid";
       EXPECT_EQ(text_of(*v, "stdout"), "early " + std::to_string(3 + i) + "\n");
     }
+  }
+  fs::remove_all(dir);
+}
+
+// A ProcessSpawner that reports a command's start and end from its account's strand of the box
+// loop, as BoxOwner does, and notes whether the table's answer came inside that same handler.
+class StrandPort : public ProcessSpawner {
+ public:
+  explicit StrandPort(BoxLoop& loop) : loop_(loop) {}
+  std::atomic<bool> inside{false};  // a box handler of ours is running
+  uint64_t spawn(const BoxSpec& spec, SpawnRequest, std::vector<UniqueFd>, SpawnHandlers h) override {
+    const uint64_t id = ++next_;
+    boost::asio::post(*loop_.strand_of(spec.name), [this, h = std::move(h), id]() mutable {
+      inside = true;
+      SpawnResult r;
+      r.id = id;
+      r.pid = 100;
+      h.started(std::move(r));
+      h.ended(SpawnEnd{true, 7 << 8});
+      inside = false;
+    });
+    return id;
+  }
+  void signal(const std::string&, uint64_t, int) override {}
+
+ private:
+  BoxLoop& loop_;
+  std::atomic<uint64_t> next_{0};
+};
+
+TEST(ProcessTableStrandTest, ABoxsEventIsHandledInTheTurnThatReadItOnTheAccountsOneStrand) {
+  char tmpl[] = "/tmp/abx-exec-strand-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    BoxLoop loop(2);
+    ProcessStore store(open_state_db(dir));
+    StrandPort port(loop);
+    ProcessTableOptions opts;
+    opts.log_dir = dir + "/logs";
+    ProcessTable table(loop, port, store, opts);
+    StartRequest r;
+    r.box.name = "alice";
+    r.command = "fake";
+    r.spawn.tty = false;
+    std::promise<bool> answered_inside;
+    table.start(r, [&](StartOutcome o) {
+      EXPECT_FALSE(o.error);
+      answered_inside.set_value(port.inside.load());
+    });
+    auto f = answered_inside.get_future();
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+    EXPECT_TRUE(f.get()) << "the start went through a second post: the table and the box are on two strands";
   }
   fs::remove_all(dir);
 }
