@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "box/box_error.hpp"
 #include "exec/input_escapes.hpp"
 #include "fs/dir_list.hpp"
@@ -250,8 +251,11 @@ json process_json(const exec::ProcessView& view) {
           {"next_offset", view.next_offset}};
 }
 
-void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                        exec::ProcessTable& table, ExecuteRoutesOptions options) {
+void add_execute_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  exec::ProcessTable& table = *s.processes;
+  const ExecuteRoutesOptions options = s.execute_options;
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add(http::verb::get, "/execute", [&callers, &table](const Request& req) {
     accounts::Caller caller = callers.resolve(req);

@@ -9,6 +9,7 @@
 
 #include "api/errors.hpp"
 #include "api/openapi.hpp"
+#include "api/services.hpp"
 #include "config/units.hpp"
 
 namespace agentbox::api {
@@ -77,8 +78,11 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
       limits.empty() ? std::string("none") : fmt::format("{}", fmt::join(limits, ", ")));
 }
 
-void add_meta_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                     std::string version, std::function<std::string(const std::string& user)> network_of) {
+void add_meta_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  const std::string& version = s.version;
+  const std::function<std::string(const std::string& user)> network_of = s.network_of;
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   RouteOptions open;
   open.is_public = true;

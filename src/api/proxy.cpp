@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
 
@@ -78,7 +79,10 @@ std::optional<std::string> upstream_target(std::string_view request_target) {
   return out;
 }
 
-void add_proxy_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes, ProxyOptions options) {
+void add_proxy_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  const ProxyOptions options = s.proxy_options;
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/ports",
                    [&callers, &boxes](const Request& req, std::shared_ptr<ResponseWriter> writer) {

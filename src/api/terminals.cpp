@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "box/box_error.hpp"
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
@@ -44,8 +45,11 @@ Response describe(accounts::AccountDirectory& callers, exec::Terminals& terminal
 
 }  // namespace
 
-void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                         exec::Terminals& terminals, TerminalRoutesOptions options) {
+void add_terminal_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  exec::Terminals& terminals = *s.terminals;
+  const TerminalRoutesOptions options = s.terminal_options;
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::post, "/api/terminals",
                    [&callers, &boxes, &terminals](const Request& req, std::shared_ptr<ResponseWriter> writer) {

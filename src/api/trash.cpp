@@ -1,6 +1,7 @@
 #include "api/trash.hpp"
 
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "api/storage_full.hpp"
 #include "fs/trash.hpp"
 #include "http/json_body.hpp"
@@ -23,8 +24,10 @@ json item_json(const TrashItem& t, uint32_t trash_days) {
 
 }  // namespace
 
-void add_trash_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<FairPool> pool,
-                      uint32_t trash_days) {
+void add_trash_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  const std::shared_ptr<FairPool>& pool = s.file_pool;
+  const uint32_t trash_days = s.trash_days;
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add_async(http::verb::get, "/files/trash", offload(pool, Handler([&callers, trash_days](const Request& req) {
     accounts::Caller caller = callers.resolve(req);

@@ -15,7 +15,7 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-void add_trash_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<FairPool> pool,
-                      uint32_t trash_days);
+struct Services;
+void add_trash_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

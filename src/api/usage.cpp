@@ -1,6 +1,7 @@
 #include "api/usage.hpp"
 
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "http/query_params.hpp"
 
 namespace agentbox::api {
@@ -24,8 +25,10 @@ nlohmann::json day_json(const DailyTokens& d) {
 
 }  // namespace
 
-void add_usage_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<TokenLedger> ledger,
-                      uint64_t daily_tokens) {
+void add_usage_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  const std::shared_ptr<TokenLedger>& ledger = s.tokens;
+  const uint64_t daily_tokens = s.daily_tokens;
   router.translate_errors(&domain_error_response);  // FsError, BoxUnavailable... as statuses
   router.add(http::verb::get, "/usage", [&callers, ledger, daily_tokens](const Request& req) {
     accounts::Caller caller = callers.resolve(req);

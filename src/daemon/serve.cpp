@@ -20,20 +20,9 @@
 #include "accounts/restore_gate.hpp"
 #include "accounts/trash_upkeep.hpp"
 #include "agent/images.hpp"
-#include "api/accounts.hpp"
-#include "api/agent.hpp"
-#include "api/agent_sessions.hpp"
-#include "api/backup.hpp"
-#include "api/cluster.hpp"
-#include "api/execute.hpp"
-#include "api/files.hpp"
-#include "api/meta.hpp"
-#include "api/moves.hpp"
-#include "api/network.hpp"
 #include "api/proxy.hpp"
-#include "api/terminals.hpp"
-#include "api/trash.hpp"
-#include "api/usage.hpp"
+#include "api/routes.hpp"
+#include "api/services.hpp"
 #include "backup/mirror_service.hpp"
 #include "box/agent_paths.hpp"
 #include "box/box_manager.hpp"
@@ -46,7 +35,6 @@
 #include "exec/process_table.hpp"
 #include "http/server.hpp"
 #include "http/signed_links.hpp"
-#include "moves/restore_all.hpp"
 #include "net/egress_listener.hpp"
 #include "net/egress_proxy.hpp"
 #include "net/inference_gateway.hpp"
@@ -368,45 +356,11 @@ int serve(const ServeOptions& options) {
   exec::Terminals terminals(terminal_loop, boxes,
                             {.max_per_account = config.terminals.max_per_account, .idle_timeout = config.terminals.idle_timeout});
 
-  Router router;
-  add_meta_routes(router, callers, boxes, kVersion, [egress_context](const std::string& user) {
-    return net::describe_for_box(egress_context->config()->policy_for(user));
-  });
-  add_execute_routes(router, callers, boxes, table);
-  FileRoutesOptions file_options;
-  file_options.upload_max_bytes = config.limits.body_bytes;
-  file_options.per_account_ops = static_cast<unsigned>(config.accounts.file_ops);
-  file_options.pool = std::make_shared<FairPool>(file_options.threads, file_options.per_account_ops, "files");
-  add_file_routes(router, callers, file_options);
-  add_trash_routes(router, callers, file_options.pool, config.storage.trash_days);
-  add_terminal_routes(router, callers, boxes, terminals, {.api_key = api_key});
-  ProxyOptions proxy = proxy_options(config.proxy);
-  if (placement) proxy.node_name = placement->node();
-  add_proxy_routes(router, callers, boxes, std::move(proxy));
-  add_network_routes(router, callers, network_log);
-  add_usage_routes(router, callers, token_ledger, config.inference.anthropic.daily_tokens);
   // Claude Code in the caller's box; its download links open without the API key.
   auto links = std::make_shared<const SignedLinks>(load_or_create_state_secret(config.state_dir, "link_key"));
   ChatSessions chat_sessions(open_state_db(config.state_dir));
   agent::ClaudeRunner claude_runner(loop.context(), table);
-  AgentRoutesOptions agent_options;
-  agent_options.claude_model = config.agent.model;
-  agent_options.max_turns = config.agent.max_turns;
-  agent_options.max_retries = config.agent.max_retries;
-  agent_options.allowed_tools = config.agent.allowed_tools;
-  agent_options.public_url = config.agent.public_url;
-  agent_options.link_ttl = std::chrono::hours(24) * config.agent.link_days;
-  if (agent_mounts.claude.empty())
-    agent_options.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
-  else if (!gateway)
-    agent_options.unavailable =
-        "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
-  agent_options.network_of = [egress_context](const std::string& user) {
-    return net::describe_for_box(egress_context->config()->policy_for(user));
-  };
-  add_agent_routes(router, callers, boxes, claude_runner, chat_sessions, links, file_options.pool,
-                   std::move(agent_options));
-  add_agent_session_routes(router, callers, file_options.pool);
+  auto file_pool = std::make_shared<FairPool>(4, static_cast<unsigned>(config.accounts.file_ops), "files");
 
   // The mirror of homes, on a thread of its own (started after the stop signals are blocked).
   std::unique_ptr<backup::MirrorService> mirror;
@@ -431,22 +385,53 @@ int serve(const ServeOptions& options) {
     std::cout << "backup: mirror of homes in " << config.backup.dir << " every " << config.backup.interval.count()
               << " s, deleted files kept " << config.backup.keep_deleted_days << " days\n";
   }
-  std::optional<moves::RestoreAllContext> restore_all;
-  if (mirror) {
-    restore_all.emplace(moves::RestoreAllContext{accounts, callers, *mirror, restore_gate,
-                                          placement ? &*placement : nullptr, nullptr});
-    if (move_gate) restore_all->moves = [&gate = *move_gate](std::string_view user) { gate.check(user); };
-  }
-  add_backup_routes(router, accounts, callers, mirror.get(), file_options.pool,
-                    restore_all ? &*restore_all : nullptr);
-  add_account_routes(router, accounts, callers, manager, file_options.pool, config.storage.trash_days);
-  std::optional<MoveContext> move_context;
-  if (placement) {
-    add_cluster_routes(router, *placement);
-    move_context.emplace(MoveContext{accounts, callers, manager, *moves, *move_gate, *placement, token_ledger,
-                                     admin_key, config.state_dir});
-    add_move_routes(router, *move_context, file_options.pool);
-  }
+
+  // What the routes work with (api/services.hpp), and every route (api/routes.cpp).
+  Services services;
+  services.accounts = &accounts;
+  services.callers = &callers;
+  services.manager = &manager;
+  services.boxes = &boxes;
+  services.processes = &table;
+  services.terminals = &terminals;
+  services.claude = &claude_runner;
+  services.chats = &chat_sessions;
+  services.file_pool = file_pool;
+  services.network_log = network_log;
+  services.tokens = token_ledger;
+  services.network_of = [egress_context](const std::string& user) {
+    return net::describe_for_box(egress_context->config()->policy_for(user));
+  };
+  services.links = links;
+  services.mirror = mirror.get();
+  services.restore_gate = &restore_gate;
+  services.placement = placement.get();
+  services.moves = moves ? &*moves : nullptr;
+  services.move_gate = move_gate ? &*move_gate : nullptr;
+  services.version = kVersion;
+  services.admin_key = admin_key;
+  services.state_dir = config.state_dir;
+  services.trash_days = config.storage.trash_days;
+  services.daily_tokens = config.inference.anthropic.daily_tokens;
+  services.file_options.upload_max_bytes = config.limits.body_bytes;
+  services.terminal_options.api_key = api_key;
+  services.proxy_options = proxy_options(config.proxy);
+  if (placement) services.proxy_options.node_name = placement->node();
+  AgentRoutesOptions& agent_options = services.agent_options;
+  agent_options.claude_model = config.agent.model;
+  agent_options.max_turns = config.agent.max_turns;
+  agent_options.max_retries = config.agent.max_retries;
+  agent_options.allowed_tools = config.agent.allowed_tools;
+  agent_options.public_url = config.agent.public_url;
+  agent_options.link_ttl = std::chrono::hours(24) * config.agent.link_days;
+  if (agent_mounts.claude.empty())
+    agent_options.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
+  else if (!gateway)
+    agent_options.unavailable =
+        "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
+  agent_options.network_of = services.network_of;
+  Router router;
+  register_routes(router, services);
 
   HttpServerOptions http;
   // One io thread: the API's sockets all wait in its epoll, and nothing on it

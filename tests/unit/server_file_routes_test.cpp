@@ -34,6 +34,7 @@
 #include "accounts/directory.hpp"
 #include "api/file_transfer.hpp"
 #include "api/files.hpp"
+#include "api/services.hpp"
 #include "fs/fs_identity.hpp"
 #include "http/byte_range.hpp"
 #include "http/offload.hpp"
@@ -247,10 +248,18 @@ class FileRoutesTest : public ::testing::Test {
     return callers_->resolve(req);
   }
 
+  // The routes' services: the callers, file work on `pool` (the fixture's by default).
+  Services services(FileRoutesOptions o = {}, std::shared_ptr<FairPool> pool = nullptr) {
+    Services s;
+    s.callers = callers_.get();
+    s.file_pool = pool ? std::move(pool) : pool_;
+    s.file_options = o;
+    return s;
+  }
+
   uint16_t start(FileRoutesOptions o, unsigned io_threads = 2) {
-    if (!o.pool) o.pool = pool_;
     Router router;
-    add_file_routes(router, *callers_, o);
+    add_file_routes(router, services(o));
     return serve(std::move(router), io_threads);
   }
 
@@ -1037,7 +1046,7 @@ TEST_F(FileRoutesTest, SlowFileWorkDoesNotHoldTheIoThread) {
                      cv.wait_for(lock, 10s, [&] { return release; });
                      return Response::json({{"slow", true}});
                    })));
-  add_file_routes(router, *callers_, {.pool = pool});
+  add_file_routes(router, services({}, pool));
   const uint16_t port = serve(std::move(router), 1);
 
   std::thread slow([&] { EXPECT_EQ(fetch(port, http::verb::get, "/slow", as("alice")).status, 200u); });
@@ -1070,7 +1079,7 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
                      cv.wait_for(lock, 10s, [&] { return release; });
                      return Response::json({{"slow", true}});
                    })));
-  add_file_routes(router, *callers_, {.pool = pool});
+  add_file_routes(router, services({}, pool));
   const uint16_t port = serve(std::move(router), 1);
 
   std::vector<std::thread> slow;
