@@ -36,13 +36,15 @@ TrashUpkeep::TrashUpkeep(AccountDirectory& callers, AccountStore& accounts, uint
   });
 }
 
-TrashUpkeep::~TrashUpkeep() {
+TrashUpkeep::~TrashUpkeep() { stop(); }
+
+void TrashUpkeep::stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void TrashUpkeep::run_once() {

@@ -249,8 +249,10 @@ BoxManager::BoxManager(BoxLoop& loop, BoxManagerOptions opts)
   asio::post(impl_->sweep_strand, [impl = impl_] { impl->arm_sweep(); });
 }
 
-BoxManager::~BoxManager() {
-  impl_->closing = true;
+BoxManager::~BoxManager() { shut_down(); }
+
+void BoxManager::shut_down() {
+  if (impl_->closing.exchange(true)) return;
   stop_all();
   asio::post(impl_->sweep_strand, [impl = impl_] { impl->sweep.cancel(); });
   // Launches and stops still on the launcher threads finish; none may outlive the pool.

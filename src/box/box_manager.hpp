@@ -56,7 +56,7 @@ class BoxManager {
  public:
   // Runs on `loop`, which must outlive the manager and be running while it is used.
   BoxManager(BoxLoop& loop, BoxManagerOptions opts);
-  // Stops every box (bounded wait); call from outside the loop's threads.
+  // shut_down().
   ~BoxManager();
   BoxManager(const BoxManager&) = delete;
   BoxManager& operator=(const BoxManager&) = delete;
@@ -87,6 +87,9 @@ class BoxManager {
   void close(const std::string& account, std::function<void()> done);
   // Stops every box and waits for them to go (bounded); not from a loop thread.
   void stop_all();
+  // For good: no box starts from now on, every box is stopped (bounded wait), the launchers
+  // finish what they hold and are joined, the zygote goes. Idempotent; not from a loop thread.
+  void shut_down();
 
   // What each account's box is doing: "starting", "running" or "stopping"; an account missing
   // from the map has no box. done runs once every account's strand has answered.

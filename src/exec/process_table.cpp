@@ -163,6 +163,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   // Nothing below touches boxes or store after this returns; handlers still queued on the
   // loop find the guard closed and do nothing, and the processes' descriptors are closed.
   void shut_down() {
+    if (guard.closed()) return;
     guard.close();  // waits for the handlers at work
     std::vector<std::shared_ptr<Proc>> all;
     {
@@ -689,7 +690,9 @@ ProcessTable::ProcessTable(BoxLoop& loop, ProcessSpawner& boxes, ProcessStore& s
   impl_->post(impl_->purge_strand, [impl = impl_.get()] { impl->purge(); });
 }
 
-ProcessTable::~ProcessTable() { impl_->shut_down(); }
+ProcessTable::~ProcessTable() { shut_down(); }
+
+void ProcessTable::shut_down() { impl_->shut_down(); }
 
 void ProcessTable::start(StartRequest req, std::function<void(StartOutcome)> done) {
   impl_->start(std::move(req), std::move(done));

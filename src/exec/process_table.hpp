@@ -110,8 +110,7 @@ class ProcessTable {
   // Runs on `loop` (which must outlive the table); marks records left "running" by a previous
   // daemon "lost".
   ProcessTable(BoxLoop& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts);
-  // Running commands are left to their boxes (their records read back as "lost" next time);
-  // nothing of the table runs after this returns. Not from a loop thread.
+  // shut_down().
   ~ProcessTable();
   ProcessTable(const ProcessTable&) = delete;
   ProcessTable& operator=(const ProcessTable&) = delete;
@@ -159,6 +158,11 @@ class ProcessTable {
   // A command that had already exited and only waits for its output to drain ends as done.
   void kill(const std::string& account, const std::string& id, bool force,
             std::function<void(bool found)> done);
+
+  // Running commands are left to their boxes (their records read back as "lost" next time);
+  // nothing of the table runs after this returns, and waits still pending are dropped without a
+  // call. Idempotent; not from a loop thread.
+  void shut_down();
 
  private:
   struct Impl;

@@ -307,6 +307,30 @@ void set_next_pid(pid_t init_pid, pid_t next) {
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "could not set ns_last_pid: " << st;
 }
 
+// shut_down() (the daemon's stop): running commands end with their boxes, a later spawn is
+// refused ("the server is stopping") and starts no box, and a second shut_down() and the
+// destructor after it are no-ops.
+TEST_F(BoxManagerTest, ShutDownEndsEveryBoxAndRefusesLaterSpawns) {
+  BoxManager m(loop, options());
+  Account a("shut");
+  auto sleeping = run(m, a.name, a.spec, {"sleep", "300"});
+  ASSERT_EQ(sleeping->pid.wait_for(20s), std::future_status::ready);
+  EXPECT_GT(sleeping->pid.get(), 0);
+  m.shut_down();
+  EXPECT_EQ(exit_code(sleeping, 10s), -1) << "the command outlived its box";
+  EXPECT_EQ(m.running(), 0u);
+  auto late = run(m, a.name, a.spec, {"true"});
+  ASSERT_EQ(late->pid.wait_for(10s), std::future_status::ready);
+  try {
+    late->pid.get();
+    ADD_FAILURE() << "a spawn after shut_down() ran";
+  } catch (const BoxUnavailable& e) {
+    EXPECT_EQ(std::string(e.what()), "the server is stopping");
+  }
+  EXPECT_EQ(m.running(), 0u);
+  m.shut_down();
+}
+
 // A pid the box's kernel reuses at once for the next command: each exit still reaches the
 // command that started it (exits are tagged with the spawn's id, never matched by pid).
 TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {

@@ -449,6 +449,25 @@ TEST_F(ProcessTableTest, AfterARestartRunningIsLostAndFinishedOutputIsReadable) 
   EXPECT_EQ(w->status, ProcessStatus::done);
 }
 
+// shut_down() (the daemon's stop): a wait still pending is dropped without a call, even past
+// its deadline; a running command is left to its box, and the next table reads it back "lost".
+// A second shut_down() and the destructor after it are no-ops.
+TEST_F(ProcessTableTest, ShutDownDropsPendingWaitsAndLeavesRunningCommandsLost) {
+  const std::string running = start("alice", "sleep 300");
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  auto handle = table().wait("alice", running, ReadSpec{}, false, Clock::now() + 1s,
+                             [answered](std::optional<ProcessView>) { answered->store(true); });
+  table().shut_down();
+  table().shut_down();
+  std::this_thread::sleep_for(1500ms);  // past the wait's deadline
+  EXPECT_FALSE(answered->load()) << "a wait was answered after shut_down()";
+
+  make_table();  // the next daemon's table, over the same store
+  auto lost = table().get("alice", running, {});
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->status, ProcessStatus::lost);
+}
+
 TEST_F(ProcessTableTest, RetentionPurgeRemovesRecordsAndLogs) {
   opts_.retention = 0s;
   opts_.purge_interval = 100ms;
