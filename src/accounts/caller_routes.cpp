@@ -1,6 +1,7 @@
 #include "accounts/caller_routes.hpp"
 
 #include "http/offload.hpp"
+#include "util/fair_pool.hpp"
 #include "http/response_writer.hpp"
 
 namespace agentbox::accounts {
@@ -18,9 +19,9 @@ Resolved resolve_now(AccountDirectory& callers, const http::Request& req, bool q
 }
 
 // The pool a request that is not ready waits in; null when it is ready (or there is no pool).
-std::shared_ptr<http::BlockingPool> pool_for(AccountDirectory& callers, const http::Request& req,
+std::shared_ptr<FairPool> pool_for(AccountDirectory& callers, const http::Request& req,
                                              bool query_user_allowed) {
-  std::shared_ptr<http::BlockingPool> pool = callers.pool();
+  std::shared_ptr<FairPool> pool = callers.pool();
   if (!pool || callers.ready(req, query_user_allowed)) return nullptr;
   return pool;
 }
@@ -46,7 +47,7 @@ http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler han
   auto shared = std::make_shared<const CallerAsyncHandler>(std::move(handler));
   return [&callers, shared, query_user_allowed](const http::Request& req,
                                                 std::shared_ptr<http::ResponseWriter> writer) {
-    std::shared_ptr<http::BlockingPool> pool = pool_for(callers, req, query_user_allowed);
+    std::shared_ptr<FairPool> pool = pool_for(callers, req, query_user_allowed);
     // Ready: an exception is answered by the session, as any handler's.
     if (!pool) return (*shared)(req, callers.resolve(req, query_user_allowed), std::move(writer));
     // The copy travels with the job: req is only valid during this call.
@@ -64,7 +65,7 @@ http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler han
 
 void resolve_caller(AccountDirectory& callers, const http::Request& req, bool query_user_allowed,
                     std::function<void(Resolved)> done) {
-  std::shared_ptr<http::BlockingPool> pool = pool_for(callers, req, query_user_allowed);
+  std::shared_ptr<FairPool> pool = pool_for(callers, req, query_user_allowed);
   if (!pool) return done(resolve_now(callers, req, query_user_allowed));
   auto head = std::make_shared<http::Request>();
   head->headers = req.headers;

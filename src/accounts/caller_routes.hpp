@@ -7,7 +7,7 @@
 //   the caller is ready (AccountDirectory::ready)  the handler runs at once, on the calling
 //                                                   thread (the io thread), as before
 //   it is not                                       the request waits in the directory's pool
-//                                                   (fair per account: http/offload.hpp), where
+//                                                   (fair per account: util/fair_pool.hpp), where
 //                                                   the caller is resolved; the handler runs there
 //
 // A new user's first request waits for its own volume; nobody else's does. An error resolving

@@ -31,8 +31,8 @@
 #include "store/account_store.hpp"
 #include "volumes/account_volumes.hpp"
 
-namespace agentbox::http {
-class BlockingPool;
+namespace agentbox {
+class FairPool;
 }
 
 namespace agentbox::accounts {
@@ -74,8 +74,8 @@ class AccountDirectory {
   bool ready(const http::Request& req, bool query_user_allowed = false);
   // Where callers that are not ready are resolved (caller_routes.hpp); none: on the asking
   // thread. Set before serving. Held weakly: the routes that use it hold it, as offload()'s do.
-  void set_pool(std::weak_ptr<http::BlockingPool> pool) { pool_ = std::move(pool); }
-  std::shared_ptr<http::BlockingPool> pool() const { return pool_.lock(); }
+  void set_pool(std::weak_ptr<FairPool> pool) { pool_ = std::move(pool); }
+  std::shared_ptr<FairPool> pool() const { return pool_.lock(); }
 
   // POST /files/cwd: the session's cwd becomes `path` (any accepted form); it must be an
   // existing directory inside the home (FsError otherwise). Without a session id the cwd
@@ -115,7 +115,7 @@ class AccountDirectory {
 
   std::string state_dir_;
   std::shared_ptr<AccountVolumes> volumes_;
-  std::weak_ptr<http::BlockingPool> pool_;
+  std::weak_ptr<FairPool> pool_;
   Identities identities_;
   Admission admission_;
   OpenHomes homes_;

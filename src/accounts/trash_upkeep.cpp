@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "fs/trash.hpp"
+#include "util/thread_name.hpp"
 
 namespace agentbox::accounts {
 
@@ -24,6 +25,7 @@ TrashUpkeep::TrashUpkeep(AccountDirectory& callers, AccountStore& accounts, uint
                          std::chrono::seconds interval)
     : callers_(callers), accounts_(accounts), trash_days_(trash_days), interval_(interval) {
   thread_ = std::thread([this] {
+    name_this_thread("trash-upkeep");
     std::unique_lock lock(mu_);
     while (!stopping_) {
       lock.unlock();
@@ -34,13 +36,15 @@ TrashUpkeep::TrashUpkeep(AccountDirectory& callers, AccountStore& accounts, uint
   });
 }
 
-TrashUpkeep::~TrashUpkeep() {
+TrashUpkeep::~TrashUpkeep() { stop(); }
+
+void TrashUpkeep::stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void TrashUpkeep::run_once() {

@@ -5,6 +5,9 @@
 // volumes opened since the daemon started (an account's trash is not touched, or its image
 // mounted, while nobody uses it). Deleted accounts' volumes (VOLUMES/.deleted) go after
 // trash_days too.
+//
+// Runs on: its own thread ("trash-upkeep"); the constructor, stop() and run_once() (tests) from
+// any other.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -23,9 +26,12 @@ class TrashUpkeep {
 
   TrashUpkeep(AccountDirectory& callers, AccountStore& accounts, uint32_t trash_days,
               std::chrono::seconds interval = std::chrono::seconds(60));
-  ~TrashUpkeep();  // stops the thread
+  ~TrashUpkeep();  // stop()
   TrashUpkeep(const TrashUpkeep&) = delete;
   TrashUpkeep& operator=(const TrashUpkeep&) = delete;
+
+  // Ends the thread once a pass under way has finished. Idempotent; not from the thread itself.
+  void stop();
 
   // One pass over the volumes in use (the thread's; public for tests).
   void run_once();

@@ -54,7 +54,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
   using Setup = TurnSetup;
 
   Turn(Setup setup, agent::ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
-       std::shared_ptr<BlockingPool> pool, const TurnOptions& options, Writer writer)
+       std::shared_ptr<FairPool> pool, const TurnOptions& options, Writer writer)
       : s_(std::move(setup)),
         runner_(runner),
         chats_(chats),
@@ -257,7 +257,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
   agent::ClaudeRunner& runner_;
   ChatSessions& chats_;
   std::shared_ptr<const SignedLinks> links_;
-  std::shared_ptr<BlockingPool> pool_;
+  std::shared_ptr<FairPool> pool_;
   const TurnOptions& options_;
   Writer writer_;
 
@@ -287,7 +287,7 @@ Snapshot snapshot(const accounts::Caller& caller, const HomePath& dir) {
 }
 
 void start_turn(TurnSetup setup, ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
-                std::shared_ptr<BlockingPool> pool, const TurnOptions& options, std::shared_ptr<ResponseWriter> writer) {
+                std::shared_ptr<FairPool> pool, const TurnOptions& options, std::shared_ptr<ResponseWriter> writer) {
   std::make_shared<Turn>(std::move(setup), runner, chats, std::move(links), std::move(pool), options,
                          std::move(writer))
       ->start();

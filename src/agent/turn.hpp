@@ -70,7 +70,7 @@ struct TurnSetup {
 // as long as the run or the client needs it. Its last step (the chat directory compared) runs
 // on pool.
 void start_turn(TurnSetup setup, ClaudeRunner& runner, ChatSessions& chats,
-                std::shared_ptr<const http::SignedLinks> links, std::shared_ptr<http::BlockingPool> pool,
+                std::shared_ptr<const http::SignedLinks> links, std::shared_ptr<FairPool> pool,
                 const TurnOptions& options, std::shared_ptr<http::ResponseWriter> writer);
 
 }  // namespace agentbox::agent

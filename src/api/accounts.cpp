@@ -6,6 +6,8 @@
 #include <ctime>
 #include <future>
 
+#include "api/errors.hpp"
+#include "api/services.hpp"
 #include "http/error.hpp"
 
 namespace agentbox::api {
@@ -86,8 +88,12 @@ void stop_box_for_good(BoxManager& boxes, const std::string& name) {
                     "The box of " + name + " did not stop in time; its requests stay refused, try again");
 }
 
-void add_account_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes,
-                        std::shared_ptr<BlockingPool> pool, uint32_t trash_days) {
+void add_account_routes(Router& router, const Services& s) {
+  AccountStore& accounts = *s.accounts;
+  accounts::AccountDirectory& callers = *s.callers;
+  BoxManager& boxes = *s.manager;
+  const std::shared_ptr<FairPool>& pool = s.file_pool;
+  const uint32_t trash_days = s.trash_days;
   const RouteOptions admin{.admin = true};
   router.add_async(http::verb::get, "/admin/accounts",
                    offload(pool, Handler([&accounts, &callers, &boxes](const Request&) {

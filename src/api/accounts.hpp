@@ -28,8 +28,8 @@ using namespace agentbox::http;  // the HTTP library, spoken unqualified
 // HttpError 504 when it has not stopped within a minute. Blocks: call from a pool thread.
 void stop_box_for_good(BoxManager& boxes, const std::string& name);
 
-// Both routes run on `pool` (a deletion waits for the box to stop).
-void add_account_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes,
-                        std::shared_ptr<BlockingPool> pool, uint32_t trash_days);
+struct Services;
+// Both routes run on the file pool (a deletion waits for the box to stop).
+void add_account_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

@@ -18,6 +18,8 @@
 #include "agent/sse_frames.hpp"
 #include "agent/stream_json_parser.hpp"
 #include "agent/turn.hpp"
+#include "api/errors.hpp"
+#include "api/services.hpp"
 #include "fs/content_type.hpp"
 #include "fs/entry_ops.hpp"
 #include "fs/file_write.hpp"
@@ -150,10 +152,14 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
 
 }  // namespace
 
-void add_agent_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                      agent::ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
-                      std::shared_ptr<BlockingPool> pool, AgentRoutesOptions options) {
-  auto opts = std::make_shared<const AgentRoutesOptions>(std::move(options));
+void add_agent_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  agent::ClaudeRunner& runner = *s.claude;
+  ChatSessions& chats = *s.chats;
+  const std::shared_ptr<const SignedLinks>& links = s.links;
+  const std::shared_ptr<FairPool>& pool = s.file_pool;
+  auto opts = std::make_shared<const AgentRoutesOptions>(s.agent_options);
 
   router.add(http::verb::get, "/v1/models", [opts](const Request&) {
     json model = {{"id", opts->model_id},

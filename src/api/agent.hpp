@@ -30,9 +30,7 @@ using namespace agentbox::http;  // the HTTP library, spoken unqualified
 // The agent's configuration (agent/turn.hpp), which the routes read too.
 using AgentRoutesOptions = agent::TurnOptions;
 
-void add_agent_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                      agent::ClaudeRunner& runner, ChatSessions& chats,
-                      std::shared_ptr<const SignedLinks> links, std::shared_ptr<BlockingPool> pool,
-                      AgentRoutesOptions options);
+struct Services;
+void add_agent_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

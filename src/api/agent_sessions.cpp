@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/transcript.hpp"
+#include "api/errors.hpp"
+#include "api/services.hpp"
 #include "fs/file_read.hpp"
 #include "fs/fs_error.hpp"
 #include "fs/glob_search.hpp"
@@ -111,7 +113,9 @@ Response get_session(accounts::AccountDirectory& callers, const Request& req) {
 
 }  // namespace
 
-void add_agent_session_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool) {
+void add_agent_session_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  const std::shared_ptr<FairPool>& pool = s.file_pool;
   router.add_async(http::verb::get, "/agent/sessions",
                    offload(pool, Handler([&callers](const Request& req) { return list_sessions(callers, req); })));
   router.add_async(http::verb::get, "/agent/sessions/{id}",

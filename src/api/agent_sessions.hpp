@@ -15,6 +15,7 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-void add_agent_session_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool);
+struct Services;
+void add_agent_session_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

@@ -6,6 +6,9 @@
 
 #include <cerrno>
 
+#include "accounts/move_gate.hpp"
+#include "api/errors.hpp"
+#include "api/services.hpp"
 #include "backup/mirror_layout.hpp"
 #include "fs/confined_dir.hpp"
 #include "fs/home_path.hpp"
@@ -92,9 +95,18 @@ Response restore(AccountStore& accounts, accounts::AccountDirectory& callers, ba
 
 }  // namespace
 
-void add_backup_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers,
-                       backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool,
-                       moves::RestoreAllContext* restore_all) {
+void add_backup_routes(Router& router, const Services& s) {
+  AccountStore& accounts = *s.accounts;
+  accounts::AccountDirectory& callers = *s.callers;
+  backup::MirrorService* mirror = s.mirror;
+  std::shared_ptr<FairPool> pool = s.file_pool;
+  // restore --all's view of this node: the mirror, who is held, refused or moved here.
+  std::shared_ptr<moves::RestoreAllContext> restore_all;
+  if (mirror) {
+    restore_all = std::make_shared<moves::RestoreAllContext>(
+        moves::RestoreAllContext{accounts, callers, *mirror, *s.restore_gate, s.placement, nullptr});
+    if (s.move_gate) restore_all->moves = [&callers](std::string_view user) { callers.admission().check_move(user); };
+  }
   const RouteOptions admin{.admin = true};
   router.add(
       http::verb::get, "/admin/backup",
@@ -110,7 +122,7 @@ void add_backup_routes(Router& router, AccountStore& accounts, accounts::Account
       admin);
   router.add_async(http::verb::post, "/admin/backup/restore",
                    offload(std::move(pool), Handler([&accounts, &callers, mirror, restore_all](const Request& req) {
-                             return restore(accounts, callers, require_mirror(mirror), restore_all, req);
+                             return restore(accounts, callers, require_mirror(mirror), restore_all.get(), req);
                            })),
                    admin);
 }

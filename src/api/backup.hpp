@@ -25,10 +25,9 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-// mirror may be null (no [backup] dir): status says so and the other routes answer 409; so
-// may restore_all then. Restores run on `pool`.
-void add_backup_routes(Router& router, AccountStore& accounts, accounts::AccountDirectory& callers,
-                       backup::MirrorService* mirror, std::shared_ptr<BlockingPool> pool,
-                       moves::RestoreAllContext* restore_all);
+struct Services;
+// services.mirror may be null (no [backup] dir): status says so and the other routes answer
+// 409. Restores run on the file pool.
+void add_backup_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

@@ -1,5 +1,7 @@
 #include "api/cluster.hpp"
 
+#include "api/errors.hpp"
+#include "api/services.hpp"
 #include "http/error.hpp"
 #include "util/error.hpp"
 
@@ -19,7 +21,8 @@ Response describe(const accounts::PlacementGuard& guard) {
 
 }  // namespace
 
-void add_cluster_routes(Router& router, accounts::PlacementGuard& guard) {
+void add_cluster_routes(Router& router, const Services& s) {
+  accounts::PlacementGuard& guard = *s.placement;
   const RouteOptions admin{.admin = true};
   router.add(http::verb::get, "/admin/cluster", [&guard](const Request&) { return describe(guard); }, admin);
   router.add(

@@ -12,6 +12,8 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-void add_cluster_routes(Router& router, accounts::PlacementGuard& guard);
+struct Services;
+// A cluster node's only (services.placement set).
+void add_cluster_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

@@ -6,6 +6,7 @@
 
 #include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "box/box_error.hpp"
 #include "exec/input_escapes.hpp"
 #include "fs/dir_list.hpp"
@@ -236,8 +237,11 @@ json process_json(const exec::ProcessView& view) {
           {"next_offset", view.next_offset}};
 }
 
-void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                        exec::ProcessTable& table, ExecuteRoutesOptions options) {
+void add_execute_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  exec::ProcessTable& table = *s.processes;
+  const ExecuteRoutesOptions options = s.execute_options;
   // Each handler is given its caller, resolved off the io thread when that is slow
   // (accounts/caller_routes.hpp).
   router.add_async(http::verb::get, "/execute", with_caller(callers, [&table](const Request&, const Caller& caller) {

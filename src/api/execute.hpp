@@ -15,8 +15,8 @@ struct ExecuteRoutesOptions {
   std::chrono::seconds stream_keepalive{15};  // SSE comment sent after this much silence
 };
 
-void add_execute_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                        exec::ProcessTable& table, ExecuteRoutesOptions options = {});
+struct Services;
+void add_execute_routes(Router& router, const Services& services);
 
 // The process object of API.md, as JSON.
 nlohmann::json process_json(const exec::ProcessView& view);

@@ -1,7 +1,7 @@
 #pragma once
 // The /files routes that move whole files as bytes rather than JSON: view/serve (streamed from
 // the descriptor, with Range), upload (a spooled multipart body streamed into the home) and
-// archive (a zip streamed from an unnamed temporary file). Each runs on a BlockingPool thread.
+// archive (a zip streamed from an unnamed temporary file). Each runs on a file pool thread (http/offload.hpp).
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "api/file_transfer.hpp"
+#include "api/services.hpp"
 #include "api/storage_full.hpp"
 #include "fs/dir_list.hpp"
 #include "fs/entry_ops.hpp"
@@ -22,8 +23,8 @@ namespace {
 
 using nlohmann::json;
 
-// What every handler needs. Held by the route handlers and by the jobs they queue, so it must
-// not hold the pool (see http/offload.hpp): options.pool is always empty here.
+// What every handler of the table needs (from Services). Held by the route handlers and by the
+// jobs they queue, so it must not hold the pool (see http/offload.hpp).
 struct FileContext {
   accounts::AccountDirectory& callers;
   FileRoutesOptions options;
@@ -299,11 +300,10 @@ constexpr BytesRoute kBytesRoutes[] = {
 
 }  // namespace
 
-void add_file_routes(Router& router, accounts::AccountDirectory& callers, const FileRoutesOptions& options) {
-  auto pool = options.pool;
-  if (!pool) pool = std::make_shared<BlockingPool>(options.threads, options.per_account_ops);
-  auto ctx = std::make_shared<FileContext>(FileContext{callers, options});
-  ctx->options.pool.reset();
+void add_file_routes(Router& router, const Services& s) {
+  const std::shared_ptr<FairPool>& pool = s.file_pool;
+  const FileRoutesOptions& options = s.file_options;
+  auto ctx = std::make_shared<FileContext>(FileContext{*s.callers, options});
 
   // A full volume first gives up the oldest trash, then answers 507 (api/storage_full.hpp).
   auto json_work = [ctx](JsonHandler handler) {

@@ -1,7 +1,7 @@
 #pragma once
 // Every Open Terminal /files/* route (API.md Part A): cwd, list, read, display, view, serve,
 // write, replace, mkdir, delete, move, grep, glob, upload, archive. Each resolves the caller
-// first and reaches files only through the caller's ConfinedDir (fs/), on a BlockingPool thread,
+// first and reaches files only through the caller's ConfinedDir (fs/), on a file pool thread (http/offload.hpp),
 // never on an io thread. Paths are relative to the session cwd, "~/...", or absolute as the
 // box sees them ("/home/NAME/..."); anything else is 403 (fs/home_path.hpp).
 #include <cstdint>
@@ -19,16 +19,15 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct FileRoutesOptions {
-  std::shared_ptr<BlockingPool> pool;      // null: the routes make their own of:
-  unsigned threads = 4;                    //   threads for file work, all accounts together
-  unsigned per_account_ops = 2;            //   file operations one account may run at once
   uint64_t upload_max_bytes = 1ull << 30;  // bytes of one uploaded file
   ReadOptions read;                        // read_file's byte budget and size limits
   ArchiveOptions archive;                  // archive input and entry limits
 };
 
-// `callers` must outlive the router (and the server it goes into).
-void add_file_routes(Router& router, accounts::AccountDirectory& callers, const FileRoutesOptions& options);
+struct Services;
+// The work runs on services.file_pool; services.callers must outlive the router (and the
+// server it goes into).
+void add_file_routes(Router& router, const Services& services);
 
 // Room a multipart body needs beyond the file itself (boundaries, part headers, other fields).
 inline constexpr uint64_t kMultipartOverheadBytes = 1 << 20;

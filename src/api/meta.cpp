@@ -10,6 +10,7 @@
 #include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
 #include "api/openapi.hpp"
+#include "api/services.hpp"
 #include "config/units.hpp"
 #include "http/response_writer.hpp"
 
@@ -79,8 +80,11 @@ std::string system_prompt(const BoxSpec& spec, const std::string& cwd, const std
       limits.empty() ? std::string("none") : fmt::format("{}", fmt::join(limits, ", ")));
 }
 
-void add_meta_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                     std::string version, std::function<std::string(const std::string& user)> network_of) {
+void add_meta_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  const std::string& version = s.version;
+  const std::function<std::string(const std::string& user)> network_of = s.network_of;
   RouteOptions open;
   open.is_public = true;
   router.add(http::verb::get, "/health", [](const Request&) { return Response::json({{"status", "ok"}}); }, open);

@@ -12,9 +12,9 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-// network_of(external user id) describes what that user's box may reach (net::describe_for_box).
-void add_meta_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                     std::string version, std::function<std::string(const std::string& user)> network_of);
+struct Services;
+// services.network_of(external user id) describes what that user's box may reach.
+void add_meta_routes(Router& router, const Services& services);
 
 // The text of GET /system for a box: what a model should know before it runs anything.
 // `tools` lists the interpreters and compilers found in the box's tree. A spec without a name

@@ -17,6 +17,7 @@
 
 #include "api/accounts.hpp"
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "fs/entry_ops.hpp"
 #include "http/error.hpp"
 #include "http/json_body.hpp"
@@ -84,7 +85,7 @@ std::string node_list(const ClusterConfig& config) {
 
 class Mover {
  public:
-  explicit Mover(MoveContext& c) : c_(c) {}
+  explicit Mover(Services s) : s_(std::move(s)) {}
 
   // POST /admin/moves on the source.
   Response start(const Request& req) {
@@ -93,21 +94,21 @@ class Mover {
       unprocessable("user: the account name or user id to move");
     if (!body.contains("to") || !body["to"].is_string()) unprocessable("to: the name of the node to move to");
     const std::string user = body["user"].get<std::string>(), to = body["to"].get<std::string>();
-    auto placement = c_.placement.placement();
+    auto placement = s_.placement->placement();
     const ClusterNode* target = placement->config().node(to);
     if (!target)
       throw HttpError(http::status::bad_request,
                       "Unknown node: " + to + " (the cluster has " + node_list(placement->config()) + ")");
-    const std::string self = c_.placement.node();
+    const std::string self = s_.placement->node();
 
     std::lock_guard lock(out_mu_);
-    std::optional<Account> account = c_.accounts.find_by_name_or_id(user);
+    std::optional<Account> account = s_.accounts->find_by_name_or_id(user);
     const std::string external_id = account ? account->external_id : user;
-    std::optional<MoveOut> move = c_.moves.open_out(external_id);
+    std::optional<MoveOut> move = s_.moves->open_out(external_id);
     if (!account && !move) {
       // Moved already: a rerun (the CLI died before writing the pin) finishes the activation.
       std::optional<MoveOut> done;
-      for (const MoveOut& m : c_.moves.outs())
+      for (const MoveOut& m : s_.moves->outs())
         if (m.external_id == user && m.state == "moved") done = m;
       if (done && done->to_node == to) return finish(*done, *target);
       if (done) throw HttpError(http::status::conflict, "user " + user + " moved to node " + done->to_node);
@@ -122,8 +123,8 @@ class Mover {
     if (!move) {
       move = MoveOut{random_hex(kMoveIdBytes), account->external_id, account->name, to, target->server, "moving",
                      unix_now()};
-      c_.moves.insert_out(*move);
-      c_.gate.reload();  // from here the user's requests get the 503
+      s_.moves->insert_out(*move);
+      s_.move_gate->reload();  // from here the user's requests get the 503
       spdlog::info("move {}: account {} ({}) to node {} begins", move->id, account->name, account->external_id, to);
     } else {
       spdlog::info("move {}: account {} to node {} resumes ({})", move->id, move->name, to, move->state);
@@ -144,29 +145,29 @@ class Mover {
     if (upload.parser->is_done()) throw HttpError(http::status::bad_request, "The move's archive is missing");
 
     std::lock_guard lock(in_mu_);
-    std::optional<MoveIn> move = c_.moves.in(id);
+    std::optional<MoveIn> move = s_.moves->in(id);
     if (move && move->state != "receiving") return answer_in(place(*move));
     if (move && move->external_id != *user)
       throw HttpError(http::status::conflict, "move " + id + " is of another user");
     if (!move) {
-      const std::string self = c_.placement.node();
-      if (c_.moves.open_out(*user))
+      const std::string self = s_.placement->node();
+      if (s_.moves->open_out(*user))
         throw HttpError(http::status::conflict, "user " + *user + " is being moved away from node " + self);
       move = MoveIn{id, *user, "", *from, "receiving", unix_now()};
-      c_.moves.insert_in(*move);
-      c_.gate.reload();  // the user's requests get the 503 here from now on
+      s_.moves->insert_in(*move);
+      s_.move_gate->reload();  // the user's requests get the 503 here from now on
       // Checked after the gate closed, so no request can have made the account in between.
-      if (c_.accounts.find(*user)) {
-        c_.moves.remove_in(id);
-        c_.gate.reload();
+      if (s_.accounts->find(*user)) {
+        s_.moves->remove_in(id);
+        s_.move_gate->reload();
         throw HttpError(http::status::conflict, "user " + *user + " already has an account on node " + self +
                                                     ": an account is never on two nodes");
       }
       spdlog::info("move {}: receiving {} from node {}", id, *user, *from);
     }
     // Made by this move (or by its earlier, interrupted attempt): a uid of this node's range.
-    const Account account = c_.accounts.get_or_create(*user);
-    const VolumePaths v = c_.callers.volume_of(account);
+    const Account account = s_.accounts->get_or_create(*user);
+    const VolumePaths v = s_.callers->volume_of(account);
     const std::string staging = v.root + "/" + kStaging;
     remove_path(staging);  // an interrupted attempt's
     make_dir(staging);
@@ -191,7 +192,7 @@ class Mover {
     }
     for (const char* part : {"home", "trash"})
       if (exists(staging + "/" + part)) moves::reown_tree(staging + "/" + part, account.uid, account.gid);
-    c_.moves.commit_in(id, account.name, records);  // the commit point
+    s_.moves->commit_in(id, account.name, records);  // the commit point
     spdlog::info("move {}: {} committed as {} (uid {})", id, *user, account.name, account.uid);
     moves::move_test_pause("committed");
     move->name = account.name;
@@ -203,14 +204,14 @@ class Mover {
   Response activate(const Request& req) {
     const std::string id = req.param("id");
     std::lock_guard lock(in_mu_);
-    std::optional<MoveIn> move = c_.moves.in(id);
+    std::optional<MoveIn> move = s_.moves->in(id);
     if (!move) throw HttpError(http::status::not_found, "Unknown move: " + id);
     if (move->state == "receiving")
       throw HttpError(http::status::conflict, "move " + id + " is not committed on this node yet");
     const Account account = place(*move);
     if (move->state != "active") {
-      c_.moves.set_in_state(id, "active", unix_now());
-      c_.gate.reload();
+      s_.moves->set_in_state(id, "active", unix_now());
+      s_.move_gate->reload();
       spdlog::info("move {}: {} is served here from now on", id, move->external_id);
     }
     return answer_in(account, "active");
@@ -221,61 +222,61 @@ class Mover {
   void send(MoveOut& m, const std::optional<Account>& account, const ClusterNode& target) {
     if (!account)
       throw HttpError(http::status::conflict, "the account of " + m.external_id + " was deleted during its move");
-    c_.callers.begin_delete(*account);  // drops its open home and session cwds
-    stop_box_for_good(c_.boxes, account->name);
-    if (c_.tokens) c_.tokens->flush();
-    nlohmann::json doc = moves::records_json(c_.moves.records_of(account->name));
+    s_.callers->begin_delete(*account);  // drops its open home and session cwds
+    stop_box_for_good(*s_.manager, account->name);
+    if (s_.tokens) s_.tokens->flush();
+    nlohmann::json doc = moves::records_json(s_.moves->records_of(account->name));
     doc["user"] = account->external_id;
-    doc["from"] = c_.placement.node();
+    doc["from"] = s_.placement->node();
     doc["name"] = account->name;
     doc["uid"] = account->uid;
-    const std::string dir = c_.state_dir + "/moves/" + m.id;
-    make_dir(c_.state_dir + "/moves");
+    const std::string dir = s_.state_dir + "/moves/" + m.id;
+    make_dir(s_.state_dir + "/moves");
     make_dir(dir);
     replace_file(dir + "/move.json", doc.dump(), 0600);
-    const VolumePaths v = c_.callers.volumes().open({account->name, account->uid, account->gid});
+    const VolumePaths v = s_.callers->volumes().open({account->name, account->uid, account->gid});
     moves::ArchivePart volume{v.root, {}};
     for (const char* part : {"home", "trash", "daemon/logs"})
       if (exists(v.root + "/" + part)) volume.entries.push_back(part);
     const std::string path = "/admin/moves/" + m.id + "?user=" + query_escape(m.external_id) +
-                             "&from=" + query_escape(c_.placement.node());
-    moves::send_archive(moves::node_endpoint(target, c_.admin_key), path, {volume, moves::ArchivePart{dir, {"move.json"}}});
-    c_.moves.set_out_state(m.id, "sent", unix_now());
+                             "&from=" + query_escape(s_.placement->node());
+    moves::send_archive(moves::node_endpoint(target, s_.admin_key), path, {volume, moves::ArchivePart{dir, {"move.json"}}});
+    s_.moves->set_out_state(m.id, "sent", unix_now());
     m.state = "sent";
   }
 
   // Source, 'sent': deleted here as DELETE /admin/accounts deletes; then 'done'.
   void tombstone(MoveOut& m) {
     moves::move_test_pause("sent");
-    c_.accounts.remove(m.name, unix_now());
-    const VolumePaths v = c_.callers.volumes().paths(m.name);
+    s_.accounts->remove(m.name, unix_now());
+    const VolumePaths v = s_.callers->volumes().paths(m.name);
     if (exists(v.root) || exists(v.root + ".img")) {
-      const std::string kept = c_.callers.volumes().retire(m.name);
+      const std::string kept = s_.callers->volumes().retire(m.name);
       spdlog::info("move {}: the volume of {} is in {}", m.id, m.name, kept);
     }
     Account gone;
     gone.external_id = m.external_id;
     gone.name = m.name;
-    c_.callers.end_delete(gone);
-    c_.moves.set_out_state(m.id, "done", unix_now());
+    s_.callers->end_delete(gone);
+    s_.moves->set_out_state(m.id, "done", unix_now());
     m.state = "done";
-    remove_path(c_.state_dir + "/moves/" + m.id);
+    remove_path(s_.state_dir + "/moves/" + m.id);
   }
 
   // Source, 'done': the target serves the user from now on; 'moved', the tombstone, once it
   // said so (until then the user gets the 503 here, not a 421 naming a node that refuses them).
   Response finish(MoveOut& m, const ClusterNode& target) {
     if (m.state == "done") moves::move_test_pause("done");
-    nlohmann::json on = moves::post_admin(moves::node_endpoint(target, c_.admin_key), "/admin/moves/" + m.id + "/activate");
+    nlohmann::json on = moves::post_admin(moves::node_endpoint(target, s_.admin_key), "/admin/moves/" + m.id + "/activate");
     if (m.state != "moved") {
-      c_.moves.set_out_state(m.id, "moved", unix_now());
+      s_.moves->set_out_state(m.id, "moved", unix_now());
       m.state = "moved";
-      c_.gate.reload();
+      s_.move_gate->reload();
     }
     spdlog::info("move {}: {} is on node {} now", m.id, m.external_id, m.to_node);
     return Response::json({{"id", m.id},
                            {"user", m.external_id},
-                           {"from", c_.placement.node()},
+                           {"from", s_.placement->node()},
                            {"to", m.to_node},
                            {"state", "done"},
                            {"name", on.value("name", "")},
@@ -285,9 +286,9 @@ class Mover {
   // Target, committed: the staged files take the place of the volume's (empty) ones. Each
   // rename is one step a crash cannot split; a rerun finds what is left in staging.
   Account place(const MoveIn& m) {
-    std::optional<Account> account = c_.accounts.find(m.external_id);
+    std::optional<Account> account = s_.accounts->find(m.external_id);
     if (!account) throw Error("move " + m.id + ": the account of " + m.external_id + " is missing");
-    const VolumePaths v = c_.callers.volume_of(*account);
+    const VolumePaths v = s_.callers->volume_of(*account);
     const std::string staging = v.root + "/" + kStaging;
     if (!exists(staging)) return *account;
     const std::pair<std::string, std::string> parts[] = {
@@ -306,15 +307,16 @@ class Mover {
     return Response::json({{"state", state}, {"name", account.name}, {"uid", account.uid}});
   }
 
-  MoveContext& c_;
+  const Services s_;  // a cluster node's: placement, moves and move_gate are set
   std::mutex out_mu_;  // one move out at a time: a rerun waits for the run it resumes
   std::mutex in_mu_;   // one move in at a time
 };
 
 }  // namespace
 
-void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<BlockingPool> pool) {
-  auto mover = std::make_shared<Mover>(context);
+void add_move_routes(Router& router, const Services& s) {
+  auto mover = std::make_shared<Mover>(s);
+  const std::shared_ptr<FairPool>& pool = s.file_pool;
   const RouteOptions admin{.admin = true};
   router.add_async(http::verb::post, "/admin/moves",
                    offload(pool, Handler([mover](const Request& req) { return mover->start(req); })), admin);

@@ -46,19 +46,9 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-struct MoveContext {
-  AccountStore& accounts;
-  accounts::AccountDirectory& callers;
-  BoxManager& boxes;
-  MoveStore& moves;
-  accounts::MoveGate& gate;
-  const accounts::PlacementGuard& placement;
-  std::shared_ptr<TokenLedger> tokens;  // null without a model gateway
-  std::string admin_key;                // this node's, which is every node's
-  std::string state_dir;                // STATE/moves holds the records of moves being sent
-};
-
-// The routes run on `pool` (a move waits for a box to stop and for the other node).
-void add_move_routes(Router& router, MoveContext& context, std::shared_ptr<BlockingPool> pool);
+struct Services;
+// A cluster node's only (services.placement, moves and move_gate set). The routes run on the
+// file pool (a move waits for a box to stop and for the other node).
+void add_move_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

@@ -2,6 +2,7 @@
 
 #include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "http/query_params.hpp"
 
 namespace agentbox::api {
@@ -23,7 +24,9 @@ nlohmann::json entry_json(const NetworkDecision& d) {
 
 }  // namespace
 
-void add_network_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<NetworkLog> log) {
+void add_network_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  const std::shared_ptr<NetworkLog>& log = s.network_log;
   // ?limit= (1-1000, default 100) newest first; ?before=ID pages back (the previous answer's
   // next_before).
   // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).

@@ -10,6 +10,7 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-void add_network_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<NetworkLog> log);
+struct Services;
+void add_network_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

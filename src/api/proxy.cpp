@@ -10,6 +10,7 @@
 
 #include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
 
@@ -103,9 +104,10 @@ std::optional<std::string> upstream_target(std::string_view request_target) {
   return out;
 }
 
-void add_proxy_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes, ProxyOptions options) {
-  // Each handler is given its caller, resolved off the io thread when that is slow
-  // (accounts/caller_routes.hpp).
+void add_proxy_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  const ProxyOptions options = s.proxy_options;
   router.add_async(http::verb::get, "/ports",
                    with_caller(callers, [&boxes](const Request&, const Caller& caller,
                                                  std::shared_ptr<ResponseWriter> writer) {

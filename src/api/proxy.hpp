@@ -19,8 +19,8 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-void add_proxy_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                      ProxyOptions options = {});
+struct Services;
+void add_proxy_routes(Router& router, const Services& services);
 
 // The configured [proxy] timeouts.
 ProxyOptions proxy_options(const ServerConfig::Proxy& config);

@@ -7,6 +7,7 @@
 
 #include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "box/box_error.hpp"
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
@@ -36,10 +37,11 @@ Response describe(exec::Terminals& terminals, const Request& req, const accounts
 
 }  // namespace
 
-void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                         exec::Terminals& terminals, TerminalRoutesOptions options) {
-  // Each handler is given its caller, resolved off the io thread when that is slow
-  // (accounts/caller_routes.hpp).
+void add_terminal_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  exec::AccountBoxes& boxes = *s.boxes;
+  exec::Terminals& terminals = *s.terminals;
+  const TerminalRoutesOptions options = s.terminal_options;
   router.add_async(http::verb::post, "/api/terminals",
                    with_caller(callers, [&boxes, &terminals](const Request&, const Caller& caller,
                                                              std::shared_ptr<ResponseWriter> writer) {

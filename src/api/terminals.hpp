@@ -20,7 +20,7 @@ struct TerminalRoutesOptions {
   TerminalSocketOptions socket;
 };
 
-void add_terminal_routes(Router& router, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                         exec::Terminals& terminals, TerminalRoutesOptions options);
+struct Services;
+void add_terminal_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

@@ -1,5 +1,7 @@
 #include "api/trash.hpp"
 
+#include "api/errors.hpp"
+#include "api/services.hpp"
 #include "api/storage_full.hpp"
 #include "fs/trash.hpp"
 #include "http/json_body.hpp"
@@ -22,8 +24,10 @@ json item_json(const TrashItem& t, uint32_t trash_days) {
 
 }  // namespace
 
-void add_trash_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool,
-                      uint32_t trash_days) {
+void add_trash_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  const std::shared_ptr<FairPool>& pool = s.file_pool;
+  const uint32_t trash_days = s.trash_days;
   router.add_async(http::verb::get, "/files/trash", offload(pool, Handler([&callers, trash_days](const Request& req) {
     accounts::Caller caller = callers.resolve(req);
     Trash trash(callers.volume_of(caller.account).trash, *caller.home);

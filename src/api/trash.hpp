@@ -3,7 +3,7 @@
 //   GET    /files/trash                 items, newest first, with the retention
 //   POST   /files/trash/restore         {"id": ..., "path": optional destination}
 //   DELETE /files/trash[?id=ID]          one item, or all, deleted for good
-// File work runs on the file routes' BlockingPool.
+// File work runs on the file routes' pool.
 #include <cstdint>
 #include <memory>
 
@@ -15,7 +15,7 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-void add_trash_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<BlockingPool> pool,
-                      uint32_t trash_days);
+struct Services;
+void add_trash_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

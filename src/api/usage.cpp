@@ -2,6 +2,7 @@
 
 #include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
+#include "api/services.hpp"
 #include "http/query_params.hpp"
 
 namespace agentbox::api {
@@ -25,8 +26,10 @@ nlohmann::json day_json(const DailyTokens& d) {
 
 }  // namespace
 
-void add_usage_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<TokenLedger> ledger,
-                      uint64_t daily_tokens) {
+void add_usage_routes(Router& router, const Services& s) {
+  accounts::AccountDirectory& callers = *s.callers;
+  const std::shared_ptr<TokenLedger>& ledger = s.tokens;
+  const uint64_t daily_tokens = s.daily_tokens;
   // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
   router.add_async(http::verb::get, "/usage",
                    accounts::with_caller(callers, [ledger, daily_tokens](const Request& req, const accounts::Caller& caller) {

@@ -13,8 +13,8 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-// ledger null: no gateway runs, so nothing is counted (the answer says so).
-void add_usage_routes(Router& router, accounts::AccountDirectory& callers, std::shared_ptr<TokenLedger> ledger,
-                      uint64_t daily_tokens);
+struct Services;
+// services.tokens null: no gateway runs, so nothing is counted (the answer says so).
+void add_usage_routes(Router& router, const Services& services);
 
 }  // namespace agentbox::api

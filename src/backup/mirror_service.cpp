@@ -15,6 +15,7 @@
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 #include "util/thread_priority.hpp"
+#include "util/thread_name.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::backup {
@@ -64,7 +65,10 @@ MirrorService::MirrorService(MirrorServiceOptions options) : options_(std::move(
 MirrorService::~MirrorService() { stop(); }
 
 void MirrorService::start() {
-  thread_ = std::thread([this] { thread_main(); });
+  thread_ = std::thread([this] {
+    name_this_thread("mirror");
+    thread_main();
+  });
 }
 
 void MirrorService::stop() {

@@ -5,6 +5,8 @@
 // mirror_tree() into DIR/NAME (backup/mirror_layout.hpp) and its .deleted days older than
 // keep_deleted_days are purged. After each pass the status is written (atomically) to
 // status_file, so the last pass is still known after a restart.
+//
+// Runs on: its own thread ("mirror"); start(), stop(), run_now() and status() from any other.
 #include <sys/types.h>
 
 #include <atomic>

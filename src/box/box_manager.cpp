@@ -5,7 +5,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -36,7 +35,8 @@ constexpr int kRetryAfterFull = 30;
 struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
   // One account: its strand and, on that strand only, everything else.
   struct Slot {
-    explicit Slot(BoxStrand s) : strand(std::move(s)) {}
+    explicit Slot(std::shared_ptr<const BoxStrand> s) : held(std::move(s)), strand(*held) {}
+    std::shared_ptr<const BoxStrand> held;  // keeps it the account's (util/account_strands.hpp)
     BoxStrand strand;
     std::shared_ptr<BoxOwner> owner;       // the current box, if any
     std::shared_ptr<const UniqueFd> netns;  // the account's network namespace (a start holds a copy)
@@ -46,16 +46,16 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
     std::vector<std::function<void()>> when_gone;  // stop() completions
   };
 
-  Impl(asio::io_context& l, BoxManagerOptions o)
-      : loop(l), opts(std::move(o)), launcher(opts.launch_threads ? opts.launch_threads : 1),
-        sweep_strand(asio::make_strand(loop)), sweep(sweep_strand) {}
+  Impl(BoxLoop& l, BoxManagerOptions o)
+      : loop(l), opts(std::move(o)), launcher(opts.launch_threads, 1, "launcher"),
+        sweep_strand(asio::make_strand(loop.context())), sweep(sweep_strand) {}
 
   // ---- any thread
 
   std::shared_ptr<Slot> slot_of(const std::string& account) {
     std::lock_guard lock(mu);
     auto& slot = slots[account];
-    if (!slot) slot = std::make_shared<Slot>(asio::make_strand(loop));
+    if (!slot) slot = std::make_shared<Slot>(loop.strand_of(account));
     return slot;
   }
 
@@ -119,7 +119,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
     oo.start_timeout = opts.start_timeout;
     oo.request_timeout = opts.request_timeout;
     auto owner = std::make_shared<BoxOwner>(
-        slot->strand, launcher.get_executor(), spec.name, oo,
+        slot->strand, launcher, spec.name, oo,
         [self = shared_from_this(), slot](const std::shared_ptr<BoxOwner>& gone, const std::string&) {
           self->owner_gone(slot, gone);
         });
@@ -132,7 +132,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
   void launch(const std::string& account, const std::shared_ptr<Slot>& slot,
               const std::shared_ptr<BoxOwner>& owner, const BoxSpec& spec) {
     const bool hold = opts.hold_start && opts.hold_start(account);
-    asio::post(launcher, [self = shared_from_this(), account, slot, owner, spec, hold, netns = slot->netns]() mutable {
+    launcher.post(account, [self = shared_from_this(), account, slot, owner, spec, hold, netns = slot->netns]() mutable {
       std::shared_ptr<LaunchedBox> box;
       std::string error;
       try {
@@ -220,9 +220,11 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  asio::io_context& loop;
+  BoxLoop& loop;
   const BoxManagerOptions opts;
-  asio::thread_pool launcher;
+  // The blocking half of starts and stops, fair per account: one job of an account at a time,
+  // so one account's stuck start holds one thread, never all of them.
+  FairPool launcher;
   BoxStrand sweep_strand;
   asio::steady_timer sweep;  // on sweep_strand
 
@@ -242,17 +244,19 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
   bool zygote_failed = false;      // guarded by zygote_mu
 };
 
-BoxManager::BoxManager(asio::io_context& loop, BoxManagerOptions opts)
+BoxManager::BoxManager(BoxLoop& loop, BoxManagerOptions opts)
     : impl_(std::make_shared<Impl>(loop, std::move(opts))) {
   asio::post(impl_->sweep_strand, [impl = impl_] { impl->arm_sweep(); });
 }
 
-BoxManager::~BoxManager() {
-  impl_->closing = true;
+BoxManager::~BoxManager() { shut_down(); }
+
+void BoxManager::shut_down() {
+  if (impl_->closing.exchange(true)) return;
   stop_all();
   asio::post(impl_->sweep_strand, [impl = impl_] { impl->sweep.cancel(); });
   // Launches and stops still on the launcher threads finish; none may outlive the pool.
-  impl_->launcher.join();
+  impl_->launcher.stop();
   std::lock_guard lock(impl_->zygote_mu);
   impl_->zygote.reset();
 }
@@ -293,12 +297,12 @@ void BoxManager::list_ports(const std::string& account,
 
 void BoxManager::open_socket_in_box(const std::string& account, int family,
                                     std::function<void(UniqueFd, std::string)> done) {
-  impl_->on_slot(account, [impl = impl_, family, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
+  impl_->on_slot(account, [impl = impl_, account, family, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
     if (!slot->owner || !slot->owner->ready() || !slot->netns)
       return done(UniqueFd(), "no box is running for this user");
     // setns on a launcher thread, back to our own namespace before the thread serves anything
     // else: a socket belongs to the namespace it was made in, wherever it is used from.
-    asio::post(impl->launcher, [netns = slot->netns, family, done] {
+    impl->launcher.post(account, [netns = slot->netns, family, done] {
       try {
         done(netns::socket_in(netns->get(), family), {});
       } catch (const Error& e) {

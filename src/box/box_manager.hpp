@@ -6,7 +6,12 @@
 // different accounts run side by side; requests queue in the new owner meanwhile. A box stops
 // after its idle timeout when nothing runs in it (its home stays); an account whose box is gone
 // gives back its network namespace after netns_linger. At most max_active boxes run at once.
-#include <boost/asio/io_context.hpp>
+//
+// Runs on: the box loop, each account's work on its account's strand (BoxLoop::strand_of, the
+// one ProcessTable uses too), the sweep on a strand of its own; the blocking half of starts and
+// stops on the launchers (a FairPool named "launcher", one job per account at a time). Its
+// public methods may be called from any thread but the destructor and stop_all() (not a loop
+// thread).
 
 #include <chrono>
 #include <cstddef>
@@ -19,6 +24,7 @@
 #include "box/box_owner.hpp"
 #include "box/cgroup.hpp"
 #include "box/launch.hpp"
+#include "util/box_loop.hpp"
 
 namespace agentbox {
 
@@ -36,7 +42,7 @@ struct BoxManagerOptions {
   // one is made on its next start).
   std::chrono::milliseconds netns_linger{15 * 60 * 1000};
   size_t max_active = 0;       // boxes starting or running at once; 0: no cap
-  unsigned launch_threads = 2;  // threads for the blocking part of starts and stops
+  unsigned launch_threads = 2;  // threads for the blocking part of starts and stops (all accounts)
   // An account's network namespace was made (on a launcher thread, before its first box
   // joins it) / is given back: the daemon puts its egress listener there and takes it away.
   // Must not throw.
@@ -49,8 +55,8 @@ struct BoxManagerOptions {
 class BoxManager {
  public:
   // Runs on `loop`, which must outlive the manager and be running while it is used.
-  BoxManager(boost::asio::io_context& loop, BoxManagerOptions opts);
-  // Stops every box (bounded wait); call from outside the loop's threads.
+  BoxManager(BoxLoop& loop, BoxManagerOptions opts);
+  // shut_down().
   ~BoxManager();
   BoxManager(const BoxManager&) = delete;
   BoxManager& operator=(const BoxManager&) = delete;
@@ -81,6 +87,9 @@ class BoxManager {
   void close(const std::string& account, std::function<void()> done);
   // Stops every box and waits for them to go (bounded); not from a loop thread.
   void stop_all();
+  // For good: no box starts from now on, every box is stopped (bounded wait), the launchers
+  // finish what they hold and are joined, the zygote goes. Idempotent; not from a loop thread.
+  void shut_down();
 
   // What each account's box is doing: "starting", "running" or "stopping"; an account missing
   // from the map has no box. done runs once every account's strand has answered.

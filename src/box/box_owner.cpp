@@ -22,8 +22,8 @@ double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count
 
 }  // namespace
 
-BoxOwner::BoxOwner(BoxStrand strand, BlockingExecutor blocking, std::string name, Options options, OnGone on_gone)
-    : strand_(std::move(strand)), blocking_(std::move(blocking)), name_(std::move(name)), options_(std::move(options)),
+BoxOwner::BoxOwner(BoxStrand strand, FairPool& blocking, std::string name, Options options, OnGone on_gone)
+    : strand_(std::move(strand)), blocking_(blocking), name_(std::move(name)), options_(std::move(options)),
       on_gone_(std::move(on_gone)), timer_(strand_) {
   start_deadline_ = Clock::now() + options_.start_timeout;
   // The first reply init sends answers the start.
@@ -68,7 +68,7 @@ BoxOwner::~BoxOwner() {
 void BoxOwner::launched(std::unique_ptr<LaunchedBox> box) {
   if (state_ != State::launching) {
     // Stopped while it launched: end it where blocking is allowed.
-    asio::post(blocking_, [box = std::shared_ptr<LaunchedBox>(std::move(box))] {
+    blocking_.post(name_, [box = std::shared_ptr<LaunchedBox>(std::move(box))] {
       try {
         box->end();
       } catch (const Error&) {
@@ -360,7 +360,7 @@ void BoxOwner::stop(std::string why, int retry_after) {
     return;
   }
   std::shared_ptr<LaunchedBox> box(std::move(box_));
-  asio::post(blocking_, [self = shared_from_this(), box] {
+  blocking_.post(name_, [self = shared_from_this(), box] {
     std::string cgroup_error;
     try {
       box->end();

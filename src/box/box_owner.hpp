@@ -10,11 +10,13 @@
 // Lifecycle: launching (the LaunchedBox is being made on a launcher thread; requests queue)
 // → starting (sockets held, StartBox answered yet) → ready → stopping (init being killed and
 // its cgroup removed, off the loop) → gone (on_gone called once).
+//
+// Runs on: its account's strand of the box loop (util/account_strands.hpp), every method;
+// what blocks (a box's end) goes to the launchers' pool, keyed by the box's name.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <chrono>
 #include <deque>
@@ -28,10 +30,12 @@
 
 #include "box/launch.hpp"
 #include "box/spawn_result.hpp"
+#include "util/account_strands.hpp"
+#include "util/fair_pool.hpp"
 
 namespace agentbox {
 
-using BoxStrand = boost::asio::strand<boost::asio::io_context::executor_type>;
+using BoxStrand = LoopStrand;
 
 // How a started command ended for its owner.
 struct SpawnEnd {
@@ -54,12 +58,12 @@ class BoxOwner : public std::enable_shared_from_this<BoxOwner> {
     std::chrono::milliseconds start_timeout{30000};   // launch to init's answer
     std::chrono::milliseconds request_timeout{10000};  // a request at the head of the line
   };
-  // Where LaunchedBox::end() runs: it waits for init's death and removes the cgroup.
-  using BlockingExecutor = boost::asio::thread_pool::executor_type;
   // Called once on the strand when the box is gone; why is empty after an ordinary stop.
   using OnGone = std::function<void(const std::shared_ptr<BoxOwner>&, const std::string& why)>;
 
-  BoxOwner(BoxStrand strand, BlockingExecutor blocking, std::string name, Options options, OnGone on_gone);
+  // blocking: where LaunchedBox::end() runs (it waits for init's death and removes the
+  // cgroup), keyed by name; it must outlive the owner's work there.
+  BoxOwner(BoxStrand strand, FairPool& blocking, std::string name, Options options, OnGone on_gone);
   ~BoxOwner();
 
   // Everything below runs on the strand only.
@@ -120,7 +124,7 @@ class BoxOwner : public std::enable_shared_from_this<BoxOwner> {
   uint64_t next_request_id() { return next_request_id_++; }
 
   BoxStrand strand_;
-  BlockingExecutor blocking_;
+  FairPool& blocking_;
   std::string name_;
   Options options_;
   OnGone on_gone_;

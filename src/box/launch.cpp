@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -51,6 +52,16 @@ NO_SANITIZE_ADDRESS int exec_init(void* arg) {
   if (::dup2(c.control, protocol::kInitControlFd) < 0 || ::dup2(c.events, protocol::kInitEventFd) < 0)
     ::_exit(126);
   ::syscall(SYS_close_range, protocol::kInitEventFd + 1, ~0U, 0);
+  // The daemon ignores SIGPIPE (serve_main.cpp), and an ignored signal stays ignored across
+  // execve: init and the commands of the box get the default back (the kernel's sigaction,
+  // raw: nothing of libc's here).
+  struct {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  } dfl{SIG_DFL, 0, nullptr, 0};
+  ::syscall(SYS_rt_sigaction, SIGPIPE, &dfl, nullptr, sizeof dfl.mask);
   if (c.mask) ::sigprocmask(SIG_SETMASK, c.mask, nullptr);
   ::execve(c.path, const_cast<char**>(c.argv), const_cast<char**>(c.envp));
   ::_exit(127);

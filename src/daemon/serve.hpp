@@ -1,11 +1,11 @@
 #pragma once
-// `agentbox serve`: the Open Terminal API on per-user boxes. Composes the rooms (store, box,
-// exec, fs through server routes), serves until SIGTERM/SIGINT, then stops gracefully.
+// `agentbox serve`: the Open Terminal API on per-user boxes. Loads the configuration, makes the
+// Daemon (daemon/daemon.hpp: every room composed in a written order), runs it until
+// SIGTERM/SIGINT, then stops it gracefully.
 #include <optional>
 #include <string>
 
 namespace agentbox::daemon {
-
 
 struct ServeOptions {
   std::optional<std::string> config;  // --config FILE (else $AGENTBOX_CONFIG, else none)

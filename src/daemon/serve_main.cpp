@@ -1,6 +1,8 @@
 // agentbox-serve: the HTTP server (`agentbox serve` execs it). It is its own binary so that the
 // server's libraries (Beast, OpenSSL, SQLite, RE2, libzip, spdlog) stay out of `agentbox`, which
 // starts once per `agentbox run` and pays for every library it maps.
+#include <signal.h>
+
 #include <iostream>
 #include <string>
 
@@ -12,6 +14,11 @@
 
 int main(int argc, char** argv) {
   agentbox::install_crash_report("agentbox serve");
+  // Once, for every thread the daemon starts: a write to a pipe or socket whose reader is gone
+  // (a command's stdin, a client that left) answers EPIPE where it is made, instead of a
+  // SIGPIPE that would end the daemon. What the daemon execs gets the default back
+  // (box/launch.cpp, util/run_program.cpp; the zygote is spawned with default dispositions).
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"agentbox serve: the Open Terminal API with a box per user", "agentbox serve"};
   agentbox::daemon::ServeOptions o;
   app.add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")->type_name("FILE");

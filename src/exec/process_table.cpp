@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -19,12 +20,11 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <shared_mutex>
-#include <unordered_map>
 
 #include "exec/output_log.hpp"
 #include "exec/process_id.hpp"
 #include "util/error.hpp"
+#include "util/shutdown_guard.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::exec {
@@ -32,7 +32,7 @@ namespace agentbox::exec {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using Descriptor = asio::posix::stream_descriptor;
-using Strand = asio::strand<asio::io_context::executor_type>;
+using Strand = LoopStrand;
 using namespace std::chrono_literals;
 
 namespace {
@@ -89,10 +89,11 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
 
   // One process. Which thread may touch what is said per group.
   struct Proc {
-    explicit Proc(Strand s) : strand(std::move(s)) {}
+    explicit Proc(std::shared_ptr<const Strand> s) : held(std::move(s)), strand(*held) {}
 
     // Set by start() before the process is published, then constant.
-    Strand strand;  // its account's
+    std::shared_ptr<const Strand> held;  // keeps it the account's (util/account_strands.hpp)
+    Strand strand;                       // its account's: the one its box's owner runs on too
     std::string id, account, command;
     bool tty = true;
     std::shared_ptr<OutputLog> log;
@@ -148,8 +149,8 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     std::unique_ptr<asio::steady_timer> timer;  // the process's strand only
   };
 
-  Impl(asio::io_context& l, ProcessSpawner& b, ProcessStore& s, ProcessTableOptions o)
-      : loop(l), boxes(b), store(s), opts(std::move(o)), purge_strand(asio::make_strand(loop)) {
+  Impl(BoxLoop& l, ProcessSpawner& b, ProcessStore& s, ProcessTableOptions o)
+      : loop(l), boxes(b), store(s), opts(std::move(o)), purge_strand(asio::make_strand(loop.context())) {
     if (!opts.log_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(opts.log_dir, ec);
@@ -160,12 +161,10 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   }
 
   // Nothing below touches boxes or store after this returns; handlers still queued on the
-  // loop find `stopping` and do nothing, and the processes' descriptors are closed.
+  // loop find the guard closed and do nothing, and the processes' descriptors are closed.
   void shut_down() {
-    {
-      std::unique_lock lock(alive_mu);
-      stopping = true;
-    }
+    if (guard.closed()) return;
+    guard.close();  // waits for the handlers at work
     std::vector<std::shared_ptr<Proc>> all;
     {
       std::lock_guard lock(mu);
@@ -181,30 +180,19 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     asio::post(purge_strand, [self = shared_from_this()] { self->purge_timer.reset(); });
   }
 
-  // Runs fn now unless the table is shutting down; shut_down() waits for it meanwhile.
-  template <class Fn>
-  void guarded(Fn&& fn) {
-    std::shared_lock lock(alive_mu);
-    if (stopping) return;
-    try {
-      fn();
-    } catch (...) {
-      // A failing handler (store error, allocation) must not take the loop down.
-    }
-  }
-
   // Runs fn on ex, guarded, with the table kept alive meanwhile.
   template <class Executor, class Fn>
   void post(const Executor& ex, Fn fn) {
-    asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+    asio::post(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
+  }
+  // The same, at once when this thread runs ex already: a box's event for one of its account's
+  // processes (the box's owner runs on the same strand) costs no second post.
+  template <class Fn>
+  void dispatch(const Strand& ex, Fn fn) {
+    asio::dispatch(ex, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
   }
 
-  Strand strand_for(const std::string& account) {
-    std::lock_guard lock(mu);
-    auto it = strands.find(account);
-    if (it == strands.end()) it = strands.emplace(account, asio::make_strand(loop)).first;
-    return it->second;
-  }
+  Strand strand_for(const std::string& account) { return *loop.strand_of(account); }
 
   // ---- a process's strand ----------------------------------------------------------------
 
@@ -228,7 +216,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     if (timeout) {
       p->timeout_timer = std::make_unique<asio::steady_timer>(p->strand, *timeout);
       p->timeout_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
-        if (!ec) self->guarded([&] { self->loop_kill(p, false, nullptr); });
+        if (!ec) self->guard.run([&] { self->loop_kill(p, false, nullptr); });
       });
     }
   }
@@ -236,7 +224,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   void arm_read(const std::shared_ptr<Proc>& p, int i) {
     p->streams[i].desc->async_wait(Descriptor::wait_read, [self = shared_from_this(), p, i](const boost::system::error_code& ec) {
       if (ec || !p->streams[i].desc) return;  // closed by finish() or shutdown
-      self->guarded([&] {
+      self->guard.run([&] {
         const bool eof = self->read_available(p, i);
         if (eof) {
           p->streams[i].open = false;
@@ -309,7 +297,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     if (p->drain_timer) return;
     p->drain_timer = std::make_unique<asio::steady_timer>(p->strand, opts.drain_grace);
     p->drain_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
-      if (!ec) self->guarded([&] { self->finish(p); });
+      if (!ec) self->guard.run([&] { self->finish(p); });
     });
   }
 
@@ -413,7 +401,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     }
     w->timer = std::make_unique<asio::steady_timer>(p->strand, w->deadline);
     w->timer->async_wait([self = shared_from_this(), w](const boost::system::error_code& ec) {
-      if (!ec) self->guarded([&] { self->complete(w); });
+      if (!ec) self->guard.run([&] { self->complete(w); });
     });
     p->waiters.push_back(w);
     if (p->waiters.size() >= p->prune_mark) {
@@ -476,7 +464,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     p->kill_timer = std::make_unique<asio::steady_timer>(p->strand, opts.kill_grace);
     p->kill_timer->async_wait([self = shared_from_this(), p](const boost::system::error_code& ec) {
       if (ec) return;
-      self->guarded([&] {
+      self->guard.run([&] {
         if (p->kill_stage == 1) {
           p->kill_stage = 2;
           self->send_signal(*p, SIGKILL);
@@ -548,14 +536,10 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
           ++it;
         }
       }
-      // Strands of accounts with nothing in memory go too (a new one is made on next use).
-      std::erase_if(strands, [&](const auto& entry) {
-        return std::none_of(procs.begin(), procs.end(), [&](const auto& p) { return p.second->account == entry.first; });
-      });
     }
     purge_timer = std::make_unique<asio::steady_timer>(purge_strand, opts.purge_interval);
     purge_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->guarded([&] { self->purge(); });
+      if (!ec) self->guard.run([&] { self->purge(); });
     });
   }
 
@@ -651,7 +635,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
       }
     }
 
-    auto p = std::make_shared<Proc>(strand_for(req.box.name));
+    auto p = std::make_shared<Proc>(loop.strand_of(req.box.name));
     p->id = id;
     p->account = req.box.name;
     p->command = req.command;
@@ -670,12 +654,12 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
       stdio.push_back(std::move(child_err));
     }
 
-    // The box calls these on its own strand; the process's work moves to the account's.
+    // The box calls these on the account's strand, which is the process's: they run at once.
     auto self = shared_from_this();
     SpawnHandlers h;
     h.started = [self, p, log_path, stdin_data = req.stdin_data, timeout = req.timeout, done](SpawnResult r) {
       auto result = std::make_shared<SpawnResult>(std::move(r));
-      self->post(p->strand, [self, p, result, log_path, stdin_data, timeout, done]() mutable {
+      self->dispatch(p->strand, [self, p, result, log_path, stdin_data, timeout, done]() mutable {
         self->started(p, std::move(*result), log_path, std::move(stdin_data), timeout, done);
       });
     };
@@ -683,32 +667,32 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
       OutputLog::remove(log_path);
       call_quietly(done, StartOutcome{{}, error});
     };
-    h.ended = [self, p](SpawnEnd end) { self->post(p->strand, [self, p, end] { self->handle_end(p, end); }); };
+    h.ended = [self, p](SpawnEnd end) { self->dispatch(p->strand, [self, p, end] { self->handle_end(p, end); }); };
     boxes.spawn(req.box, std::move(req.spawn), std::move(stdio), std::move(h));
   }
 
-  asio::io_context& loop;
+  BoxLoop& loop;
   ProcessSpawner& boxes;
   ProcessStore& store;
   const ProcessTableOptions opts;
   Strand purge_strand;
   std::unique_ptr<asio::steady_timer> purge_timer;  // purge_strand only
 
-  std::shared_mutex alive_mu;  // shared by every handler at work; unique once by shut_down
-  bool stopping = false;       // guarded by alive_mu
+  ShutdownGuard guard{"process-table"};  // every handler runs through it; closed by shut_down()
 
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Proc>> procs;  // by id
-  std::unordered_map<std::string, Strand> strands;     // by account
   std::set<std::string> reported;                      // failures said once
 };
 
-ProcessTable::ProcessTable(asio::io_context& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts)
+ProcessTable::ProcessTable(BoxLoop& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts)
     : impl_(std::make_shared<Impl>(loop, boxes, store, std::move(opts))) {
   impl_->post(impl_->purge_strand, [impl = impl_.get()] { impl->purge(); });
 }
 
-ProcessTable::~ProcessTable() { impl_->shut_down(); }
+ProcessTable::~ProcessTable() { shut_down(); }
+
+void ProcessTable::shut_down() { impl_->shut_down(); }
 
 void ProcessTable::start(StartRequest req, std::function<void(StartOutcome)> done) {
   impl_->start(std::move(req), std::move(done));

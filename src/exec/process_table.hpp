@@ -14,6 +14,11 @@
 // signal ended it) or killed (kill(), timeout, or its box went away). A finished process stays
 // queryable for `retention`, across daemon restarts (ProcessStore + the log file); one that was
 // running when the daemon stopped reads back as "lost".
+//
+// Runs on: the box loop, each process on its account's strand (BoxLoop::strand_of, shared with
+// the account's box in BoxManager, so a box's event for a process is handled in the same turn);
+// every handler through one ShutdownGuard (util/shutdown_guard.hpp). Public methods from any
+// thread; the destructor not from a loop thread.
 #include <sys/types.h>
 
 #include <chrono>
@@ -25,10 +30,9 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-
 #include "box/box_owner.hpp"
 #include "store/process_store.hpp"
+#include "util/box_loop.hpp"
 
 namespace agentbox::exec {
 
@@ -105,9 +109,8 @@ class ProcessTable {
  public:
   // Runs on `loop` (which must outlive the table); marks records left "running" by a previous
   // daemon "lost".
-  ProcessTable(boost::asio::io_context& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts);
-  // Running commands are left to their boxes (their records read back as "lost" next time);
-  // nothing of the table runs after this returns. Not from a loop thread.
+  ProcessTable(BoxLoop& loop, ProcessSpawner& boxes, ProcessStore& store, ProcessTableOptions opts);
+  // shut_down().
   ~ProcessTable();
   ProcessTable(const ProcessTable&) = delete;
   ProcessTable& operator=(const ProcessTable&) = delete;
@@ -155,6 +158,11 @@ class ProcessTable {
   // A command that had already exited and only waits for its output to drain ends as done.
   void kill(const std::string& account, const std::string& id, bool force,
             std::function<void(bool found)> done);
+
+  // Running commands are left to their boxes (their records read back as "lost" next time);
+  // nothing of the table runs after this returns, and waits still pending are dropped without a
+  // call. Idempotent; not from a loop thread.
+  void shut_down();
 
  private:
   struct Impl;

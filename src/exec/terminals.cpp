@@ -13,13 +13,13 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 
 #include "box/box_env.hpp"
 #include "exec/replay_buffer.hpp"
 #include "util/error.hpp"
 #include "util/random_hex.hpp"
+#include "util/shutdown_guard.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::exec {
@@ -124,7 +124,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       if (!impl || !term || detached()) return bytes.size();  // nobody to type to: dropped
       if (impl->loop.on_loop_thread()) {
         size_t done = bytes.size();  // dropped, unless the terminals are still serving
-        impl->guarded([&] { done = impl->queue_input(term, weak_from_this(), bytes); });
+        impl->guard.run([&] { done = impl->queue_input(term, weak_from_this(), bytes); });
         return done;
       }
       impl->post([impl = impl.get(), term, from = weak_from_this(), bytes = std::string(bytes)] {
@@ -201,12 +201,9 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   Impl(TerminalLoop& l, TerminalSpawner& b, TerminalOptions o) : loop(l), boxes(b), opts(o) {}
 
   // Nothing below touches boxes or a sink after this returns; handlers still queued find
-  // `stopping` and do nothing, and the terminals' descriptors are closed.
+  // the guard closed and do nothing, and the terminals' descriptors are closed.
   void shut_down() {
-    {
-      std::unique_lock lock(alive_mu);
-      stopping = true;
-    }
+    guard.close();  // waits for the handlers at work
     std::vector<std::shared_ptr<Term>> all;
     {
       std::lock_guard lock(mu);
@@ -225,33 +222,21 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       });
   }
 
-  // Runs fn now unless shutting down; shut_down() waits for it meanwhile.
-  template <class Fn>
-  void guarded(Fn&& fn) {
-    std::shared_lock lock(alive_mu);
-    if (stopping) return;
-    try {
-      fn();
-    } catch (...) {
-      // A failing handler (an allocation, a callback) must not take the loop down.
-    }
-  }
-
   // Runs fn on the loop, guarded, with this kept alive meanwhile.
   template <class Fn>
   void post(Fn fn) {
-    loop.post([self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+    loop.post([self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
   }
   // The same, at once when already on the loop (a resize from a WebSocket).
   template <class Fn>
   void dispatch(Fn fn) {
     if (!loop.on_loop_thread()) return post(std::move(fn));
-    guarded(fn);
+    guard.run(fn);
   }
   // fn at `at` on the loop, guarded; a timer id for loop.cancel().
   template <class Fn>
   TerminalLoop::TimerId timer(Clock::time_point at, Fn fn) {
-    return loop.at(at, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guarded(fn); });
+    return loop.at(at, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
   }
 
   template <class Fn, class... Args>
@@ -315,7 +300,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
 
   // The pty is readable (or hung up), or writable again for keystrokes that waited.
   void on_pty_ready(const std::shared_ptr<Term>& t, uint32_t events) {
-    guarded([&] {
+    guard.run([&] {
       if (!t->pty) return;
       if ((events & EPOLLOUT) && t->writing) write_next(t);
       if (!t->pty || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR))) return;
@@ -598,8 +583,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   TerminalSpawner& boxes;
   const TerminalOptions opts;
 
-  std::shared_mutex alive_mu;  // shared by every handler at work; unique once by shut_down
-  bool stopping = false;       // guarded by alive_mu
+  ShutdownGuard guard{"terminals"};  // every handler runs through it; closed by shut_down()
 
   mutable std::mutex mu;  // guards what follows
   std::map<std::string, std::shared_ptr<Term>> terms;  // open terminals by id

@@ -10,6 +10,10 @@
 // deleted (its whole session is signalled: the shell and every job started from it), or it has
 // had no client and no output for the idle timeout. Every lookup is scoped to one account:
 // another account's id is "not found", and ids are random, so they are not an oracle either.
+//
+// Runs on: the terminals' loop ("terminals", util/terminal_loop.hpp) for every pty and timer;
+// the boxes' answers arrive on the box loop and are posted there; every handler through one
+// ShutdownGuard (util/shutdown_guard.hpp). Public methods from any thread.
 #include <sys/types.h>
 
 #include <chrono>

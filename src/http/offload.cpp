@@ -9,14 +9,14 @@
 
 namespace agentbox::http {
 
-AsyncHandler offload(std::shared_ptr<BlockingPool> pool, Handler handler) {
+AsyncHandler offload(std::shared_ptr<FairPool> pool, Handler handler) {
   return offload(std::move(pool), BlockingWork(
       [handler = std::move(handler)](const Request& req, const std::shared_ptr<ResponseWriter>& w) {
         w->send(handler(req));
       }));
 }
 
-AsyncHandler offload(std::shared_ptr<BlockingPool> pool, BlockingWork work) {
+AsyncHandler offload(std::shared_ptr<FairPool> pool, BlockingWork work) {
   auto shared = std::make_shared<const BlockingWork>(std::move(work));
   return [pool = std::move(pool), shared](const Request& req, std::shared_ptr<ResponseWriter> writer) {
     // The copy travels with the job: req is only valid during this call.

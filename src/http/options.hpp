@@ -15,6 +15,7 @@ class SignedLinks;
 
 struct HttpServerOptions {
   unsigned threads = 0;                                 // io threads; 0 = one per core
+  std::string thread_name = "api";                      // what ps -L calls them
   std::uint64_t body_limit = 100ull * 1024 * 1024;      // bytes; RouteOptions::body_limit overrides
   std::uint32_t header_limit = 64 * 1024;               // bytes of request line + header fields
   std::chrono::milliseconds header_timeout{10'000};     // first byte → end of headers (new connection: accept → end)

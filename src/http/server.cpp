@@ -38,14 +38,10 @@ int socket_option(int fd, int level, int name, const std::string& op) {
 HttpServer::HttpServer(Router router, HttpServerOptions options)
     : ctx_(std::make_shared<ServerContext>(std::move(router), std::move(options))),
       own_ioc_(std::make_unique<asio::io_context>(static_cast<int>(thread_count(ctx_->options.threads)))),
-      ioc_(*own_ioc_) {
-  work_.emplace(ioc_.get_executor());
-}
+      ioc_(*own_ioc_) {}
 
 HttpServer::HttpServer(Router router, HttpServerOptions options, asio::io_context& io)
-    : ctx_(std::make_shared<ServerContext>(std::move(router), std::move(options))), ioc_(io) {
-  work_.emplace(ioc_.get_executor());
-}
+    : ctx_(std::make_shared<ServerContext>(std::move(router), std::move(options))), ioc_(io) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -114,7 +110,7 @@ void HttpServer::close_on_strand(const std::shared_ptr<HttpListener>& listener) 
   bool running;
   {
     std::lock_guard lock(mu_);
-    running = started_ && !threads_.empty();
+    running = threads_ && threads_->size() > 0;
   }
   if (!running) return listener->close();  // no io thread can touch it concurrently
   // The acceptor belongs to its strand; wait until the close ran there, so the port refuses
@@ -132,19 +128,7 @@ void HttpServer::start() {
   std::lock_guard lock(mu_);
   if (started_ || stopped_) return;
   started_ = true;
-  const unsigned n = thread_count(ctx_->options.threads);
-  for (unsigned i = 0; i < n; ++i) {
-    threads_.emplace_back([this] {
-      for (;;) {
-        try {
-          ioc_.run();
-          return;
-        } catch (const std::exception& e) {  // handlers catch their own; this is a last resort
-          http_logger()->error("io thread: unhandled exception: {}", e.what());
-        }
-      }
-    });
-  }
+  threads_.emplace(ioc_, thread_count(ctx_->options.threads), ctx_->options.thread_name);
 }
 
 void HttpServer::stop() {
@@ -152,9 +136,7 @@ void HttpServer::stop() {
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
-    for (const auto& t : threads_)
-      if (t.get_id() == std::this_thread::get_id())
-        throw std::logic_error("HttpServer::stop() called from an io thread");
+    if (threads_ && threads_->on_loop_thread()) throw std::logic_error("HttpServer::stop() called from an io thread");
     stopped_ = true;
     listeners.swap(listeners_);
   }
@@ -171,10 +153,11 @@ void HttpServer::stop() {
     if (!ctx_->sessions.wait_empty_until(std::chrono::steady_clock::now() + kForcedCloseWait))
       http_logger()->warn("shutdown: {} connection(s) held by handlers after close", ctx_->sessions.size());
   }
-  work_.reset();
-  ioc_.stop();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
+  if (threads_) {
+    threads_->stop();  // stops ioc_ too
+  } else {
+    ioc_.stop();
+  }
 }
 
 const HttpCounters& HttpServer::counters() const { return ctx_->counters; }

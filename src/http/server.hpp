@@ -2,13 +2,15 @@
 // The HTTP/1.1 server: listeners, N io threads running one io_context, the shared context the
 // sessions read (routes, limits, auth, CORS, counters), and the graceful stop.
 //
+// Runs on: the io threads (util/loop_threads.hpp, named "api"), where the sessions, the
+// listeners and the handlers live; listen(), start() and stop() from any other thread.
+//
 //   Router r; register_routes(r, ...);
 //   HttpServer server(std::move(r), options);
 //   auto l = server.listen("127.0.0.1", 8000);
 //   server.start();
 //   ...
 //   server.stop();  // stop accepting, let requests finish within the grace period, close the rest
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -25,6 +27,7 @@
 #include "http/counters.hpp"
 #include "http/options.hpp"
 #include "http/router.hpp"
+#include "util/loop_threads.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::http {
@@ -57,7 +60,7 @@ class HttpServer {
   // Stops accepting on one listener; its open connections continue.
   void close_listener(unsigned id);
 
-  // Starts the io threads (options.threads, 0 = one per core).
+  // Starts the io threads (options.threads, 0 = one per core), named options.thread_name.
   void start();
   // Graceful stop, idempotent; blocks up to shutdown_grace plus a moment. Must not be called
   // from an io thread (a handler): it joins them.
@@ -75,9 +78,8 @@ class HttpServer {
   std::shared_ptr<ServerContext> ctx_;
   std::unique_ptr<boost::asio::io_context> own_ioc_;  // unless the caller gave one
   boost::asio::io_context& ioc_;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
-  mutable std::mutex mu_;  // guards listeners_, next_id_, started_, stopped_
+  std::optional<LoopThreads> threads_;  // from start()
+  mutable std::mutex mu_;  // guards threads_, listeners_, next_id_, started_, stopped_
   std::map<unsigned, std::shared_ptr<HttpListener>> listeners_;  // after ioc_: destroyed first
   unsigned next_id_ = 1;
   bool started_ = false;

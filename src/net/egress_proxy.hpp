@@ -2,6 +2,9 @@
 // The egress proxy: a listener in each box's network namespace (net/account_listeners.hpp),
 // each connection an EgressSession judged by the account's policy. It follows the addresses of
 // its own namespace, where it connects from (net/host_addresses.hpp), for the address stage.
+//
+// Runs on: the io_context it is given (in the daemon the box loop), a strand per connection;
+// names are resolved on the NameResolver's threads; serve() and stop() from any thread.
 #include <boost/asio/io_context.hpp>
 
 #include <memory>

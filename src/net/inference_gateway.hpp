@@ -17,6 +17,9 @@
 //
 // Errors the gateway makes itself are shaped like Anthropic's ({"type":"error","error":{...}})
 // so the SDK in the box shows their message. No error, log line or answer carries the credential.
+//
+// Runs on: the box loop (the daemon's io_context), a strand per connection; held bodies are
+// scanned for a budget on a FairPool ("gateway-scan"); serve() and stop() from any thread.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 
@@ -80,7 +83,7 @@ class GatewayContext {
   const std::shared_ptr<NetworkLog> log_;
   std::mutex held_mu_;  // guards held_
   std::unordered_map<std::string, size_t> held_;
-  FairPool scans_{2, 1};  // last: its jobs may use the rest
+  FairPool scans_{2, 1, "gateway-scan"};  // last: its jobs may use the rest
 };
 
 class InferenceGateway {

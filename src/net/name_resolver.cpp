@@ -31,7 +31,7 @@ boost::system::error_code netdb_error(int rc) {
 
 }  // namespace
 
-NameResolver::NameResolver(unsigned threads, unsigned per_account) : pool_(threads, per_account) {}
+NameResolver::NameResolver(unsigned threads, unsigned per_account) : pool_(threads, per_account, "resolver") {}
 
 void NameResolver::resolve(const std::string& account, std::string host, uint16_t port, Done done) {
   pool_.post(account, [host = std::move(host), port, done = std::move(done)] {

@@ -4,6 +4,8 @@
 // io_context one after another on one private thread, so one account's name with a slow DNS
 // server would delay every other account's lookups. Here lookups run on a FairPool: each
 // account may hold a few of its threads, never all of them.
+//
+// Runs on: its pool's threads ("resolver"); resolve() from any thread, done on a resolver thread.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "util/thread_name.hpp"
+
 namespace agentbox {
 namespace {
 
@@ -47,7 +49,10 @@ NetworkLog::NetworkLog(Db db, std::chrono::seconds retention, size_t queue_limit
       rows_per_account_(rows_per_account),
       db_(with_small_wal(std::move(db))),
       open_rows_(kOpenRows),
-      writer_([this] { write_loop(); }) {}
+      writer_([this] {
+        name_this_thread("netlog-writer");
+        write_loop();
+      }) {}
 
 NetworkLog::~NetworkLog() {
   {

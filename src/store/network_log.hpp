@@ -14,6 +14,9 @@
 //    and the row moves to the top (a new id): rows are listed by their last decision;
 //  * an account keeps at most rows_per_account rows: the oldest go as new ones come.
 // Allowed decisions are never merged (each carries its own bytes).
+//
+// Runs on: record() on the box loop (never waits); one writer thread ("netlog-writer") stores;
+// list(), flush() and purge_before() from any thread.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -7,6 +7,8 @@
 #include <utility>
 #include <fmt/format.h>
 
+#include "util/thread_name.hpp"
+
 namespace agentbox {
 
 TokenCounts& TokenCounts::operator+=(const TokenCounts& o) {
@@ -47,7 +49,11 @@ constexpr const char* kColumns =
 
 }  // namespace
 
-TokenLedger::TokenLedger(Db db) : db_(std::move(db)), writer_([this] { write_loop(); }) {}
+TokenLedger::TokenLedger(Db db)
+    : db_(std::move(db)), writer_([this] {
+        name_this_thread("ledger-writer");
+        write_loop();
+      }) {}
 
 TokenLedger::~TokenLedger() {
   {

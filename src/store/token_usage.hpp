@@ -9,6 +9,9 @@
 // left before it is forwarded, and the answer's counts replace that reservation when it ends
 // (TokenReservation::settle), in one step, so parallel requests never spend more than the
 // budget between them. Reservations live in memory only: a restart forgets requests it cut.
+//
+// Runs on: add() and reserve() on the box loop (never wait for the database); one writer thread
+// ("ledger-writer") stores; reads and flush() from any thread.
 #include <condition_variable>
 #include <cstdint>
 #include <map>

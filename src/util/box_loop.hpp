@@ -1,14 +1,20 @@
 #pragma once
 // The daemon's box loop (DESIGN §3, §5): one asio io_context run by a few threads, on which
-// every box's owner and every process's output, long-polls and timers live, each on a strand
-// of its own account, so one account's work never runs on two threads at once and never holds
-// every thread. Handlers must not block; blocking work goes to a pool (launches, file I/O).
-#include <boost/asio/executor_work_guard.hpp>
+// every box's owner and every process's output, long-polls and timers live, each on its
+// account's strand (strand_of(): one per account, shared by BoxManager and ProcessTable), so
+// one account's work never runs on two threads at once and never holds every thread. The
+// egress proxy and the model gateway run here too (a strand per connection). Handlers must not
+// block; blocking work goes to a pool (launches, file I/O, name lookups).
+//
+// Runs on: threads named "box-loop" (util/loop_threads.hpp); construct and stop() elsewhere.
 #include <boost/asio/io_context.hpp>
 
+#include <memory>
 #include <optional>
-#include <thread>
-#include <vector>
+#include <string>
+
+#include "util/account_strands.hpp"
+#include "util/loop_threads.hpp"
 
 namespace agentbox {
 
@@ -22,15 +28,18 @@ class BoxLoop {
   BoxLoop& operator=(const BoxLoop&) = delete;
 
   boost::asio::io_context& context() { return io_; }
+  // The account's strand (util/account_strands.hpp).
+  std::shared_ptr<const LoopStrand> strand_of(const std::string& account) { return strands_.of(account); }
+  AccountStrands& strands() { return strands_; }
   // Stops the threads once each finishes its current handler; what is still queued is dropped.
   // Shut down what runs on the loop first. Idempotent; not from a loop thread.
   void stop();
-  bool on_loop_thread() const;
+  bool on_loop_thread() const { return threads_ && threads_->on_loop_thread(); }
 
  private:
   boost::asio::io_context io_;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
+  AccountStrands strands_{io_};
+  std::optional<LoopThreads> threads_;
 };
 
 }  // namespace agentbox

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <utility>
 
+#include "util/thread_name.hpp"
+
 namespace agentbox {
 namespace {
 
@@ -36,16 +38,21 @@ struct FairPool::State {
   size_t queued = 0;                          // jobs waiting, all keys
   uint64_t starts = 0;                        // jobs started so far, all keys
   bool stopping = false;
-  std::vector<std::thread> workers;  // written by the constructor only
+  std::vector<std::thread> workers;  // until stop() takes them
+  unsigned thread_count = 0;         // how many workers were started
 };
 
-FairPool::FairPool(unsigned threads, unsigned per_key_limit)
+FairPool::FairPool(unsigned threads, unsigned per_key_limit, std::string name)
     : state_(std::make_shared<State>(std::max(per_key_limit, 1u))) {
   threads = std::max(threads, 1u);
   state_->workers.reserve(threads);
   try {
     for (unsigned i = 0; i < threads; ++i)
-      state_->workers.emplace_back([state = state_] { state->work(); });
+      state_->workers.emplace_back([state = state_, name] {
+        name_this_thread(name);
+        state->work();
+      });
+    state_->thread_count = threads;
   } catch (...) {
     {
       std::lock_guard lock(state_->mu);
@@ -57,13 +64,17 @@ FairPool::FairPool(unsigned threads, unsigned per_key_limit)
   }
 }
 
-FairPool::~FairPool() {
+FairPool::~FairPool() { stop(); }
+
+void FairPool::stop() {
+  std::vector<std::thread> workers;
   {
     std::lock_guard lock(state_->mu);
     state_->stopping = true;
+    workers.swap(state_->workers);
   }
   state_->wake.notify_all();
-  for (auto& w : state_->workers) {
+  for (auto& w : workers) {
     if (w.get_id() == std::this_thread::get_id()) {
       w.detach();  // we are its job: it finishes the queue with the others, then leaves
     } else {
@@ -72,7 +83,7 @@ FairPool::~FairPool() {
   }
 }
 
-unsigned FairPool::threads() const { return static_cast<unsigned>(state_->workers.size()); }
+unsigned FairPool::threads() const { return state_->thread_count; }
 
 unsigned FairPool::per_key_limit() const { return state_->per_key_limit; }
 

@@ -6,9 +6,13 @@
 // So a key with 100 queued jobs delays another key's first job by at most the wait for one
 // free thread, and no key can hold every thread while others wait.
 //
+// The daemon's one pool type: the box launchers, the file routes' work (the HTTP library's
+// offload(), http/offload.hpp) and the name lookups each have one, keyed by account.
+//
 // A job must not throw (one that does ends the process, as on a plain std::thread): callers
-// that can fail catch inside the job. Jobs may post more jobs, also while the pool is being
-// destroyed.
+// that can fail catch inside the job. Jobs may post more jobs, also while the pool is stopping.
+//
+// Runs on: its own threads, named as constructed (ps -L); post() from any thread.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -26,17 +30,21 @@ class FairPool {
  public:
   using Job = std::function<void()>;
 
-  // 0 for either counts as 1.
-  FairPool(unsigned threads, unsigned per_key_limit);
-  // Runs every queued job, then joins the workers. Safe from one of its own jobs too (a job
-  // whose captures held the last owner of the pool): that worker is let go instead of joined,
-  // and the pool's state lives until it has finished.
+  // 0 for either counts as 1. The threads are named `name` (15 characters are kept).
+  FairPool(unsigned threads, unsigned per_key_limit, std::string name = "pool");
+  // stop().
   ~FairPool();
   FairPool(const FairPool&) = delete;
   FairPool& operator=(const FairPool&) = delete;
 
-  // Queues `job` behind the earlier jobs of `key`.
+  // Queues `job` behind the earlier jobs of `key`. After stop() has joined the workers, a job
+  // posted is never run (it is destroyed with the pool).
   void post(const std::string& key, Job job);
+
+  // Runs every queued job (and what they post meanwhile), then joins the workers. Idempotent.
+  // Safe from one of its own jobs too (a job whose captures held the last owner of the pool):
+  // that worker is let go instead of joined, and the pool's state lives until it has finished.
+  void stop();
 
   unsigned threads() const;
   unsigned per_key_limit() const;

@@ -1,6 +1,7 @@
 #include "util/run_program.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,9 +57,19 @@ pid_t spawn_program(const std::vector<std::string>& argv, int in, int out, int e
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The daemon ignores SIGPIPE (serve_main.cpp), and an ignored signal stays ignored across
+  // exec: the program gets the default back, so a tar whose reader left ends as it would anywhere.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, program.c_str(), &fa, nullptr, args.data(), environ);
+  int rc = ::posix_spawn(&pid, program.c_str(), &fa, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) throw sys_error("posix_spawn(" + program + ")", rc);
   return pid;
 }

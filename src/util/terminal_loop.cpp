@@ -1,17 +1,16 @@
 #include "util/terminal_loop.hpp"
 
-#include <pthread.h>
-#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <exception>
 
 #include "util/error.hpp"
+#include "util/thread_name.hpp"
+#include "util/unhandled.hpp"
 
 namespace agentbox {
 
@@ -22,7 +21,8 @@ constexpr TerminalLoop::WatchId kTimerId = ~TerminalLoop::WatchId{0};
 }  // namespace
 
 TerminalLoop::TerminalLoop(const std::string& name)
-    : epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+    : name_(name),
+      epoll_(::epoll_create1(EPOLL_CLOEXEC)),
       wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) {
   if (!epoll_) throw sys_error("epoll_create1");
@@ -35,12 +35,7 @@ TerminalLoop::TerminalLoop(const std::string& name)
   ev.data.u64 = kTimerId;
   check(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_.get(), &ev), "epoll_ctl(ADD, timerfd)");
   thread_ = std::thread([this, name] {
-    // A write to a socket or pty whose reader is gone answers EPIPE, not a SIGPIPE.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-    ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
+    name_this_thread(name);
     run();
   });
 }
@@ -200,9 +195,9 @@ void TerminalLoop::run() {
         std::shared_ptr<Handler> handler = it->second.handler;
         (*handler)(ready);
       }
-    } catch (const std::exception& e) {
+    } catch (...) {
       // Handlers catch their own; one that did not must not take the loop down.
-      std::fprintf(stderr, "agentbox: epoll loop: unhandled exception: %s\n", e.what());
+      report_unhandled(name_, std::current_exception());
     }
   }
 }

@@ -7,6 +7,9 @@
 //
 // Everything but post() and on_loop_thread() is for the loop's own thread: descriptors and
 // timers belong to the handlers that run there. post() queues work from any thread.
+//
+// Runs on: its one thread, named as constructed ("terminals" in the daemon); post(),
+// on_loop_thread() and stop() from any other.
 #include <sys/epoll.h>
 
 #include <chrono>
@@ -72,6 +75,7 @@ class TerminalLoop {
   // The timers wake the loop through a timerfd, armed only when the earliest deadline changes,
   // so epoll_wait waits without a timeout: no kernel timer is set and cancelled per wake-up
   // (per keystroke), which a VM's timer emulation makes dear.
+  const std::string name_;  // the thread's, and in reports of what a handler let escape
   UniqueFd epoll_, wake_, timer_;
   Clock::time_point armed_ = Clock::time_point::max();  // max: disarmed
   std::thread thread_;

@@ -13,7 +13,6 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -23,6 +22,7 @@
 
 #include "box/box_error.hpp"
 #include "support/box_fixture.hpp"
+#include "support/sigpipe_ignored.hpp"
 #include "util/box_loop.hpp"
 
 namespace agentbox {
@@ -110,7 +110,7 @@ class BoxManagerTest : public ::testing::Test {
 };
 
 TEST_F(BoxManagerTest, OneBoxPerAccountAndExitsReachTheirCommand) {
-  BoxManager m(loop.context(), options());
+  BoxManager m(loop, options());
   Account a("alice"), b("bob");
   auto a1 = run(m, a.name, a.spec, {"sh", "-c", "readlink /proc/self/ns/pid; exit 3"});
   auto a2 = run(m, a.name, a.spec, {"sh", "-c", "readlink /proc/self/ns/pid; exit 5"});
@@ -126,7 +126,7 @@ TEST_F(BoxManagerTest, OneBoxPerAccountAndExitsReachTheirCommand) {
 
 // 50 accounts' first commands at once: every box starts, every command runs.
 TEST_F(BoxManagerTest, FiftyAccountsStartingAtOnceAllRun) {
-  BoxManager m(loop.context(), options());
+  BoxManager m(loop, options());
   auto all = accounts("many", 50);
   std::vector<std::shared_ptr<Command>> runs;
   for (auto& a : all) runs.push_back(run(m, a->name, a->spec, {"sh", "-c", "exit 7"}));
@@ -143,7 +143,7 @@ TEST_F(BoxManagerTest, AStuckStartFailsOnlyItsOwnAccount) {
   BoxManagerOptions o = options();
   o.start_timeout = 6s;
   o.hold_start = [](const std::string& account) { return account == "stuck"; };
-  BoxManager m(loop.context(), o);
+  BoxManager m(loop, o);
   Account stuck("stuck");
   const auto t0 = Clock::now();
   auto held = run(m, stuck.name, stuck.spec, {"true"});
@@ -169,7 +169,7 @@ TEST_F(BoxManagerTest, AStuckStartFailsOnlyItsOwnAccount) {
 }
 
 TEST_F(BoxManagerTest, IdleBoxStopsButHomeStaysAndBusyBoxLives) {
-  BoxManager m(loop.context(), options(300ms));
+  BoxManager m(loop, options(300ms));
   Account idle("idle"), busy("busy");
   EXPECT_EQ(exit_code(run(m, idle.name, idle.spec, {"sh", "-c", "echo kept > ~/file"})), 0);
   // The busy account's command exits at once but leaves a background process running.
@@ -185,7 +185,7 @@ TEST_F(BoxManagerTest, IdleBoxStopsButHomeStaysAndBusyBoxLives) {
 TEST_F(BoxManagerTest, NetworkNamespaceOutlivesTheBoxThenIsGivenBack) {
   BoxManagerOptions o = options();
   o.netns_linger = 500ms;
-  BoxManager m(loop.context(), o);
+  BoxManager m(loop, o);
   Account a("net");
   const std::string first = output(run(m, a.name, a.spec, {"readlink", "/proc/self/ns/net"}));
   ASSERT_NE(first.find("net:["), std::string::npos) << first;
@@ -213,7 +213,7 @@ TEST_F(BoxManagerTest, NetworkNamespaceOutlivesTheBoxThenIsGivenBack) {
 TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
   BoxManagerOptions o = options();
   o.max_active = 2;
-  BoxManager m(loop.context(), o);
+  BoxManager m(loop, o);
   auto all = accounts("capped", 3);
   EXPECT_EQ(exit_code(run(m, all[0]->name, all[0]->spec, {"true"})), 0);
   EXPECT_EQ(exit_code(run(m, all[1]->name, all[1]->spec, {"true"})), 0);
@@ -237,7 +237,7 @@ TEST_F(BoxManagerTest, BoxesAboveMaxActiveAreRefusedUntilOneStops) {
 // network namespace reaches a server in the box, and not the host's loopback (a listener of
 // ours on the same port number); without a running box there is none.
 TEST_F(BoxManagerTest, ASocketMadeInTheBoxReachesItsLoopbackOnly) {
-  BoxManager m(loop.context(), options());
+  BoxManager m(loop, options());
   Account a("sock");
   auto open_socket = [&] {
     std::promise<std::pair<UniqueFd, std::string>> p;
@@ -307,6 +307,30 @@ void set_next_pid(pid_t init_pid, pid_t next) {
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "could not set ns_last_pid: " << st;
 }
 
+// shut_down() (the daemon's stop): running commands end with their boxes, a later spawn is
+// refused ("the server is stopping") and starts no box, and a second shut_down() and the
+// destructor after it are no-ops.
+TEST_F(BoxManagerTest, ShutDownEndsEveryBoxAndRefusesLaterSpawns) {
+  BoxManager m(loop, options());
+  Account a("shut");
+  auto sleeping = run(m, a.name, a.spec, {"sleep", "300"});
+  ASSERT_EQ(sleeping->pid.wait_for(20s), std::future_status::ready);
+  EXPECT_GT(sleeping->pid.get(), 0);
+  m.shut_down();
+  EXPECT_EQ(exit_code(sleeping, 10s), -1) << "the command outlived its box";
+  EXPECT_EQ(m.running(), 0u);
+  auto late = run(m, a.name, a.spec, {"true"});
+  ASSERT_EQ(late->pid.wait_for(10s), std::future_status::ready);
+  try {
+    late->pid.get();
+    ADD_FAILURE() << "a spawn after shut_down() ran";
+  } catch (const BoxUnavailable& e) {
+    EXPECT_EQ(std::string(e.what()), "the server is stopping");
+  }
+  EXPECT_EQ(m.running(), 0u);
+  m.shut_down();
+}
+
 // A pid the box's kernel reuses at once for the next command: each exit still reaches the
 // command that started it (exits are tagged with the spawn's id, never matched by pid).
 TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {
@@ -314,10 +338,10 @@ TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {
   TempHome home(uid);
   auto launched = launch_box(make_spec(uid, home.dir), start_options("pid-reuse"));
   const pid_t init_pid = launched->init_pid;
-  boost::asio::thread_pool blocking(1);
+  FairPool blocking(1, 1, "launcher");
   BoxStrand strand = boost::asio::make_strand(loop.context());
   std::promise<void> gone;
-  auto owner = std::make_shared<BoxOwner>(strand, blocking.get_executor(), "reuse", BoxOwner::Options{},
+  auto owner = std::make_shared<BoxOwner>(strand, blocking, "reuse", BoxOwner::Options{},
                                           [&](const std::shared_ptr<BoxOwner>&, const std::string&) { gone.set_value(); });
   auto on_strand = [&](auto fn) {
     std::promise<void> done;
@@ -350,7 +374,7 @@ TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {
   EXPECT_EQ(exit_code(first), 3);
   on_strand([&] { owner->stop(""); });
   gone.get_future().wait();
-  blocking.join();
+  blocking.stop();
 }
 
 }  // namespace

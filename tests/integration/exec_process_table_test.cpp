@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <boost/asio/post.hpp>
+
+#include <atomic>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -13,6 +16,7 @@
 #include "box/box_manager.hpp"
 #include "store/schema.hpp"
 #include "support/box_fixture.hpp"
+#include "support/sigpipe_ignored.hpp"
 #include "util/box_loop.hpp"
 #include "util/file_io.hpp"
 
@@ -73,7 +77,7 @@ class ProcessTableTest : public ::testing::Test {
     BoxManagerOptions mo;
     mo.cgroups = cgroup_driver().get();
     mo.idle_timeout = 600s;
-    manager_ = std::make_unique<BoxManager>(loop_.context(), std::move(mo));
+    manager_ = std::make_unique<BoxManager>(loop_, std::move(mo));
     port_ = std::make_unique<ManagerPort>(*manager_);
     // The account is the spec's name as the table sees it; the port keys boxes by it too.
     specs_["alice"] = make_spec(alice_uid_, alice_home_.dir);
@@ -98,7 +102,7 @@ class ProcessTableTest : public ::testing::Test {
   }
   void make_table() {
     table_.reset();
-    table_ = std::make_unique<ProcessTable>(loop_.context(), *port_, *store_, opts_);
+    table_ = std::make_unique<ProcessTable>(loop_, *port_, *store_, opts_);
   }
 
   std::string start(const std::string& account, const std::string& command, bool tty = true,
@@ -445,6 +449,25 @@ TEST_F(ProcessTableTest, AfterARestartRunningIsLostAndFinishedOutputIsReadable) 
   EXPECT_EQ(w->status, ProcessStatus::done);
 }
 
+// shut_down() (the daemon's stop): a wait still pending is dropped without a call, even past
+// its deadline; a running command is left to its box, and the next table reads it back "lost".
+// A second shut_down() and the destructor after it are no-ops.
+TEST_F(ProcessTableTest, ShutDownDropsPendingWaitsAndLeavesRunningCommandsLost) {
+  const std::string running = start("alice", "sleep 300");
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  auto handle = table().wait("alice", running, ReadSpec{}, false, Clock::now() + 1s,
+                             [answered](std::optional<ProcessView>) { answered->store(true); });
+  table().shut_down();
+  table().shut_down();
+  std::this_thread::sleep_for(1500ms);  // past the wait's deadline
+  EXPECT_FALSE(answered->load()) << "a wait was answered after shut_down()";
+
+  make_table();  // the next daemon's table, over the same store
+  auto lost = table().get("alice", running, {});
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->status, ProcessStatus::lost);
+}
+
 TEST_F(ProcessTableTest, RetentionPurgeRemovesRecordsAndLogs) {
   opts_.retention = 0s;
   opts_.purge_interval = 100ms;
@@ -527,7 +550,7 @@ TEST(ProcessTableRaceTest, AnExitRightAfterTheStartReachesItsOwnProcessEvenWithT
     InstantPort port;
     ProcessTableOptions opts;
     opts.log_dir = dir + "/logs";
-    ProcessTable table(loop.context(), port, store, opts);
+    ProcessTable table(loop, port, store, opts);
 
     auto finished = [&](const std::string& id) {
       std::promise<std::optional<ProcessView>> p;
@@ -553,6 +576,59 @@ TEST(ProcessTableRaceTest, AnExitRightAfterTheStartReachesItsOwnProcessEvenWithT
       EXPECT_EQ(v->exit_code, 3 + static_cast<int>(i)) << "an exit reached another process of the same pid";
       EXPECT_EQ(text_of(*v, "stdout"), "early " + std::to_string(3 + i) + "\n");
     }
+  }
+  fs::remove_all(dir);
+}
+
+// A ProcessSpawner that reports a command's start and end from its account's strand of the box
+// loop, as BoxOwner does, and notes whether the table's answer came inside that same handler.
+class StrandPort : public ProcessSpawner {
+ public:
+  explicit StrandPort(BoxLoop& loop) : loop_(loop) {}
+  std::atomic<bool> inside{false};  // a box handler of ours is running
+  uint64_t spawn(const BoxSpec& spec, SpawnRequest, std::vector<UniqueFd>, SpawnHandlers h) override {
+    const uint64_t id = ++next_;
+    boost::asio::post(*loop_.strand_of(spec.name), [this, h = std::move(h), id]() mutable {
+      inside = true;
+      SpawnResult r;
+      r.id = id;
+      r.pid = 100;
+      h.started(std::move(r));
+      h.ended(SpawnEnd{true, 7 << 8});
+      inside = false;
+    });
+    return id;
+  }
+  void signal(const std::string&, uint64_t, int) override {}
+
+ private:
+  BoxLoop& loop_;
+  std::atomic<uint64_t> next_{0};
+};
+
+TEST(ProcessTableStrandTest, ABoxsEventIsHandledInTheTurnThatReadItOnTheAccountsOneStrand) {
+  char tmpl[] = "/tmp/abx-exec-strand-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    BoxLoop loop(2);
+    ProcessStore store(open_state_db(dir));
+    StrandPort port(loop);
+    ProcessTableOptions opts;
+    opts.log_dir = dir + "/logs";
+    ProcessTable table(loop, port, store, opts);
+    StartRequest r;
+    r.box.name = "alice";
+    r.command = "fake";
+    r.spawn.tty = false;
+    std::promise<bool> answered_inside;
+    table.start(r, [&](StartOutcome o) {
+      EXPECT_FALSE(o.error);
+      answered_inside.set_value(port.inside.load());
+    });
+    auto f = answered_inside.get_future();
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+    EXPECT_TRUE(f.get()) << "the start went through a second post: the table and the box are on two strands";
   }
   fs::remove_all(dir);
 }

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/sigpipe_ignored.hpp"
 #include "util/file_io.hpp"
 #include "util/terminal_loop.hpp"
 

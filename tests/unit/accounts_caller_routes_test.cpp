@@ -85,7 +85,7 @@ class CallerRoutesTest : public ::testing::Test {
       held_cv_.wait(lock, [this] { return released_; });
     });
     callers_ = std::make_unique<AccountDirectory>(accounts_, scratch_.path(), CallerCacheLimits{}, volumes);
-    pool_ = std::make_shared<http::BlockingPool>(4, 2);
+    pool_ = std::make_shared<FairPool>(4, 2);
     callers_->set_pool(pool_);
 
     http::Router router;
@@ -140,7 +140,7 @@ class CallerRoutesTest : public ::testing::Test {
   testing::ScratchDir scratch_{"agentbox-caller-routes"};
   AccountStore accounts_{open_state_db(scratch_.path()), UidRange{4300000, 1000}};
   std::unique_ptr<AccountDirectory> callers_;
-  std::shared_ptr<http::BlockingPool> pool_;
+  std::shared_ptr<FairPool> pool_;
   std::unique_ptr<http::HttpServer> server_;
   uint16_t port_ = 0;
 

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <condition_variable>
 #include <future>
@@ -15,6 +14,7 @@
 #include <mutex>
 
 #include "box/box_error.hpp"
+#include "support/sigpipe_ignored.hpp"
 #include "util/box_loop.hpp"
 
 namespace agentbox {
@@ -91,11 +91,11 @@ class BoxOwnerTest : public ::testing::Test {
     });
     wait_gone();
     loop_.stop();
-    pool_.join();
+    pool_.stop();
   }
 
   void make_owner(BoxOwner::Options o = {}) {
-    owner_ = std::make_shared<BoxOwner>(strand_, pool_.get_executor(), "fake", o,
+    owner_ = std::make_shared<BoxOwner>(strand_, pool_, "fake", o,
                                         [this](const std::shared_ptr<BoxOwner>&, const std::string& why) {
                                           std::lock_guard lock(mu_);
                                           gone_ = true;
@@ -158,7 +158,7 @@ class BoxOwnerTest : public ::testing::Test {
   std::list<SpawnLog> logs_;
 
   BoxLoop loop_{2};
-  asio::thread_pool pool_{1};
+  FairPool pool_{1, 1, "launcher"};
   BoxStrand strand_ = asio::make_strand(loop_.context());
   std::unique_ptr<LaunchedBox> launched_;
   UniqueFd init_control_, init_events_;

@@ -35,6 +35,7 @@
 #include "api/errors.hpp"
 #include "api/file_transfer.hpp"
 #include "api/files.hpp"
+#include "api/services.hpp"
 #include "fs/fs_identity.hpp"
 #include "http/byte_range.hpp"
 #include "http/offload.hpp"
@@ -226,7 +227,7 @@ class FileRoutesTest : public ::testing::Test {
     callers_ = std::make_unique<accounts::AccountDirectory>(*accounts_, state_);
     alice_ = resolve("alice");
     bob_ = resolve("bob");
-    pool_ = std::make_shared<BlockingPool>(3);
+    pool_ = std::make_shared<FairPool>(3, 2, "files");
     FileRoutesOptions o;
     o.upload_max_bytes = 128ull << 20;
     o.read.byte_budget = 64 << 10;
@@ -248,10 +249,18 @@ class FileRoutesTest : public ::testing::Test {
     return callers_->resolve(req);
   }
 
+  // The routes' services: the callers, file work on `pool` (the fixture's by default).
+  Services services(FileRoutesOptions o = {}, std::shared_ptr<FairPool> pool = nullptr) {
+    Services s;
+    s.callers = callers_.get();
+    s.file_pool = pool ? std::move(pool) : pool_;
+    s.file_options = o;
+    return s;
+  }
+
   uint16_t start(FileRoutesOptions o, unsigned io_threads = 2) {
-    if (!o.pool) o.pool = pool_;
     Router router;
-    add_file_routes(router, *callers_, o);
+    add_file_routes(router, services(o));
     return serve(std::move(router), io_threads);
   }
 
@@ -318,7 +327,7 @@ class FileRoutesTest : public ::testing::Test {
   std::unique_ptr<AccountStore> accounts_;
   std::unique_ptr<accounts::AccountDirectory> callers_;
   accounts::Caller alice_, bob_;
-  std::shared_ptr<BlockingPool> pool_;
+  std::shared_ptr<FairPool> pool_;
   std::vector<std::unique_ptr<HttpServer>> servers_;
   uint16_t port_ = 0;
 };
@@ -1033,13 +1042,13 @@ TEST_F(FileRoutesTest, SlowFileWorkDoesNotHoldTheIoThread) {
   std::condition_variable cv;
   bool release = false;
   Router router;
-  auto pool = std::make_shared<BlockingPool>(2);
+  auto pool = std::make_shared<FairPool>(2, 2, "files");
   router.add_async(http::verb::get, "/slow", offload(pool, Handler([&](const Request&) {
                      std::unique_lock lock(mu);
                      cv.wait_for(lock, 10s, [&] { return release; });
                      return Response::json({{"slow", true}});
                    })));
-  add_file_routes(router, *callers_, {.pool = pool});
+  add_file_routes(router, services({}, pool));
   const uint16_t port = serve(std::move(router), 1);
 
   std::thread slow([&] { EXPECT_EQ(fetch(port, http::verb::get, "/slow", as("alice")).status, 200u); });
@@ -1064,7 +1073,7 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
   bool release = false;
   int blocked = 0;
   Router router;
-  auto pool = std::make_shared<BlockingPool>(3, 2);
+  auto pool = std::make_shared<FairPool>(3, 2, "files");
   router.add_async(http::verb::get, "/slow", offload(pool, Handler([&](const Request&) {
                      std::unique_lock lock(mu);
                      ++blocked;
@@ -1072,7 +1081,7 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
                      cv.wait_for(lock, 10s, [&] { return release; });
                      return Response::json({{"slow", true}});
                    })));
-  add_file_routes(router, *callers_, {.pool = pool});
+  add_file_routes(router, services({}, pool));
   const uint16_t port = serve(std::move(router), 1);
 
   std::vector<std::thread> slow;

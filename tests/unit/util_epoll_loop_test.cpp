@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/sigpipe_ignored.hpp"
 #include "util/terminal_loop.hpp"
 
 namespace agentbox {

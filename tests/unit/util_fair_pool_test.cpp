@@ -3,6 +3,7 @@
 #include "util/fair_pool.hpp"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -267,6 +268,33 @@ TEST(FairPool, ZeroThreadsOrLimitCountAsOne) {
   FairPool pool(0, 0);
   EXPECT_EQ(pool.threads(), 1u);
   EXPECT_EQ(pool.per_key_limit(), 1u);
+}
+
+TEST(FairPool, StopRunsWhatIsQueuedJoinsAndIsIdempotent) {
+  FairPool pool(2, 1, "stopper");
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 20; ++i) pool.post("k" + std::to_string(i % 3), [&] {
+    std::this_thread::sleep_for(1ms);
+    ++ran;
+  });
+  pool.stop();
+  EXPECT_EQ(ran.load(), 20);
+  EXPECT_EQ(pool.threads(), 2u);  // how many it was made with
+  pool.stop();
+  pool.post("late", [&] { ++ran; });  // after the workers left: never run
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(ran.load(), 20);
+}
+
+TEST(FairPool, ItsThreadsCarryThePoolsName) {
+  FairPool pool(1, 1, "launcher");
+  std::promise<std::string> name;
+  pool.post("k", [&] {
+    char buf[16] = {};
+    ::pthread_getname_np(::pthread_self(), buf, sizeof buf);
+    name.set_value(buf);
+  });
+  EXPECT_EQ(name.get_future().get(), "launcher");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/thread_name.hpp"
 
 namespace agentbox::netns {
 
@@ -31,6 +32,7 @@ UniqueFd create_persistent() {
   // unshare(CLONE_NEWNET) moves only the calling thread, which then dies: the namespace
   // lives on through the fd.
   std::thread([&] {
+    name_this_thread("netns-maker");
     try {
       check(::unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)");
       bring_loopback_up();

@@ -1,0 +1,60 @@
+// The API on one screen: each feature's table, with the routes it holds. A new route goes in
+// its feature's file (api/<feature>.cpp) and in the list here.
+#include "api/routes.hpp"
+
+#include "api/accounts.hpp"
+#include "api/agent.hpp"
+#include "api/agent_sessions.hpp"
+#include "api/backup.hpp"
+#include "api/cluster.hpp"
+#include "api/errors.hpp"
+#include "api/execute.hpp"
+#include "api/files.hpp"
+#include "api/meta.hpp"
+#include "api/moves.hpp"
+#include "api/network.hpp"
+#include "api/proxy.hpp"
+#include "api/terminals.hpp"
+#include "api/trash.hpp"
+#include "api/usage.hpp"
+
+namespace agentbox::api {
+
+void register_routes(http::Router& router, const Services& s) {
+  router.map_errors(error_map);  // the domain's exceptions as statuses, for every route (api/errors.hpp)
+  // GET /health, /api/config, /openapi.json (public); GET /system
+  add_meta_routes(router, s);
+  // GET, POST /execute; GET /execute/{id}/status, /execute/{id}/stream;
+  // POST /execute/{id}/input; DELETE /execute/{id}
+  add_execute_routes(router, s);
+  // GET, POST /files/cwd; GET /files/list, /files/read, /files/display, /files/grep,
+  // /files/glob, /files/view, /files/serve/{path}; POST /files/write, /files/replace,
+  // /files/mkdir, /files/move, /files/upload, /files/archive; DELETE /files/delete
+  add_file_routes(router, s);
+  // GET, DELETE /files/trash; POST /files/trash/restore
+  add_trash_routes(router, s);
+  // GET, POST /api/terminals; GET (REST or WebSocket), DELETE /api/terminals/{id}
+  add_terminal_routes(router, s);
+  // GET /ports; every method but CONNECT on /proxy/{port}[/{path}]
+  add_proxy_routes(router, s);
+  // GET /network/log
+  add_network_routes(router, s);
+  // GET /usage
+  add_usage_routes(router, s);
+  // GET /v1/models; POST /v1/chat/completions, /agent/runs
+  add_agent_routes(router, s);
+  // GET /agent/sessions, /agent/sessions/{id}
+  add_agent_session_routes(router, s);
+  // GET /admin/backup; POST /admin/backup/run, /admin/backup/restore
+  add_backup_routes(router, s);
+  // GET /admin/accounts; DELETE /admin/accounts/{user}
+  add_account_routes(router, s);
+  if (s.placement) {
+    // GET /admin/cluster; POST /admin/cluster/reload
+    add_cluster_routes(router, s);
+    // POST /admin/moves; PUT /admin/moves/{id}; POST /admin/moves/{id}/activate
+    add_move_routes(router, s);
+  }
+}
+
+}  // namespace agentbox::api

@@ -1,0 +1,97 @@
+#pragma once
+// Services: what the API's routes work with, in one struct. The daemon (src/daemon/daemon.hpp)
+// composes the rooms and fills it once; register_routes() (api/routes.hpp) hands it to every
+// feature's add_*_routes, and each handler takes from it what it needs. It holds no feature's
+// context of its own: a feature that wants one (files' FileContext) builds it from this.
+//
+// The services are pointers to what the daemon owns, which outlives the routes (the HTTP server
+// stops first). The daemon sets every one; those marked "null when off" stay null when that
+// part is not configured. A test sets those the routes it registers use.
+//
+// Runs on: read-only once the routes are registered; read from any thread.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "api/agent.hpp"
+#include "api/execute.hpp"
+#include "api/files.hpp"
+#include "api/proxy_session.hpp"
+#include "api/terminals.hpp"
+#include "util/fair_pool.hpp"
+
+namespace agentbox {
+class AccountStore;
+class BoxManager;
+class ChatSessions;
+class MoveStore;
+class NetworkLog;
+class TokenLedger;
+namespace accounts {
+class AccountDirectory;
+class MoveGate;
+class PlacementGuard;
+class RestoreGate;
+}  // namespace accounts
+namespace agent {
+class ClaudeRunner;
+}
+namespace backup {
+class MirrorService;
+}
+namespace exec {
+class AccountBoxes;
+class ProcessTable;
+class Terminals;
+}  // namespace exec
+namespace http {
+class SignedLinks;
+}
+}  // namespace agentbox
+
+namespace agentbox::api {
+
+struct Services {
+  // Who is calling: accounts, their homes and volumes (accounts/, store/).
+  AccountStore* accounts = nullptr;
+  accounts::AccountDirectory* callers = nullptr;
+
+  // Boxes and what runs in them (box/, exec/, agent/).
+  BoxManager* manager = nullptr;
+  exec::AccountBoxes* boxes = nullptr;
+  exec::ProcessTable* processes = nullptr;
+  exec::Terminals* terminals = nullptr;
+  agent::ClaudeRunner* claude = nullptr;
+  ChatSessions* chats = nullptr;
+
+  // Work that blocks (file I/O, SQLite, zips, moves) runs here, fair per account (http/offload.hpp).
+  std::shared_ptr<FairPool> file_pool;
+
+  // The network: each account's egress decisions, its model tokens, what its box may reach.
+  std::shared_ptr<NetworkLog> network_log;
+  std::shared_ptr<TokenLedger> tokens;  // null when off (no model gateway)
+  std::function<std::string(const std::string& user)> network_of;  // net::describe_for_box of a user's policy
+  std::shared_ptr<const http::SignedLinks> links;                  // the agent's download links
+
+  // Backup, restore and the cluster.
+  backup::MirrorService* mirror = nullptr;          // null when off (no [backup] dir)
+  accounts::RestoreGate* restore_gate = nullptr;
+  accounts::PlacementGuard* placement = nullptr;    // null when off (not a cluster node)
+  MoveStore* moves = nullptr;                       // null when off (not a cluster node)
+  accounts::MoveGate* move_gate = nullptr;          // null when off (not a cluster node)
+
+  // What the routes are told (from the configuration).
+  std::string version;        // GET /openapi.json
+  std::string admin_key;      // a cluster's nodes share it: the move protocol speaks it
+  std::string state_dir;      // STATE/moves holds the records of moves being sent
+  uint32_t trash_days = 30;   // how long the trash keeps what is deleted
+  uint64_t daily_tokens = 0;  // each account's model budget per day (0: none)
+  FileRoutesOptions file_options;
+  ExecuteRoutesOptions execute_options;
+  TerminalRoutesOptions terminal_options;  // with the API key a terminal's auth frame must carry
+  ProxyOptions proxy_options;
+  AgentRoutesOptions agent_options;
+};
+
+}  // namespace agentbox::api

@@ -1,0 +1,396 @@
+#include "daemon/daemon.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <iostream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "api/proxy.hpp"
+#include "api/routes.hpp"
+#include "config/units.hpp"
+#include "http/signed_links.hpp"
+#include "net/egress_listener.hpp"
+#include "store/schema.hpp"
+#include "util/error.hpp"
+
+namespace agentbox::daemon {
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+// Threads for file work, all accounts together; each account may hold [accounts] file_ops.
+constexpr unsigned kFileThreads = 4;
+
+// Every account's files live in its own volume: an image of its disk quota, mounted on first
+// use; a few are made ahead for new accounts (volumes/spare_volumes.hpp).
+std::shared_ptr<AccountVolumes> make_volumes(const ServerConfig& config, AccountStore& accounts) {
+  SparePolicy spares{.count = config.accounts.spare_volumes,
+                     .quota = {config.storage.quota.disk_bytes, config.storage.quota.inodes},
+                     .log = [](const std::string& message) { spdlog::warn("{}", message); }};
+  auto volumes = std::make_shared<AccountVolumes>(
+      config.state_dir, make_volume_backend(config.storage.quotas(), std::move(spares)),
+      [&accounts, storage = config.storage](const std::string& name) {
+        std::optional<Account> account = accounts.find_by_name(name);
+        StorageConfig::Quota q = storage.quota_for(account ? account->external_id : std::string());
+        return DiskQuota{q.disk_bytes, q.inodes};
+      });
+  if (const char* held = ::getenv("AGENTBOX_TEST_HOLD_VOLUME"); held && *held) {
+    // Test hook (tests/e2e): the volumes of accounts whose external id starts with this take
+    // 5 s longer to prepare, so a test can show a slow first request delays no other user's.
+    volumes->set_hold([&accounts, prefix = std::string(held)](const std::string& name) {
+      auto account = accounts.find_by_name(name);
+      if (account && account->external_id.starts_with(prefix)) std::this_thread::sleep_for(std::chrono::seconds(5));
+    });
+  }
+  std::cout << "storage: " << volumes->backend().describe();
+  if (config.storage.quotas())
+    std::cout << ", " << format_size(config.storage.quota.disk_bytes) << " and " << config.storage.quota.inodes
+              << " inodes per account, " << config.accounts.spare_volumes << " made ahead";
+  std::cout << ", trash kept " << config.storage.trash_days << " days\n";
+  return volumes;
+}
+
+std::unique_ptr<CgroupDriver> detect_cgroups() {
+  std::string why;
+  std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
+  if (!cgroups) throw Error("cgroups: " + why + " (see `agentbox doctor`)");
+  return cgroups;
+}
+
+std::shared_ptr<net::EgressContext> egress_context_of(const ServerConfig& config, std::shared_ptr<NetworkLog> log,
+                                                      std::shared_ptr<net::NameResolver> resolver) {
+  net::EgressLimits limits;
+  limits.connections_per_account = config.egress_proxy.connections;
+  limits.connect_rate = config.egress_proxy.connect_rate;
+  limits.socket_buffer = config.egress_proxy.socket_buffer;
+  limits.connect_timeout = config.egress_proxy.connect_timeout;
+  limits.idle_timeout = config.egress_proxy.idle_timeout;
+  limits.tunnel_idle_timeout = config.egress_proxy.tunnel_idle_timeout;
+  return std::make_shared<net::EgressContext>(std::make_shared<const net::EgressConfig>(config.egress), limits,
+                                              std::move(log), std::move(resolver));
+}
+
+// The inference gateway, when the operator gave a model credential: a listener beside the
+// proxy's in each namespace; the tokens it counts are kept per account and day.
+std::optional<net::InferenceGateway> gateway_of(const ServerConfig& config, boost::asio::io_context& io,
+                                                std::optional<net::Credential>& credential,
+                                                std::shared_ptr<net::NameResolver> resolver,
+                                                std::shared_ptr<TokenLedger> ledger, std::shared_ptr<NetworkLog> log) {
+  if (!credential) return std::nullopt;
+  net::GatewayOptions g;
+  g.upstream = config.inference.anthropic.upstream;
+  g.credential = std::move(*credential);
+  credential.reset();  // held by the gateway alone from here
+  g.ca_file = config.inference.anthropic.ca_file;
+  g.daily_tokens = config.inference.anthropic.daily_tokens;
+  g.context_tokens = config.inference.anthropic.context_tokens;
+  g.request_memory = config.inference.request_memory;
+  g.connect_timeout = config.inference.connect_timeout;
+  g.idle_timeout = config.inference.idle_timeout;
+  g.connections_per_account = config.inference.connections;
+  std::cout << "model gateway: " << g.upstream.to_string() << " with " << g.credential.describe() << "\n";
+  return std::optional<net::InferenceGateway>(
+      std::in_place, io,
+      std::make_shared<net::GatewayContext>(std::move(g), std::move(resolver), std::move(ledger), std::move(log)));
+}
+
+// The mirror of homes, with [backup] dir: its thread starts here (the stop signals are blocked).
+std::unique_ptr<backup::MirrorService> mirror_of(const ServerConfig& config, AccountStore& accounts,
+                                                 accounts::RestoreGate& restore_gate) {
+  if (config.backup.dir.empty()) return nullptr;
+  backup::MirrorServiceOptions m;
+  m.dir = config.backup.dir;
+  m.interval = config.backup.interval;
+  m.keep_deleted_days = static_cast<int>(config.backup.keep_deleted_days);
+  m.status_file = config.state_dir + "/backup_status.json";
+  m.homes = [&accounts, &restore_gate, state_dir = config.state_dir] {
+    std::vector<backup::MirrorHome> homes;
+    for (const Account& a : accounts.list())
+      if (!restore_gate.restoring(a.external_id))  // its home is not complete: the mirror's copy is the truth
+        homes.push_back({a.name, state_dir + "/" + a.home_dir, a.external_id, a.uid, a.created});
+    return homes;
+  };
+  // Only what this node deleted is put away: after a lost disk the mirror waits for a restore.
+  m.deleted_here = [&accounts](const std::string& name) { return accounts.was_deleted(name); };
+  m.log = [](const std::string& message) { spdlog::warn("{}", message); };
+  auto mirror = std::make_unique<backup::MirrorService>(std::move(m));
+  mirror->start();
+  std::cout << "backup: mirror of homes in " << config.backup.dir << " every " << config.backup.interval.count()
+            << " s, deleted files kept " << config.backup.keep_deleted_days << " days\n";
+  return mirror;
+}
+
+exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_ptr<AccountVolumes> volumes) {
+  exec::ProcessTableOptions o;
+  // In the account's volume (made by resolving the caller before any command starts).
+  o.log_dir_of = [volumes](const std::string& account) { return volumes->paths(account).daemon + "/logs"; };
+  o.output_cap = config.exec.output_cap;
+  o.retention = config.exec.retention;
+  o.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
+  return o;
+}
+
+api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, bool gateway,
+                                 std::shared_ptr<net::EgressContext> egress) {
+  api::AgentRoutesOptions o;
+  o.claude_model = config.agent.model;
+  o.max_turns = config.agent.max_turns;
+  o.max_retries = config.agent.max_retries;
+  o.allowed_tools = config.agent.allowed_tools;
+  o.public_url = config.agent.public_url;
+  o.link_ttl = std::chrono::hours(24) * config.agent.link_days;
+  if (!claude)
+    o.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
+  else if (!gateway)
+    o.unavailable = "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
+  o.network_of = [egress](const std::string& user) { return net::describe_for_box(egress->config()->policy_for(user)); };
+  return o;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  sigemptyset(&set_);
+  sigaddset(&set_, SIGINT);
+  sigaddset(&set_, SIGTERM);
+  sigaddset(&set_, SIGHUP);  // not a stop: reloads the egress policy
+  ::pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+}
+
+int StopSignals::wait() {
+  int sig = 0;
+  ::sigwait(&set_, &sig);
+  return sig;
+}
+
+Daemon::Daemon(ServerConfig config, ServeOptions options)
+    : options_(std::move(options)),
+      config_(std::move(config)),
+      startup_(settle(config_, options_)),
+      agent_images_(startup_.agent, config_.state_dir),
+      cgroups_(detect_cgroups()),
+      accounts_(open_state_db(config_.state_dir), UidRange{config_.accounts.uid_base, config_.accounts.uid_count}),
+      volumes_(make_volumes(config_, accounts_)),
+      process_store_(open_state_db(config_.state_dir)),
+      chat_sessions_(open_state_db(config_.state_dir)),
+      move_store_(startup_.placement ? std::optional<MoveStore>(std::in_place, open_state_db(config_.state_dir))
+                                     : std::nullopt),
+      network_log_(std::make_shared<NetworkLog>(open_state_db(config_.state_dir),
+                                                std::chrono::hours(24) * config_.egress_proxy.log_days,
+                                                NetworkLog::kDefaultQueueLimit, config_.egress_proxy.log_rows)),
+      token_ledger_(startup_.model_credential ? std::make_shared<TokenLedger>(open_state_db(config_.state_dir))
+                                              : nullptr),
+      resolver_(std::make_shared<net::NameResolver>()),
+      egress_context_(egress_context_of(config_, network_log_, resolver_)),
+      egress_(loop_.context(), egress_context_),
+      gateway_(gateway_of(config_, loop_.context(), startup_.model_credential, resolver_, token_ledger_, network_log_)),
+      terminal_loop_("terminals"),
+      manager_(loop_, [this] {
+        BoxManagerOptions o;
+        // An account's network namespace gets the egress proxy's listener (and the gateway's)
+        // when it is made, on a launcher thread, and loses them when it is given back.
+        o.on_netns_created = [this](const std::string& account, int netns_fd) { serve_netns(account, netns_fd); };
+        o.on_netns_released = [this](const std::string& account) {
+          egress_.stop(account);
+          if (gateway_) gateway_->stop(account);
+        };
+        o.cgroups = cgroups_.get();
+        o.idle_timeout = config_.accounts.idle_timeout;
+        o.netns_linger = config_.accounts.idle_timeout;
+        o.start_timeout = config_.accounts.start_timeout;
+        o.max_active = config_.accounts.max_active;
+        if (const char* held = ::getenv("AGENTBOX_TEST_HOLD_START"); held && *held) {
+          // Test hook (tests/e2e): boxes of accounts whose external id starts with this never
+          // answer their start, so a test can show one stuck account harms no other.
+          o.hold_start = [this, prefix = std::string(held)](const std::string& name) {
+            auto account = accounts_.find_by_name(name);
+            return account && account->external_id.starts_with(prefix);
+          };
+        }
+        return o;
+      }()),
+      restore_gate_(config_.state_dir + "/restoring"),
+      move_gate_(move_store_ ? std::optional<accounts::MoveGate>(std::in_place, *move_store_, startup_.placement->node())
+                             : std::nullopt),
+      callers_(accounts_, config_.state_dir, {.open_homes = config_.accounts.open_homes}, volumes_,
+               {.restoring = &restore_gate_,
+                .moves = move_gate_ ? &*move_gate_ : nullptr,
+                .placement = startup_.placement.get()}),
+      trash_upkeep_(callers_, accounts_, config_.storage.trash_days),
+      boxes_(manager_, config_.state_dir, config_.box,
+             {.egress_proxy = config_.egress_proxy.port,
+              .inference = gateway_ ? config_.inference.port : uint16_t{0}},
+             agent_images_.mounts()),
+      processes_(loop_, boxes_, process_store_, table_options(config_, volumes_)),
+      terminals_(terminal_loop_, boxes_,
+                 {.max_per_account = config_.terminals.max_per_account, .idle_timeout = config_.terminals.idle_timeout}),
+      claude_(loop_.context(), processes_),
+      file_pool_(std::make_shared<FairPool>(kFileThreads, static_cast<unsigned>(config_.accounts.file_ops), "files")),
+      mirror_(mirror_of(config_, accounts_, restore_gate_)),
+      services_(services_of()),
+      http_(routes(), http_options(), http_io_) {
+  if (accounts::PlacementGuard* placement = startup_.placement.get()) {
+    const ClusterNode& self = placement->placement()->self();
+    std::cout << "cluster: node " << self.name << " (" << self.server << ") of " << *options_.cluster << ", "
+              << placement->placement()->config().nodes.size() << " nodes, "
+              << placement->placement()->config().pins.size() << " pins\n";
+  }
+  // Callers whose resolution is slow (SQL, a new volume, a mount: accounts/caller_routes.hpp)
+  // wait in the file pool, fair per account, so the API's io thread never waits for them.
+  callers_.set_pool(file_pool_);
+  if (startup_.placement) {
+    if (::mkdir((config_.state_dir + "/moves").c_str(), 0700) != 0 && errno != EEXIST)
+      throw sys_error("mkdir(" + config_.state_dir + "/moves)");
+  }
+  // From the config by the account's own id: a spec is made for every command, so no SQL here.
+  boxes_.set_file_size_limit([storage = config_.storage](const Account& account) {
+    return storage.quota_for(account.external_id).disk_bytes;
+  });
+}
+
+Daemon::~Daemon() { stop(); }
+
+// On a launcher thread, as the account's network namespace is made: the egress proxy's listener
+// there, and the gateway's. A service that cannot listen leaves that box without it, said once.
+void Daemon::serve_netns(const std::string& account, int netns_fd) {
+  std::optional<Account> known = accounts_.find_by_name(account);
+  std::string user = known ? known->external_id : std::string();
+  try {
+    egress_.serve(net::listen_in_netns(netns_fd, config_.egress_proxy.port), account, user);
+  } catch (const std::exception& e) {
+    spdlog::warn("egress proxy for {}: {} (its box has no network)", account, e.what());
+  }
+  if (!gateway_) return;
+  try {
+    gateway_->serve(net::listen_in_netns(netns_fd, config_.inference.port), account, user);
+  } catch (const std::exception& e) {
+    spdlog::warn("model gateway for {}: {} (its box cannot reach the model)", account, e.what());
+  }
+}
+
+api::Services Daemon::services_of() {
+  api::Services s;
+  s.accounts = &accounts_;
+  s.callers = &callers_;
+  s.manager = &manager_;
+  s.boxes = &boxes_;
+  s.processes = &processes_;
+  s.terminals = &terminals_;
+  s.claude = &claude_;
+  s.chats = &chat_sessions_;
+  s.file_pool = file_pool_;
+  s.network_log = network_log_;
+  s.tokens = token_ledger_;
+  s.network_of = [egress = egress_context_](const std::string& user) {
+    return net::describe_for_box(egress->config()->policy_for(user));
+  };
+  // Claude Code's download links open without the API key.
+  s.links = std::make_shared<const http::SignedLinks>(load_or_create_state_secret(config_.state_dir, "link_key"));
+  s.mirror = mirror_.get();
+  s.restore_gate = &restore_gate_;
+  s.placement = startup_.placement.get();
+  s.moves = move_store_ ? &*move_store_ : nullptr;
+  s.move_gate = move_gate_ ? &*move_gate_ : nullptr;
+  s.version = kVersion;
+  s.admin_key = startup_.admin_key;
+  s.state_dir = config_.state_dir;
+  s.trash_days = config_.storage.trash_days;
+  s.daily_tokens = config_.inference.anthropic.daily_tokens;
+  s.file_options.upload_max_bytes = config_.limits.body_bytes;
+  s.terminal_options.api_key = startup_.api_key;
+  s.proxy_options = api::proxy_options(config_.proxy);
+  if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
+  s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), egress_context_);
+  return s;
+}
+
+http::Router Daemon::routes() const {
+  http::Router router;
+  api::register_routes(router, services_);
+  return router;
+}
+
+http::HttpServerOptions Daemon::http_options() {
+  http::HttpServerOptions h;
+  // One io thread: the API's sockets all wait in its epoll, and nothing on it
+  // blocks (file work goes to the pool). A second thread on the same io_context made every
+  // event wake the other thread (~16 futex calls a request): lower latency and higher
+  // throughput with one on 2 cores, and half of what nginx adds in front (bench/RESULTS.md).
+  h.threads = 1;
+  h.api_key = startup_.api_key;
+  h.admin_key = startup_.admin_key;
+  h.body_limit = config_.limits.body_bytes;
+  h.header_timeout = config_.limits.header_timeout;
+  h.max_connections = config_.limits.connections;
+  h.max_connections_per_address = config_.limits.per_address();
+  h.cors_origins = config_.cors_origins;
+  h.spool_dir = config_.state_dir;
+  // An upload is received into its account's volume, charged to its quota.
+  h.spool_dir_for = [this](const http::Request& req) {
+    accounts::Caller caller = callers_.resolve(req);
+    return callers_.volume_of(caller.account).daemon;
+  };
+  h.links = services_.links;
+  if (startup_.placement) h.node_name = startup_.placement->node();
+  return h;
+}
+
+void Daemon::run() {
+  const ListenAddress& addr = startup_.address;
+  http::ListenerInfo listener = http_.listen(addr.host, addr.port);
+  http_.start();
+  std::string host = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
+  std::cout << "agentbox " << kVersion << " serving on http://" << host << ":" << listener.port << " (state "
+            << config_.state_dir << ", cgroup " << cgroups_->kind() << ")" << std::endl;
+  int sig = 0;
+  while ((sig = signals_.wait()) == SIGHUP) reload();
+  spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
+}
+
+// SIGHUP: the policy is read again from the same file and environment; a file with an error
+// changes nothing. Other keys take effect at the next start.
+void Daemon::reload() {
+  try {
+    ServerConfig fresh = load_config(options_);
+    egress_.set_config(std::make_shared<const net::EgressConfig>(std::move(fresh.egress)));
+    spdlog::info("SIGHUP: egress policy reloaded");
+    if (startup_.placement) {
+      startup_.placement->reload();
+      spdlog::info("SIGHUP: cluster file reloaded ({} pins)", startup_.placement->placement()->config().pins.size());
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("SIGHUP: the configuration has errors, the policy stays as it was:\n{}", e.what());
+  }
+}
+
+// The shutdown: what serves stops before what it uses, each step after the ones that could still
+// reach it. Then the members go in reverse order, each already stopped: the writers store what
+// they hold once their last holder has gone, the volumes unmount, the uid range is let go.
+void Daemon::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  http_.stop();                          // no new request; those in flight finish within the grace period,
+                                         // the rest are closed; no route runs after this
+  file_pool_->stop();                    // blocking work under way finishes (a deletion, a move, a
+                                         // turn's last step); what waited for a client now gone is dropped
+  if (mirror_) mirror_->stop();          // a pass under way ends at its next file
+  trash_upkeep_.stop();                  // no purge while the boxes and volumes go
+  terminals_.shut_down();                // no terminal handler runs after this
+  terminal_loop_.stop();                 // the terminals' WebSockets go with their loop, before the
+                                         // boxes their shells run in
+  processes_.shut_down();                // running commands are left to their boxes (read back "lost")
+  manager_.shut_down();                  // every box stopped (bounded), the launchers joined, the zygote
+                                         // gone: nothing on a launcher (a /proxy socket made in a box)
+                                         // posts to the API's io context after this, and http_io_ and the
+                                         // terminals' loop outlive it (declared before manager_)
+  egress_.stop_all();                    // no new tunnel
+  if (gateway_) gateway_->stop_all();    // no new model request
+  loop_.stop();                          // open tunnels and model requests end with the box loop
+  network_log_->flush();                 // the decisions and tokens so far are stored
+  if (token_ledger_) token_ledger_->flush();
+}
+
+}  // namespace agentbox::daemon
