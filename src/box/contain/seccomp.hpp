@@ -24,7 +24,7 @@ struct ListedSyscall {
 };
 
 // Allowed whatever the arguments. A call a real program needs and the list lacks is one row
-// here (and a probe in tests/unit/seccomp_test.cpp).
+// here (and a probe in tests/integration/box_seccomp_test.cpp).
 std::span<const ListedSyscall> allowed_syscalls();
 
 // Allowed with some arguments only; the rules are in seccomp.cpp.
