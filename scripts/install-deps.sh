@@ -12,6 +12,8 @@ packages=(
   libgtest-dev libgmock-dev
   # fuzzers (scripts/fuzz.sh): clang and its libFuzzer runtime
   clang libclang-rt-14-dev
+  # the style every C++ file follows (.clang-format; scripts/check-format.sh in CI)
+  clang-format
   # runtime tools the tests and the box use
   iproute2 procps util-linux python3 bash coreutils tmux curl
   # what the real-workload tests run in boxes (gcc and make come with build-essential)
