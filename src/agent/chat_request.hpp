@@ -11,12 +11,14 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "util/error.hpp"
+
 namespace agentbox::agent {
 
 // The request is not one we can run (the route answers 400 with what()).
-class ChatRequestError : public std::runtime_error {
+class ChatRequestError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ChatRequestError(std::string message) : Error(std::move(message)) {}
 };
 
 struct ChatAttachment {

@@ -62,6 +62,8 @@ AdminTarget find_admin_target(const AdminTargetOptions& o) {
     if (!key)
       throw UsageError(fmt::format("no admin key: {} does not exist (has the daemon started with this state directory?)", path));
     t.admin_key = *key;
+  } catch (const UsageError&) {
+    throw;
   } catch (const Error& e) {
     throw UsageError(fmt::format("cannot read the admin key: {} (run as root, or set AGENTBOX_ADMIN_KEY)", e.what()));
   }

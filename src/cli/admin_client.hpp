@@ -15,6 +15,8 @@
 #include <boost/beast/http/verb.hpp>
 #include <nlohmann/json.hpp>
 
+#include "util/error.hpp"
+
 namespace CLI {
 class App;
 }
@@ -43,9 +45,9 @@ AdminTarget find_admin_target(const AdminTargetOptions& options);
 
 // One line: "agentbox is not running at http://127.0.0.1:8000 (Connection refused)",
 // "the daemon at ... refused the admin key", or the daemon's own detail ("Unknown user: bob").
-class AdminError : public std::runtime_error {
+class AdminError : public Error {
  public:
-  AdminError(std::string message, unsigned status = 0) : std::runtime_error(std::move(message)), status_(status) {}
+  AdminError(std::string message, unsigned status = 0) : Error(std::move(message)), status_(status) {}
   unsigned status() const noexcept { return status_; }  // the HTTP status; 0 when none came
 
  private:

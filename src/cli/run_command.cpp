@@ -80,6 +80,8 @@ template <class F>
 auto flag(const char* name, F&& f) {
   try {
     return f();
+  } catch (const UsageError&) {
+    throw;
   } catch (const Error& e) {
     throw UsageError(std::string(name) + ": " + e.what());
   }

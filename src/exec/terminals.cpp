@@ -56,8 +56,8 @@ std::string exit_reason(const SpawnEnd& end) {
 }  // namespace
 
 TerminalLimitError::TerminalLimitError(size_t limit)
-    : std::runtime_error("Too many terminals: this account may have " + std::to_string(limit) +
-                         " open at once; close one first"),
+    : Error("Too many terminals: this account may have " + std::to_string(limit) +
+            " open at once; close one first"),
       limit_(limit) {}
 
 SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, uint16_t cols, uint16_t rows) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "box/box_owner.hpp"
+#include "util/error.hpp"
 #include "util/terminal_loop.hpp"
 
 namespace agentbox::exec {
@@ -60,7 +61,7 @@ struct TerminalInfo {
 };
 
 // The account already has max_per_account terminals.
-class TerminalLimitError : public std::runtime_error {
+class TerminalLimitError : public Error {
  public:
   explicit TerminalLimitError(size_t limit);
   size_t limit() const { return limit_; }

@@ -12,13 +12,13 @@
 #include <string_view>
 
 #include "http/response.hpp"
+#include "util/error.hpp"
 
 namespace agentbox::http {
 
-class HttpError : public std::runtime_error {
+class HttpError : public Error {
  public:
-  HttpError(http::status status, std::string detail)
-      : std::runtime_error(std::move(detail)), status_(status) {}
+  HttpError(http::status status, std::string detail) : Error(std::move(detail)), status_(status) {}
 
   http::status status() const noexcept { return status_; }
   std::string_view detail() const noexcept { return what(); }

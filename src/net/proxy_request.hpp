@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/error.hpp"
+
 namespace agentbox::net {
 
 struct ProxyRequest {
@@ -25,8 +27,8 @@ struct ProxyRequest {
 };
 
 // A request the proxy refuses before judging it: the status and one line for the client.
-struct ProxyRequestError : std::runtime_error {
-  ProxyRequestError(boost::beast::http::status s, const std::string& what) : std::runtime_error(what), status(s) {}
+struct ProxyRequestError : Error {
+  ProxyRequestError(boost::beast::http::status s, const std::string& what) : Error(what), status(s) {}
   boost::beast::http::status status;
 };
 

@@ -27,9 +27,10 @@ class Error : public std::runtime_error {
 };
 
 // Bad input from the person at the command line or in a config file: a one-line message and
-// exit status 2 (the CLI's entry points catch it).
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// exit status 2 (the CLI's entry points catch it). An Error (errno 0), so a handler of Error sees
+// it too: one that turns Errors into UsageErrors with context rethrows it first as it is.
+struct UsageError : Error {
+  explicit UsageError(std::string message) : Error(std::move(message)) {}
 };
 
 // Builds "op: strerror(err)" and keeps err.
