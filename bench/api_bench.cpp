@@ -34,9 +34,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,13 +59,13 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "box/box_env.hpp"
@@ -86,10 +86,13 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 // The same sandbox as bench/oneshot.sh: namespaces and mounts only.
-const std::vector<std::string> kBwrapTrue = {
-    "bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
-    "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-    "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "/bin/true"};
+const std::vector<std::string> kBwrapTrue = {"bwrap",     "--unshare-all", "--die-with-parent",
+                                             "--ro-bind", "/usr",          "/usr",
+                                             "--symlink", "usr/lib",       "/lib",
+                                             "--symlink", "usr/lib64",     "/lib64",
+                                             "--symlink", "usr/bin",       "/bin",
+                                             "--proc",    "/proc",         "--dev",
+                                             "/dev",      "/bin/true"};
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -204,8 +207,7 @@ class Client {
  public:
   explicit Client(Endpoint ep) : ep_(std::move(ep)), sock_(ioc_) {}
 
-  Reply call(http::verb verb, const std::string& target, const std::string& user,
-             const json& body = nullptr) {
+  Reply call(http::verb verb, const std::string& target, const std::string& user, const json& body = nullptr) {
     if (!sock_.is_open()) {
       sock_.connect(tcp::endpoint(asio::ip::make_address(ep_.host), ep_.port));
       sock_.set_option(tcp::no_delay(true));
@@ -261,8 +263,10 @@ RunTime spawn_timed(const std::vector<std::string>& argv, int out_fd = -1,
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-  else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (out_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  else
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
   auto t0 = Clock::now();
@@ -355,7 +359,8 @@ LevelResult exec_level(const Endpoint& ep, const Daemon& daemon, int clients, do
   const double cpu0 = daemon.cpu_ms(), boxes0 = boxes_cpu_ms(daemon.pid), self0 = self_cpu_ms();
   auto t0 = Clock::now();
   deadline = (t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)))
-                 .time_since_epoch().count();
+                 .time_since_epoch()
+                 .count();
   go.count_down();
   for (auto& t : threads) t.join();
   if (!failure.empty()) throw Error("exec level " + std::to_string(clients) + ": " + failure);
@@ -373,8 +378,8 @@ LevelResult exec_level(const Endpoint& ep, const Daemon& daemon, int clients, do
   return r;
 }
 
-void bench_exec(const Endpoint& ep, const Daemon& daemon, const std::vector<int>& levels,
-                double seconds, int rounds, int oneshots) {
+void bench_exec(const Endpoint& ep, const Daemon& daemon, const std::vector<int>& levels, double seconds, int rounds,
+                int oneshots) {
   std::cout << fmt::format(
       "exec round trip: POST /execute?wait=5 {{\"command\":\"true\"}} (pty, the default) until done;\n"
       "  {} s per level; the 1-client level in {} rounds alternating with {} bwrap one-shots\n",
@@ -383,8 +388,8 @@ void bench_exec(const Endpoint& ep, const Daemon& daemon, const std::vector<int>
   // What the box runs for `true`, here on the host with the box's environment (box_env.cpp):
   // the part of the boxes' CPU per exec that is the shell itself, not the box.
   const std::vector<std::string> bash_true = {"/bin/bash", "-c", "true"};
-  const std::vector<std::string> box_like_env = {std::string("PATH=") + kBoxPath, "LANG=C.UTF-8",
-                                                 "HOME=/tmp", "TERM=xterm-256color"};
+  const std::vector<std::string> box_like_env = {std::string("PATH=") + kBoxPath, "LANG=C.UTF-8", "HOME=/tmp",
+                                                 "TERM=xterm-256color"};
   std::vector<double> bwrap_ms, true_ms, bash_cpu;
   double p50_one = 0, best_rate = 0;
   const auto ncores = std::thread::hardware_concurrency();
@@ -428,8 +433,8 @@ void bench_exec(const Endpoint& ep, const Daemon& daemon, const std::vector<int>
   row("bwrap one-shot /bin/true, p90", ms(percentile(bwrap_ms, 90)));
   row("plain /bin/true (fork+exec+wait), median (load gauge)", ms(median(true_ms)));
   row("CPU of `bash -c true` on the host (box env), median", ms(median(bash_cpu)));
-  row(fmt::format("exec p50 at {} client / bwrap median", levels.front()),
-      fmt::format("{:.2f}x", p50_one / bwrap), "<= 0.5x", yes_no(p50_one <= 0.5 * bwrap));
+  row(fmt::format("exec p50 at {} client / bwrap median", levels.front()), fmt::format("{:.2f}x", p50_one / bwrap),
+      "<= 0.5x", yes_no(p50_one <= 0.5 * bwrap));
   row("execs/s, best level", fmt::format("{:.1f}", best_rate), ">= 500/s", yes_no(best_rate >= 500));
 }
 
@@ -549,8 +554,7 @@ bool wait_for(Pred pred, std::chrono::milliseconds timeout) {
 
 // gap_ms: pause between two processes' input POSTs. 0 is a burst: every process gets its
 // input within milliseconds, so the last answers wait for the daemon to write all before them.
-void bench_longpoll(const Endpoint& ep, const Daemon& daemon, size_t procs, size_t users, size_t polls,
-                    int gap_ms) {
+void bench_longpoll(const Endpoint& ep, const Daemon& daemon, size_t procs, size_t users, size_t polls, int gap_ms) {
   std::cout << fmt::format(
       "long-polls: {} processes (`read x; echo got-$x`, pipes) over {} users, {} long-polls\n"
       "  GET /execute/{{id}}/status?wait=60&offset=0 ({} per process) on one asio thread;\n"
@@ -568,8 +572,8 @@ void bench_longpoll(const Endpoint& ep, const Daemon& daemon, size_t procs, size
   auto t_start = Clock::now();
   for (size_t i = 0; i < procs; ++i) {
     ps[i].user = fmt::format("bench-lp-{}", i % users);
-    Reply r = setup.call(http::verb::post, "/execute", ps[i].user,
-                         {{"command", "read x; echo got-$x"}, {"pty", false}});
+    Reply r =
+        setup.call(http::verb::post, "/execute", ps[i].user, {{"command", "read x; echo got-$x"}, {"pty", false}});
     if (r.status != 200 || r.body.value("status", "") != "running")
       throw Error(fmt::format("POST /execute (process {}): {} {}", i, r.status, r.detail()));
     ps[i].id = r.body.value("id", "");
@@ -611,8 +615,8 @@ void bench_longpoll(const Endpoint& ep, const Daemon& daemon, size_t procs, size
   row("daemon RSS with all long-polls parked", fmt::format("{:.1f} MiB", rss_parked / 1024.0), "< 200 MiB",
       yes_no(rss_parked < 200 * 1024));
   row("  growth per parked long-poll",
-      fmt::format("{:.1f} KiB", (static_cast<double>(rss_parked) - static_cast<double>(rss_procs)) /
-                                    static_cast<double>(polls)));
+      fmt::format("{:.1f} KiB",
+                  (static_cast<double>(rss_parked) - static_cast<double>(rss_procs)) / static_cast<double>(polls)));
 
   Client input(ep);
   const double cpu1 = daemon.cpu_ms(), self1 = self_cpu_ms();
@@ -692,10 +696,10 @@ class SendfileServer {
           head.append(buf, static_cast<size_t>(n));
         }
         UniqueFd file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-        struct stat st{};
+        struct stat st {};
         if (!file || ::fstat(file.get(), &st) != 0) continue;
-        write_all(conn.get(), fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                                          st.st_size));
+        write_all(conn.get(),
+                  fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", st.st_size));
         for (off_t off = 0; off < st.st_size;)
           if (::sendfile(conn.get(), file.get(), &off, static_cast<size_t>(st.st_size - off)) <= 0) break;
       } catch (const std::exception&) {
@@ -744,7 +748,9 @@ RunTime raw_download(unsigned short port, const std::string& target, const std::
   RunTime t;
   t.wall_ms = ms_between(t0, Clock::now());
   ::getrusage(RUSAGE_THREAD, &r1);
-  auto ms_of = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e3 + static_cast<double>(tv.tv_usec) / 1e3; };
+  auto ms_of = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) * 1e3 + static_cast<double>(tv.tv_usec) / 1e3;
+  };
   t.cpu_ms = ms_of(r1.ru_utime) - ms_of(r0.ru_utime) + ms_of(r1.ru_stime) - ms_of(r0.ru_stime);
   if (body != static_cast<size_t>(expect_bytes))
     throw Error(fmt::format("raw download: {} bytes, not {}", body, expect_bytes));
@@ -753,18 +759,20 @@ RunTime raw_download(unsigned short port, const std::string& target, const std::
 
 void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& state_dir, int runs, int mib) {
   const std::string user = "bench-view";
-  std::cout << fmt::format("file download: GET /files/view of a {} MiB file (curl -o /dev/null) vs cat of it\n"
-                           "  to /dev/null, alternating, warm page cache, median of {}\n", mib, runs);
+  std::cout << fmt::format(
+      "file download: GET /files/view of a {} MiB file (curl -o /dev/null) vs cat of it\n"
+      "  to /dev/null, alternating, warm page cache, median of {}\n",
+      mib, runs);
   header();
   Client client(ep);
-  json done = client.run(user, {{"command", fmt::format("head -c {}M /dev/zero > big && echo $HOME", mib)},
-                                {"pty", false}}, 300);
+  json done = client.run(
+      user, {{"command", fmt::format("head -c {}M /dev/zero > big && echo $HOME", mib)}, {"pty", false}}, 300);
   std::string home;
   for (const auto& chunk : done["output"])
     if (chunk.value("type", "") == "stdout") home += chunk.value("data", "");
   home = home.substr(0, home.find('\n'));
   const std::string host_file = state_dir + "/volumes/" + home.substr(home.rfind('/') + 1) + "/home/big";
-  struct stat st{};
+  struct stat st {};
   check(::stat(host_file.c_str(), &st), "stat(" + host_file + ")");
   const double bytes = static_cast<double>(st.st_size);
   if (st.st_size != static_cast<off_t>(mib) << 20)
@@ -783,8 +791,8 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
   spawn_wait(cat);  // warm the page cache
   const std::string probe = spawn_capture(curl).second;
   if (probe.rfind("200 ", 0) != 0) {
-    Reply r = probe.rfind("404 ", 0) == 0 ? client.call(http::verb::get, "/files/view?path=nothing-here", user)
-                                          : Reply{};
+    Reply r =
+        probe.rfind("404 ", 0) == 0 ? client.call(http::verb::get, "/files/view?path=nothing-here", user) : Reply{};
     row("GET /files/view", "skipped", "", fmt::format("answered {} {}", probe, r.detail()));
     return;
   }
@@ -830,8 +838,8 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
   const double raw_ref_rate = bytes / (1 << 20) / (median(raw_ref_ms) / 1000);
   row("GET /files/view with a recv(4 MiB) client, median", ms(median(raw_view_ms)));
   row("/files/view throughput (recv client)", fmt::format("{:.0f} MiB/s", raw_rate));
-  row("reference: sendfile(2) server -> recv client", fmt::format("{:.0f} MiB/s ({:.0f}% of cat)", raw_ref_rate,
-                                                                   100 * raw_ref_rate / cat_rate));
+  row("reference: sendfile(2) server -> recv client",
+      fmt::format("{:.0f} MiB/s ({:.0f}% of cat)", raw_ref_rate, 100 * raw_ref_rate / cat_rate));
   row("CPU per run: daemon + recv client", fmt::format("{:.0f}+{:.0f} ms", median(raw_daemon_cpu), median(raw_cpu)));
   row("/files/view / cat throughput (recv client)", fmt::format("{:.0f}%", 100 * raw_rate / cat_rate), ">= 70%",
       yes_no(raw_rate >= 0.7 * cat_rate));
@@ -847,12 +855,17 @@ void bench_view(const Endpoint& ep, const Daemon& daemon, const std::string& sta
 void bench_fairness(const Endpoint& ep, int files, double seconds) {
   constexpr int kGreps = 4;
   const std::string alice = "bench-fair-alice", bob = "bench-fair-bob";
-  std::cout << fmt::format("fair sharing: {} concurrent greps by one user over {} sparse 16 MiB files, in a loop;\n"
-                           "  another user's GET /files/list every 20 ms meanwhile, {} s\n", kGreps, files, seconds);
+  std::cout << fmt::format(
+      "fair sharing: {} concurrent greps by one user over {} sparse 16 MiB files, in a loop;\n"
+      "  another user's GET /files/list every 20 ms meanwhile, {} s\n",
+      kGreps, files, seconds);
   Client client(ep);
-  client.run(alice, {{"command", fmt::format("mkdir -p fair && cd fair && for i in $(seq 1 {}); do "
-                                             "truncate -s 16M f$i; done", files)},
-                     {"pty", false}}, 300);
+  client.run(alice,
+             {{"command", fmt::format("mkdir -p fair && cd fair && for i in $(seq 1 {}); do "
+                                      "truncate -s 16M f$i; done",
+                                      files)},
+              {"pty", false}},
+             300);
   Reply warm = client.call(http::verb::get, "/files/list", bob);  // bob's account exists before timing
   if (warm.status != 200) throw Error(fmt::format("GET /files/list: {} {}", warm.status, warm.detail()));
 
@@ -902,12 +915,12 @@ void bench_fairness(const Endpoint& ep, int files, double seconds) {
   std::vector<double> all_greps;
   for (const auto& g : grep_ms) all_greps.insert(all_greps.end(), g.begin(), g.end());
   const double p99 = percentile(list_ms, 99);
-  std::cout << fmt::format("  other user's GET /files/list: p50 {} p99 {} max {} ({} calls in {:.1f} s); "
-                           "greps done {} (median {}); p99 < 250 ms: {}\n",
-                           ms(percentile(list_ms, 50)), ms(p99),
-                           ms(list_ms.empty() ? 0 : *std::max_element(list_ms.begin(), list_ms.end())),
-                           list_ms.size(), elapsed_s, all_greps.size(), ms(median(all_greps)),
-                           yes_no(!list_ms.empty() && p99 < 250))
+  std::cout << fmt::format(
+                   "  other user's GET /files/list: p50 {} p99 {} max {} ({} calls in {:.1f} s); "
+                   "greps done {} (median {}); p99 < 250 ms: {}\n",
+                   ms(percentile(list_ms, 50)), ms(p99),
+                   ms(list_ms.empty() ? 0 : *std::max_element(list_ms.begin(), list_ms.end())), list_ms.size(),
+                   elapsed_s, all_greps.size(), ms(median(all_greps)), yes_no(!list_ms.empty() && p99 < 250))
             << std::flush;
 }
 
@@ -915,8 +928,10 @@ void bench_fairness(const Endpoint& ep, int files, double seconds) {
 // 5. first exec of users arriving at once
 
 void bench_firstexec(const Endpoint& ep, const std::vector<int>& crowds, int rounds) {
-  std::cout << fmt::format("first exec: N new users at once, each POST /execute?wait=20 of `true` (its box starts);\n"
-                           "  {} crowd(s) of each size\n", rounds);
+  std::cout << fmt::format(
+      "first exec: N new users at once, each POST /execute?wait=20 of `true` (its box starts);\n"
+      "  {} crowd(s) of each size\n",
+      rounds);
   // Names no earlier run used: each user's first exec is its box's start.
   const std::string nonce = fmt::format("{:x}", Clock::now().time_since_epoch().count() & 0xffffffff);
   for (int n : crowds) {
@@ -952,10 +967,10 @@ void bench_firstexec(const Endpoint& ep, const std::vector<int>& crowds, int rou
       if (!failure.empty()) throw Error("firstexec: " + failure);
       for (const auto& t : took) samples.insert(samples.end(), t.begin(), t.end());
     }
-    std::cout << fmt::format("  {:>2} users at once: first exec p50 {} p99 {} max {} ({} samples); all done in {} (median)\n",
-                             n, ms(percentile(samples, 50)), ms(percentile(samples, 99)),
-                             ms(*std::max_element(samples.begin(), samples.end())), samples.size(),
-                             ms(median(walls)))
+    std::cout << fmt::format(
+                     "  {:>2} users at once: first exec p50 {} p99 {} max {} ({} samples); all done in {} (median)\n",
+                     n, ms(percentile(samples, 50)), ms(percentile(samples, 99)),
+                     ms(*std::max_element(samples.begin(), samples.end())), samples.size(), ms(median(walls)))
               << std::flush;
   }
 }
@@ -978,24 +993,28 @@ std::vector<double> exec_round_trips(const Endpoint& ep, const std::string& user
 
 void bench_flood(const Endpoint& ep, int floods, double seconds) {
   const std::string flooder = "bench-flood-alice", victim = "bench-flood-bob";
-  std::cout << fmt::format("output flood: one user's exec round trip of `true`, alone and while another user's {}\n"
-                           "  commands write output as fast as they can (pipes), {} s each\n", floods, seconds);
+  std::cout << fmt::format(
+      "output flood: one user's exec round trip of `true`, alone and while another user's {}\n"
+      "  commands write output as fast as they can (pipes), {} s each\n",
+      floods, seconds);
   Client a(ep);
   a.run(flooder, {{"command", "true"}}, 20);
   exec_round_trips(ep, victim, 1);  // the victim's box is up
   const std::vector<double> quiet = exec_round_trips(ep, victim, seconds);
   std::vector<std::string> ids;
   for (int i = 0; i < floods; ++i) {
-    Reply r = a.call(http::verb::post, "/execute", flooder,
-                     {{"command", "yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"},
-                      {"pty", false}});
+    Reply r = a.call(
+        http::verb::post, "/execute", flooder,
+        {{"command", "yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"}, {"pty", false}});
     if (r.status != 200) throw Error(fmt::format("POST /execute (flood): {} {}", r.status, r.detail()));
     ids.push_back(r.body.value("id", ""));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::vector<double> flooded;
   uint64_t bytes_before = 0, bytes_after = 0;
-  for (const auto& id : ids) bytes_before += a.call(http::verb::get, "/execute/" + id + "/status?tail=1", flooder).body.value("next_offset", uint64_t{0});
+  for (const auto& id : ids)
+    bytes_before +=
+        a.call(http::verb::get, "/execute/" + id + "/status?tail=1", flooder).body.value("next_offset", uint64_t{0});
   auto t0 = Clock::now();
   std::string failure;
   try {
@@ -1004,11 +1023,13 @@ void bench_flood(const Endpoint& ep, int floods, double seconds) {
     failure = e.what();
   }
   const double flood_s = ms_between(t0, Clock::now()) / 1000;
-  for (const auto& id : ids) bytes_after += a.call(http::verb::get, "/execute/" + id + "/status?tail=1", flooder).body.value("next_offset", uint64_t{0});
+  for (const auto& id : ids)
+    bytes_after +=
+        a.call(http::verb::get, "/execute/" + id + "/status?tail=1", flooder).body.value("next_offset", uint64_t{0});
   for (const auto& id : ids) a.call(http::verb::delete_, "/execute/" + id + "?force=true", flooder);
   if (!failure.empty()) throw Error("flood: " + failure);
-  std::cout << fmt::format("  alone:   p50 {} p99 {} ({} execs)\n", ms(percentile(quiet, 50)), ms(percentile(quiet, 99)),
-                           quiet.size())
+  std::cout << fmt::format("  alone:   p50 {} p99 {} ({} execs)\n", ms(percentile(quiet, 50)),
+                           ms(percentile(quiet, 99)), quiet.size())
             << fmt::format("  flooded: p50 {} p99 {} ({} execs) while the flood read {:.0f} MiB/s into the logs\n",
                            ms(percentile(flooded, 50)), ms(percentile(flooded, 99)), flooded.size(),
                            static_cast<double>(bytes_after - bytes_before) / (1 << 20) / flood_s)
@@ -1055,30 +1076,47 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
         return argv[++i];
       };
-      if (a == "--port") ep.port = static_cast<unsigned short>(std::stoi(value()));
-      else if (a == "--pid") daemon.pid = std::stoi(value());
-      else if (a == "--state") state_dir = value();
-      else if (a == "--only") only = value();
-      else if (a == "--clients") clients = value();
-      else if (a == "--seconds") seconds = std::stod(value());
-      else if (a == "--rounds") rounds = std::stoi(value());
-      else if (a == "--oneshots") oneshots = std::stoi(value());
-      else if (a == "--procs") procs = std::stoul(value());
-      else if (a == "--users") users = std::stoul(value());
-      else if (a == "--polls") polls = std::stoul(value());
-      else if (a == "--input-gaps") gaps = value();
-      else if (a == "--view-runs") view_runs = std::stoi(value());
-      else if (a == "--view-mib") view_mib = std::stoi(value());
-      else if (a == "--sparse-files") sparse_files = std::stoi(value());
-      else if (a == "--crowds") crowds = value();
-      else if (a == "--floods") floods = std::stoi(value());
-      else throw std::invalid_argument("unknown option " + a);
+      if (a == "--port")
+        ep.port = static_cast<unsigned short>(std::stoi(value()));
+      else if (a == "--pid")
+        daemon.pid = std::stoi(value());
+      else if (a == "--state")
+        state_dir = value();
+      else if (a == "--only")
+        only = value();
+      else if (a == "--clients")
+        clients = value();
+      else if (a == "--seconds")
+        seconds = std::stod(value());
+      else if (a == "--rounds")
+        rounds = std::stoi(value());
+      else if (a == "--oneshots")
+        oneshots = std::stoi(value());
+      else if (a == "--procs")
+        procs = std::stoul(value());
+      else if (a == "--users")
+        users = std::stoul(value());
+      else if (a == "--polls")
+        polls = std::stoul(value());
+      else if (a == "--input-gaps")
+        gaps = value();
+      else if (a == "--view-runs")
+        view_runs = std::stoi(value());
+      else if (a == "--view-mib")
+        view_mib = std::stoi(value());
+      else if (a == "--sparse-files")
+        sparse_files = std::stoi(value());
+      else if (a == "--crowds")
+        crowds = value();
+      else if (a == "--floods")
+        floods = std::stoi(value());
+      else
+        throw std::invalid_argument("unknown option " + a);
     }
     if (ep.port == 0 || daemon.pid <= 0 || state_dir.empty())
       throw std::invalid_argument("--port, --pid and --state are required");
     if (rounds < 1 || procs == 0 || users == 0 || polls < procs || sparse_files < 1)
-      throw std::invalid_argument(
-          "--rounds, --procs, --users, --sparse-files must be positive and --polls >= --procs");
+      throw std::invalid_argument("--rounds, --procs, --users, --sparse-files must be positive and --polls >= --procs");
     const char* key = std::getenv("AGENTBOX_API_KEY");
     if (!key || !*key) throw std::invalid_argument("AGENTBOX_API_KEY is not set");
     ep.key = key;

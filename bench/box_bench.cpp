@@ -63,9 +63,7 @@ double process_cpu_ms(pid_t pid) {
   return ns / 1e6;
 }
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Nearest-rank percentile (p in 0..100) of a copy of the samples.
 double percentile(std::vector<double> v, double p) {
@@ -301,7 +299,8 @@ class Bench {
     std::cout << fmt::format("\ndensity: {} idle boxes alive at once (own uid, home, cgroup, netns each)\n", n);
     row("PSS of init, per box (smaps_rollup)", fmt::format("{:.0f} KiB", pss_per_box_kib), "<= 1 MiB",
         yes_no(pss_per_box_kib <= 1024));
-    row("cgroup memory.usage_in_bytes, per box", fmt::format("{:.0f} KiB", static_cast<double>(cgroup_bytes) / 1024 / n));
+    row("cgroup memory.usage_in_bytes, per box",
+        fmt::format("{:.0f} KiB", static_cast<double>(cgroup_bytes) / 1024 / n));
     row("kernel side: MemAvailable drop / N (noisy)",
         fmt::format("{:.0f} KiB", per_box_kib(before.available - after.available)));
     row("kernel side: Slab+KernelStack+PageTables+Percpu+Shmem / N",
@@ -315,10 +314,8 @@ class Bench {
     row(fmt::format("start, trend through all {} starts: 1st", n), fmt::format("{:.2f} ms", wall.at(0)));
     row(fmt::format("start, trend through all {} starts: {}th", n, n), fmt::format("{:.2f} ms", wall.at(nth)),
         "<= 1.1x 1st", yes_no(trend_ratio <= 1.1));
-    row("  Nth / 1st (trend), slope per 100 boxes",
-        fmt::format("{:.2f}x, {:+.3f} ms", trend_ratio, wall.slope * 100));
-    row("start CPU (daemon thread + zygote + init), trend: Nth / 1st",
-        fmt::format("{:.2f}x", cpu.at(nth) / cpu.at(0)));
+    row("  Nth / 1st (trend), slope per 100 boxes", fmt::format("{:.2f}x, {:+.3f} ms", trend_ratio, wall.slope * 100));
+    row("start CPU (daemon thread + zygote + init), trend: Nth / 1st", fmt::format("{:.2f}x", cpu.at(nth) / cpu.at(0)));
     row(fmt::format("start, median of first {}", k), fmt::format("{:.2f} ms", median(first)));
     row(fmt::format("start, median of last {} (boxes {}..{})", k, n - static_cast<int>(k) + 1, n),
         fmt::format("{:.2f} ms", median(last)));
@@ -418,12 +415,18 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--cold") cold_n = std::stoi(value());
-      else if (a == "--warm") warm_n = std::stoi(value());
-      else if (a == "--density") density_n = std::stoi(value());
-      else if (a == "--settle") settle_s = std::stoi(value());
-      else if (a == "--only") only = value();
-      else throw std::invalid_argument("unknown option " + a);
+      if (a == "--cold")
+        cold_n = std::stoi(value());
+      else if (a == "--warm")
+        warm_n = std::stoi(value());
+      else if (a == "--density")
+        density_n = std::stoi(value());
+      else if (a == "--settle")
+        settle_s = std::stoi(value());
+      else if (a == "--only")
+        only = value();
+      else
+        throw std::invalid_argument("unknown option " + a);
     } catch (const std::exception& e) {
       std::cerr << "box_bench: " << e.what()
                 << "\nusage: box_bench [--cold N] [--warm N] [--density N] [--settle SECONDS]"
@@ -439,8 +442,7 @@ int main(int argc, char** argv) {
   try {
     Bench bench;
     std::cout << fmt::format("box_bench: init {}, cgroup driver {}\n",
-                             std::filesystem::path(default_init_path()).filename().string(),
-                             bench.cgroup_kind());
+                             std::filesystem::path(default_init_path()).filename().string(), bench.cgroup_kind());
     std::cout << fmt::format("  {:<58} {:>12}  {:<14} {}\n", "metric", "value", "target", "met");
     if (only.empty() || only == "cold") bench.cold(cold_n);
     if (only.empty() || only == "warm") bench.warm(warm_n);

@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
   const bool inline_answers = argc > 2 && std::strcmp(argv[2], "--inline") == 0;
   if (argc > 3 && std::strcmp(argv[2], "--busy") == 0) busy_us = std::atoi(argv[3]);
   asio::io_context io(1);
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"),
-                                           static_cast<unsigned short>(std::atoi(argv[1]))));
+  tcp::acceptor acceptor(
+      io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(std::atoi(argv[1]))));
   Worker worker;
   accept(acceptor, io, inline_answers ? nullptr : &worker);
   io.run();

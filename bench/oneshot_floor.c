@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/mount.h>
 #include <sched.h>
 #include <signal.h>
@@ -35,7 +36,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <grp.h>
 
 enum etc_mode { ETC_SNAPSHOT, ETC_BIND, ETC_COPY, ETC_NONE };
 
@@ -89,14 +89,55 @@ static void copy_link(const char* from, const char* to) {
 }
 
 /* The names of box/contain/mounts.cpp's etc_allowlist(). */
-static const char* const etc_names[] = {
-    "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "host.conf", "gai.conf", "protocols",
-    "services", "networks", "rpc", "ethertypes", "localtime", "timezone", "locale.alias", "locale.conf",
-    "os-release", "debian_version", "lsb-release", "issue", "shells", "profile", "bash.bashrc",
-    "bash_completion", "bash_completion.d", "inputrc", "terminfo", "login.defs", "mtab", "ssl/certs",
-    "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "alternatives", "mime.types", "mailcap",
-    "magic", "magic.mime", "manpath.config", "papersize", "vim", "python3", "python3.11", "perl", "fonts",
-    "ImageMagick-6", "java-17-openjdk", "R", "emacs", "xdg"};
+static const char* const etc_names[] = {"nsswitch.conf",
+                                        "ld.so.cache",
+                                        "ld.so.conf",
+                                        "ld.so.conf.d",
+                                        "host.conf",
+                                        "gai.conf",
+                                        "protocols",
+                                        "services",
+                                        "networks",
+                                        "rpc",
+                                        "ethertypes",
+                                        "localtime",
+                                        "timezone",
+                                        "locale.alias",
+                                        "locale.conf",
+                                        "os-release",
+                                        "debian_version",
+                                        "lsb-release",
+                                        "issue",
+                                        "shells",
+                                        "profile",
+                                        "bash.bashrc",
+                                        "bash_completion",
+                                        "bash_completion.d",
+                                        "inputrc",
+                                        "terminfo",
+                                        "login.defs",
+                                        "mtab",
+                                        "ssl/certs",
+                                        "ssl/openssl.cnf",
+                                        "ca-certificates",
+                                        "ca-certificates.conf",
+                                        "alternatives",
+                                        "mime.types",
+                                        "mailcap",
+                                        "magic",
+                                        "magic.mime",
+                                        "manpath.config",
+                                        "papersize",
+                                        "vim",
+                                        "python3",
+                                        "python3.11",
+                                        "perl",
+                                        "fonts",
+                                        "ImageMagick-6",
+                                        "java-17-openjdk",
+                                        "R",
+                                        "emacs",
+                                        "xdg"};
 
 static void copy_file(const char* from, const char* to, mode_t mode) {
   int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -112,7 +153,8 @@ static void copy_file(const char* from, const char* to, mode_t mode) {
   close(out);
 }
 
-static const char kPasswd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000000:1000000:agent:/home/agent:/bin/bash\n";
+static const char kPasswd[] =
+    "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000000:1000000:agent:/home/agent:/bin/bash\n";
 static const char kGroup[] = "root:x:0:\ntty:x:5:\nagent:x:1000000:\n";
 
 static void write_own_files(const char* etc) {
@@ -143,9 +185,12 @@ static void make_snapshot(void) {
       snprintf(parent, sizeof parent, "%s/%.*s", tmp, (int)(slash - etc_names[i]), etc_names[i]);
       if (mkdir(parent, 0755) != 0 && errno != EEXIST) die(parent);
     }
-    if (S_ISLNK(st.st_mode)) copy_link(host, box);
-    else if (S_ISDIR(st.st_mode)) must(mkdir(box, 0755), box);
-    else if (S_ISREG(st.st_mode)) copy_file(host, box, st.st_mode);
+    if (S_ISLNK(st.st_mode))
+      copy_link(host, box);
+    else if (S_ISDIR(st.st_mode))
+      must(mkdir(box, 0755), box);
+    else if (S_ISREG(st.st_mode))
+      copy_file(host, box, st.st_mode);
   }
   write_own_files(tmp);
   if (rename(tmp, kSnapshot) != 0 && errno != EEXIST && errno != ENOTEMPTY) die("rename snapshot");
@@ -197,9 +242,9 @@ static void build_etc(void) {
 }
 
 static void build_proc(void) {
-  static const char* const files[] = {"kcore", "keys", "key-users", "timer_list", "timer_stats", "sched_debug",
-                                      "latency_stats", "sysrq-trigger", "cmdline", "config.gz", "kallsyms",
-                                      "modules", "interrupts", "diskstats", "partitions"};
+  static const char* const files[] = {"kcore",       "keys",          "key-users",     "timer_list", "timer_stats",
+                                      "sched_debug", "latency_stats", "sysrq-trigger", "cmdline",    "config.gz",
+                                      "kallsyms",    "modules",       "interrupts",    "diskstats",  "partitions"};
   static const char* const dirs[] = {"acpi", "asound", "scsi", "bus", "irq", "fs"};
   char path[256];
   struct stat st;
@@ -231,7 +276,8 @@ static void build_dev(void) {
     mnt(host, box, NULL, MS_BIND, NULL);
   }
   must(mkdir("/newroot/dev/pts", 0755), "mkdir /newroot/dev/pts");
-  mnt("devpts", "/newroot/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5,max=256");
+  mnt("devpts", "/newroot/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+      "newinstance,ptmxmode=0666,mode=0620,gid=5,max=256");
   must(symlink("pts/ptmx", "/newroot/dev/ptmx"), "symlink ptmx");
   must(symlink("/proc/self/fd", "/newroot/dev/fd"), "symlink fd");
   must(symlink("/proc/self/fd/0", "/newroot/dev/stdin"), "symlink stdin");
@@ -247,7 +293,7 @@ static void build_system_tree(void) {
   char host[64], box[64];
   for (size_t i = 0; i < sizeof paths / sizeof *paths; ++i) {
     struct stat st;
-    if (bwrap_like && i > 0) break;  /* bwrap: /usr, and the links below */
+    if (bwrap_like && i > 0) break; /* bwrap: /usr, and the links below */
     snprintf(host, sizeof host, "/oldroot%s", paths[i]);
     snprintf(box, sizeof box, "/newroot%s", paths[i]);
     if (lstat(host, &st) != 0) continue;
@@ -312,11 +358,16 @@ static int child(void* arg) {
 int main(int argc, char** argv) {
   int i = 1;
   for (; i < argc && strcmp(argv[i], "--") != 0; ++i) {
-    if (strcmp(argv[i], "--etc=snapshot") == 0) etc_mode = ETC_SNAPSHOT;
-    else if (strcmp(argv[i], "--etc=bind") == 0) etc_mode = ETC_BIND;
-    else if (strcmp(argv[i], "--etc=copy") == 0) etc_mode = ETC_COPY;
-    else if (strcmp(argv[i], "--etc=none") == 0) etc_mode = ETC_NONE;
-    else if (strcmp(argv[i], "--bwrap") == 0) bwrap_like = 1;
+    if (strcmp(argv[i], "--etc=snapshot") == 0)
+      etc_mode = ETC_SNAPSHOT;
+    else if (strcmp(argv[i], "--etc=bind") == 0)
+      etc_mode = ETC_BIND;
+    else if (strcmp(argv[i], "--etc=copy") == 0)
+      etc_mode = ETC_COPY;
+    else if (strcmp(argv[i], "--etc=none") == 0)
+      etc_mode = ETC_NONE;
+    else if (strcmp(argv[i], "--bwrap") == 0)
+      bwrap_like = 1;
     else {
       fprintf(stderr, "usage: oneshot_floor [--etc=snapshot|bind|copy|none] [--bwrap] -- CMD [ARGS...]\n");
       return 2;

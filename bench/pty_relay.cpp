@@ -234,8 +234,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<BenchBox> box;
   if (mode == "--box") box = std::make_unique<BenchBox>();
   asio::io_context io;
-  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"),
-                              static_cast<unsigned short>(std::atoi(argv[1]))});
+  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(std::atoi(argv[1]))});
   std::printf("pty_relay: listening on 127.0.0.1:%u\n", acceptor.local_endpoint().port());
   std::fflush(stdout);
   std::thread([&] { serve(acceptor, mode, box.get()); }).detach();

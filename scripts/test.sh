@@ -18,6 +18,8 @@ run_suite() {
 
 echo "== layout (the rooms' include arrows, scripts/check-layout.sh)"
 bash scripts/check-layout.sh
+echo "== format (every C++ file follows .clang-format, scripts/check-format.sh)"
+bash scripts/check-format.sh
 # The suites' daemon and CLI built Release (gcc -O3, what packagers and bench/ build): the proof
 # that Release compiles, at no cost beyond the one build; the sanitizer build below is Debug.
 AGENTBOX_BUILD_TYPE=Release bash scripts/build.sh

@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
   auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
   std::string doctor_config;
   if (wanted("doctor"))
-    doctor->add_option("--config", doctor_config, "The server config whose [agent] to check (default $AGENTBOX_CONFIG)");
+    doctor->add_option("--config", doctor_config,
+                       "The server config whose [agent] to check (default $AGENTBOX_CONFIG)");
   // Listed for --help; the arguments are agentbox-serve's (see exec_server).
   app.add_subcommand("serve", "Serve the Open Terminal API with a box per user (agentbox serve --help)");
   std::string config_file;
@@ -128,8 +129,7 @@ int main(int argc, char** argv) {
     app.parse(args);
     if (!after_dashes.empty()) {
       if (!run->parsed()) throw CLI::ExtrasError(after_dashes);
-      if (!run_opts.command.empty())
-        throw CLI::ValidationError("command", "give the command after -- only");
+      if (!run_opts.command.empty()) throw CLI::ValidationError("command", "give the command after -- only");
       run_opts.command = after_dashes;
     }
   } catch (const CLI::CallForHelp& e) {

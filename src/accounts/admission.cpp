@@ -20,19 +20,18 @@ constexpr int kRetryAfterSeconds = 5;
 std::optional<Refusal> decide(std::string_view user_id, const AdmissionFacts& f) {
   const std::string user(user_id);
   if (f.restoring)
-    return Refusal{status::service_unavailable,
-                   "user " + user + " is being restored from the backup; retry shortly", kRetryAfterSeconds};
-  if (f.move == AdmissionFacts::Move::moving)
-    return Refusal{status::service_unavailable, "user " + user + " is being moved to " + f.move_node + "; retry shortly",
+    return Refusal{status::service_unavailable, "user " + user + " is being restored from the backup; retry shortly",
                    kRetryAfterSeconds};
+  if (f.move == AdmissionFacts::Move::moving)
+    return Refusal{status::service_unavailable,
+                   "user " + user + " is being moved to " + f.move_node + "; retry shortly", kRetryAfterSeconds};
   if (f.move == AdmissionFacts::Move::moved)
     return Refusal{status::misdirected_request,
                    "user " + user + " moved to node " + f.move_node + " (" + f.move_server + ")"};
   if (!f.held && f.owner_node)
     return Refusal{status::misdirected_request,
                    "user " + user + " belongs to node " + *f.owner_node + " (" + f.owner_server + ")"};
-  if (f.deleted)
-    return Refusal{status::conflict, "This account is being deleted by the operator; try again shortly"};
+  if (f.deleted) return Refusal{status::conflict, "This account is being deleted by the operator; try again shortly"};
   return std::nullopt;
 }
 

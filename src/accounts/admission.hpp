@@ -36,15 +36,15 @@ class RestoreGate;
 
 // What the node knows about one user. The defaults are a user with no reason to be refused.
 struct AdmissionFacts {
-  bool restoring = false;  // a restore from the mirror is under way (restore_gate)
+  bool restoring = false;                                     // a restore from the mirror is under way (restore_gate)
   enum class Move { none, moving, moved } move = Move::none;  // move_gate: under way, or the tombstone
-  std::string move_node;    // where to (moving, moved)
-  std::string move_server;  // that node's nginx server string (moved)
-  bool held = true;         // this node has an account for the user
+  std::string move_node;                                      // where to (moving, moved)
+  std::string move_server;                                    // that node's nginx server string (moved)
+  bool held = true;                                           // this node has an account for the user
   // For a user not held: the node that owns them (placement_guard), when that is another node.
   std::optional<std::string> owner_node;
   std::string owner_server;
-  bool deleted = false;     // the account held is being (or was) deleted in this run
+  bool deleted = false;  // the account held is being (or was) deleted in this run
 };
 
 // A refusal: the status, the {"detail"} text, and Retry-After in seconds (0: none).

@@ -1,8 +1,8 @@
 #include "accounts/caller_routes.hpp"
 
 #include "http/offload.hpp"
-#include "util/fair_pool.hpp"
 #include "http/response_writer.hpp"
+#include "util/fair_pool.hpp"
 
 namespace agentbox::accounts {
 
@@ -19,8 +19,7 @@ Resolved resolve_now(AccountDirectory& callers, const http::Request& req, bool q
 }
 
 // The pool a request that is not ready waits in; null when it is ready (or there is no pool).
-std::shared_ptr<FairPool> pool_for(AccountDirectory& callers, const http::Request& req,
-                                             bool query_user_allowed) {
+std::shared_ptr<FairPool> pool_for(AccountDirectory& callers, const http::Request& req, bool query_user_allowed) {
   std::shared_ptr<FairPool> pool = callers.pool();
   if (!pool || callers.ready(req, query_user_allowed)) return nullptr;
   return pool;
@@ -34,33 +33,32 @@ const Caller& Resolved::get() const {
 }
 
 http::AsyncHandler with_caller(AccountDirectory& callers, CallerHandler handler, bool query_user_allowed) {
-  return with_caller(
-      callers,
-      CallerAsyncHandler([handler = std::move(handler)](const http::Request& req, const Caller& caller,
-                                                        std::shared_ptr<http::ResponseWriter> writer) {
-        writer->send(handler(req, caller));
-      }),
-      query_user_allowed);
+  return with_caller(callers,
+                     CallerAsyncHandler([handler = std::move(handler)](const http::Request& req, const Caller& caller,
+                                                                       std::shared_ptr<http::ResponseWriter> writer) {
+                       writer->send(handler(req, caller));
+                     }),
+                     query_user_allowed);
 }
 
 http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler handler, bool query_user_allowed) {
   auto shared = std::make_shared<const CallerAsyncHandler>(std::move(handler));
-  return [&callers, shared, query_user_allowed](const http::Request& req,
-                                                std::shared_ptr<http::ResponseWriter> writer) {
-    std::shared_ptr<FairPool> pool = pool_for(callers, req, query_user_allowed);
-    // Ready: an exception is answered by the session, as any handler's.
-    if (!pool) return (*shared)(req, callers.resolve(req, query_user_allowed), std::move(writer));
-    // The copy travels with the job: req is only valid during this call.
-    auto owned = std::make_shared<http::Request>(http::copy_request(req));
-    pool->post(user_id_of(req, query_user_allowed), [&callers, shared, owned, writer, query_user_allowed] {
-      if (!writer->is_open()) return;  // the client left while the job waited
-      try {
-        (*shared)(*owned, callers.resolve(*owned, query_user_allowed), writer);
-      } catch (...) {
-        writer->fail(std::current_exception());
-      }
-    });
-  };
+  return
+      [&callers, shared, query_user_allowed](const http::Request& req, std::shared_ptr<http::ResponseWriter> writer) {
+        std::shared_ptr<FairPool> pool = pool_for(callers, req, query_user_allowed);
+        // Ready: an exception is answered by the session, as any handler's.
+        if (!pool) return (*shared)(req, callers.resolve(req, query_user_allowed), std::move(writer));
+        // The copy travels with the job: req is only valid during this call.
+        auto owned = std::make_shared<http::Request>(http::copy_request(req));
+        pool->post(user_id_of(req, query_user_allowed), [&callers, shared, owned, writer, query_user_allowed] {
+          if (!writer->is_open()) return;  // the client left while the job waited
+          try {
+            (*shared)(*owned, callers.resolve(*owned, query_user_allowed), writer);
+          } catch (...) {
+            writer->fail(std::current_exception());
+          }
+        });
+      };
 }
 
 void resolve_caller(AccountDirectory& callers, const http::Request& req, bool query_user_allowed,

@@ -38,9 +38,7 @@ void AccountDirectory::begin_delete(const Account& account) {
 
 void AccountDirectory::end_delete(const Account& account) { identities_.forget(account.external_id); }
 
-std::string AccountDirectory::host_home(const Account& account) const {
-  return state_dir_ + "/" + account.home_dir;
-}
+std::string AccountDirectory::host_home(const Account& account) const { return state_dir_ + "/" + account.home_dir; }
 
 AccountDirectory::CacheSizes AccountDirectory::cache_sizes() { return {homes_.size(), identities_.size()}; }
 
@@ -50,8 +48,8 @@ std::shared_ptr<const ConfinedDir> AccountDirectory::home_of(const Account& acco
   if (auto home = homes_.find(account.name, now)) return home;
   std::string host = volume_of(account).home;
   auto opened = homes_.keep(account.name,
-                            std::make_shared<const ConfinedDir>(ConfinedDir::open_home(
-                                host, "/home/" + account.name, account.uid, account.gid)),
+                            std::make_shared<const ConfinedDir>(
+                                ConfinedDir::open_home(host, "/home/" + account.name, account.uid, account.gid)),
                             now);
   // Deleted while it was being opened: not kept (begin_delete closes what it finds, and this
   // sees the deletion begun before it kept its own).
@@ -102,10 +100,9 @@ Caller AccountDirectory::resolve(const http::Request& req, bool query_user_allow
 std::string AccountDirectory::set_cwd(const Caller& caller, std::string_view path) {
   if (caller.session_id.empty())
     throw http::HttpError(http::status::bad_request,
-                    "Missing X-Session-Id header: the working directory is kept per session");
+                          "Missing X-Session-Id header: the working directory is kept per session");
   HomePath p = caller.home->path(path, caller.cwd);
-  if (!is_directory(*caller.home, p))
-    throw FsError(FsErrorKind::not_found, "Directory not found: " + p.shown);
+  if (!is_directory(*caller.home, p)) throw FsError(FsErrorKind::not_found, "Directory not found: " + p.shown);
   cwds_.set(caller.account.name, caller.session_id, p.shown);
   return p.shown;
 }

@@ -49,10 +49,10 @@ struct Caller {
 // entries and loads them again on the next request: the store and the homes on disk are the
 // truth, so any number of user ids costs the daemon a bounded number of descriptors.
 struct CallerCacheLimits {
-  size_t open_homes = 256;               // home directory descriptors kept open ([accounts] open_homes)
-  size_t known_ids = 4096;               // external id → account entries kept
-  std::chrono::seconds home_idle{600};   // a home unused this long is closed (at the next request)
-  size_t session_cwds = 256;             // cwds kept per account; past it the least recently set goes
+  size_t open_homes = 256;              // home directory descriptors kept open ([accounts] open_homes)
+  size_t known_ids = 4096;              // external id → account entries kept
+  std::chrono::seconds home_idle{600};  // a home unused this long is closed (at the next request)
+  size_t session_cwds = 256;            // cwds kept per account; past it the least recently set goes
 };
 
 class AccountDirectory {

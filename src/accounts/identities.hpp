@@ -47,7 +47,7 @@ class Identities {
   void keep(const Account& account);
 
   AccountStore& store_;
-  std::mutex mu_;  // guards known_
+  std::mutex mu_;                                                               // guards known_
   LruCache<std::string, Known, TransparentStringHash, std::equal_to<>> known_;  // by external id
 };
 

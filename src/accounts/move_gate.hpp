@@ -17,7 +17,6 @@
 
 namespace agentbox::accounts {
 
-
 class MoveGate {
  public:
   MoveGate(MoveStore& moves, std::string self_node);
@@ -35,7 +34,7 @@ class MoveGate {
  private:
   MoveStore& moves_;
   std::string self_;
-  mutable std::mutex mu_;  // guards refused_
+  mutable std::mutex mu_;                              // guards refused_
   std::map<std::string, Entry, std::less<>> refused_;  // by external id
 };
 

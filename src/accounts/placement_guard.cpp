@@ -2,7 +2,6 @@
 
 namespace agentbox::accounts {
 
-
 PlacementGuard::PlacementGuard(std::string cluster_file, std::string node)
     : file_(std::move(cluster_file)), node_(std::move(node)) {
   reload();

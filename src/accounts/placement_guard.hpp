@@ -16,7 +16,6 @@
 
 namespace agentbox::accounts {
 
-
 class PlacementGuard {
  public:
   // Reads the cluster file; node must be one of its nodes (UsageError otherwise).

@@ -16,7 +16,6 @@
 
 namespace agentbox::accounts {
 
-
 class RestoreGate {
  public:
   // dir is made (0700) when missing; the markers in it are read.
@@ -35,9 +34,9 @@ class RestoreGate {
 
  private:
   std::string dir_;
-  mutable std::mutex mu_;                                   // guards the maps
-  std::map<std::string, std::string> by_name_;              // name → user id
-  std::map<std::string, int, std::less<>> users_;           // user id → restores pending
+  mutable std::mutex mu_;                          // guards the maps
+  std::map<std::string, std::string> by_name_;     // name → user id
+  std::map<std::string, int, std::less<>> users_;  // user id → restores pending
 };
 
 }  // namespace agentbox::accounts

@@ -19,7 +19,6 @@
 
 namespace agentbox::accounts {
 
-
 class TrashUpkeep {
  public:
   static constexpr double kFreeShare = 0.05;

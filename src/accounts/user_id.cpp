@@ -18,8 +18,8 @@ std::string user_id_of(const http::Request& req, bool query_allowed) {
   std::optional<std::string> user;
   const auto take = [&](std::string_view value, std::string_view from) {
     if (user && *user != value)
-      throw http::HttpError(http::status::bad_request, "Two different user ids (" + std::string(from) +
-                                                     " disagrees): a request names one user");
+      throw http::HttpError(http::status::bad_request,
+                            "Two different user ids (" + std::string(from) + " disagrees): a request names one user");
     user = std::string(value);
   };
   for (const char* name : {"X-User-Id", "X-OpenWebUI-User-Id"}) {
@@ -34,9 +34,9 @@ std::string user_id_of(const http::Request& req, bool query_allowed) {
     if (!values.empty()) take(values.front(), "the user_id parameter");
   }
   if (!user || user->empty())
-    throw http::HttpError(http::status::bad_request, query_allowed
-                                                   ? "Missing user: send X-User-Id or ?user_id= to name the user"
-                                                   : "Missing X-User-Id header: every request must name its user");
+    throw http::HttpError(http::status::bad_request,
+                          query_allowed ? "Missing user: send X-User-Id or ?user_id= to name the user"
+                                        : "Missing X-User-Id header: every request must name its user");
   if (user->size() > kMaxUserIdBytes)
     throw http::HttpError(http::status::bad_request, "The user id is longer than 256 bytes");
   return std::move(*user);

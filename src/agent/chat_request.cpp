@@ -76,8 +76,7 @@ std::string text_of(const json& content, std::vector<ChatAttachment>* attachment
       const json& image = part.contains("image_url") ? part["image_url"] : json();
       const json url = image.is_object() ? image.value("url", json()) : image;
       if (!url.is_string()) throw ChatRequestError("image_url needs a url");
-      attachments->push_back(
-          attachment_from("image_url", url.get<std::string>(), attachments->size() + 1, max_bytes));
+      attachments->push_back(attachment_from("image_url", url.get<std::string>(), attachments->size() + 1, max_bytes));
     } else if (type == "file" && attachments) {
       // OpenAI's file input: {"type":"file","file":{"filename","file_data":"data:...;base64,..."}}.
       // A file_id names an upload of another service: nothing to write.
@@ -166,8 +165,8 @@ std::string chat_dir_name(std::string_view chat_id) {
   for (char c : chat_id)
     if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-')
       plain += c;
-  const bool as_is = !chat_id.empty() && plain.size() == chat_id.size() && plain.size() <= kMaxChatDirName &&
-                     plain.front() != '.';
+  const bool as_is =
+      !chat_id.empty() && plain.size() == chat_id.size() && plain.size() <= kMaxChatDirName && plain.front() != '.';
   if (as_is) return plain;
   while (!plain.empty() && plain.front() == '.') plain.erase(0, 1);
   if (plain.size() > kMaxChatDirName - 17) plain.resize(kMaxChatDirName - 17);

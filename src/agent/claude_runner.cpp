@@ -131,8 +131,8 @@ class Run : public ClaudeRun, public std::enable_shared_from_this<Run> {
   exec::ProcessTable& table_;
   const ClaudeRunnerOptions options_;
   const std::string account_;
-  ClaudeSink sink_;        // the read chain only
-  uint64_t offset_ = 0;    // the read chain only
+  ClaudeSink sink_;      // the read chain only
+  uint64_t offset_ = 0;  // the read chain only
   std::string stderr_tail_;
 
   mutable std::mutex mu_;  // guards what follows
@@ -145,8 +145,8 @@ class Run : public ClaudeRun, public std::enable_shared_from_this<Run> {
 }  // namespace
 
 std::vector<std::string> claude_argv(const ClaudeTurn& turn) {
-  std::vector<std::string> argv = {"claude", "-p", "--output-format", "stream-json", "--verbose",
-                                   "--include-partial-messages"};
+  std::vector<std::string> argv = {"claude",      "-p",        "--output-format",
+                                   "stream-json", "--verbose", "--include-partial-messages"};
   if (turn.resume) argv.insert(argv.end(), {"--resume", *turn.resume});
   if (!turn.model.empty()) argv.insert(argv.end(), {"--model", turn.model});
   if (turn.max_turns > 0) argv.insert(argv.end(), {"--max-turns", std::to_string(turn.max_turns)});

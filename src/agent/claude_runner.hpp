@@ -26,17 +26,17 @@
 namespace agentbox::agent {
 
 struct ClaudeTurn {
-  BoxSpec box;                           // the caller's box (box.name: the account)
-  std::string cwd;                       // box path of the chat's directory; exists
-  std::string prompt;                    // written to the CLI's stdin
-  std::optional<std::string> resume;     // Claude session to continue
-  std::string append_system_prompt;      // describes the box, plus the request's system messages
-  std::string model;                     // empty: the CLI's default
-  int max_turns = 0;                     // 0: the CLI's default
-  std::vector<std::string> allowed_tools;  // empty: all; else only these (the rest is refused)
+  BoxSpec box;                                        // the caller's box (box.name: the account)
+  std::string cwd;                                    // box path of the chat's directory; exists
+  std::string prompt;                                 // written to the CLI's stdin
+  std::optional<std::string> resume;                  // Claude session to continue
+  std::string append_system_prompt;                   // describes the box, plus the request's system messages
+  std::string model;                                  // empty: the CLI's default
+  int max_turns = 0;                                  // 0: the CLI's default
+  std::vector<std::string> allowed_tools;             // empty: all; else only these (the rest is refused)
   std::string permission_mode = "bypassPermissions";  // without allowed_tools: nobody answers prompts in -p mode
-  std::vector<std::string> extra_args;   // more CLI flags from the configuration
-  std::map<std::string, std::string> env;  // added to the box's environment (CLAUDE_CODE_MAX_RETRIES)
+  std::vector<std::string> extra_args;                // more CLI flags from the configuration
+  std::map<std::string, std::string> env;             // added to the box's environment (CLAUDE_CODE_MAX_RETRIES)
 };
 
 // The CLI's command line for a turn (argv[0] "claude", found on the box's PATH).
@@ -57,7 +57,7 @@ struct ClaudeSink {
 };
 
 struct ClaudeRunnerOptions {
-  std::chrono::milliseconds interrupt_grace{5000};  // after SIGINT, then TERM (then KILL)
+  std::chrono::milliseconds interrupt_grace{5000};                              // after SIGINT, then TERM (then KILL)
   std::optional<std::chrono::milliseconds> timeout = std::chrono::minutes(30);  // a turn at most
   size_t stderr_tail_bytes = 8 << 10;
 };

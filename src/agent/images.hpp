@@ -13,7 +13,6 @@
 
 namespace agentbox::agent {
 
-
 inline constexpr const char* kImageCache = "/var/cache/agentbox";
 
 class AgentImages {

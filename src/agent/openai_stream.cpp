@@ -17,7 +17,8 @@ using nlohmann::json;
 std::string_view utf8_suffix(std::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   size_t start = text.size() - max_bytes;
-  for (int skip = 0; skip < 3 && start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80; ++skip)
+  for (int skip = 0; skip < 3 && start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80;
+       ++skip)
     ++start;
   return text.substr(start);
 }
@@ -113,11 +114,14 @@ void OpenAiStream::on_stream_event(const StreamEvent& ev, Chunks& out) {
       break;
     case StreamEvent::Kind::content_block_start:
       if (ev.block != StreamEvent::Block::text && ev.block != StreamEvent::Block::thinking) break;
-      streamed_.push_back(StreamedBlock{partial_message_id_, ev.index, ev.block == StreamEvent::Block::thinking, {}, false});
+      streamed_.push_back(
+          StreamedBlock{partial_message_id_, ev.index, ev.block == StreamEvent::Block::thinking, {}, false});
       if (!ev.text.empty()) {
         streamed_.back().text = ev.text;
-        if (streamed_.back().thinking) add_reasoning(ev.text, out);
-        else add_content(ev.text, out);
+        if (streamed_.back().thinking)
+          add_reasoning(ev.text, out);
+        else
+          add_content(ev.text, out);
       }
       break;
     case StreamEvent::Kind::content_block_delta: {
@@ -131,12 +135,13 @@ void OpenAiStream::on_stream_event(const StreamEvent& ev, Chunks& out) {
         it = streamed_.rbegin();
       }
       it->text += ev.text;
-      if (thinking) add_reasoning(ev.text, out);
-      else add_content(ev.text, out);
+      if (thinking)
+        add_reasoning(ev.text, out);
+      else
+        add_content(ev.text, out);
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -158,18 +163,13 @@ void OpenAiStream::on_assistant(const AssistantMessage& msg, Chunks& out) {
   if (!msg.parent_tool_use_id.empty()) return;
   for (const ContentBlock& block : msg.blocks) {
     switch (block.type) {
-      case ContentBlock::Type::text:
-        add_content(unstreamed_part(msg.message_id, false, block.text), out);
-        break;
-      case ContentBlock::Type::thinking:
-        add_reasoning(unstreamed_part(msg.message_id, true, block.text), out);
-        break;
+      case ContentBlock::Type::text: add_content(unstreamed_part(msg.message_id, false, block.text), out); break;
+      case ContentBlock::Type::thinking: add_reasoning(unstreamed_part(msg.message_id, true, block.text), out); break;
       case ContentBlock::Type::tool_use:
         if (!tools_.count(block.tool_id)) tool_order_.push_back(block.tool_id);
         tools_[block.tool_id] = PendingTool{block.tool_name, block.input};
         break;
-      case ContentBlock::Type::other:
-        break;
+      case ContentBlock::Type::other: break;
     }
   }
 }
@@ -264,7 +264,8 @@ json OpenAiStream::completion() const {
               {"object", "chat.completion"},
               {"created", created_},
               {"model", model_},
-              {"choices", json::array({json{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish_reason()}}})},
+              {"choices",
+               json::array({json{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish_reason()}}})},
               {"usage", usage()}};
 }
 
@@ -306,11 +307,12 @@ json OpenAiStream::chunk(json delta, const json& finish_reason) {
     delta["role"] = "assistant";
     role_sent_ = true;
   }
-  return json{{"id", id_},
-              {"object", "chat.completion.chunk"},
-              {"created", created_},
-              {"model", model_},
-              {"choices", json::array({json{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+  return json{
+      {"id", id_},
+      {"object", "chat.completion.chunk"},
+      {"created", created_},
+      {"model", model_},
+      {"choices", json::array({json{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
 }
 
 }  // namespace agentbox::agent

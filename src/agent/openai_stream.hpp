@@ -111,13 +111,13 @@ class OpenAiStream {
   std::string session_id_;
   std::optional<RunResult> result_;
 
-  std::string partial_message_id_;       // the message the partial events are about
-  std::deque<StreamedBlock> streamed_;   // oldest first; matched ones leave from the front
+  std::string partial_message_id_;            // the message the partial events are about
+  std::deque<StreamedBlock> streamed_;        // oldest first; matched ones leave from the front
   std::map<std::string, PendingTool> tools_;  // tool calls waiting for their result, by id
-  std::vector<std::string> tool_order_;  // their ids in call order (for finish())
-  std::deque<std::string> diagnostics_;  // the last non-JSON lines
-  TokenUsage partial_usage_;             // from message_start/message_delta, finished messages
-  uint64_t partial_output_ = 0;          // output tokens of the message being streamed
+  std::vector<std::string> tool_order_;       // their ids in call order (for finish())
+  std::deque<std::string> diagnostics_;       // the last non-JSON lines
+  TokenUsage partial_usage_;                  // from message_start/message_delta, finished messages
+  uint64_t partial_output_ = 0;               // output tokens of the message being streamed
 };
 
 }  // namespace agentbox::agent

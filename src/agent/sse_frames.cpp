@@ -48,7 +48,9 @@ std::string event(std::string_view name, std::string_view text) {
   return out;
 }
 
-std::string json_event(std::string_view name, const nlohmann::json& value) { return sse::event(name, std::string_view(dump(value))); }
+std::string json_event(std::string_view name, const nlohmann::json& value) {
+  return sse::event(name, std::string_view(dump(value)));
+}
 
 std::string comment(std::string_view text) {
   std::string out;

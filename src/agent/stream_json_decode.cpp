@@ -231,8 +231,10 @@ EventBody decode_result(const json& object) {
   const json& errors = member(object, "errors");
   if (errors.is_array())
     for (const json& e : errors) {
-      if (e.is_string()) r.errors.push_back(e.get<std::string>());
-      else if (std::string m = str(e, "message"); !m.empty()) r.errors.push_back(m);
+      if (e.is_string())
+        r.errors.push_back(e.get<std::string>());
+      else if (std::string m = str(e, "message"); !m.empty())
+        r.errors.push_back(m);
     }
   r.total_cost_usd = number(object, "total_cost_usd");
   r.usage = read_usage(member(object, "usage"));

@@ -63,22 +63,29 @@ struct ApiRetry {
 
 // stream_event: one Messages API streaming event, flattened to what rendering needs.
 struct StreamEvent {
-  enum class Kind { message_start, content_block_start, content_block_delta, content_block_stop,
-                    message_delta, message_stop, other };
+  enum class Kind {
+    message_start,
+    content_block_start,
+    content_block_delta,
+    content_block_stop,
+    message_delta,
+    message_stop,
+    other
+  };
   // A content block's type (content_block_start) and a delta's type (content_block_delta).
   enum class Block { text, thinking, tool_use, other };
   enum class Delta { text, thinking, input_json, signature, other };
 
   Kind kind = Kind::other;
-  std::string parent_tool_use_id;  // non-empty inside a subagent (Task tool)
-  uint64_t index = 0;              // content block index within the message
-  std::string message_id;          // message_start
-  Block block = Block::other;      // content_block_start
-  std::string tool_id, tool_name;  // content_block_start of a tool_use
-  Delta delta = Delta::other;      // content_block_delta
-  std::string text;                // text, thinking or partial JSON of a delta; text of a start
-  std::string stop_reason;         // message_delta
-  std::optional<TokenUsage> usage; // message_start (input side), message_delta (output so far)
+  std::string parent_tool_use_id;   // non-empty inside a subagent (Task tool)
+  uint64_t index = 0;               // content block index within the message
+  std::string message_id;           // message_start
+  Block block = Block::other;       // content_block_start
+  std::string tool_id, tool_name;   // content_block_start of a tool_use
+  Delta delta = Delta::other;       // content_block_delta
+  std::string text;                 // text, thinking or partial JSON of a delta; text of a start
+  std::string stop_reason;          // message_delta
+  std::optional<TokenUsage> usage;  // message_start (input side), message_delta (output so far)
 };
 
 // One block of an assistant message.
@@ -114,22 +121,22 @@ struct UserMessage {
 struct RunResult {
   std::string subtype;  // success, error_max_turns, error_during_execution, error_max_budget_usd, ...
   bool is_error = false;
-  std::string result;   // the final text (absent on some error subtypes)
+  std::string result;  // the final text (absent on some error subtypes)
   std::string session_id;
   std::string stop_reason;
-  std::string terminal_reason;        // completed, max_turns, ...
+  std::string terminal_reason;  // completed, max_turns, ...
   std::optional<int> api_error_status;
-  std::vector<std::string> errors;    // error messages some error subtypes carry
+  std::vector<std::string> errors;  // error messages some error subtypes carry
   double total_cost_usd = 0;
   TokenUsage usage;
   uint64_t num_turns = 0;
   uint64_t duration_ms = 0;
   uint64_t duration_api_ms = 0;
-  uint64_t permission_denials = 0;    // tool calls the permission mode refused
+  uint64_t permission_denials = 0;  // tool calls the permission mode refused
 };
 
-using EventBody = std::variant<Diagnostic, OtherEvent, SystemInit, ApiRetry, StreamEvent,
-                               AssistantMessage, UserMessage, RunResult>;
+using EventBody =
+    std::variant<Diagnostic, OtherEvent, SystemInit, ApiRetry, StreamEvent, AssistantMessage, UserMessage, RunResult>;
 
 struct Event {
   std::string_view line;  // the line as received, without its end; valid during the callback

@@ -67,8 +67,8 @@ void StreamJsonParser::on_line(std::string_view line, const Callback& on_event) 
 }
 
 void StreamJsonParser::on_skipped(const Callback& on_event) {
-  std::string text = fmt::format("(a line of {} bytes was skipped: longer than the limit of {} bytes)",
-                                 skipping_bytes_, limits_.max_line_bytes);
+  std::string text = fmt::format("(a line of {} bytes was skipped: longer than the limit of {} bytes)", skipping_bytes_,
+                                 limits_.max_line_bytes);
   skipping_ = false;
   skipping_bytes_ = 0;
   ++skipped_;

@@ -43,7 +43,7 @@ class StreamJsonParser {
 
   // The most recent non-JSON lines (each cut to diagnostic_line_bytes), oldest first.
   const std::deque<std::string>& diagnostics() const { return diagnostics_; }
-  uint64_t lines() const { return lines_; }          // lines parsed (blank ones not counted)
+  uint64_t lines() const { return lines_; }            // lines parsed (blank ones not counted)
   uint64_t skipped_lines() const { return skipped_; }  // lines over max_line_bytes
 
  private:
@@ -52,8 +52,8 @@ class StreamJsonParser {
   void keep_diagnostic(std::string_view text);
 
   Limits limits_;
-  std::string pending_;        // the start of a line that spans chunks
-  bool skipping_ = false;      // the current line outgrew max_line_bytes; drop until '\n'
+  std::string pending_;    // the start of a line that spans chunks
+  bool skipping_ = false;  // the current line outgrew max_line_bytes; drop until '\n'
   uint64_t skipping_bytes_ = 0;
   std::deque<std::string> diagnostics_;
   uint64_t lines_ = 0;

@@ -14,9 +14,9 @@
 namespace agentbox::agent {
 
 struct TranscriptMessage {
-  std::string role;         // "user" or "assistant"
-  nlohmann::json content;   // as the API has it: a string or a list of blocks
-  std::string timestamp;    // ISO 8601, as written
+  std::string role;        // "user" or "assistant"
+  nlohmann::json content;  // as the API has it: a string or a list of blocks
+  std::string timestamp;   // ISO 8601, as written
   std::string uuid;
 };
 

@@ -41,8 +41,10 @@ struct Artifact {
 std::string human_size(uint64_t bytes) {
   char buf[32];
   if (bytes < 1024) return std::to_string(bytes) + " B";
-  if (bytes < (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  if (bytes < (1 << 20))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
   return buf;
 }
 
@@ -288,8 +290,7 @@ Snapshot snapshot(const accounts::Caller& caller, const HomePath& dir) {
 
 void start_turn(TurnSetup setup, ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
                 std::shared_ptr<FairPool> pool, const TurnOptions& options, std::shared_ptr<ResponseWriter> writer) {
-  std::make_shared<Turn>(std::move(setup), runner, chats, std::move(links), std::move(pool), options,
-                         std::move(writer))
+  std::make_shared<Turn>(std::move(setup), runner, chats, std::move(links), std::move(pool), options, std::move(writer))
       ->start();
 }
 

@@ -24,19 +24,19 @@
 namespace agentbox::agent {
 
 struct TurnOptions {
-  std::string model_id = "claude-code";    // what /v1/models lists and requests name
-  std::string claude_model;                // --model; empty: the CLI's default
-  int max_turns = 0;                       // --max-turns; 0: the CLI's default
-  std::optional<int> max_retries;          // CLAUDE_CODE_MAX_RETRIES; unset: the CLI's
-  std::vector<std::string> allowed_tools;  // --allowedTools; empty: all (the box is the sandbox)
-  std::vector<std::string> extra_args;     // more CLI flags
-  size_t max_attachment_bytes = 20 << 20;  // each image a request carries
+  std::string model_id = "claude-code";        // what /v1/models lists and requests name
+  std::string claude_model;                    // --model; empty: the CLI's default
+  int max_turns = 0;                           // --max-turns; 0: the CLI's default
+  std::optional<int> max_retries;              // CLAUDE_CODE_MAX_RETRIES; unset: the CLI's
+  std::vector<std::string> allowed_tools;      // --allowedTools; empty: all (the box is the sandbox)
+  std::vector<std::string> extra_args;         // more CLI flags
+  size_t max_attachment_bytes = 20 << 20;      // each image a request carries
   uint64_t max_artifact_bytes = 100ull << 20;  // larger files the turn made get no link
-  size_t max_artifacts = 20;               // links per turn
+  size_t max_artifacts = 20;                   // links per turn
   std::chrono::seconds link_ttl{7 * 24 * 3600};
-  std::string public_url;                  // links start with this; empty: http://<the address the
-                                           // request arrived at> (Request::local_address), never Host
-  std::string network;                     // the box's network, for the system prompt (per user: below)
+  std::string public_url;  // links start with this; empty: http://<the address the
+                           // request arrived at> (Request::local_address), never Host
+  std::string network;     // the box's network, for the system prompt (per user: below)
   std::function<std::string(const std::string& user)> network_of;
   std::string unavailable;  // why turns cannot run here (no CLI, no credential): 503 with it
 };
@@ -58,8 +58,8 @@ struct TurnSetup {
   TurnMode mode = TurnMode::openai_whole;
   accounts::Caller caller;
   BoxSpec box;
-  std::string chat;        // "" for one-shot
-  HomePath dir;            // the chat directory
+  std::string chat;  // "" for one-shot
+  HomePath dir;      // the chat directory
   Snapshot before;
   agent::ClaudeTurn claude;
   std::string model_name;  // as the client asked

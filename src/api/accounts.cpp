@@ -22,7 +22,9 @@ constexpr int64_t kDay = 86400;
 
 nlohmann::json disk_json(const VolumeUsage& u) {
   if (u.bytes_limit == 0) return nullptr;  // plain volumes: no quota to report against
-  return {{"used", u.bytes_used}, {"limit", u.bytes_limit}, {"inodes_used", u.inodes_used},
+  return {{"used", u.bytes_used},
+          {"limit", u.bytes_limit},
+          {"inodes_used", u.inodes_used},
           {"inodes_limit", u.inodes_limit}};
 }
 
@@ -68,8 +70,7 @@ Response remove(AccountStore& accounts, accounts::AccountDirectory& callers, Box
   if (!accounts.remove(account.name, now)) throw HttpError(http::status::not_found, "Unknown user: " + user);
   const std::string kept = callers.volumes().retire(account.name);
   callers.end_delete(account);
-  spdlog::info("account {} ({}) deleted by the operator; its volume is in {}", account.name, account.external_id,
-               kept);
+  spdlog::info("account {} ({}) deleted by the operator; its volume is in {}", account.name, account.external_id, kept);
   return Response::json({{"user", account.external_id},
                          {"name", account.name},
                          {"uid", account.uid},
@@ -95,11 +96,10 @@ void add_account_routes(Router& router, const Services& s) {
   const std::shared_ptr<FairPool>& pool = s.file_pool;
   const uint32_t trash_days = s.trash_days;
   const RouteOptions admin{.admin = true};
-  router.add_async(http::verb::get, "/admin/accounts",
-                   offload(pool, Handler([&accounts, &callers, &boxes](const Request&) {
-                             return list(accounts, callers, boxes);
-                           })),
-                   admin);
+  router.add_async(
+      http::verb::get, "/admin/accounts",
+      offload(pool, Handler([&accounts, &callers, &boxes](const Request&) { return list(accounts, callers, boxes); })),
+      admin);
   router.add_async(http::verb::delete_, "/admin/accounts/{user}",
                    offload(pool, Handler([&accounts, &callers, &boxes, trash_days](const Request& req) {
                              return remove(accounts, callers, boxes, trash_days, req.param("user"));

@@ -4,12 +4,12 @@
 #include <boost/url/rfc/unreserved_chars.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/random.h>
 #include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <map>
 #include <mutex>
-#include <sys/random.h>
 
 #include "agent/chat_request.hpp"
 #include "agent/native_events.hpp"
@@ -52,17 +52,20 @@ std::string box_prompt(const accounts::Caller& caller, const std::string& chat_d
       "You are running inside agentbox: a Linux sandbox of this user's own (their files, their "
       "processes, their network rules). There is no display and no browser window: produce files "
       "instead of showing things.\n"
-      "The current directory " + chat_dir + " belongs to this chat. Files you create or change in it "
+      "The current directory " +
+      chat_dir +
+      " belongs to this chat. Files you create or change in it "
       "are delivered to the user as download links after your answer (images are shown inline), so "
-      "save results there. The user's home is " + caller.box_home + ".";
+      "save results there. The user's home is " +
+      caller.box_home + ".";
   if (!network.empty()) p += "\nNetwork: " + network;
   return p;
 }
 
 // Everything a turn needs before it runs, read from the request and prepared on disk (on a pool
 // thread): the chat directory, the attachments in it, what it held before.
-agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::AccountDirectory& callers, exec::AccountBoxes& boxes,
-                    ChatSessions& chats, const AgentRoutesOptions& options) {
+agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::AccountDirectory& callers,
+                         exec::AccountBoxes& boxes, ChatSessions& chats, const AgentRoutesOptions& options) {
   agent::TurnSetup s;
   s.mode = mode;
   s.caller = callers.resolve(req);
@@ -73,7 +76,8 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
       // POST /agent/runs {"prompt", "system"?, "model"?}: the same turn without OpenAI's envelope.
       auto prompt = body.find("prompt");
       if (prompt == body.end() || !prompt->is_string() || prompt->get<std::string>().empty())
-        throw HttpError(http::status::unprocessable_entity, "Field 'prompt' is required and must be a non-empty string");
+        throw HttpError(http::status::unprocessable_entity,
+                        "Field 'prompt' is required and must be a non-empty string");
       chat.prompt = prompt->get<std::string>();
       chat.system = body.value("system", "");
       chat.model = body.value("model", "");
@@ -109,7 +113,7 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
   // Never from a header: whoever sends the request (or sits between it and us) would choose
   // where the user's browser takes the signed link. Without public_url, the address this
   // request reached: the listen address, or with a wildcard listen address the one dialled.
-  s.base_url = !options.public_url.empty()        ? options.public_url
+  s.base_url = !options.public_url.empty()  ? options.public_url
                : !req.local_address.empty() ? "http://" + req.local_address
                                             : "http://127.0.0.1";
 
@@ -162,22 +166,20 @@ void add_agent_routes(Router& router, const Services& s) {
   auto opts = std::make_shared<const AgentRoutesOptions>(s.agent_options);
 
   router.add(http::verb::get, "/v1/models", [opts](const Request&) {
-    json model = {{"id", opts->model_id},
-                  {"object", "model"},
-                  {"created", 1767225600},
-                  {"owned_by", "agentbox"},
-                  {"name", "Claude Code"},
-                  {"description", "Claude Code running in your own agentbox sandbox"}};
+    json model = {{"id", opts->model_id},  {"object", "model"},
+                  {"created", 1767225600}, {"owned_by", "agentbox"},
+                  {"name", "Claude Code"}, {"description", "Claude Code running in your own agentbox sandbox"}};
     return Response::json({{"object", "list"}, {"data", json::array({model})}});
   });
 
   auto turn_route = [&callers, &boxes, &runner, &chats, links, pool, opts](agent::TurnMode mode) {
     return offload(pool, BlockingWork([&callers, &boxes, &runner, &chats, links, pool, opts, mode](
                                           const Request& req, const Writer& writer) {
-      if (!opts->unavailable.empty()) throw HttpError(http::status::service_unavailable, opts->unavailable);
-      agent::TurnSetup setup = prepare(req, mode, callers, boxes, chats, *opts);
-      agent::start_turn(std::move(setup), runner, chats, links, pool, *opts, writer);
-    }));
+                     if (!opts->unavailable.empty())
+                       throw HttpError(http::status::service_unavailable, opts->unavailable);
+                     agent::TurnSetup setup = prepare(req, mode, callers, boxes, chats, *opts);
+                     agent::start_turn(std::move(setup), runner, chats, links, pool, *opts, writer);
+                   }));
   };
   router.add_async(http::verb::post, "/v1/chat/completions", turn_route(agent::TurnMode::openai_whole));
   router.add_async(http::verb::post, "/agent/runs", turn_route(agent::TurnMode::native));

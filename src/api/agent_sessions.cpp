@@ -23,7 +23,7 @@ using nlohmann::json;
 
 constexpr const char* kProjects = ".claude/projects";
 constexpr int kMaxSessions = 500;
-constexpr size_t kHeadBytes = 64 << 10;          // of each transcript, for its title and directory
+constexpr size_t kHeadBytes = 64 << 10;           // of each transcript, for its title and directory
 constexpr size_t kMaxTranscriptBytes = 32 << 20;  // one transcript answered at most
 constexpr size_t kMaxTitle = 200;
 
@@ -103,12 +103,10 @@ Response get_session(accounts::AccountDirectory& callers, const Request& req) {
   agent::Transcript t = agent::parse_transcript(text);
   json messages = json::array();
   for (auto& m : t.messages)
-    messages.push_back({{"role", m.role}, {"content", std::move(m.content)}, {"timestamp", m.timestamp}, {"uuid", m.uuid}});
-  return Response::json({{"id", id},
-                         {"cwd", t.cwd},
-                         {"chat", chat_of(caller, t.cwd)},
-                         {"messages", messages},
-                         {"truncated", truncated}});
+    messages.push_back(
+        {{"role", m.role}, {"content", std::move(m.content)}, {"timestamp", m.timestamp}, {"uuid", m.uuid}});
+  return Response::json(
+      {{"id", id}, {"cwd", t.cwd}, {"chat", chat_of(caller, t.cwd)}, {"messages", messages}, {"truncated", truncated}});
 }
 
 }  // namespace

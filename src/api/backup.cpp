@@ -26,7 +26,8 @@ namespace {
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 backup::MirrorService& require_mirror(backup::MirrorService* mirror) {
-  if (!mirror) throw HttpError(http::status::conflict, "The mirror of homes is off: no [backup] dir in the configuration");
+  if (!mirror)
+    throw HttpError(http::status::conflict, "The mirror of homes is off: no [backup] dir in the configuration");
   return *mirror;
 }
 
@@ -110,7 +111,9 @@ void add_backup_routes(Router& router, const Services& s) {
   const RouteOptions admin{.admin = true};
   router.add(
       http::verb::get, "/admin/backup",
-      [mirror](const Request&) { return Response::json(mirror ? mirror->status() : nlohmann::json{{"enabled", false}}); },
+      [mirror](const Request&) {
+        return Response::json(mirror ? mirror->status() : nlohmann::json{{"enabled", false}});
+      },
       admin);
   router.add(
       http::verb::post, "/admin/backup/run",

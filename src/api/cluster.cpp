@@ -24,7 +24,8 @@ Response describe(const accounts::PlacementGuard& guard) {
 void add_cluster_routes(Router& router, const Services& s) {
   accounts::PlacementGuard& guard = *s.placement;
   const RouteOptions admin{.admin = true};
-  router.add(http::verb::get, "/admin/cluster", [&guard](const Request&) { return describe(guard); }, admin);
+  router.add(
+      http::verb::get, "/admin/cluster", [&guard](const Request&) { return describe(guard); }, admin);
   router.add(
       http::verb::post, "/admin/cluster/reload",
       [&guard](const Request&) {

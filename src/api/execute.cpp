@@ -35,9 +35,7 @@ constexpr int64_t kMaxOffset = INT64_MAX;
 constexpr size_t kMaxCommandBytes = 128 * 1024;
 constexpr size_t kMaxEnvBytes = 128 * 1024;
 
-[[noreturn]] void process_not_found() {
-  throw HttpError(http::status::not_found, "Process not found");
-}
+[[noreturn]] void process_not_found() { throw HttpError(http::status::not_found, "Process not found"); }
 
 std::string status_name(ProcessStatus s) { return std::string(to_string(s)); }
 
@@ -56,7 +54,8 @@ ExecBody parse_exec_body(const Request& req) {
   ExecBody out;
   out.command = required_string(body, "command");
   if (out.command.empty()) unprocessable("Field 'command' must not be empty");
-  if (out.command.find('\0') != std::string::npos) throw HttpError(http::status::bad_request, "Field 'command' contains a NUL byte");
+  if (out.command.find('\0') != std::string::npos)
+    throw HttpError(http::status::bad_request, "Field 'command' contains a NUL byte");
   if (out.command.size() > kMaxCommandBytes)
     throw HttpError(http::status::payload_too_large,
                     "Field 'command' is " + std::to_string(out.command.size()) +
@@ -93,8 +92,8 @@ ExecBody parse_exec_body(const Request& req) {
 
 exec::ReadSpec read_spec(const Request& req, uint64_t default_offset = 0) {
   exec::ReadSpec read;
-  read.offset = static_cast<uint64_t>(query_int(req, "offset", 0, kMaxOffset).value_or(
-      static_cast<int64_t>(default_offset)));
+  read.offset =
+      static_cast<uint64_t>(query_int(req, "offset", 0, kMaxOffset).value_or(static_cast<int64_t>(default_offset)));
   if (auto tail = query_int(req, "tail", 1, 1'000'000)) read.tail_lines = static_cast<uint64_t>(*tail);
   return read;
 }
@@ -107,8 +106,9 @@ uint64_t last_event_offset(std::string_view value) {
   auto [stop, ec] = std::from_chars(value.data(), end, offset);
   if (value.empty() || value.front() < '0' || value.front() > '9' || ec != std::errc() || stop != end ||
       offset > static_cast<uint64_t>(kMaxOffset))
-    throw HttpError(http::status::bad_request, "Last-Event-ID must be an offset this stream sent: a whole number from 0 to " +
-                                                   std::to_string(kMaxOffset));
+    throw HttpError(
+        http::status::bad_request,
+        "Last-Event-ID must be an offset this stream sent: a whole number from 0 to " + std::to_string(kMaxOffset));
   return offset;
 }
 
@@ -155,15 +155,18 @@ class OutputStream : public std::enable_shared_from_this<OutputStream> {
  public:
   OutputStream(exec::ProcessTable& table, std::string account, std::string id, uint64_t offset,
                std::chrono::seconds keepalive, std::shared_ptr<ResponseWriter> writer)
-      : table_(table), account_(std::move(account)), id_(std::move(id)), offset_(offset),
-        keepalive_(keepalive), writer_(std::move(writer)) {}
+      : table_(table),
+        account_(std::move(account)),
+        id_(std::move(id)),
+        offset_(offset),
+        keepalive_(keepalive),
+        writer_(std::move(writer)) {}
 
   void next() {
     auto self = shared_from_this();
     exec::ReadSpec read;
     read.offset = offset_;
-    auto handle = table_.wait(account_, id_, read, /*until_output=*/true,
-                              steady_clock::now() + keepalive_,
+    auto handle = table_.wait(account_, id_, read, /*until_output=*/true, steady_clock::now() + keepalive_,
                               [self](std::optional<exec::ProcessView> view) { self->on_view(view); });
     std::lock_guard lock(mu_);
     handle_ = handle;
@@ -199,9 +202,10 @@ class OutputStream : public std::enable_shared_from_this<OutputStream> {
       return;
     }
     if (finished) {
-      out += sse_event("exit", {{"status", status_name(view->status)},
-                                {"exit_code", view->exit_code ? json(*view->exit_code) : json(nullptr)},
-                                {"next_offset", view->next_offset}},
+      out += sse_event("exit",
+                       {{"status", status_name(view->status)},
+                        {"exit_code", view->exit_code ? json(*view->exit_code) : json(nullptr)},
+                        {"next_offset", view->next_offset}},
                        std::nullopt);
       writer_->write_chunk(std::move(out));
       writer_->end_chunked();
@@ -245,97 +249,100 @@ void add_execute_routes(Router& router, const Services& s) {
   // Each handler is given its caller, resolved off the io thread when that is slow
   // (accounts/caller_routes.hpp).
   router.add_async(http::verb::get, "/execute", with_caller(callers, [&table](const Request&, const Caller& caller) {
-    json list = json::array();
-    for (const auto& p : table.list(caller.account.name))
-      list.push_back({{"id", p.id},
-                      {"command", p.command},
-                      {"status", status_name(p.status)},
-                      {"exit_code", p.exit_code ? json(*p.exit_code) : json(nullptr)}});
-    return Response::json(list);
-  }));
+                     json list = json::array();
+                     for (const auto& p : table.list(caller.account.name))
+                       list.push_back({{"id", p.id},
+                                       {"command", p.command},
+                                       {"status", status_name(p.status)},
+                                       {"exit_code", p.exit_code ? json(*p.exit_code) : json(nullptr)}});
+                     return Response::json(list);
+                   }));
 
-  router.add_async(http::verb::post, "/execute",
-                   with_caller(callers, [&boxes, &table](const Request& req, const Caller& caller,
-                                                         std::shared_ptr<ResponseWriter> writer) {
-    ExecBody body = parse_exec_body(req);
-    auto wait = wait_of(req);
-    exec::ReadSpec read = read_spec(req);
-    read.offset = 0;
+  router.add_async(
+      http::verb::post, "/execute",
+      with_caller(callers, [&boxes, &table](const Request& req, const Caller& caller,
+                                            std::shared_ptr<ResponseWriter> writer) {
+        ExecBody body = parse_exec_body(req);
+        auto wait = wait_of(req);
+        exec::ReadSpec read = read_spec(req);
+        read.offset = 0;
 
-    HomePath cwd = caller.home->path(body.cwd.value_or(""), caller.cwd);
-    if (!is_directory(*caller.home, cwd))
-      throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
+        HomePath cwd = caller.home->path(body.cwd.value_or(""), caller.cwd);
+        if (!is_directory(*caller.home, cwd))
+          throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
 
-    exec::StartRequest start;
-    start.box = boxes.spec_for(caller.account);
-    start.command = body.command;
-    start.spawn = exec::shell_spawn_request(start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
-    start.stdin_data = std::move(body.stdin_data);
-    if (body.timeout)
-      start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
-    // The box answers on the loop; the request waits there, holding no thread.
-    table.start(std::move(start), [&table, account = caller.account.name, read, wait, writer](exec::StartOutcome started) {
-      if (started.error) {
-        writer->send(error_response_for(started.error, "POST /execute", "Command"));
-        return;
-      }
-      wait_and_answer(table, account, started.id, read, /*until_output=*/false, wait, writer);
-    });
-  }));
+        exec::StartRequest start;
+        start.box = boxes.spec_for(caller.account);
+        start.command = body.command;
+        start.spawn = exec::shell_spawn_request(start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
+        start.stdin_data = std::move(body.stdin_data);
+        if (body.timeout) start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
+        // The box answers on the loop; the request waits there, holding no thread.
+        table.start(std::move(start),
+                    [&table, account = caller.account.name, read, wait, writer](exec::StartOutcome started) {
+                      if (started.error) {
+                        writer->send(error_response_for(started.error, "POST /execute", "Command"));
+                        return;
+                      }
+                      wait_and_answer(table, account, started.id, read, /*until_output=*/false, wait, writer);
+                    });
+      }));
 
-  router.add_async(http::verb::get, "/execute/{id}/status",
-                   with_caller(callers, [&table](const Request& req, const Caller& caller,
-                                                 std::shared_ptr<ResponseWriter> writer) {
-    exec::ReadSpec read = read_spec(req);
-    // With an explicit offset a poll also ends when new output arrives (paging a live log);
-    // without one it waits for the end, as Open Terminal's does.
-    bool until_output = req.query_param("offset").has_value();
-    wait_and_answer(table, caller.account.name, req.param("id"), read, until_output, wait_of(req), writer);
-  }));
+  router.add_async(
+      http::verb::get, "/execute/{id}/status",
+      with_caller(callers, [&table](const Request& req, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
+        exec::ReadSpec read = read_spec(req);
+        // With an explicit offset a poll also ends when new output arrives (paging a live log);
+        // without one it waits for the end, as Open Terminal's does.
+        bool until_output = req.query_param("offset").has_value();
+        wait_and_answer(table, caller.account.name, req.param("id"), read, until_output, wait_of(req), writer);
+      }));
 
   router.add_async(http::verb::post, "/execute/{id}/input",
                    with_caller(callers, [&table](const Request& req, const Caller& caller) {
-    json body = parse_json_object(req);
-    switch (table.input(caller.account.name, req.param("id"),
-                        exec::decode_input_escapes(required_string(body, "input")))) {
-      case exec::InputResult::ok: return Response::json({{"status", "ok"}});
-      case exec::InputResult::not_found: process_not_found();
-      case exec::InputResult::exited: throw HttpError(http::status::bad_request, "Process has already exited");
-      case exec::InputResult::closed: throw HttpError(http::status::bad_request, "Process stdin is closed");
-    }
-    process_not_found();
-  }));
+                     json body = parse_json_object(req);
+                     switch (table.input(caller.account.name, req.param("id"),
+                                         exec::decode_input_escapes(required_string(body, "input")))) {
+                       case exec::InputResult::ok: return Response::json({{"status", "ok"}});
+                       case exec::InputResult::not_found: process_not_found();
+                       case exec::InputResult::exited:
+                         throw HttpError(http::status::bad_request, "Process has already exited");
+                       case exec::InputResult::closed:
+                         throw HttpError(http::status::bad_request, "Process stdin is closed");
+                     }
+                     process_not_found();
+                   }));
 
-  router.add_async(http::verb::delete_, "/execute/{id}",
-                   with_caller(callers, [&table](const Request& req, const Caller& caller,
-                                                 std::shared_ptr<ResponseWriter> writer) {
-    bool force = query_bool(req, "force").value_or(false);
-    table.kill(caller.account.name, req.param("id"), force, [writer](bool found) {
-      if (!found) {
-        writer->send(error_response(http::status::not_found, "Process not found"));
-        return;
-      }
-      writer->send(Response::json({{"status", "killed"}}));
-    });
-  }));
+  router.add_async(
+      http::verb::delete_, "/execute/{id}",
+      with_caller(callers, [&table](const Request& req, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
+        bool force = query_bool(req, "force").value_or(false);
+        table.kill(caller.account.name, req.param("id"), force, [writer](bool found) {
+          if (!found) {
+            writer->send(error_response(http::status::not_found, "Process not found"));
+            return;
+          }
+          writer->send(Response::json({{"status", "killed"}}));
+        });
+      }));
 
   router.add_async(http::verb::get, "/execute/{id}/stream",
                    with_caller(callers, [&table, options](const Request& req, const Caller& caller,
                                                           std::shared_ptr<ResponseWriter> writer) {
-    uint64_t offset = read_spec(req).offset;
-    if (auto last = req.header("Last-Event-ID"); last && !req.query_param("offset"))
-      offset = last_event_offset(*last);
-    if (!table.get(caller.account.name, req.param("id"), exec::ReadSpec{offset, std::nullopt, 0}))
-      process_not_found();
-    Response head;
-    head.headers.set(http::field::content_type, "text/event-stream");
-    head.headers.set(http::field::cache_control, "no-cache");
-    if (!writer->begin_chunked(std::move(head))) return;
-    auto stream = std::make_shared<OutputStream>(table, caller.account.name, req.param("id"),
-                                                 offset, options.stream_keepalive, writer);
-    writer->on_close([stream] { stream->cancel(); });
-    stream->next();
-  }));
+                     uint64_t offset = read_spec(req).offset;
+                     if (auto last = req.header("Last-Event-ID"); last && !req.query_param("offset"))
+                       offset = last_event_offset(*last);
+                     if (!table.get(caller.account.name, req.param("id"), exec::ReadSpec{offset, std::nullopt, 0}))
+                       process_not_found();
+                     Response head;
+                     head.headers.set(http::field::content_type, "text/event-stream");
+                     head.headers.set(http::field::cache_control, "no-cache");
+                     if (!writer->begin_chunked(std::move(head))) return;
+                     auto stream = std::make_shared<OutputStream>(table, caller.account.name, req.param("id"), offset,
+                                                                  options.stream_keepalive, writer);
+                     writer->on_close([stream] { stream->cancel(); });
+                     stream->next();
+                   }));
 }
 
 }  // namespace agentbox::api

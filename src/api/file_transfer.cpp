@@ -45,8 +45,7 @@ void send_file_bytes(const accounts::Caller& caller, const HomePath& p, const Re
   ByteRange range = parse_byte_range(req.header("Range"), file.size);
   if (range.kind == ByteRange::Kind::unsatisfiable) {
     Response r = error_response(http::status::range_not_satisfiable,
-                                "Range not satisfiable: the file has " + std::to_string(file.size) +
-                                    " bytes");
+                                "Range not satisfiable: the file has " + std::to_string(file.size) + " bytes");
     r.headers.set(http::field::content_range, range.content_range(file.size));
     writer->send(std::move(r));
     return;
@@ -77,26 +76,23 @@ WriteResult receive_upload(const accounts::Caller& caller, const HomePath& direc
   std::unique_ptr<UploadWriter> upload;
   bool file_seen = false;
   bool file_complete = false;
-  MultipartParser parser(
-      boundary,
-      {.on_part =
-           [&](const PartHeaders& h) {
-             if (h.name != "file" || file_seen) return false;  // other fields, later files
-             file_seen = true;
-             // A NUL would cut the name short at the kernel (".." + NUL + "x" is "..").
-             if (h.filename && h.filename->find('\0') != std::string::npos)
-               throw HttpError(http::status::bad_request, "File name contains a NUL byte");
-             // A part without a file name is still the file, named as Open Terminal does.
-             upload = std::make_unique<UploadWriter>(*caller.home, directory,
-                                                     h.filename.value_or("upload"), max_bytes);
-             return true;
-           },
-       .on_data = [&](std::string_view data) { upload->append(data); },
-       .on_part_end = [&] { file_complete = true; }});
+  MultipartParser parser(boundary, {.on_part =
+                                        [&](const PartHeaders& h) {
+                                          if (h.name != "file" || file_seen) return false;  // other fields, later files
+                                          file_seen = true;
+                                          // A NUL would cut the name short at the kernel (".." + NUL + "x" is "..").
+                                          if (h.filename && h.filename->find('\0') != std::string::npos)
+                                            throw HttpError(http::status::bad_request, "File name contains a NUL byte");
+                                          // A part without a file name is still the file, named as Open Terminal does.
+                                          upload = std::make_unique<UploadWriter>(
+                                              *caller.home, directory, h.filename.value_or("upload"), max_bytes);
+                                          return true;
+                                        },
+                                    .on_data = [&](std::string_view data) { upload->append(data); },
+                                    .on_part_end = [&] { file_complete = true; }});
   feed_body(req, parser);
   parser.finish();
-  if (!file_complete)
-    throw HttpError(http::status::unprocessable_entity, "Missing multipart field 'file'");
+  if (!file_complete) throw HttpError(http::status::unprocessable_entity, "Missing multipart field 'file'");
   return upload->commit();
 }
 
@@ -118,9 +114,8 @@ std::string attachment_disposition(std::string_view file_name) {
   return "attachment; filename=\"" + ascii + "\"; filename*=UTF-8''" + encoded;
 }
 
-void send_archive(const accounts::Caller& caller, const std::vector<HomePath>& paths,
-                  const std::string& temp_dir, const ArchiveOptions& options,
-                  const std::shared_ptr<ResponseWriter>& writer) {
+void send_archive(const accounts::Caller& caller, const std::vector<HomePath>& paths, const std::string& temp_dir,
+                  const ArchiveOptions& options, const std::shared_ptr<ResponseWriter>& writer) {
   ZipArchive zip = make_zip_archive(*caller.home, paths, temp_dir, options);
   Response head;
   head.headers.set(http::field::content_type, "application/zip");

@@ -17,7 +17,6 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-
 // GET /files/view, GET /files/serve/{path}: the bytes of the regular file `p` with a
 // Content-Type from its name; a single Range is 206 with Content-Range, one past the end 416.
 // The body is sent from the descriptor in pieces, never read whole.
@@ -30,9 +29,8 @@ WriteResult receive_upload(const accounts::Caller& caller, const HomePath& direc
                            uint64_t max_bytes);
 
 // POST /files/archive: a zip of `paths` as an application/zip attachment.
-void send_archive(const accounts::Caller& caller, const std::vector<HomePath>& paths,
-                  const std::string& temp_dir, const ArchiveOptions& options,
-                  const std::shared_ptr<ResponseWriter>& writer);
+void send_archive(const accounts::Caller& caller, const std::vector<HomePath>& paths, const std::string& temp_dir,
+                  const ArchiveOptions& options, const std::shared_ptr<ResponseWriter>& writer);
 
 // Content-Disposition for a download name: an ASCII fallback plus RFC 6266 filename*.
 std::string attachment_disposition(std::string_view file_name);

@@ -58,8 +58,7 @@ std::optional<uint64_t> optional_line(const json& item, const char* field) {
 
 std::vector<Replacement> replacements_of(const json& body) {
   auto it = body.find("replacements");
-  if (it == body.end() || !it->is_array())
-    unprocessable("Field 'replacements' is required and must be a list");
+  if (it == body.end() || !it->is_array()) unprocessable("Field 'replacements' is required and must be a list");
   std::vector<Replacement> out;
   for (const json& item : *it) {
     if (!item.is_object()) unprocessable("Each replacement must be an object");
@@ -120,10 +119,8 @@ Response read_file(const FileContext& ctx, const Request& req) {
     out.body = std::move(r.bytes);
     return out;
   }
-  json out = {{"path", r.path},
-              {"total_lines", r.total_lines},
-              {"content", std::move(r.content)},
-              {"truncated", r.truncated}};
+  json out = {
+      {"path", r.path}, {"total_lines", r.total_lines}, {"content", std::move(r.content)}, {"truncated", r.truncated}};
   if (r.truncated) out["next_start_line"] = r.next_line;
   if (r.next_column) out["next_start_column"] = r.next_column;  // a line cut inside: go on from there
   if (r.encoding != "utf-8") out["encoding"] = r.encoding;
@@ -154,8 +151,7 @@ Response replace_file(const FileContext& ctx, const Request& req) {
 Response make_directory(const FileContext& ctx, const Request& req) {
   accounts::Caller caller = ctx.callers.resolve(req);
   json body = parse_json_object(req);
-  return Response::json(
-      {{"path", make_dir(*caller.home, path_of(caller, required_string(body, "path")))}});
+  return Response::json({{"path", make_dir(*caller.home, path_of(caller, required_string(body, "path")))}});
 }
 
 // Into the account's trash (fs/trash.hpp), not gone: `trash` is the item's id (null when the
@@ -164,9 +160,8 @@ Response delete_entry(const FileContext& ctx, const Request& req) {
   accounts::Caller caller = ctx.callers.resolve(req);
   Trash trash(ctx.callers.volume_of(caller.account).trash, *caller.home);
   TrashPut r = trash.put(path_of(caller, required_query(req, "path")));
-  return Response::json({{"path", r.item.path},
-                         {"type", r.item.type},
-                         {"trash", r.trashed ? json(r.item.id) : json(nullptr)}});
+  return Response::json(
+      {{"path", r.item.path}, {"type", r.item.type}, {"trash", r.trashed ? json(r.item.id) : json(nullptr)}});
 }
 
 Response move_file(const FileContext& ctx, const Request& req) {
@@ -195,10 +190,8 @@ Response grep_search(const FileContext& ctx, const Request& req) {
     else
       matches.push_back({{"file", m.file}});
   }
-  return Response::json({{"query", r.query},
-                         {"path", r.path},
-                         {"matches", std::move(matches)},
-                         {"truncated", r.truncated}});
+  return Response::json(
+      {{"query", r.query}, {"path", r.path}, {"matches", std::move(matches)}, {"truncated", r.truncated}});
 }
 
 Response glob_search(const FileContext& ctx, const Request& req) {
@@ -207,20 +200,21 @@ Response glob_search(const FileContext& ctx, const Request& req) {
   opt.pattern = required_query(req, "pattern");
   opt.exclude = query_list(req, "exclude");
   std::string type = req.query_param("type").value_or("any");
-  if (type == "any") opt.type = GlobType::any;
-  else if (type == "file") opt.type = GlobType::file;
-  else if (type == "directory") opt.type = GlobType::directory;
-  else unprocessable("Query parameter 'type' must be one of any, file, directory");
+  if (type == "any")
+    opt.type = GlobType::any;
+  else if (type == "file")
+    opt.type = GlobType::file;
+  else if (type == "directory")
+    opt.type = GlobType::directory;
+  else
+    unprocessable("Query parameter 'type' must be one of any, file, directory");
   opt.max_results = max_results_of(req);
   GlobResult r = glob_files(*caller.home, path_of(caller, req.query_param("path").value_or(".")), opt);
   json matches = json::array();
   for (const GlobMatch& m : r.matches)
-    matches.push_back(
-        {{"path", m.path}, {"type", m.type}, {"size", m.size}, {"modified", m.modified}});
-  return Response::json({{"pattern", r.pattern},
-                         {"path", r.path},
-                         {"matches", std::move(matches)},
-                         {"truncated", r.truncated}});
+    matches.push_back({{"path", m.path}, {"type", m.type}, {"size", m.size}, {"modified", m.modified}});
+  return Response::json(
+      {{"pattern", r.pattern}, {"path", r.path}, {"matches", std::move(matches)}, {"truncated", r.truncated}});
 }
 
 Response upload_file(const FileContext& ctx, const Request& req) {
@@ -249,8 +243,7 @@ void archive_files(const FileContext& ctx, const Request& req, const Writer& wri
   accounts::Caller caller = ctx.callers.resolve(req);
   json body = parse_json_object(req);
   auto it = body.find("paths");
-  if (it == body.end() || !it->is_array())
-    unprocessable("Field 'paths' is required and must be a list of paths");
+  if (it == body.end() || !it->is_array()) unprocessable("Field 'paths' is required and must be a list of paths");
   std::vector<HomePath> paths;
   for (const json& p : *it) {
     if (!p.is_string()) unprocessable("Field 'paths' must be a list of strings");
@@ -311,19 +304,16 @@ void add_file_routes(Router& router, const Services& s) {
       return with_room(ctx->callers, req, [&] { return handler(*ctx, req); });
     });
   };
-  for (const JsonRoute& r : kJsonRoutes)
-    router.add_async(r.method, r.pattern, offload(pool, json_work(r.handler)));
+  for (const JsonRoute& r : kJsonRoutes) router.add_async(r.method, r.pattern, offload(pool, json_work(r.handler)));
   for (const BytesRoute& r : kBytesRoutes)
     router.add_async(r.method, r.pattern,
-                     offload(pool, BlockingWork([ctx, handler = r.handler](
-                                                    const Request& req, const Writer& writer) {
-                       with_room(ctx->callers, req, [&] { handler(*ctx, req, writer); });
-                     })),
+                     offload(pool, BlockingWork([ctx, handler = r.handler](const Request& req, const Writer& writer) {
+                               with_room(ctx->callers, req, [&] { handler(*ctx, req, writer); });
+                             })),
                      // The agent's download links (http/signed_links.hpp) open one file each.
                      {.signed_link = r.handler == view_file});
   router.add_async(http::verb::post, "/files/upload", offload(pool, json_work(upload_file)),
-                   {.body_limit = options.upload_max_bytes + kMultipartOverheadBytes,
-                    .spool_body = true});
+                   {.body_limit = options.upload_max_bytes + kMultipartOverheadBytes, .spool_body = true});
 }
 
 }  // namespace agentbox::api

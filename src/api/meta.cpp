@@ -21,9 +21,9 @@ using namespace agentbox::http;  // the HTTP library, spoken unqualified
 namespace {
 
 // What a model most often reaches for; reported when present in the box's /usr tree.
-constexpr const char* kTools[] = {"bash", "python3", "pip3", "node", "npm", "gcc", "g++", "make",
-                                  "cmake", "git", "go", "rustc", "cargo", "java", "ruby", "perl",
-                                  "sqlite3", "curl", "jq", "rg", "tmux", "vim"};
+constexpr const char* kTools[] = {"bash",    "python3", "pip3", "node",  "npm",   "gcc",  "g++",  "make",
+                                  "cmake",   "git",     "go",   "rustc", "cargo", "java", "ruby", "perl",
+                                  "sqlite3", "curl",    "jq",   "rg",    "tmux",  "vim"};
 
 std::vector<std::string> tools_in_box_tree() {
   std::vector<std::string> found;
@@ -87,36 +87,46 @@ void add_meta_routes(Router& router, const Services& s) {
   const std::function<std::string(const std::string& user)> network_of = s.network_of;
   RouteOptions open;
   open.is_public = true;
-  router.add(http::verb::get, "/health", [](const Request&) { return Response::json({{"status", "ok"}}); }, open);
-  router.add(http::verb::get, "/api/config", [](const Request&) {
-    return Response::json({{"features", {{"terminal", true}, {"notebooks", false}, {"system", true}}}});
-  }, open);
+  router.add(
+      http::verb::get, "/health",
+      [](const Request&) {
+        return Response::json({{"status", "ok"}});
+      },
+      open);
+  router.add(
+      http::verb::get, "/api/config",
+      [](const Request&) {
+        return Response::json({{"features", {{"terminal", true}, {"notebooks", false}, {"system", true}}}});
+      },
+      open);
   auto doc = std::make_shared<const std::string>(dump_json(openapi_document(version)));
-  router.add(http::verb::get, "/openapi.json", [doc](const Request&) {
-    return Response::text(*doc, http::status::ok, "application/json");
-  }, open);
+  router.add(
+      http::verb::get, "/openapi.json",
+      [doc](const Request&) { return Response::text(*doc, http::status::ok, "application/json"); }, open);
 
   auto tools = std::make_shared<const std::vector<std::string>>(tools_in_box_tree());
   auto os = std::make_shared<const std::string>(os_name());
   // The caller's prompt: the caller resolved off the io thread when that is slow
   // (accounts/caller_routes.hpp).
-  AsyncHandler callers_prompt = accounts::with_caller(
-      callers, [&boxes, tools, os, network_of](const Request&, const accounts::Caller& caller) {
+  AsyncHandler callers_prompt =
+      accounts::with_caller(callers, [&boxes, tools, os, network_of](const Request&, const accounts::Caller& caller) {
         return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools,
                                                         network_of(caller.account.external_id))}});
       });
-  router.add_async(http::verb::get, "/system", [&boxes, tools, os, network_of, callers_prompt](
-                                                   const Request& req, std::shared_ptr<ResponseWriter> writer) {
-    // Open WebUI asks once, with the key only, to build the model's system prompt: a request
-    // that names no user gets the prompt of a generic box (what every user's box is like).
-    if (!req.header("X-User-Id") && !req.header("X-OpenWebUI-User-Id")) {
-      Account generic;
-      generic.uid = generic.gid = 1;  // never shown: the generic prompt names no account
-      writer->send(Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools, network_of(""))}}));
-      return;
-    }
-    callers_prompt(req, std::move(writer));
-  });
+  router.add_async(
+      http::verb::get, "/system",
+      [&boxes, tools, os, network_of, callers_prompt](const Request& req, std::shared_ptr<ResponseWriter> writer) {
+        // Open WebUI asks once, with the key only, to build the model's system prompt: a request
+        // that names no user gets the prompt of a generic box (what every user's box is like).
+        if (!req.header("X-User-Id") && !req.header("X-OpenWebUI-User-Id")) {
+          Account generic;
+          generic.uid = generic.gid = 1;  // never shown: the generic prompt names no account
+          writer->send(
+              Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools, network_of(""))}}));
+          return;
+        }
+        callers_prompt(req, std::move(writer));
+      });
 }
 
 }  // namespace agentbox::api

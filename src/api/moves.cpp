@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <ctime>
-#include <utility>
 #include <mutex>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -121,8 +121,8 @@ class Mover {
                                                   "; finish that move first (agentbox accounts move " + user +
                                                   " --to " + move->to_node + ")");
     if (!move) {
-      move = MoveOut{random_hex(kMoveIdBytes), account->external_id, account->name, to, target->server, "moving",
-                     unix_now()};
+      move = MoveOut{
+          random_hex(kMoveIdBytes), account->external_id, account->name, to, target->server, "moving", unix_now()};
       s_.moves->insert_out(*move);
       s_.move_gate->reload();  // from here the user's requests get the 503
       spdlog::info("move {}: account {} ({}) to node {} begins", move->id, account->name, account->external_id, to);
@@ -238,9 +238,10 @@ class Mover {
     moves::ArchivePart volume{v.root, {}};
     for (const char* part : {"home", "trash", "daemon/logs"})
       if (exists(v.root + "/" + part)) volume.entries.push_back(part);
-    const std::string path = "/admin/moves/" + m.id + "?user=" + query_escape(m.external_id) +
-                             "&from=" + query_escape(s_.placement->node());
-    moves::send_archive(moves::node_endpoint(target, s_.admin_key), path, {volume, moves::ArchivePart{dir, {"move.json"}}});
+    const std::string path =
+        "/admin/moves/" + m.id + "?user=" + query_escape(m.external_id) + "&from=" + query_escape(s_.placement->node());
+    moves::send_archive(moves::node_endpoint(target, s_.admin_key), path,
+                        {volume, moves::ArchivePart{dir, {"move.json"}}});
     s_.moves->set_out_state(m.id, "sent", unix_now());
     m.state = "sent";
   }
@@ -267,7 +268,8 @@ class Mover {
   // said so (until then the user gets the 503 here, not a 421 naming a node that refuses them).
   Response finish(MoveOut& m, const ClusterNode& target) {
     if (m.state == "done") moves::move_test_pause("done");
-    nlohmann::json on = moves::post_admin(moves::node_endpoint(target, s_.admin_key), "/admin/moves/" + m.id + "/activate");
+    nlohmann::json on =
+        moves::post_admin(moves::node_endpoint(target, s_.admin_key), "/admin/moves/" + m.id + "/activate");
     if (m.state != "moved") {
       s_.moves->set_out_state(m.id, "moved", unix_now());
       m.state = "moved";
@@ -307,7 +309,7 @@ class Mover {
     return Response::json({{"state", state}, {"name", account.name}, {"uid", account.uid}});
   }
 
-  const Services s_;  // a cluster node's: placement, moves and move_gate are set
+  const Services s_;   // a cluster node's: placement, moves and move_gate are set
   std::mutex out_mu_;  // one move out at a time: a rerun waits for the run it resumes
   std::mutex in_mu_;   // one move in at a time
 };

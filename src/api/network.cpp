@@ -17,9 +17,18 @@ constexpr int64_t kMaxEntries = 1000;
 // count: the same refusal made that many times within a minute of time_ms, the last at
 // last_time_ms (1 and time_ms for every other decision).
 nlohmann::json entry_json(const NetworkDecision& d) {
-  return {{"id", d.id},         {"time_ms", d.ts_ms},     {"kind", d.kind},         {"host", d.host},
-          {"port", d.port},     {"address", d.address},   {"allowed", d.allowed},   {"reason", d.reason},
-          {"bytes_up", d.bytes_up}, {"bytes_down", d.bytes_down}, {"count", d.count}, {"last_time_ms", d.last_ms}};
+  return {{"id", d.id},
+          {"time_ms", d.ts_ms},
+          {"kind", d.kind},
+          {"host", d.host},
+          {"port", d.port},
+          {"address", d.address},
+          {"allowed", d.allowed},
+          {"reason", d.reason},
+          {"bytes_up", d.bytes_up},
+          {"bytes_down", d.bytes_down},
+          {"count", d.count},
+          {"last_time_ms", d.last_ms}};
 }
 
 }  // namespace
@@ -32,14 +41,15 @@ void add_network_routes(Router& router, const Services& s) {
   // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
   router.add_async(http::verb::get, "/network/log",
                    accounts::with_caller(callers, [log](const Request& req, const accounts::Caller& caller) {
-    int64_t limit = query_int(req, "limit", 1, kMaxEntries).value_or(kDefaultEntries);
-    std::optional<int64_t> before = query_int(req, "before", 1, INT64_MAX);
-    std::vector<NetworkDecision> entries = log->list(caller.account.name, static_cast<size_t>(limit), before);
-    nlohmann::json out = {{"entries", nlohmann::json::array()}, {"next_before", nullptr}};
-    for (const NetworkDecision& d : entries) out["entries"].push_back(entry_json(d));
-    if (static_cast<int64_t>(entries.size()) == limit) out["next_before"] = entries.back().id;
-    return Response::json(out);
-  }));
+                     int64_t limit = query_int(req, "limit", 1, kMaxEntries).value_or(kDefaultEntries);
+                     std::optional<int64_t> before = query_int(req, "before", 1, INT64_MAX);
+                     std::vector<NetworkDecision> entries =
+                         log->list(caller.account.name, static_cast<size_t>(limit), before);
+                     nlohmann::json out = {{"entries", nlohmann::json::array()}, {"next_before", nullptr}};
+                     for (const NetworkDecision& d : entries) out["entries"].push_back(entry_json(d));
+                     if (static_cast<int64_t>(entries.size()) == limit) out["next_before"] = entries.back().id;
+                     return Response::json(out);
+                   }));
 }
 
 }  // namespace agentbox::api

@@ -8,7 +8,6 @@
 
 namespace agentbox::api {
 
-
 nlohmann::json openapi_document(std::string_view version);
 
 }  // namespace agentbox::api

@@ -27,14 +27,13 @@ using nlohmann::json;
 
 // Every method a box's server may want (REST, WebDAV, ...); CONNECT has no origin-form target.
 constexpr http::verb kMethods[] = {
-    http::verb::delete_,    http::verb::get,       http::verb::head,      http::verb::post,
-    http::verb::put,        http::verb::options,   http::verb::trace,     http::verb::copy,
-    http::verb::lock,       http::verb::mkcol,     http::verb::move,      http::verb::propfind,
-    http::verb::proppatch,  http::verb::search,    http::verb::unlock,    http::verb::bind,
-    http::verb::rebind,     http::verb::unbind,    http::verb::acl,       http::verb::report,
-    http::verb::mkactivity, http::verb::checkout,  http::verb::merge,     http::verb::msearch,
-    http::verb::notify,     http::verb::subscribe, http::verb::unsubscribe, http::verb::patch,
-    http::verb::purge,      http::verb::mkcalendar, http::verb::link,     http::verb::unlink,
+    http::verb::delete_,    http::verb::get,         http::verb::head,      http::verb::post,    http::verb::put,
+    http::verb::options,    http::verb::trace,       http::verb::copy,      http::verb::lock,    http::verb::mkcol,
+    http::verb::move,       http::verb::propfind,    http::verb::proppatch, http::verb::search,  http::verb::unlock,
+    http::verb::bind,       http::verb::rebind,      http::verb::unbind,    http::verb::acl,     http::verb::report,
+    http::verb::mkactivity, http::verb::checkout,    http::verb::merge,     http::verb::msearch, http::verb::notify,
+    http::verb::subscribe,  http::verb::unsubscribe, http::verb::patch,     http::verb::purge,   http::verb::mkcalendar,
+    http::verb::link,       http::verb::unlink,
 };
 
 std::uint16_t port_of(const Request& req) {
@@ -108,13 +107,13 @@ void add_proxy_routes(Router& router, const Services& s) {
   accounts::AccountDirectory& callers = *s.callers;
   exec::AccountBoxes& boxes = *s.boxes;
   const ProxyOptions options = s.proxy_options;
-  router.add_async(http::verb::get, "/ports",
-                   with_caller(callers, [&boxes](const Request&, const Caller& caller,
-                                                 std::shared_ptr<ResponseWriter> writer) {
-    boxes.list_ports(caller.account.name, [writer](std::vector<exec::AccountBoxes::ListeningPort> ports) {
-      writer->send(Response::json(ports_json(ports)));
-    });
-  }));
+  router.add_async(
+      http::verb::get, "/ports",
+      with_caller(callers, [&boxes](const Request&, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
+        boxes.list_ports(caller.account.name, [writer](std::vector<exec::AccountBoxes::ListeningPort> ports) {
+          writer->send(Response::json(ports_json(ports)));
+        });
+      }));
 
   auto proxy = [&callers, &boxes, options](Takeover conn) {
     auto strand = conn.socket.get_executor();
@@ -122,10 +121,10 @@ void add_proxy_routes(Router& router, const Services& s) {
     // The caller at once when ready, else from the pool: back on the connection's strand.
     accounts::resolve_caller(callers, session->request(), /*query_user_allowed=*/true,
                              [strand, session, &boxes](accounts::Resolved resolved) {
-      boost::asio::dispatch(strand, [session, &boxes, resolved = std::move(resolved)] {
-        proxy_to_box(*session, boxes, resolved);
-      });
-    });
+                               boost::asio::dispatch(strand, [session, &boxes, resolved = std::move(resolved)] {
+                                 proxy_to_box(*session, boxes, resolved);
+                               });
+                             });
   };
   for (http::verb method : kMethods) {
     router.add_takeover(method, "/proxy/{port}", proxy);

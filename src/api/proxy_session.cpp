@@ -42,14 +42,13 @@ constexpr std::size_t kHeadReadAhead = 16 * 1024;  // the box's bytes read past 
 
 // A WebSocket handshake (RFC 6455 §4.1): the one upgrade passed through.
 bool wants_websocket(const http::request_header<>& req) {
-  return req.version() >= 11 && req.method() == http::verb::get &&
-         has_token(req, http::field::connection, "upgrade") && has_token(req, http::field::upgrade, "websocket");
+  return req.version() >= 11 && req.method() == http::verb::get && has_token(req, http::field::connection, "upgrade") &&
+         has_token(req, http::field::upgrade, "websocket");
 }
 
 bool is_disconnect(const error_code& ec) {
   return ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == asio::error::operation_aborted || ec == http::error::end_of_stream ||
-         ec == http::error::partial_message;
+         ec == asio::error::operation_aborted || ec == http::error::end_of_stream || ec == http::error::partial_message;
 }
 
 // Fields the proxy writes itself: who the client is and how it came (X-Forwarded-*), where the
@@ -67,7 +66,9 @@ std::string_view address_of(std::string_view remote) {
 }
 
 // "2 s", "0.5 s": the limits as the config states them.
-std::string seconds(std::chrono::milliseconds d) { return fmt::format("{:g} s", static_cast<double>(d.count()) / 1000); }
+std::string seconds(std::chrono::milliseconds d) {
+  return fmt::format("{:g} s", static_cast<double>(d.count()) / 1000);
+}
 
 }  // namespace
 
@@ -113,7 +114,8 @@ void ProxySession::do_open(int family) {
 
 void ProxySession::on_open(UniqueFd fd, std::string why) {
   if (state_ != State::connecting) return;
-  const std::string refused = fmt::format("Nothing is listening on port {} in your box (connection refused)", target_.port);
+  const std::string refused =
+      fmt::format("Nothing is listening on port {} in your box (connection refused)", target_.port);
   if (!fd) {
     // An IPv6 socket that cannot be made (IPv6 off) leaves the IPv4 answer: refused.
     if (family_ == AF_INET6) return fail(http::status::bad_gateway, refused);
@@ -124,7 +126,7 @@ void ProxySession::on_open(UniqueFd fd, std::string why) {
   if (ec) return fail(http::status::bad_gateway, fmt::format("Cannot reach port {}: {}", target_.port, ec.message()));
   fd.release();
   const asio::ip::address loopback = family_ == AF_INET6 ? asio::ip::address(asio::ip::address_v6::loopback())
-                                                        : asio::ip::address(asio::ip::address_v4::loopback());
+                                                         : asio::ip::address(asio::ip::address_v4::loopback());
   upstream_.async_connect(tcp::endpoint(loopback, target_.port),
                           [self = shared_from_this()](error_code e) { self->on_connect(e); });
 }
@@ -164,8 +166,8 @@ void ProxySession::prepare_request_head() {
   for (auto it = req.begin(); it != req.end();) it = is_proxys_own(*it) ? req.erase(it) : std::next(it);
   req.target(target_.target);
   req.version(11);
-  req.set(http::field::host, family_ == AF_INET6 ? fmt::format("[::1]:{}", target_.port)
-                                                 : fmt::format("127.0.0.1:{}", target_.port));
+  req.set(http::field::host,
+          family_ == AF_INET6 ? fmt::format("[::1]:{}", target_.port) : fmt::format("127.0.0.1:{}", target_.port));
   req.set("X-Forwarded-For", address_of(conn_.request.remote_address));
   if (!client_host.empty()) req.set("X-Forwarded-Host", client_host);
   req.set("X-Forwarded-Proto", "http");
@@ -183,10 +185,10 @@ void ProxySession::do_relay_request() {
   request_out_.emplace(conn_.parser->get());
   if (!conn_.parser->is_done()) up_buffer_.resize(options_.buffer_size);
   // The head goes first: the server may answer it (Expect: 100-continue, an early refusal).
-  net::async_relay_message(client_, conn_.buffer, *conn_.parser, upstream_, *request_out_,
-                           {.buffer = up_buffer_, .head_first = true},
-                           [this](RelayStep, std::string_view) { touch(); },
-                           [self = shared_from_this()](RelayEnd end) { self->on_request_relayed(end); });
+  net::async_relay_message(
+      client_, conn_.buffer, *conn_.parser, upstream_, *request_out_, {.buffer = up_buffer_, .head_first = true},
+      [this](RelayStep, std::string_view) { touch(); },
+      [self = shared_from_this()](RelayEnd end) { self->on_request_relayed(end); });
 }
 
 void ProxySession::on_request_relayed(const RelayEnd& end) {
@@ -221,8 +223,8 @@ void ProxySession::on_read_response_head(error_code ec) {
   if (state_ != State::proxying) return;
   if (ec) {
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
-      return fail(http::status::bad_gateway, fmt::format("The response head from port {} is over {} bytes",
-                                                         target_.port, options_.header_limit));
+      return fail(http::status::bad_gateway,
+                  fmt::format("The response head from port {} is over {} bytes", target_.port, options_.header_limit));
     if (is_disconnect(ec))
       return fail(http::status::bad_gateway,
                   fmt::format("Port {} in your box closed the connection without answering", target_.port));
@@ -271,9 +273,10 @@ void ProxySession::do_relay_response(bool interim) {
   prepare_response_head(interim);
   response_out_.emplace(response_parser_->get());
   if (!response_parser_->is_done() && down_buffer_.empty()) down_buffer_.resize(options_.buffer_size);
-  net::async_relay_message(upstream_, response_head_buffer_, *response_parser_, client_, *response_out_,
-                           {.buffer = down_buffer_}, [this](RelayStep, std::string_view) { touch(); },
-                           [self = shared_from_this(), interim](RelayEnd end) { self->on_response_relayed(end, interim); });
+  net::async_relay_message(
+      upstream_, response_head_buffer_, *response_parser_, client_, *response_out_, {.buffer = down_buffer_},
+      [this](RelayStep, std::string_view) { touch(); },
+      [self = shared_from_this(), interim](RelayEnd end) { self->on_response_relayed(end, interim); });
 }
 
 void ProxySession::on_response_relayed(const RelayEnd& end, bool interim) {
@@ -333,9 +336,8 @@ void ProxySession::on_tunnel_read(Dir dir, error_code ec, std::size_t n) {
   touch();
   if (dir == down) body_bytes_ += n;
   auto& buffer = dir == up ? up_buffer_ : down_buffer_;
-  asio::async_write(to, asio::buffer(buffer.data(), n), [self = shared_from_this(), dir](error_code e, std::size_t) {
-    self->on_tunnel_write(dir, e);
-  });
+  asio::async_write(to, asio::buffer(buffer.data(), n),
+                    [self = shared_from_this(), dir](error_code e, std::size_t) { self->on_tunnel_write(dir, e); });
 }
 
 void ProxySession::on_tunnel_write(Dir dir, error_code ec) {
@@ -409,18 +411,16 @@ void ProxySession::do_linger() {
   idle_timer_.cancel();
   client_.shutdown(tcp::socket::shutdown_send, ignored);
   arm_phase(Phase::linger, options_.linger_timeout);
-  client_.async_read_some(asio::buffer(linger_buffer_), [self = shared_from_this()](error_code ec, std::size_t n) {
-    self->on_linger(ec, n);
-  });
+  client_.async_read_some(asio::buffer(linger_buffer_),
+                          [self = shared_from_this()](error_code ec, std::size_t n) { self->on_linger(ec, n); });
 }
 
 void ProxySession::on_linger(error_code ec, std::size_t n) {
   if (state_ != State::lingering) return;
   linger_bytes_ += n;
   if (ec || linger_bytes_ > kMaxLingerBytes) return do_close();
-  client_.async_read_some(asio::buffer(linger_buffer_), [self = shared_from_this()](error_code e, std::size_t m) {
-    self->on_linger(e, m);
-  });
+  client_.async_read_some(asio::buffer(linger_buffer_),
+                          [self = shared_from_this()](error_code e, std::size_t m) { self->on_linger(e, m); });
 }
 
 void ProxySession::do_close() {
@@ -432,8 +432,8 @@ void ProxySession::do_close() {
   client_.shutdown(tcp::socket::shutdown_both, ignored);
   client_.close(ignored);
   upstream_.close(ignored);
-  log_access({conn_.parser->get().method_string(), conn_.request.target, status_, body_bytes_,
-              Clock::now() - started_, conn_.request.remote_address});
+  log_access({conn_.parser->get().method_string(), conn_.request.target, status_, body_bytes_, Clock::now() - started_,
+              conn_.request.remote_address});
 }
 
 // ---------------------------------------------------------------- deadlines
@@ -462,14 +462,11 @@ void ProxySession::on_phase_timer(Phase phase, std::uint64_t generation) {
       break;
     case Phase::response:
       if (state_ == State::proxying && !head_received_)
-        fail(http::status::gateway_timeout, fmt::format("Port {} in your box did not answer within {}",
-                                                        target_.port, seconds(options_.response_timeout)));
+        fail(http::status::gateway_timeout, fmt::format("Port {} in your box did not answer within {}", target_.port,
+                                                        seconds(options_.response_timeout)));
       break;
-    case Phase::linger:
-      do_close();
-      break;
-    case Phase::none:
-      break;
+    case Phase::linger: do_close(); break;
+    case Phase::none: break;
   }
 }
 

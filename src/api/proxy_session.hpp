@@ -40,15 +40,15 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct ProxyOptions {
-  std::chrono::milliseconds connect_timeout{10'000};       // socket in the box + connect; then 504
-  std::chrono::milliseconds response_timeout{60'000};      // request sent → response head; then 504
-  std::chrono::milliseconds idle_timeout{300'000};         // no byte moving either way; then cut
+  std::chrono::milliseconds connect_timeout{10'000};         // socket in the box + connect; then 504
+  std::chrono::milliseconds response_timeout{60'000};        // request sent → response head; then 504
+  std::chrono::milliseconds idle_timeout{300'000};           // no byte moving either way; then cut
   std::chrono::milliseconds tunnel_idle_timeout{3'600'000};  // the same after a WebSocket upgrade
-  std::uint32_t header_limit = 64 * 1024;                  // bytes of the box's response head; then 502
-  std::size_t buffer_size = 256 * 1024;                    // bytes per direction
-  std::string node_name;                                   // a cluster node's X-Agentbox-Node, as on
-                                                           // every answer of its own (empty: none)
-  std::chrono::milliseconds linger_timeout{2'000};         // draining the client's input before close
+  std::uint32_t header_limit = 64 * 1024;                    // bytes of the box's response head; then 502
+  std::size_t buffer_size = 256 * 1024;                      // bytes per direction
+  std::string node_name;                                     // a cluster node's X-Agentbox-Node, as on
+                                                             // every answer of its own (empty: none)
+  std::chrono::milliseconds linger_timeout{2'000};           // draining the client's input before close
 };
 
 // Makes a non-blocking TCP socket of `family` from which connecting to the loopback reaches
@@ -148,8 +148,8 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   std::optional<ResponseParser> response_parser_;
   std::optional<ResponseSerializer> response_out_;
   boost::beast::flat_buffer response_head_buffer_;  // the box's bytes read with and past a head
-  bool head_received_ = false;  // a final response head arrived
-  bool head_started_ = false;   // a final head is being (or was) written to the client
+  bool head_received_ = false;                      // a final response head arrived
+  bool head_started_ = false;                       // a final head is being (or was) written to the client
   bool client_writing_ = false;
   std::vector<char> down_buffer_;
 

@@ -70,16 +70,16 @@ struct Services {
 
   // The network: each account's egress decisions, its model tokens, what its box may reach.
   std::shared_ptr<NetworkLog> network_log;
-  std::shared_ptr<TokenLedger> tokens;  // null when off (no model gateway)
+  std::shared_ptr<TokenLedger> tokens;                             // null when off (no model gateway)
   std::function<std::string(const std::string& user)> network_of;  // net::describe_for_box of a user's policy
   std::shared_ptr<const http::SignedLinks> links;                  // the agent's download links
 
   // Backup, restore and the cluster.
-  backup::MirrorService* mirror = nullptr;          // null when off (no [backup] dir)
+  backup::MirrorService* mirror = nullptr;  // null when off (no [backup] dir)
   accounts::RestoreGate* restore_gate = nullptr;
-  accounts::PlacementGuard* placement = nullptr;    // null when off (not a cluster node)
-  MoveStore* moves = nullptr;                       // null when off (not a cluster node)
-  accounts::MoveGate* move_gate = nullptr;          // null when off (not a cluster node)
+  accounts::PlacementGuard* placement = nullptr;  // null when off (not a cluster node)
+  MoveStore* moves = nullptr;                     // null when off (not a cluster node)
+  accounts::MoveGate* move_gate = nullptr;        // null when off (not a cluster node)
 
   // What the routes are told (from the configuration).
   std::string version;        // GET /openapi.json

@@ -15,8 +15,8 @@ bool make_room_from_trash(accounts::AccountDirectory& callers, const accounts::C
   if (start.bytes_limit == 0) return false;  // no quota: the state filesystem itself is full
   Trash trash(callers.volume_of(caller.account).trash, *caller.home);
   bool freed = false;
-  for (VolumeUsage u = start; u.bytes_limit - std::min(u.bytes_used, u.bytes_limit) < wanted ||
-                              u.inodes_used >= u.inodes_limit;
+  for (VolumeUsage u = start;
+       u.bytes_limit - std::min(u.bytes_used, u.bytes_limit) < wanted || u.inodes_used >= u.inodes_limit;
        u = volumes.usage(caller.account.name)) {
     if (!trash.purge_oldest()) break;
     freed = true;

@@ -21,7 +21,8 @@ using namespace agentbox::http;  // the HTTP library, spoken unqualified
 bool make_room_from_trash(accounts::AccountDirectory& callers, const accounts::Caller& caller, uint64_t wanted);
 
 // The FsError again, its detail completed with the caller's quota and usage.
-[[noreturn]] void throw_storage_full(accounts::AccountDirectory& callers, const accounts::Caller& caller, const FsError& e);
+[[noreturn]] void throw_storage_full(accounts::AccountDirectory& callers, const accounts::Caller& caller,
+                                     const FsError& e);
 
 // A spooled body is read from its file's offset: back to the start for another try.
 inline void rewind_body(const Request& req) {

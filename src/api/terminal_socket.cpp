@@ -25,11 +25,11 @@ namespace websocket = beast::websocket;
 using Clock = TerminalLoop::Clock;
 
 // Close codes of Open Terminal's protocol, and the standard ones we use.
-constexpr std::uint16_t kCloseEnded = 1000;      // the terminal ended (the reason says how)
-constexpr std::uint16_t kCloseInternal = 1011;   // the daemon could not serve it
-constexpr std::uint16_t kCloseTryAgain = 1013;   // its place went to a new connection (RFC 6455 7.4.1)
-constexpr std::uint16_t kCloseBadAuth = 4001;    // no auth frame in time, or a wrong key
-constexpr std::uint16_t kCloseNotFound = 4004;   // no such terminal of this user (or it ended)
+constexpr std::uint16_t kCloseEnded = 1000;            // the terminal ended (the reason says how)
+constexpr std::uint16_t kCloseInternal = 1011;         // the daemon could not serve it
+constexpr std::uint16_t kCloseTryAgain = 1013;         // its place went to a new connection (RFC 6455 7.4.1)
+constexpr std::uint16_t kCloseBadAuth = 4001;          // no auth frame in time, or a wrong key
+constexpr std::uint16_t kCloseNotFound = 4004;         // no such terminal of this user (or it ended)
 constexpr std::chrono::seconds kHandshakeTimeout{10};  // the opening and the closing handshake
 
 // The upgrade, answered by Beast on the API's io thread; the socket then goes to the loop.
@@ -67,8 +67,8 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
     };
     auto moved = std::make_shared<Moved>(Moved{std::move(fd), std::move(request_), std::move(slot_)});
     loop.post([moved, authenticated = authenticated_, ctx = ctx_]() mutable {
-      std::make_shared<TerminalSocket>(std::move(moved->fd), std::move(moved->request), authenticated,
-                                       std::move(ctx), std::move(moved->slot))
+      std::make_shared<TerminalSocket>(std::move(moved->fd), std::move(moved->request), authenticated, std::move(ctx),
+                                       std::move(moved->slot))
           ->start();
     });
   }
@@ -129,8 +129,7 @@ TerminalSocket::TerminalSocket(UniqueFd fd, Request request, bool authenticated,
             if (n >= 0) return n;
             return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
           },
-          [this](bool text, std::string_view payload) { on_message(text, payload); },
-          ctx_->options.max_message_bytes),
+          [this](bool text, std::string_view payload) { on_message(text, payload); }, ctx_->options.max_message_bytes),
       last_read_(Clock::now()),
       authenticated_(authenticated) {}
 
@@ -174,7 +173,7 @@ void TerminalSocket::on_ready(uint32_t events) {
     const bool open = frames_.read();  // messages are handled as they complete
     if (gone_) return;
     if (!open && frames_.peer_gone()) return tear_down();  // the connection ended or failed
-    if (!open) closing_ = true;  // wslay answers a close (or closes with 1002, 1007 or 1009)
+    if (!open) closing_ = true;                            // wslay answers a close (or closes with 1002, 1007 or 1009)
   }
   flush();
 }

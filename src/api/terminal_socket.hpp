@@ -41,11 +41,11 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct TerminalSocketOptions {
-  std::chrono::milliseconds auth_timeout{10'000};   // upgrade → the auth frame (Open Terminal: 10 s)
-  std::chrono::milliseconds idle_timeout{60'000};   // no byte at all, pongs included: dropped
-  std::size_t max_message_bytes = 64 * 1024;        // one message from the client
-  std::size_t max_queued_bytes = 4 * 1024 * 1024;   // output waiting for a slow client: dropped past it
-  std::size_t max_input_in_flight = 256 * 1024;     // keystrokes given to the terminal, not yet taken
+  std::chrono::milliseconds auth_timeout{10'000};  // upgrade → the auth frame (Open Terminal: 10 s)
+  std::chrono::milliseconds idle_timeout{60'000};  // no byte at all, pongs included: dropped
+  std::size_t max_message_bytes = 64 * 1024;       // one message from the client
+  std::size_t max_queued_bytes = 4 * 1024 * 1024;  // output waiting for a slow client: dropped past it
+  std::size_t max_input_in_flight = 256 * 1024;    // keystrokes given to the terminal, not yet taken
 };
 
 // What every terminal socket shares; outlives them (the routes own it).
@@ -83,16 +83,16 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   void idle_tick();
 
   void do_close(std::uint16_t code, std::string reason);
-  void flush();             // sends what is queued; tears down once the close is done
-  void update_interest();   // EPOLLIN unless held back by input; EPOLLOUT while frames wait
-  void tear_down();         // the connection goes (without a close handshake if none was done)
+  void flush();            // sends what is queued; tears down once the close is done
+  void update_interest();  // EPOLLIN unless held back by input; EPOLLOUT while frames wait
+  void tear_down();        // the connection goes (without a close handshake if none was done)
 
   TerminalLoop& loop() const { return loop_; }
 
   std::shared_ptr<const TerminalSocketContext> ctx_;
-  TerminalLoop& loop_;  // the terminals'; it outlives every socket on it (they go when it stops)
+  TerminalLoop& loop_;   // the terminals'; it outlives every socket on it (they go when it stops)
   ConnectionSlot slot_;  // idle (may make room for others) until the auth frame
-  Request request_;  // the upgrade's head
+  Request request_;      // the upgrade's head
   std::string terminal_id_;
   UniqueFd fd_;
   WebSocketFrames frames_;

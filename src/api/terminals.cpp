@@ -23,9 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-json terminal_json(const exec::TerminalInfo& t) {
-  return {{"id", t.id}, {"created_at", t.created_at}, {"pid", t.pid}};
-}
+json terminal_json(const exec::TerminalInfo& t) { return {{"id", t.id}, {"created_at", t.created_at}, {"pid", t.pid}}; }
 
 [[noreturn]] void terminal_not_found() { throw HttpError(http::status::not_found, "Session not found"); }
 
@@ -45,22 +43,22 @@ void add_terminal_routes(Router& router, const Services& s) {
   router.add_async(http::verb::post, "/api/terminals",
                    with_caller(callers, [&boxes, &terminals](const Request&, const Caller& caller,
                                                              std::shared_ptr<ResponseWriter> writer) {
-    BoxSpec spec = boxes.spec_for(caller.account);
-    SpawnRequest shell = exec::login_shell_request(spec, caller.cwd);
-    // The box answers on the loop; the request waits there, holding no thread. At the
-    // account's limit this throws TerminalLimitError (429).
-    terminals.create(spec, std::move(shell), [writer](exec::CreateOutcome created) {
-      writer->send(created.error ? error_response_for(created.error, "POST /api/terminals", "Terminal")
-                                 : Response::json(terminal_json(*created.terminal)));
-    });
-  }));
+                     BoxSpec spec = boxes.spec_for(caller.account);
+                     SpawnRequest shell = exec::login_shell_request(spec, caller.cwd);
+                     // The box answers on the loop; the request waits there, holding no thread. At the
+                     // account's limit this throws TerminalLimitError (429).
+                     terminals.create(spec, std::move(shell), [writer](exec::CreateOutcome created) {
+                       writer->send(created.error ? error_response_for(created.error, "POST /api/terminals", "Terminal")
+                                                  : Response::json(terminal_json(*created.terminal)));
+                     });
+                   }));
 
   router.add_async(http::verb::get, "/api/terminals",
                    with_caller(callers, [&terminals](const Request&, const Caller& caller) {
-    json list = json::array();
-    for (const auto& t : terminals.list(caller.account.name)) list.push_back(terminal_json(t));
-    return Response::json(list);
-  }));
+                     json list = json::array();
+                     for (const auto& t : terminals.list(caller.account.name)) list.push_back(terminal_json(t));
+                     return Response::json(list);
+                   }));
 
   // One path for the REST description and the WebSocket: the route sees the upgrade header.
   auto ctx = std::make_shared<const TerminalSocketContext>(
@@ -94,11 +92,11 @@ void add_terminal_routes(Router& router, const Services& s) {
   router.add_async(http::verb::delete_, "/api/terminals/{id}",
                    with_caller(callers, [&terminals](const Request& req, const Caller& caller,
                                                      std::shared_ptr<ResponseWriter> writer) {
-    terminals.remove(caller.account.name, req.param("id"), [writer](bool found) {
-      writer->send(found ? Response::json({{"status", "deleted"}})
-                         : error_response(http::status::not_found, "Session not found"));
-    });
-  }));
+                     terminals.remove(caller.account.name, req.param("id"), [writer](bool found) {
+                       writer->send(found ? Response::json({{"status", "deleted"}})
+                                          : error_response(http::status::not_found, "Session not found"));
+                     });
+                   }));
 }
 
 }  // namespace agentbox::api

@@ -28,38 +28,43 @@ void add_trash_routes(Router& router, const Services& s) {
   accounts::AccountDirectory& callers = *s.callers;
   const std::shared_ptr<FairPool>& pool = s.file_pool;
   const uint32_t trash_days = s.trash_days;
-  router.add_async(http::verb::get, "/files/trash", offload(pool, Handler([&callers, trash_days](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
-    Trash trash(callers.volume_of(caller.account).trash, *caller.home);
-    json items = json::array();
-    uint64_t bytes = 0;
-    for (const TrashItem& t : trash.list()) {
-      items.push_back(item_json(t, trash_days));
-      bytes += t.size;
-    }
-    return Response::json({{"items", std::move(items)}, {"size", bytes}, {"retention_days", trash_days}});
-  })));
+  router.add_async(
+      http::verb::get, "/files/trash",
+      offload(pool, Handler([&callers, trash_days](const Request& req) {
+                accounts::Caller caller = callers.resolve(req);
+                Trash trash(callers.volume_of(caller.account).trash, *caller.home);
+                json items = json::array();
+                uint64_t bytes = 0;
+                for (const TrashItem& t : trash.list()) {
+                  items.push_back(item_json(t, trash_days));
+                  bytes += t.size;
+                }
+                return Response::json({{"items", std::move(items)}, {"size", bytes}, {"retention_days", trash_days}});
+              })));
 
-  router.add_async(http::verb::post, "/files/trash/restore", offload(pool, Handler([&callers](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
-    json body = parse_json_object(req);
-    const std::string id = required_string(body, "id");
-    std::optional<HomePath> to;
-    if (auto path = optional_string(body, "path")) to = caller.home->path(*path, caller.cwd);
-    Trash trash(callers.volume_of(caller.account).trash, *caller.home);
-    TrashRestore r = with_room(callers, req, [&] { return trash.restore(id, to); });
-    return Response::json({{"path", r.path}, {"replaced", r.replaced ? json(*r.replaced) : json(nullptr)}});
-  })));
+  router.add_async(
+      http::verb::post, "/files/trash/restore",
+      offload(pool, Handler([&callers](const Request& req) {
+                accounts::Caller caller = callers.resolve(req);
+                json body = parse_json_object(req);
+                const std::string id = required_string(body, "id");
+                std::optional<HomePath> to;
+                if (auto path = optional_string(body, "path")) to = caller.home->path(*path, caller.cwd);
+                Trash trash(callers.volume_of(caller.account).trash, *caller.home);
+                TrashRestore r = with_room(callers, req, [&] { return trash.restore(id, to); });
+                return Response::json({{"path", r.path}, {"replaced", r.replaced ? json(*r.replaced) : json(nullptr)}});
+              })));
 
   router.add_async(http::verb::delete_, "/files/trash", offload(pool, Handler([&callers](const Request& req) {
-    accounts::Caller caller = callers.resolve(req);
-    Trash trash(callers.volume_of(caller.account).trash, *caller.home);
-    if (auto id = req.query_param("id")) {
-      trash.remove(*id);
-      return Response::json({{"deleted", 1}});
-    }
-    return Response::json({{"deleted", trash.clear()}});
-  })));
+                                                                  accounts::Caller caller = callers.resolve(req);
+                                                                  Trash trash(callers.volume_of(caller.account).trash,
+                                                                              *caller.home);
+                                                                  if (auto id = req.query_param("id")) {
+                                                                    trash.remove(*id);
+                                                                    return Response::json({{"deleted", 1}});
+                                                                  }
+                                                                  return Response::json({{"deleted", trash.clear()}});
+                                                                })));
 }
 
 }  // namespace agentbox::api

@@ -31,22 +31,24 @@ void add_usage_routes(Router& router, const Services& s) {
   const std::shared_ptr<TokenLedger>& ledger = s.tokens;
   const uint64_t daily_tokens = s.daily_tokens;
   // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
-  router.add_async(http::verb::get, "/usage",
-                   accounts::with_caller(callers, [ledger, daily_tokens](const Request& req, const accounts::Caller& caller) {
-    int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);
-    nlohmann::json tokens = {{"gateway", ledger != nullptr}};
-    if (ledger) {
-      DailyTokens today = ledger->on(caller.account.name, utc_today());
-      tokens["today"] = day_json(today);
-      tokens["daily_budget"] = daily_tokens ? nlohmann::json(daily_tokens) : nlohmann::json(nullptr);
-      tokens["remaining_today"] = daily_tokens ? nlohmann::json(daily_tokens - std::min(daily_tokens, today.tokens.total()))
-                                               : nlohmann::json(nullptr);
-      tokens["days"] = nlohmann::json::array();
-      for (const DailyTokens& d : ledger->recent(caller.account.name, static_cast<size_t>(days)))
-        tokens["days"].push_back(day_json(d));
-    }
-    return Response::json({{"tokens", tokens}});
-  }));
+  router.add_async(
+      http::verb::get, "/usage",
+      accounts::with_caller(callers, [ledger, daily_tokens](const Request& req, const accounts::Caller& caller) {
+        int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);
+        nlohmann::json tokens = {{"gateway", ledger != nullptr}};
+        if (ledger) {
+          DailyTokens today = ledger->on(caller.account.name, utc_today());
+          tokens["today"] = day_json(today);
+          tokens["daily_budget"] = daily_tokens ? nlohmann::json(daily_tokens) : nlohmann::json(nullptr);
+          tokens["remaining_today"] = daily_tokens
+                                          ? nlohmann::json(daily_tokens - std::min(daily_tokens, today.tokens.total()))
+                                          : nlohmann::json(nullptr);
+          tokens["days"] = nlohmann::json::array();
+          for (const DailyTokens& d : ledger->recent(caller.account.name, static_cast<size_t>(days)))
+            tokens["days"].push_back(day_json(d));
+        }
+        return Response::json({{"tokens", tokens}});
+      }));
 }
 
 }  // namespace agentbox::api

@@ -22,7 +22,7 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr size_t kMaxRecordBytes = 64 << 10;
 
 bool exists_at(int dirfd, const std::string& name) {
-  struct stat st{};
+  struct stat st {};
   return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 

@@ -14,8 +14,8 @@
 #include "backup/mirror_record.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
-#include "util/thread_priority.hpp"
 #include "util/thread_name.hpp"
+#include "util/thread_priority.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::backup {
@@ -137,8 +137,7 @@ PassReport MirrorService::run_pass() {
       UniqueFd dst(::openat(root.get(), home.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!dst) throw sys_error("open(" + home.name + ")");
       account.stats = mirror_tree(src.get(), dst.get(), today, options_.tree);
-      if (!home.external_id.empty())
-        write_record(dst.get(), {home.external_id, home.name, home.uid, home.created});
+      if (!home.external_id.empty()) write_record(dst.get(), {home.external_id, home.name, home.uid, home.created});
       purge_deleted(dst.get(), today, options_.keep_deleted_days, account.stats);
     } catch (const std::exception& e) {
       account.stats.error(e.what());

@@ -36,18 +36,18 @@ struct MirrorHome {
 };
 
 struct MirrorServiceOptions {
-  std::string dir;                          // the mirror's root; created 0700 if missing
-  std::chrono::seconds interval{300};       // between the end of a pass and the next start
-  int keep_deleted_days = 7;                // days a deleted or overwritten file is kept
-  std::string status_file;                  // JSON of the last pass; "" = not kept
+  std::string dir;                                 // the mirror's root; created 0700 if missing
+  std::chrono::seconds interval{300};              // between the end of a pass and the next start
+  int keep_deleted_days = 7;                       // days a deleted or overwritten file is kept
+  std::string status_file;                         // JSON of the last pass; "" = not kept
   std::function<std::vector<MirrorHome>()> homes;  // the accounts now (called once per pass)
   // Whether the account of a mirror directory no longer among `homes` was deleted on this node
   // (its copy is then put away into .deleted); unset: every one. A node whose state was lost
   // deleted none of them: their copies wait, whole, for `backup restore --all`.
   std::function<bool(const std::string& name)> deleted_here;
   std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
-  std::function<void(const std::string&)> log;     // a pass's summary and failures; none: silent
-  MirrorTreeOptions tree;                   // test hooks
+  std::function<void(const std::string&)> log;  // a pass's summary and failures; none: silent
+  MirrorTreeOptions tree;                       // test hooks
 };
 
 struct AccountPass {
@@ -96,16 +96,16 @@ class MirrorService {
   void write_status_file(const nlohmann::json& last_pass) const;
 
   MirrorServiceOptions options_;
-  std::mutex pass_mu_;             // held for a whole pass
-  mutable std::mutex mu_;          // guards the fields below
+  std::mutex pass_mu_;     // held for a whole pass
+  mutable std::mutex mu_;  // guards the fields below
   std::condition_variable wake_;
   bool stopping_ = false;
   std::atomic<bool> stop_flag_{false};  // stopping_ for the pass under way (MirrorTreeOptions::stop)
   bool requested_ = false;
   bool running_ = false;
   std::optional<std::chrono::system_clock::time_point> running_since_;
-  uint64_t passes_ = 0;            // completed since start
-  nlohmann::json last_pass_;       // null until one is known (from this run or the status file)
+  uint64_t passes_ = 0;       // completed since start
+  nlohmann::json last_pass_;  // null until one is known (from this run or the status file)
   std::thread thread_;
 };
 

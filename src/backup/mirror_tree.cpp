@@ -242,8 +242,8 @@ void TreeMirror::mirror_dir(int sfd, int dfd, const std::string& rel) {
   }
 }
 
-void TreeMirror::mirror_entry(int sfd, int dfd, const std::string& rel, const std::string& name,
-                              const struct stat& st, const struct stat* dst) {
+void TreeMirror::mirror_entry(int sfd, int dfd, const std::string& rel, const std::string& name, const struct stat& st,
+                              const struct stat* dst) {
   if (S_ISREG(st.st_mode)) return copy_file(sfd, dfd, rel, name, st, dst);
   if (S_ISDIR(st.st_mode)) return mirror_subdir(sfd, dfd, rel, name, dst);
   if (S_ISLNK(st.st_mode)) return copy_symlink(sfd, dfd, rel, name, st, dst);
@@ -252,8 +252,8 @@ void TreeMirror::mirror_entry(int sfd, int dfd, const std::string& rel, const st
   if (dst) keep(dfd, rel, name, /*move=*/true);
 }
 
-void TreeMirror::copy_file(int sfd, int dfd, const std::string& rel, const std::string& name,
-                           const struct stat& st, const struct stat* dst) {
+void TreeMirror::copy_file(int sfd, int dfd, const std::string& rel, const std::string& name, const struct stat& st,
+                           const struct stat* dst) {
   if (dst && S_ISREG(dst->st_mode) && dst->st_size == st.st_size && same_time(dst->st_mtim, st.st_mtim)) {
     if (dst->st_uid != st.st_uid || dst->st_gid != st.st_gid)
       check(::fchownat(dfd, name.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW), "fchownat");
@@ -299,8 +299,8 @@ void TreeMirror::copy_file(int sfd, int dfd, const std::string& rel, const std::
   stats_.bytes_copied += copied;
 }
 
-void TreeMirror::copy_symlink(int sfd, int dfd, const std::string& rel, const std::string& name,
-                              const struct stat& st, const struct stat* dst) {
+void TreeMirror::copy_symlink(int sfd, int dfd, const std::string& rel, const std::string& name, const struct stat& st,
+                              const struct stat* dst) {
   std::string target = read_link(sfd, name, st.st_size);
   if (dst && S_ISLNK(dst->st_mode) && read_link(dfd, name, dst->st_size) == target) {
     ++stats_.unchanged;
@@ -461,16 +461,18 @@ void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& liv
     try {
       UniqueFd account(::openat(mirror_root_fd, e.name.c_str(), kDirFlags));
       if (!account) continue;  // not a directory of ours
-      struct stat st{};
+      struct stat st {};
       const bool has_home = ::fstatat(account.get(), home.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
       if (has_home && gone && !gone(e.name)) continue;  // not deleted here: kept whole for a restore
       if (has_home) {
         if (::mkdirat(account.get(), deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(.deleted)");
         const std::string into = deleted + "/" + day;
-        if (::mkdirat(account.get(), into.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + into + ")");
+        if (::mkdirat(account.get(), into.c_str(), 0700) != 0 && errno != EEXIST)
+          throw sys_error("mkdir(" + into + ")");
         const std::string put_away = into + "/" + std::string(kPutAwayHome);
         std::string target = put_away;
-        for (int n = 2; ::renameat2(account.get(), home.c_str(), account.get(), target.c_str(), RENAME_NOREPLACE) != 0; ++n) {
+        for (int n = 2; ::renameat2(account.get(), home.c_str(), account.get(), target.c_str(), RENAME_NOREPLACE) != 0;
+             ++n) {
           if (errno != EEXIST || n > 100) throw sys_error("rename(home, " + target + ")");
           target = put_away + "-" + std::to_string(n);
         }
@@ -493,8 +495,7 @@ void remove_tree(int dirfd, const std::string& name) {
   UniqueFd d(::openat(dirfd, name.c_str(), kDirFlags));
   if (!d) throw sys_error("open(" + name + ")");
   for (const DirEntry& e : list_dir(d.get())) remove_tree(d.get(), e.name);
-  if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
-    throw sys_error("rmdir(" + name + ")");
+  if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) throw sys_error("rmdir(" + name + ")");
 }
 
 }  // namespace agentbox::backup

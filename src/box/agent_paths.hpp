@@ -21,8 +21,7 @@ inline constexpr const char* kEtcClaudeCode = "claude-code";
 
 // The box has Claude Code: its spec binds the CLI.
 inline bool has_claude_code(const BoxSpec& spec) {
-  return std::any_of(spec.binds.begin(), spec.binds.end(),
-                     [](const BindMount& b) { return b.target == kClaudeInBox; });
+  return std::any_of(spec.binds.begin(), spec.binds.end(), [](const BindMount& b) { return b.target == kClaudeInBox; });
 }
 
 }  // namespace agentbox

@@ -41,8 +41,8 @@ void Box::take_ready() {
   }
 }
 
-protocol::InitReply Box::request(const nlohmann::json& msg, std::span<const int> fds, int timeout_ms,
-                                 const char* what, std::vector<UniqueFd>* reply_fds) {
+protocol::InitReply Box::request(const nlohmann::json& msg, std::span<const int> fds, int timeout_ms, const char* what,
+                                 std::vector<UniqueFd>* reply_fds) {
   if (stopped_) throw Error(std::string(what) + ": box is stopped", ESRCH);
   try {
     protocol::send(box_->control.get(), msg, fds);
@@ -63,9 +63,10 @@ SpawnResult Box::spawn(const SpawnRequest& req, std::span<const int> stdio) {
   if (!req.tty && stdio.size() != 3) throw Error("spawn: pipes mode needs stdin, stdout, stderr");
   const uint64_t id = next_id_++;
   std::vector<UniqueFd> fds;
-  auto reply = request(protocol::encode(protocol::Spawn{id, req}), req.tty ? std::span<const int>{} : stdio,
-                       10000, "spawn", &fds);
-  if (const auto* failed = std::get_if<protocol::SpawnFailed>(&reply)) std::rethrow_exception(spawn_failure_error(*failed));
+  auto reply = request(protocol::encode(protocol::Spawn{id, req}), req.tty ? std::span<const int>{} : stdio, 10000,
+                       "spawn", &fds);
+  if (const auto* failed = std::get_if<protocol::SpawnFailed>(&reply))
+    std::rethrow_exception(spawn_failure_error(*failed));
   const auto* spawned = std::get_if<protocol::Spawned>(&reply);
   if (!spawned || spawned->id != id) throw Error("spawn: unexpected reply");
   SpawnResult r;

@@ -65,8 +65,8 @@ class Box {
   // Reads init's answer to the start if still unread: ready, or the start error (thrown).
   void take_ready();
   // Sends a request and returns init's reply to it (after init's answer to the start).
-  protocol::InitReply request(const nlohmann::json& msg, std::span<const int> fds, int timeout_ms,
-                              const char* what, std::vector<UniqueFd>* reply_fds = nullptr);
+  protocol::InitReply request(const nlohmann::json& msg, std::span<const int> fds, int timeout_ms, const char* what,
+                              std::vector<UniqueFd>* reply_fds = nullptr);
 
   std::unique_ptr<LaunchedBox> box_;
   int landlock_abi_ = 0;

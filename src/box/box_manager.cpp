@@ -38,17 +38,20 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
     explicit Slot(std::shared_ptr<const BoxStrand> s) : held(std::move(s)), strand(*held) {}
     std::shared_ptr<const BoxStrand> held;  // keeps it the account's (util/account_strands.hpp)
     BoxStrand strand;
-    std::shared_ptr<BoxOwner> owner;       // the current box, if any
+    std::shared_ptr<BoxOwner> owner;        // the current box, if any
     std::shared_ptr<const UniqueFd> netns;  // the account's network namespace (a start holds a copy)
     Clock::time_point last_active = Clock::now();
-    bool retired = false;                  // removed from the map: work for it goes to a new slot
+    bool retired = false;  // removed from the map: work for it goes to a new slot
     bool checking_idle = false;
     std::vector<std::function<void()>> when_gone;  // stop() completions
   };
 
   Impl(BoxLoop& l, BoxManagerOptions o)
-      : loop(l), opts(std::move(o)), launcher(opts.launch_threads, 1, "launcher"),
-        sweep_strand(asio::make_strand(loop.context())), sweep(sweep_strand) {}
+      : loop(l),
+        opts(std::move(o)),
+        launcher(opts.launch_threads, 1, "launcher"),
+        sweep_strand(asio::make_strand(loop.context())),
+        sweep(sweep_strand) {}
 
   // ---- any thread
 
@@ -129,35 +132,36 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
   }
 
   // The blocking part of the start, on a launcher thread; the result goes back to the strand.
-  void launch(const std::string& account, const std::shared_ptr<Slot>& slot,
-              const std::shared_ptr<BoxOwner>& owner, const BoxSpec& spec) {
+  void launch(const std::string& account, const std::shared_ptr<Slot>& slot, const std::shared_ptr<BoxOwner>& owner,
+              const BoxSpec& spec) {
     const bool hold = opts.hold_start && opts.hold_start(account);
-    launcher.post(account, [self = shared_from_this(), account, slot, owner, spec, hold, netns = slot->netns]() mutable {
-      std::shared_ptr<LaunchedBox> box;
-      std::string error;
-      try {
-        if (!netns) {
-          netns = std::make_shared<const UniqueFd>(netns::create_persistent());
-          if (self->opts.on_netns_created) self->opts.on_netns_created(account, netns->get());
-        }
-        BoxStartOptions so;
-        so.init_path = self->opts.init_path;
-        so.netns_fd = netns->get();
-        so.cgroups = self->opts.cgroups;
-        so.cgroup_name = fmt::format("box-{}-{}", ::getpid(), ++self->box_serial);
-        so.zygote = spec.identity == IdentityMode::host_uid ? self->zygote_for_launch() : nullptr;
-        so.hold_before_ready = hold;
-        box = launch_box(spec, so);
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-      asio::post(slot->strand, [slot, owner, netns, box, error]() mutable {
-        if (!slot->netns && netns) slot->netns = netns;  // kept for the account's next boxes
-        if (!box) return owner->launch_failed(error);
-        // The owner takes the box; a shared_ptr held nowhere else gives it up.
-        owner->launched(std::make_unique<LaunchedBox>(std::move(*box)));
-      });
-    });
+    launcher.post(account,
+                  [self = shared_from_this(), account, slot, owner, spec, hold, netns = slot->netns]() mutable {
+                    std::shared_ptr<LaunchedBox> box;
+                    std::string error;
+                    try {
+                      if (!netns) {
+                        netns = std::make_shared<const UniqueFd>(netns::create_persistent());
+                        if (self->opts.on_netns_created) self->opts.on_netns_created(account, netns->get());
+                      }
+                      BoxStartOptions so;
+                      so.init_path = self->opts.init_path;
+                      so.netns_fd = netns->get();
+                      so.cgroups = self->opts.cgroups;
+                      so.cgroup_name = fmt::format("box-{}-{}", ::getpid(), ++self->box_serial);
+                      so.zygote = spec.identity == IdentityMode::host_uid ? self->zygote_for_launch() : nullptr;
+                      so.hold_before_ready = hold;
+                      box = launch_box(spec, so);
+                    } catch (const std::exception& e) {
+                      error = e.what();
+                    }
+                    asio::post(slot->strand, [slot, owner, netns, box, error]() mutable {
+                      if (!slot->netns && netns) slot->netns = netns;  // kept for the account's next boxes
+                      if (!box) return owner->launch_failed(error);
+                      // The owner takes the box; a shared_ptr held nowhere else gives it up.
+                      owner->launched(std::make_unique<LaunchedBox>(std::move(*box)));
+                    });
+                  });
   }
 
   void owner_gone(const std::shared_ptr<Slot>& slot, const std::shared_ptr<BoxOwner>& gone) {
@@ -187,8 +191,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
       return;
     }
     const auto last = std::max(slot->last_active, owner->last_event());
-    if (!owner->ready() || owner->live_commands() > 0 || now - last < opts.idle_timeout || slot->checking_idle)
-      return;
+    if (!owner->ready() || owner->live_commands() > 0 || now - last < opts.idle_timeout || slot->checking_idle) return;
     slot->checking_idle = true;
     owner->count_processes([self = shared_from_this(), slot, owner](std::optional<int> n) {
       slot->checking_idle = false;
@@ -244,8 +247,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
   bool zygote_failed = false;      // guarded by zygote_mu
 };
 
-BoxManager::BoxManager(BoxLoop& loop, BoxManagerOptions opts)
-    : impl_(std::make_shared<Impl>(loop, std::move(opts))) {
+BoxManager::BoxManager(BoxLoop& loop, BoxManagerOptions opts) : impl_(std::make_shared<Impl>(loop, std::move(opts))) {
   asio::post(impl_->sweep_strand, [impl = impl_] { impl->arm_sweep(); });
 }
 
@@ -297,19 +299,20 @@ void BoxManager::list_ports(const std::string& account,
 
 void BoxManager::open_socket_in_box(const std::string& account, int family,
                                     std::function<void(UniqueFd, std::string)> done) {
-  impl_->on_slot(account, [impl = impl_, account, family, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
-    if (!slot->owner || !slot->owner->ready() || !slot->netns)
-      return done(UniqueFd(), "no box is running for this user");
-    // setns on a launcher thread, back to our own namespace before the thread serves anything
-    // else: a socket belongs to the namespace it was made in, wherever it is used from.
-    impl->launcher.post(account, [netns = slot->netns, family, done] {
-      try {
-        done(netns::socket_in(netns->get(), family), {});
-      } catch (const Error& e) {
-        done(UniqueFd(), e.what());
-      }
-    });
-  });
+  impl_->on_slot(account,
+                 [impl = impl_, account, family, done = std::move(done)](const std::shared_ptr<Impl::Slot>& slot) {
+                   if (!slot->owner || !slot->owner->ready() || !slot->netns)
+                     return done(UniqueFd(), "no box is running for this user");
+                   // setns on a launcher thread, back to our own namespace before the thread serves anything
+                   // else: a socket belongs to the namespace it was made in, wherever it is used from.
+                   impl->launcher.post(account, [netns = slot->netns, family, done] {
+                     try {
+                       done(netns::socket_in(netns->get(), family), {});
+                     } catch (const Error& e) {
+                       done(UniqueFd(), e.what());
+                     }
+                   });
+                 });
 }
 
 void BoxManager::touch(const std::string& account) {

@@ -35,13 +35,13 @@ struct BoxManagerOptions {
   // false: clone+exec per box.
   bool zygote = true;
   std::chrono::milliseconds idle_timeout{15 * 60 * 1000};
-  std::chrono::milliseconds sweep_interval{1000};     // how often idle boxes are looked for
-  std::chrono::milliseconds start_timeout{30000};     // a start that takes longer fails
-  std::chrono::milliseconds request_timeout{10000};   // init must answer a request within this
+  std::chrono::milliseconds sweep_interval{1000};    // how often idle boxes are looked for
+  std::chrono::milliseconds start_timeout{30000};    // a start that takes longer fails
+  std::chrono::milliseconds request_timeout{10000};  // init must answer a request within this
   // An account without a box keeps its network namespace this long, then releases it (a new
   // one is made on its next start).
   std::chrono::milliseconds netns_linger{15 * 60 * 1000};
-  size_t max_active = 0;       // boxes starting or running at once; 0: no cap
+  size_t max_active = 0;        // boxes starting or running at once; 0: no cap
   unsigned launch_threads = 2;  // threads for the blocking part of starts and stops (all accounts)
   // An account's network namespace was made (on a launcher thread, before its first box
   // joins it) / is given back: the daemon puts its egress listener there and takes it away.
@@ -64,8 +64,8 @@ class BoxManager {
   // Starts req in account's box, starting the box from spec first if it has none. Returns the
   // spawn's id at once; the handlers run later on the account's strand. Pipes mode: stdio
   // holds stdin, stdout, stderr, which the command gets (closed here once sent).
-  uint64_t spawn(const std::string& account, const BoxSpec& spec, SpawnRequest req,
-                 std::vector<UniqueFd> stdio, SpawnHandlers handlers);
+  uint64_t spawn(const std::string& account, const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
+                 SpawnHandlers handlers);
   // Signals the process group of spawn `id` in account's box (whole_session: every process of
   // its session, background jobs included); done(false) when nothing was signalled (it had
   // ended, or the box is gone). done runs on the account's strand.
@@ -76,8 +76,7 @@ class BoxManager {
   // A TCP socket (non-blocking, close-on-exec) made in account's network namespace, so that
   // connecting it to 127.0.0.1 reaches the box's own loopback; done(fd) on a launcher thread, or
   // done(-1 fd, why) when the account has no box running.
-  void open_socket_in_box(const std::string& account, int family,
-                          std::function<void(UniqueFd, std::string why)> done);
+  void open_socket_in_box(const std::string& account, int family, std::function<void(UniqueFd, std::string why)> done);
   // Counts as activity (API use), postponing the idle stop.
   void touch(const std::string& account);
   // Stops the account's box; done (may be empty) once it is gone or if there was none.
@@ -95,7 +94,7 @@ class BoxManager {
   // from the map has no box. done runs once every account's strand has answered.
   void box_states(std::function<void(std::map<std::string, std::string>)> done);
 
-  size_t running() const;       // boxes starting, running or stopping
+  size_t running() const;        // boxes starting, running or stopping
   size_t accounts_held() const;  // accounts with state kept (a box or a network namespace)
 
  private:

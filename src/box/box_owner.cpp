@@ -23,8 +23,12 @@ double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count
 }  // namespace
 
 BoxOwner::BoxOwner(BoxStrand strand, FairPool& blocking, std::string name, Options options, OnGone on_gone)
-    : strand_(std::move(strand)), blocking_(blocking), name_(std::move(name)), options_(std::move(options)),
-      on_gone_(std::move(on_gone)), timer_(strand_) {
+    : strand_(std::move(strand)),
+      blocking_(blocking),
+      name_(std::move(name)),
+      options_(std::move(options)),
+      on_gone_(std::move(on_gone)),
+      timer_(strand_) {
   start_deadline_ = Clock::now() + options_.start_timeout;
   // The first reply init sends answers the start.
   Pending start;
@@ -275,10 +279,12 @@ void BoxOwner::on_reply(protocol::Message& m) {
   Pending p = std::move(awaiting_.front());
   awaiting_.pop_front();
   // Every reply but the start's echoes its request's id.
-  const uint64_t id = std::visit([](const auto& r) -> uint64_t {
-    if constexpr (requires { r.id; }) return r.id;
-    return 0;
-  }, *reply);
+  const uint64_t id = std::visit(
+      [](const auto& r) -> uint64_t {
+        if constexpr (requires { r.id; }) return r.id;
+        return 0;
+      },
+      *reply);
   if (id != p.id) return stop(fmt::format("box {}: reply for request {} where {} was next", name_, id, p.id));
   arm_timer();
   p.on_reply(*reply, m.fds);

@@ -55,7 +55,7 @@ struct SpawnHandlers {
 class BoxOwner : public std::enable_shared_from_this<BoxOwner> {
  public:
   struct Options {
-    std::chrono::milliseconds start_timeout{30000};   // launch to init's answer
+    std::chrono::milliseconds start_timeout{30000};    // launch to init's answer
     std::chrono::milliseconds request_timeout{10000};  // a request at the head of the line
   };
   // Called once on the strand when the box is gone; why is empty after an ordinary stop.

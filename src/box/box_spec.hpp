@@ -21,14 +21,14 @@ struct BindMount {
 
 // Resource limits; 0 means "no limit of this kind".
 struct Limits {
-  uint64_t memory_bytes = 0;         // cgroup memory limit, bytes
-  uint64_t pids = 4096;              // cgroup pids.max, processes+threads
-  uint32_t cpu_millicores = 0;       // cgroup CPU quota, 1000 = one core
+  uint64_t memory_bytes = 0;          // cgroup memory limit, bytes
+  uint64_t pids = 4096;               // cgroup pids.max, processes+threads
+  uint32_t cpu_millicores = 0;        // cgroup CPU quota, 1000 = one core
   uint64_t tmp_bytes = 512ull << 20;  // size of the private /tmp tmpfs, bytes
   uint64_t shm_bytes = 64ull << 20;   // size of the private /dev/shm tmpfs, bytes
-  uint64_t nofile = 65536;           // RLIMIT_NOFILE soft=hard
-  uint64_t nproc = 0;                // RLIMIT_NPROC (per uid; only meaningful with own uid)
-  uint64_t file_size = 0;            // RLIMIT_FSIZE, bytes (a server account's disk quota); 0: none
+  uint64_t nofile = 65536;            // RLIMIT_NOFILE soft=hard
+  uint64_t nproc = 0;                 // RLIMIT_NPROC (per uid; only meaningful with own uid)
+  uint64_t file_size = 0;             // RLIMIT_FSIZE, bytes (a server account's disk quota); 0: none
   // Pseudo-terminals the box's own devpts hands out (its `max=`): every devpts draws on the
   // host's one pool (kernel.pty.max less kernel.pty.reserve), so no box may take much of it.
   uint32_t ptys = 256;
@@ -41,30 +41,29 @@ struct Limits {
 
 // How the box's uid is made.
 enum class IdentityMode {
-  host_uid,   // daemon/CLI runs as root: the box runs as a real host uid from the range
-  user_ns,    // ordinary user: a user namespace maps the box uid to the caller's own uid
+  host_uid,  // daemon/CLI runs as root: the box runs as a real host uid from the range
+  user_ns,   // ordinary user: a user namespace maps the box uid to the caller's own uid
 };
 
 struct BoxSpec {
-  std::string name;            // account name shown inside (passwd entry, $USER)
-  std::string hostname;        // uts hostname inside the box
-  uid_t uid = 0;               // uid inside the box (and on the host in host_uid mode)
-  gid_t gid = 0;               // gid inside the box (and on the host in host_uid mode)
+  std::string name;      // account name shown inside (passwd entry, $USER)
+  std::string hostname;  // uts hostname inside the box
+  uid_t uid = 0;         // uid inside the box (and on the host in host_uid mode)
+  gid_t gid = 0;         // gid inside the box (and on the host in host_uid mode)
   IdentityMode identity = IdentityMode::host_uid;
-  uid_t outer_uid = 0;         // user_ns mode: the caller's uid the box maps onto
-  gid_t outer_gid = 0;         // user_ns mode: the caller's gid the box maps onto
+  uid_t outer_uid = 0;  // user_ns mode: the caller's uid the box maps onto
+  gid_t outer_gid = 0;  // user_ns mode: the caller's gid the box maps onto
 
-  std::string home_source;     // host directory shown read-write as home
-  std::string home_target;     // "/home/NAME" inside the box
+  std::string home_source;  // host directory shown read-write as home
+  std::string home_target;  // "/home/NAME" inside the box
   std::string shell = "/bin/bash";
   std::vector<BindMount> binds;  // extra mounts, applied after the system tree
 
   // Read-only system tree: each present host path is bound (a symlink is copied as a symlink).
-  std::vector<std::string> system_paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
-                                           "/lib64", "/libx32", "/opt"};
+  std::vector<std::string> system_paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"};
 
   Limits limits;
-  bool use_cgroup = true;      // false only where cgroups are not available (non-root run)
+  bool use_cgroup = true;  // false only where cgroups are not available (non-root run)
 
   // Network: by default the box gets a fresh network namespace holding only `lo`. When
   // netns_fd is passed at start (server accounts), the box joins that persistent one instead.

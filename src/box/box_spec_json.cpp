@@ -2,8 +2,7 @@
 
 namespace agentbox {
 
-NLOHMANN_JSON_SERIALIZE_ENUM(IdentityMode, {{IdentityMode::host_uid, "host_uid"},
-                                            {IdentityMode::user_ns, "user_ns"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(IdentityMode, {{IdentityMode::host_uid, "host_uid"}, {IdentityMode::user_ns, "user_ns"}})
 
 void to_json(nlohmann::json& j, const BindMount& b) {
   j = {{"source", b.source}, {"target", b.target}, {"writable", b.writable}};
@@ -15,9 +14,15 @@ void from_json(const nlohmann::json& j, BindMount& b) {
 }
 
 void to_json(nlohmann::json& j, const Limits& l) {
-  j = {{"memory_bytes", l.memory_bytes}, {"pids", l.pids},   {"cpu_millicores", l.cpu_millicores},
-       {"tmp_bytes", l.tmp_bytes},       {"shm_bytes", l.shm_bytes}, {"nofile", l.nofile},
-       {"nproc", l.nproc}, {"file_size", l.file_size}, {"ptys", l.ptys},
+  j = {{"memory_bytes", l.memory_bytes},
+       {"pids", l.pids},
+       {"cpu_millicores", l.cpu_millicores},
+       {"tmp_bytes", l.tmp_bytes},
+       {"shm_bytes", l.shm_bytes},
+       {"nofile", l.nofile},
+       {"nproc", l.nproc},
+       {"file_size", l.file_size},
+       {"ptys", l.ptys},
        {"tcp_memory_bytes", l.tcp_memory_bytes}};
 }
 void from_json(const nlohmann::json& j, Limits& l) {
@@ -69,8 +74,7 @@ void from_json(const nlohmann::json& j, BoxSpec& s) {
 }
 
 void to_json(nlohmann::json& j, const SpawnRequest& r) {
-  j = {{"argv", r.argv}, {"env", r.env},   {"cwd", r.cwd},
-       {"tty", r.tty},   {"rows", r.rows}, {"cols", r.cols}};
+  j = {{"argv", r.argv}, {"env", r.env}, {"cwd", r.cwd}, {"tty", r.tty}, {"rows", r.rows}, {"cols", r.cols}};
   if (!r.shell_fallback.empty()) j["shell_fallback"] = r.shell_fallback;
 }
 void from_json(const nlohmann::json& j, SpawnRequest& r) {

@@ -55,8 +55,7 @@ class CgroupDriver {
   // available to agentbox's parent group, else v1 when those controllers are mounted as v1
   // hierarchies, else nullptr (with the reason in *why). `root` is /sys/fs/cgroup except in
   // tests, which point it at a fake tree.
-  static std::unique_ptr<CgroupDriver> detect(const std::string& root = "/sys/fs/cgroup",
-                                              std::string* why = nullptr);
+  static std::unique_ptr<CgroupDriver> detect(const std::string& root = "/sys/fs/cgroup", std::string* why = nullptr);
 };
 
 }  // namespace agentbox

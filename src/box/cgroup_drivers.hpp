@@ -19,12 +19,10 @@ uint64_t cpu_quota_usec(uint32_t millicores);
 
 // Unified hierarchy at root (or root/unified on hybrid hosts) with memory, pids and cpu
 // available; enables them for <v2 root>/agentbox. On success *found describes it.
-std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(const std::string& root, std::string* found,
-                                                    std::string* why_not);
+std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(const std::string& root, std::string* found, std::string* why_not);
 
 // memory, pids and cpu (cpuacct optional, for usage) mounted as v1 hierarchies under root,
 // found in /proc/self/mounts, else as directories root/<controller> (fake trees in tests).
-std::unique_ptr<CgroupDriver> make_cgroup_v1_driver(const std::string& root, std::string* found,
-                                                    std::string* why_not);
+std::unique_ptr<CgroupDriver> make_cgroup_v1_driver(const std::string& root, std::string* found, std::string* why_not);
 
 }  // namespace agentbox

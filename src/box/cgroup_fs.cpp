@@ -50,18 +50,16 @@ void remove_plain_files(const std::string& dir) {
   if (!d) throw sys_error("opendir(" + dir + ")");
   while (const dirent* e = ::readdir(d.get())) {
     if (e->d_type == DT_DIR) continue;
-    if (::unlinkat(::dirfd(d.get()), e->d_name, 0) != 0)
-      throw sys_error("unlink(" + dir + "/" + e->d_name + ")");
+    if (::unlinkat(::dirfd(d.get()), e->d_name, 0) != 0) throw sys_error("unlink(" + dir + "/" + e->d_name + ")");
   }
 }
 
 }  // namespace
 
 void check_group_name(const std::string& name) {
-  if (name.empty() || name == "." || name.find('/') != std::string::npos ||
-      name.find("..") != std::string::npos || name.find('\0') != std::string::npos)
-    throw Error("invalid cgroup name \"" + name + "\": must be one path component without '..'",
-                EINVAL);
+  if (name.empty() || name == "." || name.find('/') != std::string::npos || name.find("..") != std::string::npos ||
+      name.find('\0') != std::string::npos)
+    throw Error("invalid cgroup name \"" + name + "\": must be one path component without '..'", EINVAL);
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -140,8 +138,7 @@ void remove_group_dir(const std::string& dir, const std::function<void()>& on_bu
       files_removed = true;
       continue;
     }
-    if (err != EBUSY || std::chrono::steady_clock::now() >= deadline)
-      throw sys_error("rmdir(" + dir + ")", err);
+    if (err != EBUSY || std::chrono::steady_clock::now() >= deadline) throw sys_error("rmdir(" + dir + ")", err);
     if (on_busy) on_busy();
     std::this_thread::sleep_for(kRemoveRetryPause);
   }

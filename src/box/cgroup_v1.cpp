@@ -44,8 +44,7 @@ constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "cpuacct"};
 // v1 hierarchies mounted under root, as the kernel lists them.
 V1Mounts mounts_from_table(const std::string& root) {
   V1Mounts found;
-  std::unique_ptr<FILE, int (*)(FILE*)> table(::setmntent("/proc/self/mounts", "re"),
-                                              ::endmntent);
+  std::unique_ptr<FILE, int (*)(FILE*)> table(::setmntent("/proc/self/mounts", "re"), ::endmntent);
   if (!table) return found;
   mntent ent{};
   char buf[4096];
@@ -172,7 +171,7 @@ class CgroupV1 final : public Cgroup {
     return exists(procs) ? procs : dir + "/tasks";
   }
 
-  V1Mounts dirs_;                    // the group's directory in each controller's hierarchy
+  V1Mounts dirs_;  // the group's directory in each controller's hierarchy
   std::vector<std::string> distinct_;
 };
 
@@ -218,8 +217,7 @@ class CgroupV1Driver final : public CgroupDriver {
 
 }  // namespace
 
-std::unique_ptr<CgroupDriver> make_cgroup_v1_driver(const std::string& root, std::string* found,
-                                                    std::string* why_not) {
+std::unique_ptr<CgroupDriver> make_cgroup_v1_driver(const std::string& root, std::string* found, std::string* why_not) {
   V1Mounts mounts = mounts_from_table(root);
   if (mounts.distinct().empty()) mounts = mounts_from_layout(root);
   std::string missing;
@@ -240,8 +238,7 @@ std::unique_ptr<CgroupDriver> make_cgroup_v1_driver(const std::string& root, std
     return nullptr;
   }
   if (found) {
-    *found = "v1: memory at " + mounts.memory + ", pids at " + mounts.pids + ", cpu at " +
-             mounts.cpu;
+    *found = "v1: memory at " + mounts.memory + ", pids at " + mounts.pids + ", cpu at " + mounts.cpu;
     if (!mounts.cpuacct.empty()) *found += ", cpuacct at " + mounts.cpuacct;
   }
   return std::make_unique<CgroupV1Driver>(std::move(mounts));

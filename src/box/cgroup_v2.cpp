@@ -86,8 +86,8 @@ void write_limits(const std::string& dir, const Limits& limits, bool fresh) {
   if (!fresh || limits.pids) write_knob(dir + "/pids.max", limits.pids ? std::to_string(limits.pids) : "max");
   const uint64_t quota = cpu_quota_usec(limits.cpu_millicores);
   if (!fresh || quota) {
-    write_knob(dir + "/cpu.max", (quota ? std::to_string(quota) : std::string("max")) + " " +
-                                     std::to_string(kCpuPeriodUsec));
+    write_knob(dir + "/cpu.max",
+               (quota ? std::to_string(quota) : std::string("max")) + " " + std::to_string(kCpuPeriodUsec));
   }
 }
 
@@ -167,8 +167,7 @@ class CgroupV2Driver final : public CgroupDriver {
 
 }  // namespace
 
-std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(const std::string& root, std::string* found,
-                                                    std::string* why_not) {
+std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(const std::string& root, std::string* found, std::string* why_not) {
   std::string reasons;
   // Pure v2 hosts mount it at root; hybrid hosts (systemd) at root/unified.
   for (const std::string& v2root : {root, root + "/unified"}) {
@@ -179,8 +178,7 @@ std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(const std::string& root, std
         reasons += (reasons.empty() ? "" : "; ") + controllers + " lacks " + missing;
         continue;
       }
-      if (!missing_controllers(v2root + "/cgroup.subtree_control").empty())
-        move_processes_to_leaf(v2root);
+      if (!missing_controllers(v2root + "/cgroup.subtree_control").empty()) move_processes_to_leaf(v2root);
       enable_for_children(v2root);
       make_dir(v2root + "/agentbox");
       check_writable(v2root + "/agentbox");
@@ -192,9 +190,7 @@ std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(const std::string& root, std
     if (found) *found = "v2 at " + v2root + "/agentbox";
     return std::make_unique<CgroupV2Driver>(v2root + "/agentbox");
   }
-  if (why_not)
-    *why_not = reasons.empty() ? "no cgroup2 hierarchy at " + root + " or " + root + "/unified"
-                               : reasons;
+  if (why_not) *why_not = reasons.empty() ? "no cgroup2 hierarchy at " + root + " or " + root + "/unified" : reasons;
   return nullptr;
 }
 

@@ -20,8 +20,8 @@
 namespace agentbox {
 namespace {
 
-constexpr const char* kNewPrefix = ".new-";  // a snapshot being made: renamed to its KEY when whole
-constexpr int kKeyLength = 16;               // hex digits of the 64-bit hash
+constexpr const char* kNewPrefix = ".new-";    // a snapshot being made: renamed to its KEY when whole
+constexpr int kKeyLength = 16;                 // hex digits of the 64-bit hash
 constexpr time_t kAbandonedAfterSeconds = 60;  // a .new- directory this old was left by a crash
 
 // FNV-1a, 64 bits: the inputs are root's own files, so only accidental collisions matter.
@@ -91,7 +91,8 @@ void remove_old(int base, const std::string& dir, const std::string& keep) {
       old.emplace_back(name);
     } else if (name.starts_with(kNewPrefix)) {
       struct stat st {};
-      if (::fstatat(base, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ::time(nullptr) - st.st_mtime > kAbandonedAfterSeconds)
+      if (::fstatat(base, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          ::time(nullptr) - st.st_mtime > kAbandonedAfterSeconds)
         old.emplace_back(name);
     }
   }
@@ -146,7 +147,8 @@ mounts::EtcTree shared_etc_tree(const BoxSpec& spec, const std::string& dir, con
         if (errno != EWOULDBLOCK) throw sys_error("flock(" + dir + "/" + key + ")");
         continue;  // being removed
       }
-      struct stat held {}, named {};
+      struct stat held {
+      }, named{};
       if (::fstat(snapshot.get(), &held) != 0 || ::fstatat(base.get(), key.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
           held.st_ino != named.st_ino || held.st_dev != named.st_dev)
         continue;  // removed before the lock was ours

@@ -17,8 +17,8 @@
 
 #include <array>
 #include <cerrno>
-#include <iterator>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "box/cgroup.hpp"
@@ -58,8 +58,7 @@ constexpr NamespaceProbe kNamespaces[] = {
 };
 
 std::string errno_text(int err) {
-  return std::string(strerrorname_np(err) ? strerrorname_np(err) : "?") + " (" +
-         std::strerror(err) + ")";
+  return std::string(strerrorname_np(err) ? strerrorname_np(err) : "?") + " (" + std::strerror(err) + ")";
 }
 
 constexpr size_t kNamespaceCount = std::size(kNamespaces);
@@ -99,21 +98,18 @@ std::array<int, kNamespaceCount> unshare_each_in_child(std::string* trouble) {
   to_parent.reset();
   int result[2];
   ssize_t n;
-  while ((n = ::read(from_child.get(), result, sizeof result)) == sizeof result ||
-         (n < 0 && errno == EINTR)) {
+  while ((n = ::read(from_child.get(), result, sizeof result)) == sizeof result || (n < 0 && errno == EINTR)) {
     if (n == sizeof result && result[0] >= 0 && static_cast<size_t>(result[0]) < kNamespaceCount)
       results[static_cast<size_t>(result[0])] = result[1];
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status))
-    *trouble = "the probe child was killed by signal " + std::to_string(WTERMSIG(status));
+  if (WIFSIGNALED(status)) *trouble = "the probe child was killed by signal " + std::to_string(WTERMSIG(status));
   return results;
 }
 
-HostFeature namespace_feature(const NamespaceProbe& ns, bool required, int result,
-                              const std::string& trouble) {
+HostFeature namespace_feature(const NamespaceProbe& ns, bool required, int result, const std::string& trouble) {
   HostFeature f{ns.name, result == 0, required, "", ns.fix};
   const std::string op = std::string("unshare(") + ns.flag_name + ")";
   if (result == 0)
@@ -128,8 +124,7 @@ HostFeature namespace_feature(const NamespaceProbe& ns, bool required, int resul
 }
 
 HostFeature probe_max_user_namespaces(bool required) {
-  HostFeature f{"max_user_namespaces", false, required, "",
-                "sysctl user.max_user_namespaces=15000"};
+  HostFeature f{"max_user_namespaces", false, required, "", "sysctl user.max_user_namespaces=15000"};
   try {
     const std::string value = read_file("/proc/sys/user/max_user_namespaces", 64);
     const long n = std::stol(value);
@@ -153,11 +148,9 @@ HostFeature probe_landlock() {
   HostFeature f{"landlock", false, true, "",
                 "use a kernel with CONFIG_SECURITY_LANDLOCK (5.13+, 6.7+ for network rules) "
                 "and landlock in the lsm= boot parameter"};
-  const long abi =
-      ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 0) {
-    f.detail = errno == EOPNOTSUPP ? "built in but disabled at boot"
-                                   : "landlock_create_ruleset: " + errno_text(errno);
+    f.detail = errno == EOPNOTSUPP ? "built in but disabled at boot" : "landlock_create_ruleset: " + errno_text(errno);
     return f;
   }
   f.present = true;
@@ -181,8 +174,8 @@ HostFeature probe_seccomp() {
   }
   const scmp_version* v = seccomp_version();
   f.present = true;
-  f.detail = "filters with SECCOMP_RET_ERRNO; libseccomp " + std::to_string(v->major) + "." +
-             std::to_string(v->minor) + "." + std::to_string(v->micro);
+  f.detail = "filters with SECCOMP_RET_ERRNO; libseccomp " + std::to_string(v->major) + "." + std::to_string(v->minor) +
+             "." + std::to_string(v->micro);
   if (mode == 2) f.detail += "; this process is already filtered (filters stack)";
   return f;
 }
@@ -249,8 +242,7 @@ HostFeature probe_loop_devices() {
   // Opening it is what a container's device cgroup refuses (EPERM) where the node exists.
   UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
   f.present = static_cast<bool>(control);
-  f.detail = f.present ? "/dev/loop-control opens read-write"
-                       : "open(/dev/loop-control): " + errno_text(errno);
+  f.detail = f.present ? "/dev/loop-control opens read-write" : "open(/dev/loop-control): " + errno_text(errno);
   return f;
 }
 

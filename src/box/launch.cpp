@@ -49,8 +49,7 @@ NO_SANITIZE_ADDRESS int exec_init(void* arg) {
     char b;
     if (::read(c.go_fd, &b, 1) != 1) ::_exit(125);
   }
-  if (::dup2(c.control, protocol::kInitControlFd) < 0 || ::dup2(c.events, protocol::kInitEventFd) < 0)
-    ::_exit(126);
+  if (::dup2(c.control, protocol::kInitControlFd) < 0 || ::dup2(c.events, protocol::kInitEventFd) < 0) ::_exit(126);
   ::syscall(SYS_close_range, protocol::kInitEventFd + 1, ~0U, 0);
   // The daemon ignores SIGPIPE (serve_main.cpp), and an ignored signal stays ignored across
   // execve: init and the commands of the box get the default back (the kernel's sigaction,
@@ -86,8 +85,8 @@ long threads_of_self() {
 // signals are blocked meanwhile so no handler of its runs in the child. In place, the clone is
 // a copy of the caller that becomes init without an exec: only for a caller with one thread (a
 // lock another thread held at the clone would stay held in the copy forever).
-pid_t clone_init(const StartPlan& plan, int cgroup_fd, const std::string& init_path, int control, int events,
-                 int go_fd, int* pidfd) {
+pid_t clone_init(const StartPlan& plan, int cgroup_fd, const std::string& init_path, int control, int events, int go_fd,
+                 int* pidfd) {
   const char* argv[] = {"agentbox-init", nullptr};
   const char* envp[] = {protocol::kInitPath, nullptr};
   InitExec child{init_path.c_str(), argv, envp, control, events, go_fd, nullptr};
@@ -101,8 +100,8 @@ pid_t clone_init(const StartPlan& plan, int cgroup_fd, const std::string& init_p
     constexpr size_t kStack = 64 * 1024;
     std::unique_ptr<char[]> stack(new char[kStack]);  // not zeroed: the child touches its top only
     // glibc's clone() takes the pidfd pointer where clone(2) takes parent_tid.
-    const int pid = ::clone(exec_init, stack.get() + kStack,
-                            static_cast<int>(flags) | CLONE_VM | CLONE_VFORK | SIGCHLD, &child, pidfd);
+    const int pid = ::clone(exec_init, stack.get() + kStack, static_cast<int>(flags) | CLONE_VM | CLONE_VFORK | SIGCHLD,
+                            &child, pidfd);
     const int err = errno;
     ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     if (pid < 0) throw sys_error(fmt::format("clone(flags={:#x})", flags), err);
@@ -207,16 +206,16 @@ std::unique_ptr<LaunchedBox> launch_box(const BoxSpec& spec, const BoxStartOptio
   protocol::StartBox start = start_message(spec, plan, opts);
   try {
     if (plan.clone == ClonePath::zygote) {
-      Zygote::Init init = opts.zygote->clone_init(plan.clone_flags, cg_fd, control_child.get(),
-                                                  events_child.get(), start, opts.netns_fd);
+      Zygote::Init init = opts.zygote->clone_init(plan.clone_flags, cg_fd, control_child.get(), events_child.get(),
+                                                  start, opts.netns_fd);
       box->init_pid = init.pid;
       box->pidfd = std::move(init.pidfd);
       box->init_is_child = false;
       if (!init.etc_template_error.empty()) box->etc_fallback = init.etc_template_error;
     } else {
       int pidfd = -1;
-      box->init_pid = clone_init(plan, cg_fd, opts.init_path, control_child.get(), events_child.get(),
-                                 go_read.get(), &pidfd);
+      box->init_pid =
+          clone_init(plan, cg_fd, opts.init_path, control_child.get(), events_child.get(), go_read.get(), &pidfd);
       box->pidfd.reset(pidfd);
     }
   } catch (const Error& e) {
@@ -295,8 +294,7 @@ std::string default_init_path() {
   namespace fs = std::filesystem;
   if (const char* env = ::getenv("AGENTBOX_INIT"); env && *env) return env;
   std::error_code ec;
-  if (fs::path next = path_next_to_self("agentbox-init"); !next.empty() && fs::exists(next, ec))
-    return next;
+  if (fs::path next = path_next_to_self("agentbox-init"); !next.empty() && fs::exists(next, ec)) return next;
 #ifdef AGENTBOX_BUILD_DIR
   fs::path built = fs::path(AGENTBOX_BUILD_DIR) / "agentbox-init";
   if (fs::exists(built, ec)) return built;

@@ -22,13 +22,13 @@
 namespace agentbox {
 
 struct BoxStartOptions {
-  std::string init_path;             // the agentbox-init binary (see default_init_path())
-  int netns_fd = -1;                 // join this persistent netns; -1: a fresh one
-  CgroupDriver* cgroups = nullptr;   // required when spec.use_cgroup
-  std::string cgroup_name;           // unique name of the box's group
+  std::string init_path;            // the agentbox-init binary (see default_init_path())
+  int netns_fd = -1;                // join this persistent netns; -1: a fresh one
+  CgroupDriver* cgroups = nullptr;  // required when spec.use_cgroup
+  std::string cgroup_name;          // unique name of the box's group
   // limits_only: nobody reads this box's usage (`agentbox run`); see CgroupUse.
   CgroupUse cgroup_use = CgroupUse::limits_and_usage;
-  bool legacy_mount_api = false;     // force the mount(2) fallback (tests)
+  bool legacy_mount_api = false;  // force the mount(2) fallback (tests)
   // Clone init from this zygote instead of clone+exec (host_uid boxes; the daemon's way).
   Zygote* zygote = nullptr;
   std::chrono::milliseconds ready_timeout{10000};  // Box: how long init may take to answer
@@ -36,8 +36,8 @@ struct BoxStartOptions {
   // (and throws its start error) before its own reply. `agentbox run` sends its command this
   // way, so init runs it without waiting for a round trip through the parent.
   bool await_ready = true;
-  bool hold_before_ready = false;    // test hook: init contains itself and never answers
-  const HostCaps* caps = nullptr;    // null: HostCaps::probe() for this start
+  bool hold_before_ready = false;  // test hook: init contains itself and never answers
+  const HostCaps* caps = nullptr;  // null: HostCaps::probe() for this start
   // A parent-built /etc comes from the shared snapshots in this directory (box/etc_snapshots.hpp;
   // `agentbox run`: kRunEtcSnapshots); "": a tree of the box's own.
   std::string etc_snapshots;

@@ -102,11 +102,10 @@ std::string type_of(const json& body) {
 void check_envelope(const json& body) {
   if (!body.is_object()) throw ProtocolError("protocol: a message must be a JSON object");
   auto v = body.find("v");
-  if (v == body.end() || !v->is_number_integer())
-    throw ProtocolError("protocol: message without a version");
+  if (v == body.end() || !v->is_number_integer()) throw ProtocolError("protocol: message without a version");
   if (v->get<int64_t>() != kVersion)
-    throw ProtocolError("protocol: unknown version " + v->dump() + " (this side speaks " +
-                        std::to_string(kVersion) + ")");
+    throw ProtocolError("protocol: unknown version " + v->dump() + " (this side speaks " + std::to_string(kVersion) +
+                        ")");
   if (type_of(body).empty()) throw ProtocolError("protocol: message without a type");
 }
 

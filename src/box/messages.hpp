@@ -43,8 +43,8 @@ struct StartBox {
   bool await_cgroup = false;   // CgroupTiming::join_after_clone: wait for CgroupJoined
   EtcSource etc = EtcSource::init_copy;
   std::vector<std::string> etc_tree_dirs;  // parent_tree: the host directories to bind into it
-  bool etc_template_mounted = false;  // set by the zygote: its template tmpfs covers /tmp
-  bool hold_before_ready = false;     // test hook: contain, then never answer the start
+  bool etc_template_mounted = false;       // set by the zygote: its template tmpfs covers /tmp
+  bool hold_before_ready = false;          // test hook: contain, then never answer the start
 };
 
 // Init is in its cgroup now (CgroupTiming::join_after_clone).
@@ -180,8 +180,7 @@ struct CloneFailed {
 
 // What each receiver accepts, where.
 using InitRequest = std::variant<CgroupJoined, Spawn, Signal, CountProcesses, ListPorts>;
-using InitReply =
-    std::variant<Ready, StartFailed, Spawned, SpawnFailed, Signalled, ProcessCount, Ports, Refused>;
+using InitReply = std::variant<Ready, StartFailed, Spawned, SpawnFailed, Signalled, ProcessCount, Ports, Refused>;
 using InitEvent = std::variant<Exited>;
 using ZygoteReply = std::variant<Cloned, CloneFailed>;
 
@@ -191,8 +190,8 @@ class ProtocolError : public Error {
   using Error::Error;
 };
 
-#define AGENTBOX_MESSAGE_JSON(T)                        \
-  void to_json(nlohmann::json& j, const T& m);          \
+#define AGENTBOX_MESSAGE_JSON(T)               \
+  void to_json(nlohmann::json& j, const T& m); \
   void from_json(const nlohmann::json& j, T& m);
 AGENTBOX_MESSAGE_JSON(StartBox)
 AGENTBOX_MESSAGE_JSON(CgroupJoined)

@@ -41,8 +41,8 @@ std::vector<std::string> needed_names() {
 
 HostFeature probe_capabilities(const std::string& status) {
   // `agentbox doctor` prints the whole list in the detail either way: the manifest test reads it.
-  const std::string needed = "the " + std::to_string(std::size(kDaemonCapabilities)) + " needed (" +
-                             joined(needed_names(), " ") + ")";
+  const std::string needed =
+      "the " + std::to_string(std::size(kDaemonCapabilities)) + " needed (" + joined(needed_names(), " ") + ")";
   HostFeature f{"capabilities", false, true, "",
                 "run the daemon as root with " + joined(needed_names(), ", ") +
                     " (Kubernetes: securityContext.capabilities.add; docs/DEPLOY.md)"};
@@ -114,8 +114,7 @@ HostFeature probe_seccomp_profile(const std::string& status, bool has_sys_admin)
   }
   f.present = refused.empty();
   f.detail = "this process is filtered (Seccomp: " + mode + "); " +
-             (refused.empty() ? "it lets through " + joined(answered, ", ")
-                              : "it refuses " + joined(refused, ", "));
+             (refused.empty() ? "it lets through " + joined(answered, ", ") : "it refuses " + joined(refused, ", "));
   return f;
 }
 
@@ -197,8 +196,7 @@ bool uid_map_is_identity(const std::string& uid_map) {
   std::istringstream in(uid_map);
   uint64_t inside = 1, outside = 1, count = 0;
   std::string rest;
-  return (in >> inside >> outside >> count) && !(in >> rest) && inside == 0 && outside == 0 &&
-         count == 4294967295u;
+  return (in >> inside >> outside >> count) && !(in >> rest) && inside == 0 && outside == 0 && count == 4294967295u;
 }
 
 std::vector<std::string> proc_masks(const std::string& mountinfo) {
@@ -209,8 +207,7 @@ std::vector<std::string> proc_masks(const std::string& mountinfo) {
     std::istringstream fields(line);
     std::string id, parent, dev, root, point;
     if (!(fields >> id >> parent >> dev >> root >> point)) continue;
-    if (point.rfind("/proc/", 0) == 0 && point.rfind("/proc/sys/fs/binfmt_misc", 0) != 0)
-      masks.push_back(point);
+    if (point.rfind("/proc/", 0) == 0 && point.rfind("/proc/sys/fs/binfmt_misc", 0) != 0) masks.push_back(point);
   }
   return masks;
 }

@@ -119,8 +119,7 @@ Message recv_reply(int sock, int timeout_ms, const char* what) {
   if (r < 0) throw sys_error(std::string("poll(") + what + ")");
   if (r == 0) throw Error(std::string(what) + ": box init did not answer in time", ETIMEDOUT);
   Message m;
-  if (recv(sock, m) != RecvStatus::message)
-    throw Error(std::string(what) + ": box init exited", EPIPE);
+  if (recv(sock, m) != RecvStatus::message) throw Error(std::string(what) + ": box init exited", EPIPE);
   return m;
 }
 

@@ -12,12 +12,10 @@ constexpr int kHostPtysRetrySeconds = 5;
 
 std::exception_ptr spawn_failure_error(const protocol::SpawnFailed& failed) {
   switch (failed.cause) {
-    case protocol::SpawnFailure::box_ptys:
-      return std::make_exception_ptr(BoxLimitReached(failed.message));
+    case protocol::SpawnFailure::box_ptys: return std::make_exception_ptr(BoxLimitReached(failed.message));
     case protocol::SpawnFailure::host_ptys:
       return std::make_exception_ptr(BoxUnavailable(failed.message, kHostPtysRetrySeconds));
-    case protocol::SpawnFailure::command:
-      break;
+    case protocol::SpawnFailure::command: break;
   }
   return std::make_exception_ptr(SpawnError(failed.message, failed.err));
 }

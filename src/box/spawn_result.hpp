@@ -10,9 +10,9 @@
 namespace agentbox {
 
 struct SpawnResult {
-  uint64_t id = 0;       // the Spawn's id: what its exit and signals are tagged with
-  pid_t pid = 0;         // pid inside the box (its process group id too)
-  UniqueFd pty_master;   // tty mode: the master side of the box's pty
+  uint64_t id = 0;      // the Spawn's id: what its exit and signals are tagged with
+  pid_t pid = 0;        // pid inside the box (its process group id too)
+  UniqueFd pty_master;  // tty mode: the master side of the box's pty
 };
 
 // The spawn failed before the command ran (exec or cwd error); errno says which.

@@ -16,9 +16,8 @@ constexpr uint64_t kBoxNamespaces = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | 
 
 // A box with a bind into /etc needs a mount point made there: only init's own copy has one.
 bool binds_into_etc(const BoxSpec& spec) {
-  return std::any_of(spec.binds.begin(), spec.binds.end(), [](const BindMount& b) {
-    return b.target == "/etc" || b.target.starts_with("/etc/");
-  });
+  return std::any_of(spec.binds.begin(), spec.binds.end(),
+                     [](const BindMount& b) { return b.target == "/etc" || b.target.starts_with("/etc/"); });
 }
 
 }  // namespace

@@ -23,8 +23,8 @@ struct HostCaps {
 
 // What the starter brings to this start.
 struct StartOffer {
-  bool zygote = false;              // a zygote can clone init (the daemon's way)
-  bool netns = false;               // a persistent network namespace to join; else a new one
+  bool zygote = false;               // a zygote can clone init (the daemon's way)
+  bool netns = false;                // a persistent network namespace to join; else a new one
   bool force_legacy_mounts = false;  // tests: take the mount(2) path on a new kernel
   // The starter is single-threaded, has no signal handlers and may be init's image: a copy of
   // it becomes init without an exec (`agentbox run`: its own process, its own box).
@@ -33,8 +33,8 @@ struct StartOffer {
 
 // How init comes to be.
 enum class ClonePath {
-  zygote,      // the zygote clones an init from itself: one clone3, no exec (host uids only)
-  vfork_exec,  // clone(CLONE_VM|CLONE_VFORK) and exec agentbox-init: nothing of ours is copied
+  zygote,       // the zygote clones an init from itself: one clone3, no exec (host uids only)
+  vfork_exec,   // clone(CLONE_VM|CLONE_VFORK) and exec agentbox-init: nothing of ours is copied
   clone3_exec,  // clone3 that copies us, then exec: needed for CLONE_INTO_CGROUP or a user
                 // namespace, whose parent writes the id maps before the child may go on
   in_place,     // clone3 that copies us, and the copy becomes init without an exec, as the
@@ -43,8 +43,8 @@ enum class ClonePath {
 
 // When init enters the box's cgroup.
 enum class CgroupTiming {
-  none,             // no cgroup (an ordinary user's `agentbox run` without delegation)
-  clone_into,       // born in it (clone3 CLONE_INTO_CGROUP, cgroup v2)
+  none,              // no cgroup (an ordinary user's `agentbox run` without delegation)
+  clone_into,        // born in it (clone3 CLONE_INTO_CGROUP, cgroup v2)
   join_after_clone,  // the parent attaches it while init builds the mounts; init waits for word
 };
 

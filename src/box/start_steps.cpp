@@ -35,7 +35,7 @@ constexpr StartStepInfo kSteps[] = {
 };
 
 std::mutex g_mu;
-StepReportSink g_sink;                                           // guarded by g_mu
+StepReportSink g_sink;                                            // guarded by g_mu
 std::set<std::pair<StartStep, std::string>, std::less<>> g_seen;  // guarded by g_mu
 
 }  // namespace

@@ -14,17 +14,25 @@ enum class StepNeed { required, optional };
 
 enum class StartStep {
   // the parent's side (box/launch.cpp, box/zygote.cpp)
-  zygote,             // the daemon's inits come from a zygote
-  etc_template,       // the zygote's shared /etc template
-  etc_snapshot,       // `agentbox run`: the /etc snapshot its boxes share
-  parent_etc,         // /etc built by the parent while init execs
-  new_mount_api,      // open_tree/mount_setattr
-  cgroup,             // the box's cgroup with its limits
+  zygote,         // the daemon's inits come from a zygote
+  etc_template,   // the zygote's shared /etc template
+  etc_snapshot,   // `agentbox run`: the /etc snapshot its boxes share
+  parent_etc,     // /etc built by the parent while init execs
+  new_mount_api,  // open_tree/mount_setattr
+  cgroup,         // the box's cgroup with its limits
   // inside the box, in contain()'s order (box/contain/contain.cpp)
-  network, mounts, cgroup_namespace, hostname, rlimits, identity, dumpable, no_new_privs,
-  landlock, seccomp,
+  network,
+  mounts,
+  cgroup_namespace,
+  hostname,
+  rlimits,
+  identity,
+  dumpable,
+  no_new_privs,
+  landlock,
+  seccomp,
   // the daemon's upkeep of a running box
-  idle_check,         // asking init how many processes are left before an idle stop
+  idle_check,  // asking init how many processes are left before an idle stop
 };
 
 struct StartStepInfo {

@@ -186,10 +186,10 @@ UidRangeLock UidRangeLock::acquire(const IdSpan& range, const std::string& state
     }
     if (errno != EWOULDBLOCK) throw sys_error("flock(" + dir + "/" + name + ")");
     if (overlaps(range, *theirs))
-      throw UsageError(fmt::format(
-          "uid range {} overlaps that of another agentbox serve ({}, uids {}); pick another [accounts] "
-          "uid_base or stop that daemon",
-          span_text(range), describe_holder(f.get()), name));
+      throw UsageError(
+          fmt::format("uid range {} overlaps that of another agentbox serve ({}, uids {}); pick another [accounts] "
+                      "uid_base or stop that daemon",
+                      span_text(range), describe_holder(f.get()), name));
   }
 
   std::string name = span_text(range);

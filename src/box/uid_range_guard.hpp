@@ -65,8 +65,7 @@ std::vector<HostId> host_ids_in(const IdSpan& range);
 
 // The first conflict of range with the host's accounts, groups and subordinate id files, as a
 // refusal message; nullopt when the range is free. A missing subid file has no entries.
-std::optional<std::string> host_uid_range_conflict(const IdSpan& range,
-                                                   const std::string& subuid_path = "/etc/subuid",
+std::optional<std::string> host_uid_range_conflict(const IdSpan& range, const std::string& subuid_path = "/etc/subuid",
                                                    const std::string& subgid_path = "/etc/subgid");
 
 // Where running daemons record their ranges: one file per daemon, named by its range

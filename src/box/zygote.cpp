@@ -45,16 +45,15 @@ void Zygote::launch() {
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);
-  for (int s : {SIGCHLD, SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2})
-    sigaddset(&defaults, s);
+  for (int s : {SIGCHLD, SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   const char* argv[] = {"agentbox-init", "--zygote", nullptr};
   const char* envp[] = {protocol::kInitPath, nullptr};
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, init_path_.c_str(), &fa, &attr, const_cast<char**>(argv),
-                               const_cast<char**>(envp));
+  const int rc =
+      ::posix_spawn(&pid, init_path_.c_str(), &fa, &attr, const_cast<char**>(argv), const_cast<char**>(envp));
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) throw sys_error("posix_spawn(" + init_path_ + " --zygote)", rc);
@@ -81,8 +80,8 @@ Zygote::~Zygote() {
   }
 }
 
-Zygote::Init Zygote::clone_init(uint64_t flags, int cgroup_fd, int control, int events,
-                                const protocol::StartBox& start, int netns_fd) {
+Zygote::Init Zygote::clone_init(uint64_t flags, int cgroup_fd, int control, int events, const protocol::StartBox& start,
+                                int netns_fd) {
   Init init;
   {
     std::lock_guard lock(mu_);
@@ -110,8 +109,8 @@ void Zygote::relaunch() {
 }
 
 // Descriptors in order: control, events, then the netns and the cgroup when there are.
-Zygote::Init Zygote::request(uint64_t flags, int cgroup_fd, int control, int events,
-                             const protocol::StartBox& start, int netns_fd) {
+Zygote::Init Zygote::request(uint64_t flags, int cgroup_fd, int control, int events, const protocol::StartBox& start,
+                             int netns_fd) {
   std::vector<int> fds = {control, events};
   if (netns_fd >= 0) fds.push_back(netns_fd);
   if (cgroup_fd >= 0) fds.push_back(cgroup_fd);

@@ -28,7 +28,7 @@ class Zygote {
   Zygote& operator=(const Zygote&) = delete;
 
   struct Init {
-    pid_t pid = -1;   // in the caller's pid namespace; a child of the zygote, not the caller's
+    pid_t pid = -1;  // in the caller's pid namespace; a child of the zygote, not the caller's
     UniqueFd pidfd;
     std::string etc_template_error;  // the zygote has no /etc template: init copies /etc
   };
@@ -46,8 +46,7 @@ class Zygote {
   Zygote() = default;
   void launch();
   void relaunch();  // reaps the current zygote (killing it if need be) and launches another
-  Init request(uint64_t flags, int cgroup_fd, int control, int events, const protocol::StartBox& start,
-               int netns_fd);
+  Init request(uint64_t flags, int cgroup_fd, int control, int events, const protocol::StartBox& start, int netns_fd);
 
   std::string init_path_;
   pid_t pid_ = -1;

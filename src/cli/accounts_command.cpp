@@ -4,8 +4,8 @@
 
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "config/units.hpp"
 
@@ -43,8 +43,7 @@ bool confirmed(const AccountsOptions& o) {
   if (o.yes) return true;
   if (!::isatty(STDIN_FILENO))
     throw AdminError("deleting " + o.user + " needs --yes when no terminal can ask (its files go to the trash)");
-  std::cout << "Delete the account " << o.user
-            << "? Its box stops and its files go to the trash. [y/N] " << std::flush;
+  std::cout << "Delete the account " << o.user << "? Its box stops and its files go to the trash. [y/N] " << std::flush;
   std::string reply;
   std::getline(std::cin, reply);
   return reply == "y" || reply == "Y" || reply == "yes";

@@ -11,8 +11,8 @@
 #include <cctype>
 #include <ctime>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "config/secret_file.hpp"
 #include "config/server_config.hpp"
@@ -24,7 +24,8 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 
 void add_admin_target_options(CLI::App& command, AdminTargetOptions& o) {
-  command.add_option("--config", o.config, "The daemon's config file (default $AGENTBOX_CONFIG, else built-in defaults)")
+  command
+      .add_option("--config", o.config, "The daemon's config file (default $AGENTBOX_CONFIG, else built-in defaults)")
       ->type_name("FILE");
   command.add_option("--listen", o.listen, "The running daemon's address, if not the config's")->type_name("ADDR:PORT");
   command.add_option("--state", o.state, "The daemon's state directory (holds admin_key), if not the config's")
@@ -60,7 +61,8 @@ AdminTarget find_admin_target(const AdminTargetOptions& o) {
   try {
     std::optional<std::string> key = read_secret_file(path, /*missing_ok=*/true);
     if (!key)
-      throw UsageError(fmt::format("no admin key: {} does not exist (has the daemon started with this state directory?)", path));
+      throw UsageError(
+          fmt::format("no admin key: {} does not exist (has the daemon started with this state directory?)", path));
     t.admin_key = *key;
   } catch (const UsageError&) {
     throw;
@@ -97,18 +99,21 @@ nlohmann::json AdminClient::request(http::verb method, std::string_view path,
   if (ec) throw AdminError(fmt::format("no answer from agentbox at {} ({})", target_.url(), ec.message()));
 
   const unsigned status = res.result_int();
-  nlohmann::json answer = res.body().empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(res.body(), nullptr, false);
+  nlohmann::json answer =
+      res.body().empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(res.body(), nullptr, false);
   if (status >= 200 && status < 300) {
-    if (answer.is_discarded()) throw AdminError(fmt::format("agentbox at {} answered something not JSON", target_.url()), status);
+    if (answer.is_discarded())
+      throw AdminError(fmt::format("agentbox at {} answered something not JSON", target_.url()), status);
     return answer;
   }
   std::string detail = answer.is_object() && answer.contains("detail") && answer["detail"].is_string()
                            ? answer["detail"].get<std::string>()
                            : std::string(res.reason());
   if (status == 401)
-    throw AdminError(fmt::format("agentbox at {} refused the admin key ({}): is it the daemon of this config and state?",
-                                 target_.url(), detail),
-                     status);
+    throw AdminError(
+        fmt::format("agentbox at {} refused the admin key ({}): is it the daemon of this config and state?",
+                    target_.url(), detail),
+        status);
   if (status == 404 && detail == "Not Found")
     throw AdminError(fmt::format("agentbox at {} has no {} (an older version?)", target_.url(), path), status);
   throw AdminError(detail, status);

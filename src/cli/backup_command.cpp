@@ -7,8 +7,8 @@
 #include <cmath>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "backup/mirror_layout.hpp"
 #include "backup/mirror_tree.hpp"
@@ -40,11 +40,12 @@ void print_status(const nlohmann::json& s) {
     return;
   }
   const double started = last.value("started", 0.0), ended = last.value("ended", 0.0);
-  std::cout << fmt::format("last pass: {} ({:.1f} s): {} accounts, {} files copied ({}), {} unchanged, {} kept in "
-                           ".deleted, {} errors\n",
-                           utc_time(started), ended - started, last["accounts"].size(), last.value("files_copied", 0),
-                           bytes_text(last.value("bytes_copied", uint64_t{0})), last.value("unchanged", 0),
-                           last.value("kept_deleted", 0), last.value("errors", 0));
+  std::cout << fmt::format(
+      "last pass: {} ({:.1f} s): {} accounts, {} files copied ({}), {} unchanged, {} kept in "
+      ".deleted, {} errors\n",
+      utc_time(started), ended - started, last["accounts"].size(), last.value("files_copied", 0),
+      bytes_text(last.value("bytes_copied", uint64_t{0})), last.value("unchanged", 0), last.value("kept_deleted", 0),
+      last.value("errors", 0));
   for (const nlohmann::json& a : last["accounts"]) {
     std::cout << fmt::format("  {}: {} copied ({}), {} unchanged, {} kept, {} changing, {} errors\n",
                              a.value("name", ""), a.value("files_copied", 0),

@@ -15,12 +15,12 @@ namespace agentbox::cli {
 
 struct BackupOptions {
   AdminTargetOptions target;
-  bool json = false;               // status: the daemon's JSON as is
-  std::string user;                // restore
-  bool all = false;                // restore --all: every account of the mirror the node does not hold
-  std::string path;                // restore: "" = the whole home
-  std::optional<std::string> date; // restore: a day of .deleted
-  std::string source, dest;        // mirror-once
+  bool json = false;                // status: the daemon's JSON as is
+  std::string user;                 // restore
+  bool all = false;                 // restore --all: every account of the mirror the node does not hold
+  std::string path;                 // restore: "" = the whole home
+  std::optional<std::string> date;  // restore: a day of .deleted
+  std::string source, dest;         // mirror-once
 };
 
 // Adds the subcommands and options of `backup` to it; run_backup() runs whichever was parsed.

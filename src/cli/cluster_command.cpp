@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -37,8 +37,8 @@ int owner(const ClusterOptions& o) {
   for (const std::string& user : o.users) {
     const ClusterNode& node = placement.owner(user);
     const bool pinned = placement.config().pins.contains(user);
-    std::cout << node.name << " " << node.server << (pinned ? " pinned" : "")
-              << (o.users.size() > 1 ? " " + user : "") << "\n";
+    std::cout << node.name << " " << node.server << (pinned ? " pinned" : "") << (o.users.size() > 1 ? " " + user : "")
+              << "\n";
   }
   return 0;
 }
@@ -113,7 +113,8 @@ int plan(const ClusterOptions& o) {
     out += "move " + h.user + ": " + h.node + " -> " + owner.name + "\n";
   }
   std::cout << out << moving << " of " << total << " accounts would move";
-  for (const auto& [node, n] : moving_to) std::cout << (node == moving_to.begin()->first ? " (" : ", ") << n << " to " << node;
+  for (const auto& [node, n] : moving_to)
+    std::cout << (node == moving_to.begin()->first ? " (" : ", ") << n << " to " << node;
   std::cout << (moving_to.empty() ? "" : ")") << "\n";
   return 0;
 }
@@ -149,9 +150,8 @@ int add(const ClusterOptions& o) {
   replace_file(config.pins_path, pins_file_text(pins));
   if (::rename(temp_check.c_str(), config.path.c_str()) == -1) throw sys_error("rename(" + config.path + ")");
   std::cout << "added " << o.node_name << " (" << o.node_server << "); pinned " << pinned
-            << " accounts where they are (nobody moves). Next: start it with --cluster " << config.path
-            << " --node " << o.node_name
-            << ", send SIGHUP to the other nodes, write the router's config again and reload nginx\n";
+            << " accounts where they are (nobody moves). Next: start it with --cluster " << config.path << " --node "
+            << o.node_name << ", send SIGHUP to the other nodes, write the router's config again and reload nginx\n";
   return 0;
 }
 
@@ -170,7 +170,8 @@ void reload_nodes(const ClusterOptions& o, const ClusterConfig& config, const Cl
     for (const nlohmann::json& x : r["nodes"])
       agrees |= x.value("name", "") == changed.name && x.value("drain", false) == changed.drain;
     if (!agrees)
-      throw UsageError("node " + n.name + " does not read " + config.path + " as written here: give it this file, then run the command again");
+      throw UsageError("node " + n.name + " does not read " + config.path +
+                       " as written here: give it this file, then run the command again");
   }
 }
 
@@ -251,7 +252,8 @@ int rebalance(const ClusterOptions& o) {
     const std::string to = placement.ring_owner(user).name;
     if (to == node) continue;
     if (!held.contains(node))
-      for (const nlohmann::json& a : held_on(o, *config.node(node))) held[node][a.value("user", "")] = a.value("last_active", 0.0);
+      for (const nlohmann::json& a : held_on(o, *config.node(node)))
+        held[node][a.value("user", "")] = a.value("last_active", 0.0);
     if (auto it = held[node].find(user); it != held[node].end()) jobs.push_back({user, node, to, it->second});
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.last_active < b.last_active; });
@@ -266,8 +268,8 @@ int rebalance(const ClusterOptions& o) {
   }
   const size_t dropped = drop_needless_pins(config);
   if (!o.router_dir.empty()) std::cout << rewrite_router(o.router_dir, config) << "\n";
-  std::cout << "rebalanced: " << jobs.size() << " accounts moved to their ring owners, " << dropped
-            << " pins dropped, " << config.pins.size() << " left\n";
+  std::cout << "rebalanced: " << jobs.size() << " accounts moved to their ring owners, " << dropped << " pins dropped, "
+            << config.pins.size() << " left\n";
   return 0;
 }
 
@@ -279,7 +281,8 @@ void add_cluster_options(CLI::App& cluster, ClusterOptions& o) {
   auto* own = cluster.add_subcommand("owner", "Print the node that holds a user: a pin, else nginx's ring");
   own->add_option("user", o.users, "User ids (X-User-Id)")->required();
   auto* conf = cluster.add_subcommand("nginx-conf", "Write the router's nginx.conf and pins.map from the cluster file");
-  conf->add_option("--out", o.out_dir, "Directory for nginx.conf and pins.map (default: nginx.conf to stdout)")->type_name("DIR");
+  conf->add_option("--out", o.out_dir, "Directory for nginx.conf and pins.map (default: nginx.conf to stdout)")
+      ->type_name("DIR");
   conf->add_option("--listen", o.listen, "The router's address (default 127.0.0.1:8100)")->type_name("ADDR:PORT");
   conf->add_option("--max-body", o.max_body, "The nodes' [limits] body (default 100M)")->type_name("SIZE");
   conf->add_flag("--http-only", o.http_only,
@@ -302,10 +305,12 @@ void add_cluster_options(CLI::App& cluster, ClusterOptions& o) {
   ad->add_option("--accounts", o.accounts_file, "USER<TAB>NODE lines instead of asking the nodes")->type_name("FILE");
   auto* dr = cluster.add_subcommand("drain", "Move every account of a node to its owner on the ring without it");
   dr->add_option("name", o.node_name, "The node")->required();
-  auto* rb = cluster.add_subcommand("rebalance", "Move pinned accounts to their ring owners, idle first, and drop the pins");
+  auto* rb =
+      cluster.add_subcommand("rebalance", "Move pinned accounts to their ring owners, idle first, and drop the pins");
   for (CLI::App* sub : {pl, ad, dr, rb}) add_admin_target_options(*sub, o.target);  // where the admin key is
   for (CLI::App* sub : {dr, rb})
-    sub->add_option("--router-dir", o.router_dir, "A router written by `cluster nginx-conf --out DIR`: written again and reloaded")
+    sub->add_option("--router-dir", o.router_dir,
+                    "A router written by `cluster nginx-conf --out DIR`: written again and reloaded")
         ->type_name("DIR");
   for (CLI::App* sub : {own, conf, pl, ad, dr, rb}) sub->fallthrough();  // --cluster may come after the subcommand too
 }

@@ -4,8 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -50,12 +50,11 @@ void print_table(const std::vector<HostFeature>& features, std::ostream& out) {
   auto row = [&](const std::string& name, const std::string& status, const std::string& need,
                  const std::string& detail) {
     out << name << std::string(name_w + 2 - name.size(), ' ') << status
-        << std::string(status_w + 2 - status.size(), ' ') << need
-        << std::string(10 - need.size(), ' ') << detail << '\n';
+        << std::string(status_w + 2 - status.size(), ' ') << need << std::string(10 - need.size(), ' ') << detail
+        << '\n';
   };
   row("feature", "status", "need", "detail");
-  for (const auto& f : features)
-    row(f.name, status_of(f), f.required ? "required" : "optional", f.detail);
+  for (const auto& f : features) row(f.name, status_of(f), f.required ? "required" : "optional", f.detail);
 }
 
 void print_summary(const std::vector<HostFeature>& features, bool as_root, std::ostream& out) {
@@ -71,9 +70,10 @@ void print_summary(const std::vector<HostFeature>& features, bool as_root, std::
   out << "  namespaces: " << (namespaces.empty() ? "none" : namespaces) << '\n';
 
   const HostFeature* landlock = find(features, "landlock");
-  out << "  " << (landlock && landlock->present ? "Landlock " + landlock->detail
-                                                : std::string("no Landlock (box start refuses "
-                                                              "without allow_without_landlock)"))
+  out << "  "
+      << (landlock && landlock->present ? "Landlock " + landlock->detail
+                                        : std::string("no Landlock (box start refuses "
+                                                      "without allow_without_landlock)"))
       << '\n';
 
   if (has(features, "seccomp"))
@@ -91,8 +91,9 @@ void print_summary(const std::vector<HostFeature>& features, bool as_root, std::
   else
     out << "  no cgroup limits (memory, pids, cpu are not enforced)\n";
 
-  out << "  own uid: " << (as_root ? "a host uid per account from the configured range"
-                                   : "a user namespace mapping the box uid to yours")
+  out << "  own uid: "
+      << (as_root ? "a host uid per account from the configured range"
+                  : "a user namespace mapping the box uid to yours")
       << '\n';
 }
 
@@ -201,9 +202,10 @@ void print_shared_pools(const ServerConfig& config, const std::string& cgroup_ki
   const std::string bound = cgroup_kind == "v1" ? "[box] tcp_memory, cgroup v1" : "within [box] memory, cgroup v2";
   if (pressure_pages && per_box) {
     const uint64_t pressure = *pressure_pages * page;
-    out << fmt::format("  TCP socket memory: pressure at {} (net.ipv4.tcp_mem), at most {} per box ({}): {} boxes "
-                       "at their limit reach it\n",
-                       format_size(pressure), format_size(per_box), bound, (pressure + per_box - 1) / per_box);
+    out << fmt::format(
+        "  TCP socket memory: pressure at {} (net.ipv4.tcp_mem), at most {} per box ({}): {} boxes "
+        "at their limit reach it\n",
+        format_size(pressure), format_size(per_box), bound, (pressure + per_box - 1) / per_box);
   } else if (pressure_pages) {
     out << "  TCP socket memory: not bounded per box ([box] tcp_memory = \"0\")\n";
   }
@@ -238,8 +240,8 @@ int run_doctor(bool as_root, std::ostream& out, const std::optional<std::string>
   print_summary(features, as_root, out);
 
   bool ok = true;
-  const bool required_present = std::none_of(features.begin(), features.end(),
-                                             [](const HostFeature& f) { return f.required && !f.present; });
+  const bool required_present =
+      std::none_of(features.begin(), features.end(), [](const HostFeature& f) { return f.required && !f.present; });
   // A trial needs what is required; without it the missing lines below say enough.
   if (required_present && !print_trials(as_root, out)) {
     out << "\nmissing: a working box start (see the trial above)\n";

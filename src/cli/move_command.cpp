@@ -51,7 +51,8 @@ int move_account(const MoveOptions& o) {
     // Pinned there: a finished move whose router reload may not have happened.
     auto pin = config.pins.find(o.user);
     if (pin == config.pins.end() || pin->second != to.name)
-      throw AdminError(fmt::format("{} is on node {} already (its owner on the ring): nothing to move", o.user, to.name));
+      throw AdminError(
+          fmt::format("{} is on node {} already (its owner on the ring): nothing to move", o.user, to.name));
     if (o.router_dir) rewrite_pins_map(*o.router_dir, config.pins);
     std::cout << fmt::format("{} is on node {} already (pinned){}\n", o.user, to.name,
                              o.router_dir ? "; router reloaded" : "");
@@ -59,7 +60,8 @@ int move_account(const MoveOptions& o) {
   }
 
   std::cout << fmt::format("moving {} from node {} to node {} ...\n", o.user, from.name, to.name) << std::flush;
-  nlohmann::json r = AdminClient(node_target(from, admin_key)).post("/admin/moves", {{"user", o.user}, {"to", to.name}});
+  nlohmann::json r =
+      AdminClient(node_target(from, admin_key)).post("/admin/moves", {{"user", o.user}, {"to", to.name}});
   const std::string user = r.value("user", o.user);
   std::cout << fmt::format("moved {} to node {} (account {}, uid {} there; move {})\n", user, to.name,
                            r.value("name", ""), r.value("uid", 0), r.value("id", ""));

@@ -50,8 +50,9 @@ struct Caller {
 // A name that is safe as /home/NAME: a login name's characters, no leading dot.
 bool usable_name(std::string_view n) {
   if (n.empty() || n.size() > 32 || n[0] == '.' || n[0] == '-') return false;
-  return std::all_of(n.begin(), n.end(),
-                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-'; });
+  return std::all_of(n.begin(), n.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+  });
 }
 
 // Name and home from the local passwd file, read directly rather than through NSS: the CLI is
@@ -113,15 +114,14 @@ BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& 
     spec.name = caller.name;
   }
   spec.home_target = "/home/" + spec.name;
-  spec.home_source = o.home ? flag("--home", [&] { return expand_home(*o.home, caller.home); })
+  spec.home_source = o.home         ? flag("--home", [&] { return expand_home(*o.home, caller.home); })
                      : profile.home ? *profile.home
                                     : caller.home + "/.agentbox-home";
   if (spec.home_source.empty() || spec.home_source[0] != '/')
     throw UsageError("--home: " + spec.home_source + ": must be an absolute path");
 
   spec.binds = profile.binds;
-  for (const auto& b : o.ro_binds)
-    spec.binds.push_back(parse_bind_spec(b, /*writable=*/false, caller.home));
+  for (const auto& b : o.ro_binds) spec.binds.push_back(parse_bind_spec(b, /*writable=*/false, caller.home));
   for (const auto& b : o.binds) spec.binds.push_back(parse_bind_spec(b, /*writable=*/true, caller.home));
   if (o.cwd) {
     std::error_code ec;
@@ -130,8 +130,8 @@ BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& 
     spec.binds.push_back({here, here, true});
   }
 
-  const bool limits_asked = o.memory || o.pids || o.cpu || o.tcp_memory || profile.memory_bytes ||
-                            profile.pids || profile.cpu_millicores || profile.tcp_memory_bytes;
+  const bool limits_asked = o.memory || o.pids || o.cpu || o.tcp_memory || profile.memory_bytes || profile.pids ||
+                            profile.cpu_millicores || profile.tcp_memory_bytes;
   if (profile.memory_bytes) spec.limits.memory_bytes = *profile.memory_bytes;
   if (profile.pids) spec.limits.pids = *profile.pids;
   if (profile.cpu_millicores) spec.limits.cpu_millicores = *profile.cpu_millicores;
@@ -150,13 +150,11 @@ BoxSpec make_spec(const RunOptions& o, const RunProfile& profile, const Caller& 
   if (!spec.use_cgroup && limits_asked)
     throw UsageError("--memory/--pids/--cpu/--tcp-memory need cgroups, which only root can create here");
 
-  if (o.net != "none")
-    throw UsageError("--net: \"" + o.net + "\" is not supported yet (only \"none\")");
+  if (o.net != "none") throw UsageError("--net: \"" + o.net + "\" is not supported yet (only \"none\")");
   return spec;
 }
 
-std::vector<std::string> make_env(const RunOptions& o, const RunProfile& profile,
-                                  const BoxSpec& spec) {
+std::vector<std::string> make_env(const RunOptions& o, const RunProfile& profile, const BoxSpec& spec) {
   // The caller's terminal settings (TERM, LANG, LC_*) pass through over the defaults.
   std::map<std::string, std::string> env = base_env(spec, /*tty=*/true);
   auto pass = [&](const std::string& name) {
@@ -186,8 +184,7 @@ int exit_code(int status) {
 UniqueFd block_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGPIPE})
-    sigaddset(&set, s);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGPIPE}) sigaddset(&set, s);
   check(::sigprocmask(SIG_BLOCK, &set, nullptr), "sigprocmask");
   UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fd) throw sys_error("signalfd");
@@ -212,7 +209,7 @@ bool pump(int from, int to) {
 // mode), or a terminal of the caller's that pipes mode must not hand into the box.
 struct Relay {
   int from = -1, to = -1;
-  UniqueFd owned;  // our end of a pipe: closed when the relay ends, so the box sees end of input
+  UniqueFd owned;       // our end of a pipe: closed when the relay ends, so the box sees end of input
   bool output = false;  // box → caller: drained once the command has exited
   bool open = true;
 };
@@ -314,7 +311,8 @@ int run_in_box(const RunOptions& o) {
   RunProfile profile;
   if (!o.no_profile) {
     const std::string path = o.profile ? *o.profile : default_run_profile_path(caller.home);
-    if (o.profile && !std::filesystem::exists(path)) throw UsageError("--profile: " + path + ": No such file or directory");
+    if (o.profile && !std::filesystem::exists(path))
+      throw UsageError("--profile: " + path + ": No such file or directory");
     try {
       profile = load_run_profile(path, caller.home);
     } catch (const Error& e) {

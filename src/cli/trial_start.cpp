@@ -92,8 +92,8 @@ std::vector<TrialStart> trial_starts(bool as_root) {
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = as_root ? CgroupDriver::detect("/sys/fs/cgroup", &why) : nullptr;
   std::unique_ptr<Zygote> zygote;
-  std::vector<std::string> ways = as_root ? std::vector<std::string>{"daemon (zygote)", "agentbox run"}
-                                          : std::vector<std::string>{"agentbox run"};
+  std::vector<std::string> ways =
+      as_root ? std::vector<std::string>{"daemon (zygote)", "agentbox run"} : std::vector<std::string>{"agentbox run"};
   for (const auto& how : ways) {
     TrialStart t;
     t.how = how;

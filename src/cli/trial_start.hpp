@@ -11,9 +11,9 @@
 namespace agentbox {
 
 struct TrialStart {
-  std::string how;             // "daemon (zygote)" or "agentbox run"
+  std::string how;  // "daemon (zygote)" or "agentbox run"
   bool ok = false;
-  std::string error;           // why it failed
+  std::string error;  // why it failed
   StartPlan plan;
   std::vector<std::string> fallbacks;  // "etc template: <reason>", one per optional step that fell back
 };

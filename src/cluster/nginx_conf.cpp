@@ -31,8 +31,7 @@ std::string nginx_conf(const ClusterConfig& cluster, const NginxOptions& o) {
     // node without this user's files (nginx's failover is wrong for state on local disks).
     // A draining node stays on the ring, `down`: nginx walks past its points, the ring without it.
     ring += "    server " + n.server + weight + " max_fails=0" + (n.drain ? " down" : "") + ";\n";
-    nodes += "  upstream " + upstream_of(n) + " {\n    server " + n.server +
-             " max_fails=0;\n    keepalive 16;\n  }\n";
+    nodes += "  upstream " + upstream_of(n) + " {\n    server " + n.server + " max_fails=0;\n    keepalive 16;\n  }\n";
     names += "    \"" + n.server + "\" \"" + n.name + " (" + n.server + ")\";\n";
   }
   const std::string body_mb = std::to_string((o.max_body_bytes + (1 << 20) - 1) >> 20) + "m";

@@ -12,14 +12,14 @@ namespace agentbox::cluster {
 
 struct NginxOptions {
   std::string listen = "127.0.0.1:8100";
-  std::string pins_map = "pins.map";          // the file the main config includes
-  uint64_t max_body_bytes = 100ull << 20;     // the nodes' [limits] body
-  std::chrono::seconds read_timeout{330};     // API calls: past /execute?wait=300
-  std::chrono::seconds long_timeout{3600};    // terminals and /proxy: idle WebSockets
-  std::chrono::seconds retry_after{5};        // told to clients while a node is down
-  bool http_only = false;                     // only what goes in nginx's http block: an include
-                                              // for Debian's stock nginx.conf (modules-enabled
-                                              // loads set-misc), e.g. a Kubernetes ConfigMap
+  std::string pins_map = "pins.map";        // the file the main config includes
+  uint64_t max_body_bytes = 100ull << 20;   // the nodes' [limits] body
+  std::chrono::seconds read_timeout{330};   // API calls: past /execute?wait=300
+  std::chrono::seconds long_timeout{3600};  // terminals and /proxy: idle WebSockets
+  std::chrono::seconds retry_after{5};      // told to clients while a node is down
+  bool http_only = false;                   // only what goes in nginx's http block: an include
+                                            // for Debian's stock nginx.conf (modules-enabled
+                                            // loads set-misc), e.g. a Kubernetes ConfigMap
 };
 
 // A whole nginx.conf for a router (run with `nginx -p DIR -c nginx.conf`: pid, logs and temp

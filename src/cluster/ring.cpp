@@ -55,8 +55,9 @@ Ring::Ring(const std::vector<RingServer>& servers) {
   // nginx sorts with qsort (not stable) and keeps the first of equal hashes: which server wins a
   // collision there is unspecified; with 32-bit hashes it takes ~10^4 servers to expect one.
   std::stable_sort(points_.begin(), points_.end(), [](const Point& a, const Point& b) { return a.hash < b.hash; });
-  points_.erase(std::unique(points_.begin(), points_.end(), [](const Point& a, const Point& b) { return a.hash == b.hash; }),
-                points_.end());
+  points_.erase(
+      std::unique(points_.begin(), points_.end(), [](const Point& a, const Point& b) { return a.hash == b.hash; }),
+      points_.end());
 }
 
 size_t Ring::owner(std::string_view key) const {
@@ -65,8 +66,8 @@ size_t Ring::owner(std::string_view key) const {
 
 size_t Ring::owner(std::string_view key, const std::function<bool(size_t)>& skip) const {
   const uint32_t hash = crc32_of(key);
-  const auto first = std::lower_bound(points_.begin(), points_.end(), hash,
-                                      [](const Point& p, uint32_t h) { return p.hash < h; });
+  const auto first =
+      std::lower_bound(points_.begin(), points_.end(), hash, [](const Point& p, uint32_t h) { return p.hash < h; });
   size_t i = static_cast<size_t>(first - points_.begin());
   for (size_t tried = 0; tried < points_.size(); ++tried, ++i) {
     const Point& p = points_[i % points_.size()];

@@ -73,7 +73,8 @@ std::vector<std::string> default_claude_paths() {
 
 std::optional<std::string> find_claude(const AgentConfig& config, std::string* why) {
   namespace fs = std::filesystem;
-  std::vector<std::string> candidates = config.claude ? std::vector<std::string>{*config.claude} : default_claude_paths();
+  std::vector<std::string> candidates =
+      config.claude ? std::vector<std::string>{*config.claude} : default_claude_paths();
   std::string tried;
   for (const std::string& candidate : candidates) {
     std::error_code ec;
@@ -85,9 +86,9 @@ std::optional<std::string> find_claude(const AgentConfig& config, std::string* w
     tried += candidate;
   }
   if (why) {
-    *why = config.claude ? "[agent] claude " + tried + " is not an executable file"
-                         : "no Claude Code CLI at " + tried +
-                               " (scripts/install-deps.sh installs it; or set [agent] claude)";
+    *why = config.claude
+               ? "[agent] claude " + tried + " is not an executable file"
+               : "no Claude Code CLI at " + tried + " (scripts/install-deps.sh installs it; or set [agent] claude)";
   }
   return std::nullopt;
 }
@@ -97,7 +98,8 @@ std::optional<std::string> find_skills_dir(const AgentConfig& config) {
   if (!config.skills_dir) return std::nullopt;
   std::error_code ec;
   fs::path real = fs::canonical(*config.skills_dir, ec);
-  if (ec || !fs::is_directory(real, ec)) throw Error("[agent] skills_dir " + *config.skills_dir + " is not a directory");
+  if (ec || !fs::is_directory(real, ec))
+    throw Error("[agent] skills_dir " + *config.skills_dir + " is not a directory");
   return real.string();
 }
 

@@ -25,14 +25,14 @@
 namespace agentbox {
 
 struct AgentConfig {
-  std::optional<std::string> claude;      // unset: the first of default_claude_paths() that exists
-  std::optional<std::string> skills_dir;  // unset: no operator skills
-  std::string model;                      // --model for claude-code; "": the CLI's default
-  int max_turns = 0;                      // --max-turns; 0: the CLI's default
-  std::optional<int> max_retries;         // CLAUDE_CODE_MAX_RETRIES of agent turns; unset: the CLI's
-  std::vector<std::string> allowed_tools; // only these tools; empty: all (the box is the sandbox)
-  std::string public_url;                 // download links start with it; "": the request's Host
-  int link_days = 7;                      // download links of a turn's files work this long
+  std::optional<std::string> claude;       // unset: the first of default_claude_paths() that exists
+  std::optional<std::string> skills_dir;   // unset: no operator skills
+  std::string model;                       // --model for claude-code; "": the CLI's default
+  int max_turns = 0;                       // --max-turns; 0: the CLI's default
+  std::optional<int> max_retries;          // CLAUDE_CODE_MAX_RETRIES of agent turns; unset: the CLI's
+  std::vector<std::string> allowed_tools;  // only these tools; empty: all (the box is the sandbox)
+  std::string public_url;                  // download links start with it; "": the request's Host
+  int link_days = 7;                       // download links of a turn's files work this long
 };
 
 inline constexpr std::array<std::string_view, 1> kAgentSections = {"agent"};

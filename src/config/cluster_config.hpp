@@ -24,7 +24,7 @@ struct ClusterNode {
   std::string server;     // nginx's server string: HOST:PORT
   std::string admin_url;  // where other nodes and the CLI reach its API
   uint32_t weight = 1;
-  bool drain = false;     // on the ring but skipped for new users (nginx: `down`); pins still reach it
+  bool drain = false;  // on the ring but skipped for new users (nginx: `down`); pins still reach it
 };
 
 // user id -> node name: accounts kept off their ring owner (a move, or `cluster add` holding
@@ -32,9 +32,9 @@ struct ClusterNode {
 using ClusterPins = std::map<std::string, std::string, std::less<>>;
 
 struct ClusterConfig {
-  std::string path;       // the file it was read from
+  std::string path;                // the file it was read from
   std::vector<ClusterNode> nodes;  // ring order is irrelevant to nginx; kept as written
-  std::string pins_path;  // absolute or relative to the working directory
+  std::string pins_path;           // absolute or relative to the working directory
   ClusterPins pins;
 
   const ClusterNode* node(std::string_view name) const;

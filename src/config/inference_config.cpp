@@ -18,7 +18,7 @@ net::Credential credential_from(std::string text, std::string_view source, std::
     if (c <= ' ' || c >= 0x7f) throw Error(std::string(source) + ": holds a space or a control character");
   net::Credential credential;
   credential.kind = kind.value_or(text.starts_with(kOAuthPrefix) ? net::Credential::Kind::oauth_token
-                                                                  : net::Credential::Kind::api_key);
+                                                                 : net::Credential::Kind::api_key);
   credential.secret = std::move(text);
   return credential;
 }

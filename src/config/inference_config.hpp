@@ -27,19 +27,19 @@
 namespace agentbox {
 
 struct InferenceConfig {
-  uint16_t port = 3129;                          // on each box's 127.0.0.1
-  size_t connections = 64;                       // open at once per account; above it 429
-  std::chrono::seconds connect_timeout{10};      // resolve, connect and TLS handshake; then 504
-  std::chrono::seconds idle_timeout{600};        // no byte moving while a request or answer streams
-  uint64_t request_memory = 32 << 20;            // bytes of bodies one account's gateway holds for a budget check
+  uint16_t port = 3129;                      // on each box's 127.0.0.1
+  size_t connections = 64;                   // open at once per account; above it 429
+  std::chrono::seconds connect_timeout{10};  // resolve, connect and TLS handshake; then 504
+  std::chrono::seconds idle_timeout{600};    // no byte moving while a request or answer streams
+  uint64_t request_memory = 32 << 20;        // bytes of bodies one account's gateway holds for a budget check
 
   struct Anthropic {
-    bool configured = false;                     // the config has an [inference.anthropic] table
+    bool configured = false;  // the config has an [inference.anthropic] table
     net::UpstreamUrl upstream = net::UpstreamUrl::parse("https://api.anthropic.com");
     std::optional<std::string> key_file;
     std::optional<std::string> ca_file;
     uint64_t daily_tokens = 0;
-    uint64_t context_tokens = 1'000'000;         // a request's input bound when its bytes are not one
+    uint64_t context_tokens = 1'000'000;  // a request's input bound when its bytes are not one
   } anthropic;
 };
 

@@ -29,8 +29,7 @@ bool is_env_name(std::string_view name) {
 }
 
 void require_env_name(std::string_view name) {
-  if (!is_env_name(name))
-    throw Error("\"" + std::string(name) + "\" is not a variable name (letters, digits, _)");
+  if (!is_env_name(name)) throw Error("\"" + std::string(name) + "\" is not a variable name (letters, digits, _)");
 }
 
 std::vector<BindMount> read_binds(const toml::node& value, bool writable, const std::string& home) {
@@ -68,10 +67,8 @@ constexpr std::array<TomlField<ProfileLoad>, 10> kFields = {{
        p.profile.home = std::move(home);
      }},
     {"limits.memory", [](ProfileLoad& p, const toml::node& v) { p.profile.memory_bytes = toml_size(v); }},
-    {"limits.pids",
-     [](ProfileLoad& p, const toml::node& v) {
-       p.profile.pids = static_cast<uint64_t>(toml_integer(v, 1, INT32_MAX));
-     }},
+    {"limits.pids", [](ProfileLoad& p,
+                       const toml::node& v) { p.profile.pids = static_cast<uint64_t>(toml_integer(v, 1, INT32_MAX)); }},
     {"limits.cpu", [](ProfileLoad& p, const toml::node& v) { p.profile.cpu_millicores = toml_cpu(v); }},
     {"limits.ptys",
      [](ProfileLoad& p, const toml::node& v) { p.profile.ptys = checked_ptys(toml_integer(v, 1, INT32_MAX)); }},

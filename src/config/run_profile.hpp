@@ -32,16 +32,16 @@
 namespace agentbox {
 
 struct RunProfile {
-  std::vector<BindMount> binds;             // ro_bind entries first, then bind; sources expanded
-  std::vector<std::string> pass_env;        // variable names
-  std::map<std::string, std::string> env;   // set inside the box
-  std::optional<uint64_t> memory_bytes;     // limits.memory
-  std::optional<uint64_t> pids;             // limits.pids
-  std::optional<uint32_t> cpu_millicores;   // limits.cpu
-  std::optional<uint32_t> ptys;             // limits.ptys
-  std::optional<uint64_t> tcp_memory_bytes; // limits.tcp_memory
-  std::optional<std::string> home;          // absolute host path, ~ expanded
-  net::EgressConfig egress;                 // [policy.default] and [hosts]; users stays empty
+  std::vector<BindMount> binds;              // ro_bind entries first, then bind; sources expanded
+  std::vector<std::string> pass_env;         // variable names
+  std::map<std::string, std::string> env;    // set inside the box
+  std::optional<uint64_t> memory_bytes;      // limits.memory
+  std::optional<uint64_t> pids;              // limits.pids
+  std::optional<uint32_t> cpu_millicores;    // limits.cpu
+  std::optional<uint32_t> ptys;              // limits.ptys
+  std::optional<uint64_t> tcp_memory_bytes;  // limits.tcp_memory
+  std::optional<std::string> home;           // absolute host path, ~ expanded
+  net::EgressConfig egress;                  // [policy.default] and [hosts]; users stays empty
 };
 
 // caller_home/.config/agentbox/run.toml

@@ -21,8 +21,8 @@
 #include "net/ip_address.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
-#include "util/unique_fd.hpp"
 #include "util/random_hex.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox {
 namespace {
@@ -192,8 +192,8 @@ static_assert(std::ranges::none_of(kFields, [](const auto& f) { return f.key.emp
 
 // The tables descended into; the egress policy's (config/egress_config.hpp), the inference
 // gateway's (config/inference_config.hpp) and the agent's (config/agent_config.hpp) are appended.
-constexpr std::array<std::string_view, 8> kOwnSections = {"limits", "accounts", "box",  "exec",
-                                                          "terminals", "proxy", "egress", "backup"};
+constexpr std::array<std::string_view, 8> kOwnSections = {"limits",    "accounts", "box",    "exec",
+                                                          "terminals", "proxy",    "egress", "backup"};
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size() +
                                    kAgentSections.size() + kStorageSections.size()>
@@ -243,8 +243,7 @@ std::vector<std::string> cross_checks(const ServerConfig& c, const std::string& 
     }
   }
   if (uint64_t{c.accounts.uid_base} + c.accounts.uid_count - 1 > kMaxUid)
-    errors.push_back(file + ": accounts: uid_base + uid_count - 1 exceeds the largest uid " +
-                     std::to_string(kMaxUid));
+    errors.push_back(file + ": accounts: uid_base + uid_count - 1 exceeds the largest uid " + std::to_string(kMaxUid));
   if (c.api_key && c.admin_key && *c.api_key == *c.admin_key)
     errors.push_back(file + ": admin_key is the same as api_key: the admin key must be a secret of its own");
   if (c.limits.per_address() > c.limits.connections)
@@ -340,20 +339,19 @@ void require_key_strength(std::string_view what, std::string_view key, const std
   const ListenAddress addr = parse_listen_address(listen);
   const std::optional<net::IpAddress> ip = net::IpAddress::parse(addr.host);
   if (ip && net::classify(*ip) == net::AddressKind::loopback) return;
-  throw Error(fmt::format("{} is {} characters long; listening on {} (beyond loopback) needs at least {} "
-                          "(e.g. `openssl rand -hex 32`)",
-                          what, key.size(), addr.host, kMinKeyChars));
+  throw Error(
+      fmt::format("{} is {} characters long; listening on {} (beyond loopback) needs at least {} "
+                  "(e.g. `openssl rand -hex 32`)",
+                  what, key.size(), addr.host, kMinKeyChars));
 }
 
 std::optional<std::string> short_key_warning(std::string_view what, std::string_view key) {
   if (key.size() >= kMinKeyChars) return std::nullopt;
-  return fmt::format("{} is {} characters long: accepted on loopback only; listening beyond it needs at least {}",
-                     what, key.size(), kMinKeyChars);
+  return fmt::format("{} is {} characters long: accepted on loopback only; listening beyond it needs at least {}", what,
+                     key.size(), kMinKeyChars);
 }
 
-void apply_config_file(ServerConfig& config, const std::string& path) {
-  throw_if_errors(overlay_file(config, path));
-}
+void apply_config_file(ServerConfig& config, const std::string& path) { throw_if_errors(overlay_file(config, path)); }
 
 void apply_config_env(ServerConfig& config, const GetEnv& getenv) {
   for (const EnvSetting& s : kEnvSettings) {
@@ -393,13 +391,16 @@ std::vector<std::string> config_warnings(const ServerConfig& c) {
   std::vector<std::string> warnings;
   const ListenAddress addr = parse_listen_address(c.listen);
   if (c.agent.public_url.empty() && (addr.host == "0.0.0.0" || addr.host == "::"))
-    warnings.push_back("listen is " + c.listen + " (every address) and [agent] public_url is unset: the agent's "
+    warnings.push_back("listen is " + c.listen +
+                       " (every address) and [agent] public_url is unset: the agent's "
                        "download links name the address each request arrived at, which browsers may not reach; "
                        "set public_url to the address they use");
   return warnings;
 }
 
-std::string load_or_create_api_key(const std::string& state_dir) { return load_or_create_state_secret(state_dir, "api_key"); }
+std::string load_or_create_api_key(const std::string& state_dir) {
+  return load_or_create_state_secret(state_dir, "api_key");
+}
 
 std::string load_or_create_state_secret(const std::string& state_dir, const std::string& name) {
   if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + state_dir + ")");
@@ -415,8 +416,7 @@ std::string load_or_create_state_secret(const std::string& state_dir, const std:
     check(::fchmod(fd.get(), 0600), "fchmod(" + tmp + ")");
     write_all(fd.get(), new_api_key() + "\n");
     check(::fsync(fd.get()), "fsync(" + tmp + ")");
-    if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST)
-      throw sys_error("link(" + tmp + ", " + path + ")");
+    if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) throw sys_error("link(" + tmp + ", " + path + ")");
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;

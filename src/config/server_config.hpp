@@ -63,15 +63,15 @@ namespace agentbox {
 Limits default_server_box_limits();
 
 struct ServerConfig {
-  std::string listen = "127.0.0.1:8000";   // HOST:PORT; port 0 picks a free one
+  std::string listen = "127.0.0.1:8000";  // HOST:PORT; port 0 picks a free one
   std::string state_dir = "./agentbox-state";
-  std::optional<std::string> api_key;      // unset: load_or_create_api_key(state_dir)
-  std::optional<std::string> admin_key;    // unset: load_or_create_state_secret(state_dir, "admin_key")
+  std::optional<std::string> api_key;    // unset: load_or_create_api_key(state_dir)
+  std::optional<std::string> admin_key;  // unset: load_or_create_state_secret(state_dir, "admin_key")
   std::vector<std::string> cors_origins = {"*"};
 
   struct HttpLimits {
-    uint64_t body_bytes = 100ull << 20;            // largest request body, bytes
-    std::chrono::seconds header_timeout{10};       // time to receive the request head
+    uint64_t body_bytes = 100ull << 20;       // largest request body, bytes
+    std::chrono::seconds header_timeout{10};  // time to receive the request head
     // API connections open at once, terminal WebSockets and /proxy included. When full, the
     // oldest idle connection (unauthenticated first) is closed to make room; with none idle, 503.
     size_t connections = 10'000;
@@ -84,14 +84,14 @@ struct ServerConfig {
   } limits;
 
   struct Accounts {
-    uid_t uid_base = 1000000;                      // first uid; slot 0 is `agentbox run`'s
-    uint32_t uid_count = 65536;                    // uids in the range, slot 0 included
-    std::chrono::seconds idle_timeout{900};        // a box with no activity stops after this
-    size_t max_active = 1000;                      // boxes running at once; above it new ones get 503
-    std::chrono::seconds start_timeout{30};        // a box start may take this long, then the account's requests fail
-    size_t file_ops = 2;                           // file operations running at once per account, 1-64
-    size_t open_homes = 256;                       // home directory descriptors kept open (least recently used)
-    size_t spare_volumes = 2;                      // volumes made ahead for new accounts (with quotas), 0-64
+    uid_t uid_base = 1000000;                // first uid; slot 0 is `agentbox run`'s
+    uint32_t uid_count = 65536;              // uids in the range, slot 0 included
+    std::chrono::seconds idle_timeout{900};  // a box with no activity stops after this
+    size_t max_active = 1000;                // boxes running at once; above it new ones get 503
+    std::chrono::seconds start_timeout{30};  // a box start may take this long, then the account's requests fail
+    size_t file_ops = 2;                     // file operations running at once per account, 1-64
+    size_t open_homes = 256;                 // home directory descriptors kept open (least recently used)
+    size_t spare_volumes = 2;                // volumes made ahead for new accounts (with quotas), 0-64
   } accounts;
 
   StorageConfig storage;  // [accounts] disk, inodes, trash_days, [accounts.users."ID"]
@@ -99,34 +99,36 @@ struct ServerConfig {
   Limits box = default_server_box_limits();
 
   struct Exec {
-    uint64_t output_cap = 16ull << 20;             // output log kept per process, bytes
-    std::chrono::seconds retention{3600};          // a finished process stays queryable this long
+    uint64_t output_cap = 16ull << 20;     // output log kept per process, bytes
+    std::chrono::seconds retention{3600};  // a finished process stays queryable this long
   } exec;
 
   struct Terminals {
-    size_t max_per_account = 16;                   // open terminals per account; above it 429
-    std::chrono::seconds idle_timeout{3600};       // a terminal with no client and no output ends after this
+    size_t max_per_account = 16;              // open terminals per account; above it 429
+    std::chrono::seconds idle_timeout{3600};  // a terminal with no client and no output ends after this
   } terminals;
 
   // /proxy/{port}: the reverse proxy into a box's own loopback.
   struct Proxy {
-    std::chrono::seconds connect_timeout{10};      // connecting to the box's port; then 504
-    std::chrono::seconds response_timeout{60};     // request sent → response head complete; then 504
-    std::chrono::seconds idle_timeout{300};        // no byte moving either way while a body streams
+    std::chrono::seconds connect_timeout{10};        // connecting to the box's port; then 504
+    std::chrono::seconds response_timeout{60};       // request sent → response head complete; then 504
+    std::chrono::seconds idle_timeout{300};          // no byte moving either way while a body streams
     std::chrono::seconds tunnel_idle_timeout{3600};  // the same after a WebSocket upgrade
   } proxy;
 
   // The egress proxy in each box's network namespace (HTTP_PROXY in the box).
   struct EgressProxy {
-    uint16_t port = 3128;                          // on the box's 127.0.0.1
-    size_t connections = 64;                       // open at once per account; above it 429
-    std::chrono::seconds connect_timeout{10};      // resolving and connecting; then 504
-    std::chrono::seconds idle_timeout{300};        // a forwarded http:// request with no byte moving
+    uint16_t port = 3128;                            // on the box's 127.0.0.1
+    size_t connections = 64;                         // open at once per account; above it 429
+    std::chrono::seconds connect_timeout{10};        // resolving and connecting; then 504
+    std::chrono::seconds idle_timeout{300};          // a forwarded http:// request with no byte moving
     std::chrono::seconds tunnel_idle_timeout{3600};  // a CONNECT tunnel with no byte moving
-    uint32_t log_days = 30;                        // decisions older than this are forgotten
-    uint32_t log_rows = 10'000;                    // decisions kept per account, newest first (100-10M)
-    uint32_t connect_rate = 20;                    // new origin connections per account a second, after a burst of `connections`; then 429. 0: no limit
-    uint64_t socket_buffer = 512 << 10;            // a proxy socket's receive buffer (half that to send) and a tunnel's pipe; 0: autotuning
+    uint32_t log_days = 30;                          // decisions older than this are forgotten
+    uint32_t log_rows = 10'000;                      // decisions kept per account, newest first (100-10M)
+    uint32_t connect_rate =
+        20;  // new origin connections per account a second, after a burst of `connections`; then 429. 0: no limit
+    uint64_t socket_buffer =
+        512 << 10;  // a proxy socket's receive buffer (half that to send) and a tunnel's pipe; 0: autotuning
   } egress_proxy;
 
   net::EgressConfig egress;  // what boxes may reach through the egress proxy: nothing by default
@@ -137,9 +139,9 @@ struct ServerConfig {
 
   // The mirror of homes (backup/mirror_service.hpp).
   struct Backup {
-    std::string dir;                               // the mirror's root; "" = no mirror. Relative: to the file's directory
-    std::chrono::seconds interval{300};            // between passes
-    uint32_t keep_deleted_days = 7;                // deleted and overwritten files are kept this many days
+    std::string dir;                     // the mirror's root; "" = no mirror. Relative: to the file's directory
+    std::chrono::seconds interval{300};  // between passes
+    uint32_t keep_deleted_days = 7;      // deleted and overwritten files are kept this many days
   } backup;
 };
 
@@ -167,8 +169,7 @@ using GetEnv = std::function<const char*(const char*)>;
 // then AGENTBOX_LISTEN, AGENTBOX_UID_BASE, AGENTBOX_STATE_DIR, AGENTBOX_API_KEY,
 // AGENTBOX_ADMIN_KEY, AGENTBOX_CORS_ORIGINS (comma-separated). Throws Error with every problem
 // found, one per line.
-ServerConfig load_server_config(const std::optional<std::string>& config_path,
-                                const GetEnv& getenv = ::getenv);
+ServerConfig load_server_config(const std::optional<std::string>& config_path, const GetEnv& getenv = ::getenv);
 
 // The two overlays, for callers that compose their own order. Both throw on any error.
 void apply_config_file(ServerConfig& config, const std::string& path);

@@ -24,7 +24,7 @@ struct StorageConfig {
   };
   Quota quota;
   std::map<std::string, QuotaOverride> users;  // by external user id
-  uint32_t trash_days = 7;                           // deleted entries are kept this long
+  uint32_t trash_days = 7;                     // deleted entries are kept this long
 
   bool quotas() const { return quota.disk_bytes != 0; }
   // The quota of the account with this external id.

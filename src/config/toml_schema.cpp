@@ -85,8 +85,8 @@ class Walker {
 }  // namespace
 
 std::optional<toml::table> read_toml_file(const std::string& path, bool missing_ok) {
-  std::optional<std::string> read = missing_ok ? read_file_if_exists(path, kMaxConfigBytes + 1)
-                                                : read_file(path, kMaxConfigBytes + 1);
+  std::optional<std::string> read =
+      missing_ok ? read_file_if_exists(path, kMaxConfigBytes + 1) : read_file(path, kMaxConfigBytes + 1);
   if (!read) return std::nullopt;
   const std::string& text = *read;
   if (text.size() > kMaxConfigBytes) throw Error(path + ": larger than 1 MiB, not a config file");
@@ -94,8 +94,8 @@ std::optional<toml::table> read_toml_file(const std::string& path, bool missing_
     return toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& at = e.source().begin;
-    throw Error(path + ": invalid TOML: " + std::string(e.description()) + " (line " +
-                std::to_string(at.line) + ", column " + std::to_string(at.column) + ")");
+    throw Error(path + ": invalid TOML: " + std::string(e.description()) + " (line " + std::to_string(at.line) +
+                ", column " + std::to_string(at.column) + ")");
   }
 }
 
@@ -138,8 +138,8 @@ int64_t toml_integer(const toml::node& value, int64_t min, int64_t max) {
   if (!i) wrong_type(value, "an integer");
   int64_t v = i->get();
   if (v < min || v > max)
-    throw Error("must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                ", not " + std::to_string(v));
+    throw Error("must be between " + std::to_string(min) + " and " + std::to_string(max) + ", not " +
+                std::to_string(v));
   return v;
 }
 

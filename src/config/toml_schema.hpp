@@ -42,8 +42,7 @@ std::vector<std::string> walk_toml(const toml::table& doc, std::span<const std::
 template <class Target>
 std::vector<std::string> apply_toml_fields(Target& target, const toml::table& doc,
                                            std::span<const TomlField<Target>> fields,
-                                           std::span<const std::string_view> sections,
-                                           std::string_view file) {
+                                           std::span<const std::string_view> sections, std::string_view file) {
   return walk_toml(doc, sections, file, [&](std::string_view key, const toml::node& value) {
     for (const TomlField<Target>& f : fields) {
       if (f.key == key) {
@@ -62,8 +61,8 @@ void throw_if_errors(const std::vector<std::string>& errors);
 std::string toml_string(const toml::node& value);
 std::vector<std::string> toml_strings(const toml::node& value);  // an array of strings
 int64_t toml_integer(const toml::node& value, int64_t min, int64_t max);
-uint64_t toml_size(const toml::node& value);              // "512M" or a number of bytes
-uint32_t toml_cpu(const toml::node& value);               // "1.5", "500m" or a number of cores
+uint64_t toml_size(const toml::node& value);                 // "512M" or a number of bytes
+uint32_t toml_cpu(const toml::node& value);                  // "1.5", "500m" or a number of cores
 std::chrono::seconds toml_seconds(const toml::node& value);  // a positive number of seconds
 
 }  // namespace agentbox

@@ -84,10 +84,9 @@ Decimal parse_decimal(std::string_view kind, std::string_view text) {
 }
 
 // whole * unit + frac * unit / scale, rounded down; above max is an error.
-uint64_t scale_decimal(std::string_view kind, std::string_view text, const Decimal& d,
-                       uint64_t unit, uint64_t max) {
-  unsigned __int128 v = static_cast<unsigned __int128>(d.whole) * unit +
-                        static_cast<unsigned __int128>(d.frac) * unit / d.scale;
+uint64_t scale_decimal(std::string_view kind, std::string_view text, const Decimal& d, uint64_t unit, uint64_t max) {
+  unsigned __int128 v =
+      static_cast<unsigned __int128>(d.whole) * unit + static_cast<unsigned __int128>(d.frac) * unit / d.scale;
   if (v > max) invalid(kind, text, "too large");
   return static_cast<uint64_t>(v);
 }

@@ -134,7 +134,7 @@ exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_
 }
 
 api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, bool gateway,
-                                 std::shared_ptr<net::EgressContext> egress) {
+                                      std::shared_ptr<net::EgressContext> egress) {
   api::AgentRoutesOptions o;
   o.claude_model = config.agent.model;
   o.max_turns = config.agent.max_turns;
@@ -145,8 +145,11 @@ api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, b
   if (!claude)
     o.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
   else if (!gateway)
-    o.unavailable = "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
-  o.network_of = [egress](const std::string& user) { return net::describe_for_box(egress->config()->policy_for(user)); };
+    o.unavailable =
+        "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
+  o.network_of = [egress](const std::string& user) {
+    return net::describe_for_box(egress->config()->policy_for(user));
+  };
   return o;
 }
 
@@ -188,45 +191,49 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
       egress_(loop_.context(), egress_context_),
       gateway_(gateway_of(config_, loop_.context(), startup_.model_credential, resolver_, token_ledger_, network_log_)),
       terminal_loop_("terminals"),
-      manager_(loop_, [this] {
-        BoxManagerOptions o;
-        // An account's network namespace gets the egress proxy's listener (and the gateway's)
-        // when it is made, on a launcher thread, and loses them when it is given back.
-        o.on_netns_created = [this](const std::string& account, int netns_fd) { serve_netns(account, netns_fd); };
-        o.on_netns_released = [this](const std::string& account) {
-          egress_.stop(account);
-          if (gateway_) gateway_->stop(account);
-        };
-        o.cgroups = cgroups_.get();
-        o.idle_timeout = config_.accounts.idle_timeout;
-        o.netns_linger = config_.accounts.idle_timeout;
-        o.start_timeout = config_.accounts.start_timeout;
-        o.max_active = config_.accounts.max_active;
-        if (const char* held = ::getenv("AGENTBOX_TEST_HOLD_START"); held && *held) {
-          // Test hook (tests/e2e): boxes of accounts whose external id starts with this never
-          // answer their start, so a test can show one stuck account harms no other.
-          o.hold_start = [this, prefix = std::string(held)](const std::string& name) {
-            auto account = accounts_.find_by_name(name);
-            return account && account->external_id.starts_with(prefix);
-          };
-        }
-        return o;
-      }()),
+      manager_(loop_,
+               [this] {
+                 BoxManagerOptions o;
+                 // An account's network namespace gets the egress proxy's listener (and the gateway's)
+                 // when it is made, on a launcher thread, and loses them when it is given back.
+                 o.on_netns_created = [this](const std::string& account, int netns_fd) {
+                   serve_netns(account, netns_fd);
+                 };
+                 o.on_netns_released = [this](const std::string& account) {
+                   egress_.stop(account);
+                   if (gateway_) gateway_->stop(account);
+                 };
+                 o.cgroups = cgroups_.get();
+                 o.idle_timeout = config_.accounts.idle_timeout;
+                 o.netns_linger = config_.accounts.idle_timeout;
+                 o.start_timeout = config_.accounts.start_timeout;
+                 o.max_active = config_.accounts.max_active;
+                 if (const char* held = ::getenv("AGENTBOX_TEST_HOLD_START"); held && *held) {
+                   // Test hook (tests/e2e): boxes of accounts whose external id starts with this never
+                   // answer their start, so a test can show one stuck account harms no other.
+                   o.hold_start = [this, prefix = std::string(held)](const std::string& name) {
+                     auto account = accounts_.find_by_name(name);
+                     return account && account->external_id.starts_with(prefix);
+                   };
+                 }
+                 return o;
+               }()),
       restore_gate_(config_.state_dir + "/restoring"),
-      move_gate_(move_store_ ? std::optional<accounts::MoveGate>(std::in_place, *move_store_, startup_.placement->node())
-                             : std::nullopt),
+      move_gate_(move_store_
+                     ? std::optional<accounts::MoveGate>(std::in_place, *move_store_, startup_.placement->node())
+                     : std::nullopt),
       callers_(accounts_, config_.state_dir, {.open_homes = config_.accounts.open_homes}, volumes_,
                {.restoring = &restore_gate_,
                 .moves = move_gate_ ? &*move_gate_ : nullptr,
                 .placement = startup_.placement.get()}),
       trash_upkeep_(callers_, accounts_, config_.storage.trash_days),
       boxes_(manager_, config_.state_dir, config_.box,
-             {.egress_proxy = config_.egress_proxy.port,
-              .inference = gateway_ ? config_.inference.port : uint16_t{0}},
+             {.egress_proxy = config_.egress_proxy.port, .inference = gateway_ ? config_.inference.port : uint16_t{0}},
              agent_images_.mounts()),
       processes_(loop_, boxes_, process_store_, table_options(config_, volumes_)),
-      terminals_(terminal_loop_, boxes_,
-                 {.max_per_account = config_.terminals.max_per_account, .idle_timeout = config_.terminals.idle_timeout}),
+      terminals_(
+          terminal_loop_, boxes_,
+          {.max_per_account = config_.terminals.max_per_account, .idle_timeout = config_.terminals.idle_timeout}),
       claude_(loop_.context(), processes_),
       file_pool_(std::make_shared<FairPool>(kFileThreads, static_cast<unsigned>(config_.accounts.file_ops), "files")),
       mirror_(mirror_of(config_, accounts_, restore_gate_)),
@@ -303,7 +310,8 @@ api::Services Daemon::services_of() {
   s.terminal_options.api_key = startup_.api_key;
   s.proxy_options = api::proxy_options(config_.proxy);
   if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
-  s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), egress_context_);
+  s.agent_options =
+      agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), egress_context_);
   return s;
 }
 
@@ -372,24 +380,24 @@ void Daemon::reload() {
 void Daemon::stop() {
   if (stopped_) return;
   stopped_ = true;
-  http_.stop();                          // no new request; those in flight finish within the grace period,
-                                         // the rest are closed; no route runs after this
-  file_pool_->stop();                    // blocking work under way finishes (a deletion, a move, a
-                                         // turn's last step); what waited for a client now gone is dropped
-  if (mirror_) mirror_->stop();          // a pass under way ends at its next file
-  trash_upkeep_.stop();                  // no purge while the boxes and volumes go
-  terminals_.shut_down();                // no terminal handler runs after this
-  terminal_loop_.stop();                 // the terminals' WebSockets go with their loop, before the
-                                         // boxes their shells run in
-  processes_.shut_down();                // running commands are left to their boxes (read back "lost")
-  manager_.shut_down();                  // every box stopped (bounded), the launchers joined, the zygote
-                                         // gone: nothing on a launcher (a /proxy socket made in a box)
-                                         // posts to the API's io context after this, and http_io_ and the
-                                         // terminals' loop outlive it (declared before manager_)
-  egress_.stop_all();                    // no new tunnel
-  if (gateway_) gateway_->stop_all();    // no new model request
-  loop_.stop();                          // open tunnels and model requests end with the box loop
-  network_log_->flush();                 // the decisions and tokens so far are stored
+  http_.stop();                        // no new request; those in flight finish within the grace period,
+                                       // the rest are closed; no route runs after this
+  file_pool_->stop();                  // blocking work under way finishes (a deletion, a move, a
+                                       // turn's last step); what waited for a client now gone is dropped
+  if (mirror_) mirror_->stop();        // a pass under way ends at its next file
+  trash_upkeep_.stop();                // no purge while the boxes and volumes go
+  terminals_.shut_down();              // no terminal handler runs after this
+  terminal_loop_.stop();               // the terminals' WebSockets go with their loop, before the
+                                       // boxes their shells run in
+  processes_.shut_down();              // running commands are left to their boxes (read back "lost")
+  manager_.shut_down();                // every box stopped (bounded), the launchers joined, the zygote
+                                       // gone: nothing on a launcher (a /proxy socket made in a box)
+                                       // posts to the API's io context after this, and http_io_ and the
+                                       // terminals' loop outlive it (declared before manager_)
+  egress_.stop_all();                  // no new tunnel
+  if (gateway_) gateway_->stop_all();  // no new model request
+  loop_.stop();                        // open tunnels and model requests end with the box loop
+  network_log_->flush();               // the decisions and tokens so far are stored
   if (token_ledger_) token_ledger_->flush();
 }
 

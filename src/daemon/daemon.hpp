@@ -126,7 +126,7 @@ struct Daemon {
   accounts::RestoreGate restore_gate_;
   std::optional<accounts::MoveGate> move_gate_;  // a cluster node's
   accounts::AccountDirectory callers_;
-  accounts::TrashUpkeep trash_upkeep_;           // "trash-upkeep"
+  accounts::TrashUpkeep trash_upkeep_;  // "trash-upkeep"
 
   // ---- What runs in the boxes: uses the boxes and the callers, so it comes after them ---------
   exec::AccountBoxes boxes_;

@@ -21,10 +21,12 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"agentbox serve: the Open Terminal API with a box per user", "agentbox serve"};
   agentbox::daemon::ServeOptions o;
-  app.add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")->type_name("FILE");
+  app.add_option("--config", o.config, "Config file (TOML); default $AGENTBOX_CONFIG or built-in defaults")
+      ->type_name("FILE");
   app.add_option("--listen", o.listen, "Address to listen on (default 127.0.0.1:8000)")->type_name("ADDR:PORT");
   app.add_option("--state", o.state, "State directory (default ./agentbox-state)")->type_name("DIR");
-  app.add_option("--cluster", o.cluster, "Cluster file: serve only the users the ring (or a pin) gives this node")->type_name("FILE");
+  app.add_option("--cluster", o.cluster, "Cluster file: serve only the users the ring (or a pin) gives this node")
+      ->type_name("FILE");
   app.add_option("--node", o.node, "This node's name in the cluster file (with --cluster)")->type_name("NAME");
   try {
     app.parse(argc, argv);

@@ -84,7 +84,9 @@ void raise_fd_limit() {
 
 UidRangeLock lock_uid_range(const ServerConfig& config) {
   if (::geteuid() != 0)
-    throw UsageError("serve must run as root: it gives every user their own uid (for one person without a server, use `agentbox run`)");
+    throw UsageError(
+        "serve must run as root: it gives every user their own uid (for one person without a server, use `agentbox "
+        "run`)");
   const IdSpan uid_range{config.accounts.uid_base, config.accounts.uid_count};
   if (std::optional<std::string> conflict = host_uid_range_conflict(uid_range)) throw UsageError(*conflict);
   return UidRangeLock::acquire(uid_range, config.state_dir);
@@ -151,7 +153,8 @@ Startup settle(const ServerConfig& config, const ServeOptions& options) {
     throw sys_error("mkdir(" + config.state_dir + ")");
   std::string api_key = api_key_of(config);
   std::string admin_key = admin_key_of(config);
-  if (admin_key == api_key) throw UsageError("the admin key is the same as the API key: give admin_key a secret of its own");
+  if (admin_key == api_key)
+    throw UsageError("the admin key is the same as the API key: give admin_key a secret of its own");
   for (const auto& [what, key] : {std::pair{"API key", &api_key}, std::pair{"admin key", &admin_key}}) {
     require_strong_key(what, *key, config.listen);  // a key file an operator wrote
     if (auto warning = short_key_warning(what, *key)) std::cout << "warning: " << *warning << "\n";
@@ -161,8 +164,8 @@ Startup settle(const ServerConfig& config, const ServeOptions& options) {
   set_step_report_sink([](const StartStepInfo& step, std::string_view reason) {
     spdlog::warn("{} unavailable ({}); instead {}", step.name, reason, step.without);
   });
-  return Startup{std::move(address), std::move(uid_range), std::move(placement), std::move(api_key),
-                 std::move(admin_key), std::move(agent), std::move(model_credential)};
+  return Startup{std::move(address),   std::move(uid_range), std::move(placement),       std::move(api_key),
+                 std::move(admin_key), std::move(agent),     std::move(model_credential)};
 }
 
 }  // namespace agentbox::daemon

@@ -48,8 +48,7 @@ void AccountBoxes::signal_session(const std::string& account, uint64_t id, int s
   manager_.signal(account, id, sig, std::move(done), /*whole_session=*/true);
 }
 
-void AccountBoxes::list_ports(const std::string& account,
-                              std::function<void(std::vector<ListeningPort>)> done) {
+void AccountBoxes::list_ports(const std::string& account, std::function<void(std::vector<ListeningPort>)> done) {
   // The daemon's listeners are held by no process of the box: not the user's.
   manager_.list_ports(account, [daemon = ports_, done = std::move(done)](std::vector<ListeningPort> ports) {
     std::erase_if(ports, [daemon](const ListeningPort& p) {
@@ -72,9 +71,8 @@ SpawnRequest shell_spawn_request(const BoxSpec& spec, const ShellCommand& comman
   SpawnRequest req;
   std::vector<std::string> shell_argv = {spec.shell, "-c", command.command};
   // bash's builtin list decides what needs it; another shell always runs the command.
-  auto words = std::filesystem::path(spec.shell).filename() == "bash"
-                   ? plain_command_words(command.command, env)
-                   : std::nullopt;
+  auto words =
+      std::filesystem::path(spec.shell).filename() == "bash" ? plain_command_words(command.command, env) : std::nullopt;
   if (words) {
     req.argv = std::move(*words);
     req.shell_fallback = std::move(shell_argv);

@@ -37,8 +37,7 @@ class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
   // with the egress proxy on it; Claude Code and the skills when configured.
   BoxSpec spec_for(const Account& account) const;
 
-  uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
-                 SpawnHandlers handlers) override;
+  uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio, SpawnHandlers handlers) override;
   void signal(const std::string& account, uint64_t id, int sig) override;
   uint64_t spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) override;
   void signal_session(const std::string& account, uint64_t id, int sig, std::function<void(bool)> done) override;
@@ -53,8 +52,7 @@ class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
   // A non-blocking TCP socket of `family` made in the account's network namespace, so that a
   // connect to the loopback reaches the box's own servers and nothing else. done(fd) on another
   // thread, or done(no fd, why) when the account has no box running.
-  void open_socket_in_box(const std::string& account, int family,
-                          std::function<void(UniqueFd, std::string why)> done);
+  void open_socket_in_box(const std::string& account, int family, std::function<void(UniqueFd, std::string why)> done);
 
  private:
   BoxManager& manager_;

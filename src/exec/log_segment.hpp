@@ -38,10 +38,10 @@ struct IndexPoint {
 
 // What is known about one segment file: the range it holds and a sparse frame index.
 struct SegmentInfo {
-  int slot = 0;             // file name suffix (path.<slot>)
+  int slot = 0;                // file name suffix (path.<slot>)
   uint64_t base = 0, end = 0;  // absolute offsets [base, end) held
   uint64_t cap = 0;
-  uint64_t file_size = 0;   // bytes of whole frames (a partial last frame is not counted)
+  uint64_t file_size = 0;         // bytes of whole frames (a partial last frame is not counted)
   std::vector<IndexPoint> index;  // index[0] is {base, kSegmentHeaderSize}
 };
 

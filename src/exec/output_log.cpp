@@ -13,13 +13,12 @@
 namespace agentbox::exec {
 namespace {
 
-constexpr int kSlots = 3;                 // segment files per log: two full ones + the newest
+constexpr int kSlots = 3;                   // segment files per log: two full ones + the newest
 constexpr uint64_t kTailWindow = 64 << 10;  // bytes examined per step when counting lines back
 
 // Writes all of both buffers; false on any failure (the caller stops using the disk).
 bool write_frame_fully(int fd, std::string_view header, std::string_view data) {
-  iovec iov[2] = {{const_cast<char*>(header.data()), header.size()},
-                  {const_cast<char*>(data.data()), data.size()}};
+  iovec iov[2] = {{const_cast<char*>(header.data()), header.size()}, {const_cast<char*>(data.data()), data.size()}};
   size_t left = header.size() + data.size();
   int first = 0;
   while (left > 0) {

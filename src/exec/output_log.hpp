@@ -52,8 +52,7 @@ class OutputLog {
   static constexpr size_t kLineSnapBytes = 4096;
 
   // A new, empty, writable log. Fails with EEXIST when PATH.0 exists (ids are unique).
-  static std::unique_ptr<OutputLog> create(const std::string& path, uint64_t cap,
-                                           size_t memory_tail = kMemoryTail);
+  static std::unique_ptr<OutputLog> create(const std::string& path, uint64_t cap, size_t memory_tail = kMemoryTail);
   // An existing log, read-only. Throws Error (ENOENT) when no segment of it is readable.
   static std::unique_ptr<OutputLog> open(const std::string& path);
   // Deletes the log's files (missing ones are fine).
@@ -99,16 +98,16 @@ class OutputLog {
   const uint64_t segment_size_;  // data bytes after which a new segment starts
   const size_t tail_cap_;
 
-  mutable std::mutex mu_;  // guards everything below
+  mutable std::mutex mu_;             // guards everything below
   std::deque<SegmentInfo> segments_;  // oldest first, contiguous
   UniqueFd writer_;                   // the newest segment, while the log is writable (and has output)
   bool writable_ = false;
-  bool disk_ok_ = true;               // false after a failed write: memory tail only
+  bool disk_ok_ = true;  // false after a failed write: memory tail only
   uint64_t end_ = 0;
-  std::string tail_;                  // output [tail_begin_, end_)
+  std::string tail_;  // output [tail_begin_, end_)
   uint64_t tail_begin_ = 0;
-  std::deque<Run> runs_;              // front run starts at or before tail_begin_
-  std::string held_[kStreamTypes];    // unfinished UTF-8 sequence per stream
+  std::deque<Run> runs_;            // front run starts at or before tail_begin_
+  std::string held_[kStreamTypes];  // unfinished UTF-8 sequence per stream
 };
 
 }  // namespace agentbox::exec

@@ -8,16 +8,14 @@ namespace {
 
 // bash 5.2's `compgen -b` and `compgen -k`: words whose meaning is the shell's, not a program's.
 constexpr std::array<std::string_view, 80> kShellWords = {
-    ".",       ":",        "[",        "alias",    "bg",       "bind",     "break",   "builtin",
-    "caller",  "cd",       "command",  "compgen",  "complete", "compopt",  "continue", "declare",
-    "dirs",    "disown",   "echo",     "enable",   "eval",     "exec",     "exit",    "export",
-    "false",   "fc",       "fg",       "getopts",  "hash",     "help",     "history", "jobs",
-    "kill",    "let",      "local",    "logout",   "mapfile",  "popd",     "printf",  "pushd",
-    "pwd",     "read",     "readarray", "readonly", "return",  "set",      "shift",   "shopt",
-    "source",  "suspend",  "test",     "times",    "trap",     "true",     "type",    "typeset",
-    "ulimit",  "umask",    "unalias",  "unset",    "wait",     "if",       "then",    "else",
-    "elif",    "fi",       "case",     "esac",     "for",      "select",   "while",   "until",
-    "do",      "done",     "in",       "function", "time",     "{",        "}",       "!"};
+    ".",       ":",       "[",         "alias",    "bg",       "bind",     "break",   "builtin", "caller",  "cd",
+    "command", "compgen", "complete",  "compopt",  "continue", "declare",  "dirs",    "disown",  "echo",    "enable",
+    "eval",    "exec",    "exit",      "export",   "false",    "fc",       "fg",      "getopts", "hash",    "help",
+    "history", "jobs",    "kill",      "let",      "local",    "logout",   "mapfile", "popd",    "printf",  "pushd",
+    "pwd",     "read",    "readarray", "readonly", "return",   "set",      "shift",   "shopt",   "source",  "suspend",
+    "test",    "times",   "trap",      "true",     "type",     "typeset",  "ulimit",  "umask",   "unalias", "unset",
+    "wait",    "if",      "then",      "else",     "elif",     "fi",       "case",    "esac",    "for",     "select",
+    "while",   "until",   "do",        "done",     "in",       "function", "time",    "{",       "}",       "!"};
 
 bool plain_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

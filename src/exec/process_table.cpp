@@ -134,7 +134,8 @@ ProcessView ProcessTable::Impl::view_of(const Proc& p, const ReadSpec& read) {
   return v;
 }
 
-std::optional<ProcessView> ProcessTable::Impl::load_view(const std::string& account, const std::string& id, const ReadSpec& read) {
+std::optional<ProcessView> ProcessTable::Impl::load_view(const std::string& account, const std::string& id,
+                                                         const ReadSpec& read) {
   auto rec = store.get(account, id);
   if (!rec) return std::nullopt;
   ProcessView v;
@@ -151,7 +152,10 @@ std::optional<ProcessView> ProcessTable::Impl::load_view(const std::string& acco
   return v;
 }
 
-void ProcessTable::Impl::started(const std::shared_ptr<Proc>& p, SpawnResult spawned, const std::string& log_path, std::optional<std::string> stdin_data, std::optional<std::chrono::milliseconds> timeout, const std::function<void(StartOutcome)>& done) {
+void ProcessTable::Impl::started(const std::shared_ptr<Proc>& p, SpawnResult spawned, const std::string& log_path,
+                                 std::optional<std::string> stdin_data,
+                                 std::optional<std::chrono::milliseconds> timeout,
+                                 const std::function<void(StartOutcome)>& done) {
   p->spawn = spawned.id;
   p->pty_fd = std::move(spawned.pty_master);
   ProcessRecord rec;
@@ -265,8 +269,7 @@ std::vector<ProcessSummary> ProcessTable::list(const std::string& account) {
   return out;
 }
 
-std::optional<ProcessView> ProcessTable::get(const std::string& account, const std::string& id,
-                                             const ReadSpec& read) {
+std::optional<ProcessView> ProcessTable::get(const std::string& account, const std::string& id, const ReadSpec& read) {
   if (auto p = impl_->find(account, id)) return impl_->view_of(*p, read);
   return impl_->load_view(account, id, read);
 }

@@ -62,36 +62,36 @@ struct ProcessSummary {  // GET /execute
 
 struct ProcessView : ProcessSummary {  // the process object of API.md
   std::vector<OutputChunk> output;
-  bool truncated = false;     // output before the returned part is gone (cap) or cut by tail
-  bool more = false;          // output past next_offset exists already: this is a page of it
-  uint64_t next_offset = 0;   // pass back as offset to get only newer output
+  bool truncated = false;    // output before the returned part is gone (cap) or cut by tail
+  bool more = false;         // output past next_offset exists already: this is a page of it
+  uint64_t next_offset = 0;  // pass back as offset to get only newer output
 };
 
 struct StartRequest {
-  BoxSpec box;                              // the account's box (box.name: the account)
-  std::string command;                      // as the client sent it (shown in listings)
-  SpawnRequest spawn;                       // argv, env, cwd, tty: built by the caller
-  std::optional<std::string> stdin_data;    // written to the command's input; pipes: then closed
+  BoxSpec box;                                       // the account's box (box.name: the account)
+  std::string command;                               // as the client sent it (shown in listings)
+  SpawnRequest spawn;                                // argv, env, cwd, tty: built by the caller
+  std::optional<std::string> stdin_data;             // written to the command's input; pipes: then closed
   std::optional<std::chrono::milliseconds> timeout;  // then killed as kill(force=false)
 };
 
 struct ReadSpec {
-  uint64_t offset = 0;                  // absolute byte offset into the output
-  std::optional<uint64_t> tail_lines;   // only the last N lines of what is available
-  size_t max_bytes = 1 << 20;           // most output bytes in one answer (next_offset continues)
+  uint64_t offset = 0;                 // absolute byte offset into the output
+  std::optional<uint64_t> tail_lines;  // only the last N lines of what is available
+  size_t max_bytes = 1 << 20;          // most output bytes in one answer (next_offset continues)
 };
 
 struct ProcessTableOptions {
-  std::string log_dir;                            // output logs live here (created 0700)
+  std::string log_dir;  // output logs live here (created 0700)
   // When set, an account's logs live in this directory of its own instead (made by the callee):
   // the daemon keeps them in the account's volume, charged to its quota.
   std::function<std::string(const std::string& account)> log_dir_of;
-  uint64_t output_cap = 16ull << 20;              // bytes of output kept per process (newest)
-  size_t memory_tail = 64 << 10;                  // of which the newest are also kept in memory
-  std::chrono::seconds retention{3600};           // finished processes stay this long
-  std::chrono::milliseconds kill_grace{3000};     // TERM → KILL after this
-  std::chrono::milliseconds drain_grace{200};     // after exit, wait this long for output EOF
-  std::chrono::milliseconds purge_interval{60000}; // how often expired records and logs go
+  uint64_t output_cap = 16ull << 20;                // bytes of output kept per process (newest)
+  size_t memory_tail = 64 << 10;                    // of which the newest are also kept in memory
+  std::chrono::seconds retention{3600};             // finished processes stay this long
+  std::chrono::milliseconds kill_grace{3000};       // TERM → KILL after this
+  std::chrono::milliseconds drain_grace{200};       // after exit, wait this long for output EOF
+  std::chrono::milliseconds purge_interval{60000};  // how often expired records and logs go
   // Where a failure of the store that loses no answer is reported (once each): the daemon's log.
   std::function<void(const std::string&)> on_error;
 };
@@ -123,8 +123,7 @@ class ProcessTable {
   // The account's processes (running and retained), oldest first.
   std::vector<ProcessSummary> list(const std::string& account);
   // Now; nullopt when account has no process id.
-  std::optional<ProcessView> get(const std::string& account, const std::string& id,
-                                 const ReadSpec& read);
+  std::optional<ProcessView> get(const std::string& account, const std::string& id, const ReadSpec& read);
 
   // Long-poll: calls done once, on a loop thread, with the view when the process has
   // finished, or (when until_output) as soon as output past read.offset exists, or at
@@ -137,8 +136,7 @@ class ProcessTable {
     virtual ~Wait() = default;
     virtual void cancel() = 0;
   };
-  std::shared_ptr<Wait> wait(const std::string& account, const std::string& id,
-                             const ReadSpec& read, bool until_output,
+  std::shared_ptr<Wait> wait(const std::string& account, const std::string& id, const ReadSpec& read, bool until_output,
                              std::chrono::steady_clock::time_point deadline,
                              std::function<void(std::optional<ProcessView>)> done);
 
@@ -156,8 +154,7 @@ class ProcessTable {
   // already finished: done(true) at once, its record unchanged. Bounded: if not even KILL
   // brings an exit within another kill_grace (box unreachable), it is recorded killed anyway.
   // A command that had already exited and only waits for its output to drain ends as done.
-  void kill(const std::string& account, const std::string& id, bool force,
-            std::function<void(bool found)> done);
+  void kill(const std::string& account, const std::string& id, bool force, std::function<void(bool found)> done);
 
   // Running commands are left to their boxes (their records read back as "lost" next time);
   // nothing of the table runs after this returns, and waits still pending are dropped without a

@@ -14,8 +14,8 @@
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -41,15 +41,13 @@ using namespace std::chrono_literals;
 
 namespace ptable {
 
-inline constexpr auto kEvictAfter = 60s;      // a finished process leaves memory (store + disk remain)
+inline constexpr auto kEvictAfter = 60s;  // a finished process leaves memory (store + disk remain)
 inline constexpr size_t kReadBuffer = 64 << 10;
-inline constexpr int kReadsPerWakeup = 4;     // then other processes get their turn
+inline constexpr int kReadsPerWakeup = 4;  // then other processes get their turn
 inline constexpr int kIdAttempts = 8;
 
 inline int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Open Terminal's convention (Python's returncode): the exit status, or -signal.
@@ -86,7 +84,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   struct Stream {
     std::unique_ptr<Descriptor> desc;  // pty master (also written for input) or a pipe
     StreamType type = StreamType::output;
-    bool open = false;                 // not at EOF yet
+    bool open = false;  // not at EOF yet
   };
 
   class WaitOp;
@@ -108,7 +106,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     std::optional<int> exit_code;
     int64_t ended = 0;
     Clock::time_point finished_at;
-    bool exited = false;          // its exit was seen (children may still hold the output)
+    bool exited = false;  // its exit was seen (children may still hold the output)
     int raw_status = 0;
     bool kill_requested = false;  // kill() or timeout before the exit: ends as "killed"
     bool box_gone = false;        // the box stopped: no exit will come

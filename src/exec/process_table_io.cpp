@@ -5,7 +5,8 @@ namespace agentbox::exec {
 
 using namespace ptable;
 
-void ProcessTable::Impl::setup(const std::shared_ptr<Proc>& p, std::optional<std::string> stdin_data, std::optional<std::chrono::milliseconds> timeout) {
+void ProcessTable::Impl::setup(const std::shared_ptr<Proc>& p, std::optional<std::string> stdin_data,
+                               std::optional<std::chrono::milliseconds> timeout) {
   if (p->tty) {
     p->streams[0] = {std::make_unique<Descriptor>(p->strand, p->pty_fd.release()), StreamType::output, true};
     p->open_streams = 1;
@@ -30,18 +31,19 @@ void ProcessTable::Impl::setup(const std::shared_ptr<Proc>& p, std::optional<std
 }
 
 void ProcessTable::Impl::arm_read(const std::shared_ptr<Proc>& p, int i) {
-  p->streams[i].desc->async_wait(Descriptor::wait_read, [self = shared_from_this(), p, i](const boost::system::error_code& ec) {
-    if (ec || !p->streams[i].desc) return;  // closed by finish() or shutdown
-    self->guard.run([&] {
-      const bool eof = self->read_available(p, i);
-      if (eof) {
-        p->streams[i].open = false;
-        self->on_stream_eof(p);
-      } else if (p->streams[i].desc) {
-        self->arm_read(p, i);
-      }
-    });
-  });
+  p->streams[i].desc->async_wait(Descriptor::wait_read,
+                                 [self = shared_from_this(), p, i](const boost::system::error_code& ec) {
+                                   if (ec || !p->streams[i].desc) return;  // closed by finish() or shutdown
+                                   self->guard.run([&] {
+                                     const bool eof = self->read_available(p, i);
+                                     if (eof) {
+                                       p->streams[i].open = false;
+                                       self->on_stream_eof(p);
+                                     } else if (p->streams[i].desc) {
+                                       self->arm_read(p, i);
+                                     }
+                                   });
+                                 });
 }
 
 bool ProcessTable::Impl::read_available(const std::shared_ptr<Proc>& p, int i) {

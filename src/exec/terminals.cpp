@@ -49,15 +49,15 @@ std::string iso_utc_now() {
 
 std::string exit_reason(const SpawnEnd& end) {
   if (!end.exited) return "terminal ended: its box stopped";
-  if (WIFSIGNALED(end.status)) return "terminal ended: the shell was killed by signal " + std::to_string(WTERMSIG(end.status));
+  if (WIFSIGNALED(end.status))
+    return "terminal ended: the shell was killed by signal " + std::to_string(WTERMSIG(end.status));
   return "terminal ended: the shell exited with status " + std::to_string(WEXITSTATUS(end.status));
 }
 
 }  // namespace
 
 TerminalLimitError::TerminalLimitError(size_t limit)
-    : Error("Too many terminals: this account may have " + std::to_string(limit) +
-            " open at once; close one first"),
+    : Error("Too many terminals: this account may have " + std::to_string(limit) + " open at once; close one first"),
       limit_(limit) {}
 
 SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, uint16_t cols, uint16_t rows) {
@@ -94,7 +94,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     uint64_t spawn = 0;  // the box's id for the shell: what signals name
 
     // The loop's thread only.
-    UniqueFd pty;  // the master: output read, keystrokes written
+    UniqueFd pty;                         // the master: output read, keystrokes written
     TerminalLoop::WatchId pty_watch = 0;  // 0: not watched (not yet, or at its end)
     bool pty_eof = false;
     ReplayBuffer replay;
@@ -105,9 +105,9 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     bool writing = false;         // input waits for the pty to be writable
     Clock::time_point last_activity = Clock::now();
     TerminalLoop::TimerId idle_timer = 0, kill_timer = 0;
-    bool shell_ended = false;  // its spawn's end was reported
-    bool closed = false;       // out of the registry; clients told; being or been killed
-    int kill_stage = 0;        // 0: nothing sent, 1: SIGHUP sent, 2: SIGKILL sent
+    bool shell_ended = false;                        // its spawn's end was reported
+    bool closed = false;                             // out of the registry; clients told; being or been killed
+    int kill_stage = 0;                              // 0: nothing sent, 1: SIGHUP sent, 2: SIGKILL sent
     std::vector<std::function<void(bool)>> removed;  // remove() callers waiting for the end
   };
 
@@ -476,9 +476,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
       // now, and remove() answers once that was done.
       t->kill_stage = 2;
       auto self = shared_from_this();
-      boxes.signal_session(t->account, t->spawn, SIGKILL, [self, t](bool) {
-        self->post([t] { finish_removal(*t); });
-      });
+      boxes.signal_session(t->account, t->spawn, SIGKILL, [self, t](bool) { self->post([t] { finish_removal(*t); }); });
       return;
     }
     finish_removal(*t);
@@ -585,8 +583,8 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
 
   ShutdownGuard guard{"terminals"};  // every handler runs through it; closed by shut_down()
 
-  mutable std::mutex mu;  // guards what follows
-  std::map<std::string, std::shared_ptr<Term>> terms;  // open terminals by id
+  mutable std::mutex mu;                                // guards what follows
+  std::map<std::string, std::shared_ptr<Term>> terms;   // open terminals by id
   std::unordered_map<std::string, size_t> per_account;  // open and opening, by account
   uint64_t next_seq = 0;
 };
@@ -633,7 +631,8 @@ void Terminals::remove(const std::string& account, const std::string& id, std::f
   });
 }
 
-std::shared_ptr<TerminalClient> Terminals::attach(const std::string& account, const std::string& id, TerminalSink sink) {
+std::shared_ptr<TerminalClient> Terminals::attach(const std::string& account, const std::string& id,
+                                                  TerminalSink sink) {
   auto t = impl_->find(account, id);
   if (!t) return nullptr;
   auto c = std::make_shared<Impl::Client>(impl_, t, std::move(sink));

@@ -47,11 +47,11 @@ class TerminalSpawner {
 };
 
 struct TerminalOptions {
-  size_t max_per_account = 16;                 // open (and opening) terminals per account
+  size_t max_per_account = 16;                          // open (and opening) terminals per account
   std::chrono::milliseconds idle_timeout{3600 * 1000};  // no client and no output for this long: ended
-  size_t replay_bytes = 64 << 10;              // newest output kept for clients that attach later
-  std::chrono::milliseconds kill_grace{2000};  // SIGHUP to the session, SIGKILL at the latest after this
-  size_t input_queue_bytes = 1 << 20;          // keystrokes not yet taken by the pty; past it, dropped
+  size_t replay_bytes = 64 << 10;                       // newest output kept for clients that attach later
+  std::chrono::milliseconds kill_grace{2000};           // SIGHUP to the session, SIGKILL at the latest after this
+  size_t input_queue_bytes = 1 << 20;                   // keystrokes not yet taken by the pty; past it, dropped
 };
 
 struct TerminalInfo {
@@ -79,8 +79,7 @@ struct CreateOutcome {
 
 // The login shell an account's terminal runs: spec.shell -l in cwd, with the box's base
 // environment for a terminal and PWD, on a pty of cols x rows.
-SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, uint16_t cols = 80,
-                                 uint16_t rows = 24);
+SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, uint16_t cols = 80, uint16_t rows = 24);
 
 // A client's side of a terminal (a WebSocket). Called on the loop's thread: output() with the
 // replay first, then live output as it is read; ended() once, last. A sink may detach its
@@ -139,7 +138,7 @@ class Terminals {
   // and then live output; if the terminal ends meanwhile, ended() instead.
   std::shared_ptr<TerminalClient> attach(const std::string& account, const std::string& id, TerminalSink sink);
 
-  size_t count() const;  // terminals open now (all accounts)
+  size_t count() const;        // terminals open now (all accounts)
   TerminalLoop& loop() const;  // where the ptys are served, and their clients may be
 
   // Shells are left to their boxes (which the daemon stops next); no handler of this object

@@ -19,8 +19,7 @@ size_t sequence_length(unsigned char c) {
 size_t utf8_unfinished_tail(std::string_view s) {
   // Walk back over at most 3 continuation bytes to the lead byte they belong to.
   size_t back = 0;
-  while (back < s.size() && back < 3 && is_continuation(static_cast<unsigned char>(s[s.size() - 1 - back])))
-    ++back;
+  while (back < s.size() && back < 3 && is_continuation(static_cast<unsigned char>(s[s.size() - 1 - back]))) ++back;
   if (back == s.size()) return 0;  // no lead byte in reach: nothing to hold back
   const size_t lead_at = s.size() - 1 - back;
   const size_t need = sequence_length(static_cast<unsigned char>(s[lead_at]));

@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "fs/fs_error.hpp"
 #include "util/file_io.hpp"
 #include "util/random_hex.hpp"
@@ -12,9 +11,7 @@
 namespace agentbox {
 namespace {
 
-std::string random_temp_name() {
-  return ".agentbox-" + random_hex(8) + ".tmp";
-}
+std::string random_temp_name() { return ".agentbox-" + random_hex(8) + ".tmp"; }
 
 }  // namespace
 
@@ -74,14 +71,11 @@ void AtomicFile::commit() {
   struct stat old;
   if (mode_bits_ >= 0)
     fs_check(::fchmod(fd_.get(), static_cast<mode_t>(mode_bits_)), shown_);
-  else if (::fstatat(target_.dir.get(), target_.name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 &&
-           S_ISREG(old.st_mode))
+  else if (::fstatat(target_.dir.get(), target_.name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode))
     fs_check(::fchmod(fd_.get(), old.st_mode & 0777), shown_);
   fs_check(::fsync(fd_.get()), shown_);
   if (mode_ == Mode::unnamed) link_under_temp_name();
-  fs_check(
-      ::renameat(target_.dir.get(), temp_name_.c_str(), target_.dir.get(), target_.name.c_str()),
-      shown_);
+  fs_check(::renameat(target_.dir.get(), temp_name_.c_str(), target_.dir.get(), target_.name.c_str()), shown_);
   committed_ = true;
 }
 

@@ -39,9 +39,7 @@ int openat2_fd(int dirfd, const char* path, int flags, mode_t mode, uint64_t res
   }
 }
 
-UniqueFd dup_fd(int fd) {
-  return UniqueFd(static_cast<int>(check(::fcntl(fd, F_DUPFD_CLOEXEC, 0), "dup")));
-}
+UniqueFd dup_fd(int fd) { return UniqueFd(static_cast<int>(check(::fcntl(fd, F_DUPFD_CLOEXEC, 0), "dup"))); }
 
 std::deque<std::string> components(std::string_view rel) {
   auto parts = split_path(rel);
@@ -68,15 +66,13 @@ std::string normalized_box_home(std::string_view box_home) {
 }  // namespace
 
 UniqueFd open_in_dir(int dirfd, std::string_view name, int flags, mode_t mode) {
-  return UniqueFd(
-      openat2_fd(dirfd, std::string(name).c_str(), flags | O_NOFOLLOW, mode, kResolveStep));
+  return UniqueFd(openat2_fd(dirfd, std::string(name).c_str(), flags | O_NOFOLLOW, mode, kResolveStep));
 }
 
 ConfinedDir::ConfinedDir(UniqueFd home_fd, std::string_view box_home, uid_t uid, gid_t gid)
     : home_(std::move(home_fd)), box_home_(normalized_box_home(box_home)), uid_(uid), gid_(gid) {}
 
-ConfinedDir ConfinedDir::open_home(const std::string& host_home, std::string_view box_home,
-                                   uid_t uid, gid_t gid) {
+ConfinedDir ConfinedDir::open_home(const std::string& host_home, std::string_view box_home, uid_t uid, gid_t gid) {
   UniqueFd fd(::open(host_home.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!fd) throw sys_error("open(" + host_home + ")");
   return ConfinedDir(std::move(fd), box_home, uid, gid);
@@ -102,8 +98,7 @@ UniqueFd ConfinedDir::open(const HomePath& p, int flags, mode_t mode) const {
 }
 
 EntryRef ConfinedDir::entry(const HomePath& p) const {
-  if (p.is_home())
-    throw FsError(FsErrorKind::bad_request, "Not allowed on the home directory itself");
+  if (p.is_home()) throw FsError(FsErrorKind::bad_request, "Not allowed on the home directory itself");
   return EntryRef{open(p.parent(box_home_), O_PATH | O_DIRECTORY), std::string(p.name())};
 }
 
@@ -116,8 +111,7 @@ EntryRef ConfinedDir::existing_entry(const HomePath& p, struct stat& st) const {
 EntryRef ConfinedDir::write_target(const HomePath& p) const {
   EntryRef e = entry(p);
   struct stat st;
-  if (::fstatat(e.dir.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode))
-    return e;
+  if (::fstatat(e.dir.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode)) return e;
   e = walk(p, /*follow_final=*/true);
   if (e.name == ".") throw_fs_errno(EISDIR, p.shown);
   return e;
@@ -184,8 +178,7 @@ UniqueFd ConfinedDir::make_dirs(const HomePath& p) const {
       return open(at, O_PATH | O_DIRECTORY);
     } catch (const FsError& e) {
       if (e.code() == ENOENT) return UniqueFd();
-      if (e.code() == ENOTDIR)
-        throw FsError(FsErrorKind::bad_request, "Not a directory: " + at.shown, ENOTDIR);
+      if (e.code() == ENOTDIR) throw FsError(FsErrorKind::bad_request, "Not a directory: " + at.shown, ENOTDIR);
       throw;
     }
   };
@@ -197,8 +190,7 @@ UniqueFd ConfinedDir::make_dirs(const HomePath& p) const {
     at = at.child(name);
     UniqueFd fd = open_dir(at);
     if (!fd) {
-      if (::mkdirat(parent.get(), name.c_str(), 0777) != 0 && errno != EEXIST)
-        throw_fs_errno(errno, at.shown);
+      if (::mkdirat(parent.get(), name.c_str(), 0777) != 0 && errno != EEXIST) throw_fs_errno(errno, at.shown);
       fd = open_in_dir(parent.get(), name, O_PATH | O_DIRECTORY);
       if (!fd) {
         if (errno == ENOTDIR || errno == ELOOP)  // a file or dangling link is in the way

@@ -38,8 +38,7 @@ class ConfinedDir {
   // the same directory as the box sees it ("/home/NAME"); uid/gid the account's.
   ConfinedDir(UniqueFd home_fd, std::string_view box_home, uid_t uid, gid_t gid);
   // Opens `host_home` (a trusted path from the daemon's own configuration).
-  static ConfinedDir open_home(const std::string& host_home, std::string_view box_home, uid_t uid,
-                               gid_t gid);
+  static ConfinedDir open_home(const std::string& host_home, std::string_view box_home, uid_t uid, gid_t gid);
 
   // A user-supplied path, relative to `cwd` (any accepted form; "" = home); see home_path.hpp.
   HomePath path(std::string_view user_path, std::string_view cwd = {}) const;

@@ -78,8 +78,7 @@ std::string_view content_type_for(std::string_view file_name) {
   if (dot == std::string_view::npos || dot == 0) return "application/octet-stream";
   std::string_view ext = file_name.substr(dot + 1);
   for (const auto& e : kExtensionTypes)
-    if (e.ext.size() == ext.size() && ::strncasecmp(e.ext.data(), ext.data(), ext.size()) == 0)
-      return e.type;
+    if (e.ext.size() == ext.size() && ::strncasecmp(e.ext.data(), ext.data(), ext.size()) == 0) return e.type;
   return "application/octet-stream";
 }
 
@@ -87,8 +86,7 @@ std::optional<std::string_view> sniff_image(std::string_view head) {
   for (const auto& m : kImageMagic)
     if (head.starts_with(m.prefix)) return m.type;
   // WebP: "RIFF" <size:4> "WEBP".
-  if (head.size() >= 12 && head.starts_with("RIFF") && head.substr(8, 4) == "WEBP")
-    return "image/webp";
+  if (head.size() >= 12 && head.starts_with("RIFF") && head.substr(8, 4) == "WEBP") return "image/webp";
   return std::nullopt;
 }
 

@@ -48,13 +48,12 @@ std::vector<DirEntry> read_dir_entries(int dirfd, std::string_view shown) {
     if (name == "." || name == "..") continue;
     out.push_back(DirEntry{std::string(name), d->d_type});
   }
-  std::sort(out.begin(), out.end(),
-            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
   return out;
 }
 
-bool describe_entry(const ConfinedDir& home, int dirfd, std::string_view name,
-                    const HomePath& entry_path, EntryInfo& out) {
+bool describe_entry(const ConfinedDir& home, int dirfd, std::string_view name, const HomePath& entry_path,
+                    EntryInfo& out) {
   UniqueFd fd = open_in_dir(dirfd, name, O_PATH);
   if (!fd) return false;
   struct stat st;
@@ -75,8 +74,7 @@ bool describe_entry(const ConfinedDir& home, int dirfd, std::string_view name,
   }
   fill_from_stat(st, out);
   // The link itself is never "writable" in a useful sense; its target (inside) is checked.
-  out.writable =
-      !S_ISLNK(st.st_mode) && ::faccessat(fd.get(), "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0;
+  out.writable = !S_ISLNK(st.st_mode) && ::faccessat(fd.get(), "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0;
   return true;
 }
 

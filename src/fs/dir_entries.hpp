@@ -38,7 +38,7 @@ double mtime_seconds(const struct stat& st);
 
 // Describes `name` in `dirfd`, whose path is `entry_path` (used to follow a link from the home).
 // Returns false when the entry vanished meanwhile. Call with the account's fs identity.
-bool describe_entry(const ConfinedDir& home, int dirfd, std::string_view name,
-                    const HomePath& entry_path, EntryInfo& out);
+bool describe_entry(const ConfinedDir& home, int dirfd, std::string_view name, const HomePath& entry_path,
+                    EntryInfo& out);
 
 }  // namespace agentbox

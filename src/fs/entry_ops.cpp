@@ -13,8 +13,7 @@ namespace {
 
 // Empties the directory `dirfd` (shown for errors), depth levels below the entry deleted.
 void remove_contents(int dirfd, const std::string& shown, int depth) {
-  if (depth > kMaxRemoveDepth)
-    throw FsError(FsErrorKind::bad_request, "Directory tree too deep to delete: " + shown);
+  if (depth > kMaxRemoveDepth) throw FsError(FsErrorKind::bad_request, "Directory tree too deep to delete: " + shown);
   for (const DirEntry& d : read_dir_entries(dirfd, shown)) {
     const std::string child = shown + "/" + d.name;
     if (d.type == DT_DIR || d.type == DT_UNKNOWN) {
@@ -55,35 +54,27 @@ RemoveResult remove_entry(const ConfinedDir& home, const HomePath& p) {
   if (p.is_home()) throw FsError(FsErrorKind::forbidden, "Refusing to delete the home directory");
   auto as_user = home.as_user();
   struct stat st;
-  EntryRef e = when_missing(FsErrorKind::not_found, "Path not found", p.shown,
-                            [&] { return home.existing_entry(p, st); });
+  EntryRef e =
+      when_missing(FsErrorKind::not_found, "Path not found", p.shown, [&] { return home.existing_entry(p, st); });
   remove_tree_at(e.dir.get(), e.name, p.shown);
   return RemoveResult{p.shown, S_ISDIR(st.st_mode) ? "directory" : "file"};
 }
 
-MoveResult move_entry(const ConfinedDir& home, const HomePath& source,
-                      const HomePath& destination) {
-  if (source.is_home())
-    throw FsError(FsErrorKind::forbidden, "Refusing to move the home directory");
-  if (destination.is_home())
-    throw FsError(FsErrorKind::conflict, "Destination already exists: " + destination.shown);
+MoveResult move_entry(const ConfinedDir& home, const HomePath& source, const HomePath& destination) {
+  if (source.is_home()) throw FsError(FsErrorKind::forbidden, "Refusing to move the home directory");
+  if (destination.is_home()) throw FsError(FsErrorKind::conflict, "Destination already exists: " + destination.shown);
   auto as_user = home.as_user();
   struct stat st;
   EntryRef from = when_missing(FsErrorKind::not_found, "Source path not found", source.shown,
                                [&] { return home.existing_entry(source, st); });
-  EntryRef to = when_missing(FsErrorKind::bad_request, "Destination parent directory not found",
-                             destination.shown, [&] { return home.entry(destination); });
-  if (::renameat2(from.dir.get(), from.name.c_str(), to.dir.get(), to.name.c_str(),
-                  RENAME_NOREPLACE) != 0) {
+  EntryRef to = when_missing(FsErrorKind::bad_request, "Destination parent directory not found", destination.shown,
+                             [&] { return home.entry(destination); });
+  if (::renameat2(from.dir.get(), from.name.c_str(), to.dir.get(), to.name.c_str(), RENAME_NOREPLACE) != 0) {
     switch (errno) {
-      case EEXIST:
-        throw FsError(FsErrorKind::conflict, "Destination already exists: " + destination.shown,
-                      EEXIST);
+      case EEXIST: throw FsError(FsErrorKind::conflict, "Destination already exists: " + destination.shown, EEXIST);
       case EINVAL:
-        throw FsError(FsErrorKind::bad_request,
-                      "Cannot move a directory into itself: " + destination.shown, EINVAL);
-      default:
-        throw_fs_errno(errno, source.shown);
+        throw FsError(FsErrorKind::bad_request, "Cannot move a directory into itself: " + destination.shown, EINVAL);
+      default: throw_fs_errno(errno, source.shown);
     }
   }
   return MoveResult{source.shown, destination.shown};

@@ -47,7 +47,8 @@ class LineCollector {
       if (line_ == first_ && skip_ > 0) {
         // The part of the first line an earlier answer already gave (it may span chunks).
         const size_t nl = data.find('\n');
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(skip_, nl == std::string_view::npos ? data.size() : nl));
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>(skip_, nl == std::string_view::npos ? data.size() : nl));
         data.remove_prefix(n);
         skip_ -= n;
         if (n > 0) {
@@ -55,8 +56,8 @@ class LineCollector {
           ends_with_newline_ = false;
         }
         if (skip_ > 0 && nl == std::string_view::npos) return;  // more of the line to pass over
-        skip_ = 0;        // reached, or the line ended first
-        landing_ = true;  // begin on a character, not inside one
+        skip_ = 0;                                              // reached, or the line ended first
+        landing_ = true;                                        // begin on a character, not inside one
         continue;
       }
       if (landing_) {
@@ -166,8 +167,8 @@ ReadResult read_text(const ConfinedDir& home, const HomePath& p, const ReadOptio
     auto image = sniff_image(head);
     if (!image) throw_unsupported_binary(p, size);
     if (size > opt.max_image_bytes)
-      throw FsError(FsErrorKind::too_large, "Image too large to read: " + p.shown + " (" +
-                                                std::to_string(size) + " bytes)");
+      throw FsError(FsErrorKind::too_large,
+                    "Image too large to read: " + p.shown + " (" + std::to_string(size) + " bytes)");
     r.kind = ReadResult::Kind::image;
     r.mime = *image;
     r.bytes = std::move(head);
@@ -177,10 +178,9 @@ ReadResult read_text(const ConfinedDir& home, const HomePath& p, const ReadOptio
     return r;
   }
   if (size > opt.max_text_bytes)
-    throw FsError(FsErrorKind::too_large,
-                  "File too large to read (" + std::to_string(size) + " bytes, limit " +
-                      std::to_string(opt.max_text_bytes) +
-                      "): use run_command with head, tail, sed or grep on " + p.shown);
+    throw FsError(FsErrorKind::too_large, "File too large to read (" + std::to_string(size) + " bytes, limit " +
+                                              std::to_string(opt.max_text_bytes) +
+                                              "): use run_command with head, tail, sed or grep on " + p.shown);
 
   if (opt.start_column && *opt.start_column == 0) throw FsError(FsErrorKind::bad_request, "Columns start at 1");
   LineCollector lines(opt.start_line.value_or(1), opt.start_column.value_or(1), opt.end_line.value_or(UINT64_MAX),

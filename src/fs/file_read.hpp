@@ -11,7 +11,7 @@
 namespace agentbox {
 
 struct ReadOptions {
-  std::optional<uint64_t> start_line;      // 1-based, inclusive; default: first line
+  std::optional<uint64_t> start_line;  // 1-based, inclusive; default: first line
   // 1-based byte position in start_line to begin at: how a line longer than the budget is read
   // on from where the previous answer cut it (its next_column).
   std::optional<uint64_t> start_column;
@@ -27,11 +27,11 @@ struct ReadResult {
   Kind kind = Kind::text;
   std::string path;  // as the box sees it
   // Text (valid UTF-8; invalid bytes past the sniffed head become U+FFFD):
-  uint64_t total_lines = 0;  // as Python's splitlines: a last line without '\n' counts
-  std::string content;       // the requested lines, '\n' kept
-  bool truncated = false;    // the budget cut the requested range short
-  uint64_t next_line = 0;    // when truncated: the start_line to continue from
-  uint64_t next_column = 0;  // when truncated inside a line: the start_column to continue from
+  uint64_t total_lines = 0;        // as Python's splitlines: a last line without '\n' counts
+  std::string content;             // the requested lines, '\n' kept
+  bool truncated = false;          // the budget cut the requested range short
+  uint64_t next_line = 0;          // when truncated: the start_line to continue from
+  uint64_t next_column = 0;        // when truncated inside a line: the start_column to continue from
   std::string encoding = "utf-8";  // what the file was decoded from: "utf-8" or "windows-1252"
   // Image (PNG, JPEG, GIF, WebP, BMP recognised by their first bytes):
   std::string mime;

@@ -29,17 +29,14 @@ std::string read_whole_text(const ConfinedDir& home, const HomePath& p, uint64_t
     throw FsError(FsErrorKind::too_large, "File too large to edit: " + p.shown);
   std::string text;
   read_up_to(fd.get(), text, max_bytes + 1, p.shown);
-  if (text.size() > max_bytes)
-    throw FsError(FsErrorKind::too_large, "File too large to edit: " + p.shown);
+  if (text.size() > max_bytes) throw FsError(FsErrorKind::too_large, "File too large to edit: " + p.shown);
   if (looks_binary(text, true)) throw_unsupported_binary(p, text.size());
   return text;
 }
 
 size_t count_occurrences(std::string_view hay, std::string_view needle) {
   size_t n = 0;
-  for (size_t at = hay.find(needle); at != std::string_view::npos;
-       at = hay.find(needle, at + needle.size()))
-    ++n;
+  for (size_t at = hay.find(needle); at != std::string_view::npos; at = hay.find(needle, at + needle.size())) ++n;
   return n;
 }
 
@@ -84,10 +81,8 @@ void apply(std::string& content, const Replacement& r) {
   }
   if (count > 1 && !r.allow_multiple)
     throw FsError(FsErrorKind::bad_request,
-                  "Found " + std::to_string(count) +
-                      " occurrences of target string but allow_multiple is false");
-  content =
-      content.substr(0, begin) + replace_all(region, r.target, r.replacement) + content.substr(end);
+                  "Found " + std::to_string(count) + " occurrences of target string but allow_multiple is false");
+  content = content.substr(0, begin) + replace_all(region, r.target, r.replacement) + content.substr(end);
 }
 
 }  // namespace
@@ -100,18 +95,10 @@ std::string python_repr(std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (ch) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
       default:
         if (ch == quote) {
           out += '\\';
@@ -129,16 +116,15 @@ std::string python_repr(std::string_view s) {
   return out;
 }
 
-WriteResult write_atomic(const ConfinedDir& home, const HomePath& p, std::string_view content,
-                         bool create_parents) {
+WriteResult write_atomic(const ConfinedDir& home, const HomePath& p, std::string_view content, bool create_parents) {
   if (p.is_home()) throw_fs_errno(EISDIR, p.shown);
   auto as_user = home.as_user();
   if (create_parents) home.make_dirs(p.parent(home.box_home()));
   return replace_file(home, p, content);
 }
 
-WriteResult replace_in_file(const ConfinedDir& home, const HomePath& p,
-                            const std::vector<Replacement>& replacements, uint64_t max_bytes) {
+WriteResult replace_in_file(const ConfinedDir& home, const HomePath& p, const std::vector<Replacement>& replacements,
+                            uint64_t max_bytes) {
   auto as_user = home.as_user();
   std::string content = read_whole_text(home, p, max_bytes);
   for (const auto& r : replacements) apply(content, r);

@@ -33,8 +33,7 @@ struct Replacement {
 // Open Terminal's (bad_request): "Target string not found: 'TARGET'" (target as Python's repr,
 // first 100 characters) and "Found N occurrences of target string but allow_multiple is false".
 // Missing file: not_found; binary file: unsupported_media; over max_bytes: too_large.
-WriteResult replace_in_file(const ConfinedDir& home, const HomePath& p,
-                            const std::vector<Replacement>& replacements,
+WriteResult replace_in_file(const ConfinedDir& home, const HomePath& p, const std::vector<Replacement>& replacements,
                             uint64_t max_bytes = 16ull << 20);
 
 // Python's repr() of a str, for error texts that match Open Terminal's.

@@ -1,9 +1,9 @@
 #pragma once
 // The error every file operation throws for a problem the caller caused or can act on. Its kind
 // says which HTTP status the server answers with (bad_request 400, forbidden 403, not_found 404,
-// conflict 409, too_large 413, unsupported_media 415, insufficient_storage 507); the message becomes {"detail": ...} as is,
-// so it names the path only as the box sees it, never a host path. Anything else is thrown as a
-// plain agentbox::Error and becomes a 500 that reveals nothing.
+// conflict 409, too_large 413, unsupported_media 415, insufficient_storage 507); the message becomes {"detail": ...} as
+// is, so it names the path only as the box sees it, never a host path. Anything else is thrown as a plain
+// agentbox::Error and becomes a 500 that reveals nothing.
 #include <cerrno>
 #include <string>
 #include <string_view>
@@ -24,8 +24,7 @@ enum class FsErrorKind {
 
 class FsError : public Error {
  public:
-  FsError(FsErrorKind kind, std::string message, int err = 0)
-      : Error(std::move(message), err), kind_(kind) {}
+  FsError(FsErrorKind kind, std::string message, int err = 0) : Error(std::move(message), err), kind_(kind) {}
   FsErrorKind kind() const noexcept { return kind_; }
 
  private:
@@ -46,8 +45,7 @@ inline long fs_check(long rc, std::string_view shown) {
 // Runs fn(); an FsError not_found from it is thrown again as `kind` with the text Open Terminal
 // answers in that place ("File not found: /home/alice/x"). Other errors pass unchanged.
 template <class Fn>
-auto when_missing(FsErrorKind kind, std::string_view text, std::string_view shown, Fn&& fn)
-    -> decltype(fn()) {
+auto when_missing(FsErrorKind kind, std::string_view text, std::string_view shown, Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
   } catch (const FsError& e) {

@@ -20,8 +20,7 @@ GlobPattern::GlobPattern(std::string_view pattern)
 bool GlobPattern::matches(std::string_view rel) const {
   const std::vector<std::string> path = split_owned(rel);
   if (by_name_) {
-    return !path.empty() && parts_.size() == 1 &&
-           ::fnmatch(parts_[0].c_str(), path.back().c_str(), 0) == 0;
+    return !path.empty() && parts_.size() == 1 && ::fnmatch(parts_[0].c_str(), path.back().c_str(), 0) == 0;
   }
   // can[i][j]: pattern parts i.. match path parts j.. (filled from the end, so "**" costs
   // O(parts × path) at worst instead of backtracking).
@@ -33,8 +32,7 @@ bool GlobPattern::matches(std::string_view rel) const {
       if (parts_[i] == "**")
         can[i][j] = can[i + 1][j] || (j < nq && can[i][j + 1]);
       else
-        can[i][j] =
-            j < nq && can[i + 1][j + 1] && ::fnmatch(parts_[i].c_str(), path[j].c_str(), 0) == 0;
+        can[i][j] = j < nq && can[i + 1][j + 1] && ::fnmatch(parts_[i].c_str(), path[j].c_str(), 0) == 0;
     }
   }
   return can[0][0];

@@ -99,16 +99,15 @@ class LineSplitter {
 
 class Search {
  public:
-  Search(const GrepOptions& opt, GrepResult& out)
-      : opt_(opt), re_(compile(opt)), out_(out), block_(kGrepBlockBytes) {}
+  Search(const GrepOptions& opt, GrepResult& out) : opt_(opt), re_(compile(opt)), out_(out), block_(kGrepBlockBytes) {}
 
   // Searches the open regular file `fd` shown as `shown`. Returns false once the results are
   // complete (one match past max_results was seen).
   bool file(int fd, const std::string& shown) {
     // Decided from the inode alone: a big or sparse file costs no reading.
     struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<uint64_t>(st.st_size) > opt_.max_file_bytes || has_hole(fd, st.st_size))
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > opt_.max_file_bytes ||
+        has_hole(fd, st.st_size))
       return true;
     bool complete = false;
     auto on_line = [&](uint64_t number, std::string_view line) {
@@ -119,8 +118,7 @@ class Search {
     LineSplitter lines(opt_.max_scanned_line_bytes);
     // Up to max_file_bytes, as before: the file may have grown since fstat.
     for (uint64_t offset = 0; offset < opt_.max_file_bytes;) {
-      size_t want =
-          static_cast<size_t>(std::min<uint64_t>(block_.size(), opt_.max_file_bytes - offset));
+      size_t want = static_cast<size_t>(std::min<uint64_t>(block_.size(), opt_.max_file_bytes - offset));
       std::optional<size_t> got = read_block(fd, offset, want);
       if (!got) return true;  // unreadable: the rest is skipped, as Open Terminal skips such files
       std::string_view data(block_.data(), *got);

@@ -18,7 +18,7 @@ struct GrepOptions {
   bool match_per_line = true;             // false: one match per file, file name only
   int max_results = 50;                   // 1..500
   uint64_t max_file_bytes = 16ull << 20;  // larger files are skipped
-  size_t max_line_bytes = 1000;  // a longer matching line is cut to this (whole UTF-8 chars)
+  size_t max_line_bytes = 1000;           // a longer matching line is cut to this (whole UTF-8 chars)
   // Only the first this many bytes of a line are searched (and held in memory): a match must
   // lie within them, and `$` also matches where they end.
   size_t max_scanned_line_bytes = 2 << 20;

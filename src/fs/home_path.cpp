@@ -18,8 +18,7 @@ std::string join(const std::vector<std::string_view>& parts) {
 }
 
 [[noreturn]] void refuse(std::string_view user_path) {
-  throw FsError(FsErrorKind::forbidden,
-                "Access denied: " + std::string(user_path) + " is outside the home directory");
+  throw FsError(FsErrorKind::forbidden, "Access denied: " + std::string(user_path) + " is outside the home directory");
 }
 
 std::string shown_of(std::string_view box_home, std::string_view rel) {
@@ -57,8 +56,7 @@ std::vector<std::string_view> split_path(std::string_view path) {
 
 std::string_view HomePath::name() const {
   size_t slash = rel.rfind('/');
-  return slash == std::string::npos ? std::string_view(rel)
-                                    : std::string_view(rel).substr(slash + 1);
+  return slash == std::string::npos ? std::string_view(rel) : std::string_view(rel).substr(slash + 1);
 }
 
 HomePath HomePath::parent(std::string_view box_home) const {
@@ -76,8 +74,7 @@ HomePath HomePath::child(std::string_view child_name) const {
   return out;
 }
 
-HomePath parse_home_path(std::string_view user_path, std::string_view box_home,
-                         std::string_view cwd) {
+HomePath parse_home_path(std::string_view user_path, std::string_view box_home, std::string_view cwd) {
   if (user_path.find('\0') != std::string_view::npos)
     throw FsError(FsErrorKind::bad_request, "Path contains a NUL byte");
   const std::string_view original = user_path;
@@ -94,8 +91,7 @@ HomePath parse_home_path(std::string_view user_path, std::string_view box_home,
     append(parts, base.rel);
   }
   append(parts, user_path);
-  if (parts.size() < home_parts.size() ||
-      !std::equal(home_parts.begin(), home_parts.end(), parts.begin()))
+  if (parts.size() < home_parts.size() || !std::equal(home_parts.begin(), home_parts.end(), parts.begin()))
     refuse(original);
   std::string rel = join({parts.begin() + static_cast<long>(home_parts.size()), parts.end()});
   std::string shown = shown_of(box_home, rel);

@@ -31,7 +31,6 @@ std::vector<std::string_view> split_path(std::string_view path);
 // Parses `user_path` (see above). `cwd` is the session's working directory in any accepted
 // form, "" for the home. `box_home` is the home as the box sees it, e.g. "/home/alice".
 // Throws FsError: bad_request for a NUL byte, forbidden for a path leaving the home.
-HomePath parse_home_path(std::string_view user_path, std::string_view box_home,
-                         std::string_view cwd = {});
+HomePath parse_home_path(std::string_view user_path, std::string_view box_home, std::string_view cwd = {});
 
 }  // namespace agentbox

@@ -11,17 +11,15 @@
 #include "fs/fs_error.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
-#include "util/unique_fd.hpp"
 #include "util/random_hex.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox {
 namespace {
 
 constexpr size_t kMaxErrors = 20;
 
-std::string temp_link_name() {
-  return ".agentbox-" + random_hex(8) + ".tmp";
-}
+std::string temp_link_name() { return ".agentbox-" + random_hex(8) + ".tmp"; }
 
 class Restorer {
  public:

@@ -18,8 +18,8 @@ constexpr int kMaxRunShift = 20;  // 1 MiB: deflates to about 1 KiB
 constexpr std::size_t kReadPiece = 256 * 1024;
 constexpr std::size_t kOutPiece = 64 * 1024;
 constexpr std::size_t kEnoughPending = 256 * 1024;  // a refill stops adding runs past this
-constexpr int kLevel = Z_DEFAULT_COMPRESSION;        // 6, as gzip and Info-ZIP's zip
-constexpr int kRawWindowBits = -15;                  // raw DEFLATE: zip adds its own framing
+constexpr int kLevel = Z_DEFAULT_COMPRESSION;       // 6, as gzip and Info-ZIP's zip
+constexpr int kRawWindowBits = -15;                 // raw DEFLATE: zip adds its own framing
 // Incompressible data: judged per MiB, stored when a MiB comes out at 90%+ (deflate holds back
 // up to a few dozen KiB of output, so a MiB of random bytes reads ~97%), until a sample of a
 // piece compresses below that again.

@@ -39,14 +39,14 @@ class SparseDeflater {
   std::size_t read(char* out, std::size_t room);
 
   std::uint32_t crc() const { return static_cast<std::uint32_t>(crc_); }  // of the bytes deflated so far
-  std::uint64_t bytes_in() const { return pos_; }       // bytes deflated so far, holes included
-  std::uint64_t bytes_read() const { return bytes_read_; }  // of them read from the file (data only)
-  std::uint64_t bytes_stored() const { return bytes_stored_; }  // of them stored, not compressed
+  std::uint64_t bytes_in() const { return pos_; }                         // bytes deflated so far, holes included
+  std::uint64_t bytes_read() const { return bytes_read_; }                // of them read from the file (data only)
+  std::uint64_t bytes_stored() const { return bytes_stored_; }            // of them stored, not compressed
 
  private:
-  void refill();            // appends more of the stream to pending_
-  void find_extent();       // at pos_: the hole before the next data, or the data's end
-  void emit_hole();         // some of hole_left_, as deflated runs of zeros
+  void refill();       // appends more of the stream to pending_
+  void find_extent();  // at pos_: the hole before the next data, or the data's end
+  void emit_hole();    // some of hole_left_, as deflated runs of zeros
   void deflate_bytes(const void* data, std::size_t n, int flush);
   void judge_compression(const char* data, std::size_t n);  // after each piece: store what does not compress
   bool sample_compresses(const char* data, std::size_t n);
@@ -63,13 +63,13 @@ class SparseDeflater {
   int level_;                             // zs_'s: the usual one, or 0 while storing
   uLong window_in_ = 0, window_out_ = 0;  // zs_'s totals where the current judgement began
   z_stream zs_{};
-  z_stream probe_{};                      // samples stored data: does it compress again?
+  z_stream probe_{};  // samples stored data: does it compress again?
   std::vector<char> probe_out_;
   bool flushed_ = true;    // nothing went into zs_ since its last full flush (or its start)
   bool finished_ = false;  // Z_FINISH done: pending_ holds the rest
   std::string pending_;    // stream bytes made, from pending_pos_ on not yet given
   std::size_t pending_pos_ = 0;
-  std::vector<char> in_;   // a data extent's bytes on their way to zs_
+  std::vector<char> in_;  // a data extent's bytes on their way to zs_
 };
 
 }  // namespace agentbox

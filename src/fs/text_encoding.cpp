@@ -9,10 +9,9 @@ namespace agentbox {
 namespace {
 
 // Code points of 0x80..0x9F in Windows-1252; 0 where it has none.
-constexpr uint16_t kHigh[32] = {0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021,
-                                0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0,      0x017D, 0,
-                                0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
-                                0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
+constexpr uint16_t kHigh[32] = {0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+                                0x2039, 0x0152, 0,      0x017D, 0,      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
+                                0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -29,7 +28,9 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 // Control characters text uses: tab, newline, vertical tab, form feed, carriage return,
 // backspace (overstrike in man pages), escape (colours).
-bool text_control(unsigned char c) { return c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' || c == '\b' || c == 0x1B; }
+bool text_control(unsigned char c) {
+  return c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' || c == '\b' || c == 0x1B;
+}
 
 }  // namespace
 

@@ -52,7 +52,7 @@ uint64_t size_of(const EntryRef& e, const struct stat& st, const std::string& sh
   if (!dir) return 0;
   uint64_t total = 0;
   walk_tree(dir.get(), shown, {}, [&](const WalkEntry& w) {
-    struct stat s{};
+    struct stat s {};
     if (w.type == DT_REG && ::fstatat(w.dirfd, w.entry.name.c_str(), &s, AT_SYMLINK_NOFOLLOW) == 0)
       total += static_cast<uint64_t>(s.st_size);
     return Visit::next;
@@ -91,7 +91,7 @@ std::vector<std::string> Trash::ids() const {
 std::optional<TrashItem> Trash::read_item(const std::string& id) const {
   UniqueFd item = open_in_dir(dir_.get(), id, O_PATH | O_DIRECTORY);
   if (!item) return std::nullopt;
-  struct stat st{};
+  struct stat st {};
   if (::fstatat(item.get(), kEntry, &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
   UniqueFd info = open_in_dir(item.get(), kInfo, O_RDONLY);
   if (!info) return std::nullopt;
@@ -115,9 +115,9 @@ void Trash::drop(const std::string& id) { remove_tree_at(dir_.get(), id, "trash 
 TrashPut Trash::put(const HomePath& p) {
   if (p.is_home()) throw FsError(FsErrorKind::forbidden, "Refusing to delete the home directory");
   auto as_user = home_.as_user();
-  struct stat st{};
-  EntryRef e = when_missing(FsErrorKind::not_found, "Path not found", p.shown,
-                            [&] { return home_.existing_entry(p, st); });
+  struct stat st {};
+  EntryRef e =
+      when_missing(FsErrorKind::not_found, "Path not found", p.shown, [&] { return home_.existing_entry(p, st); });
   TrashPut out;
   out.item.path = p.shown;
   out.item.type = S_ISDIR(st.st_mode) ? "directory" : "file";
@@ -131,11 +131,12 @@ TrashPut Trash::put(const HomePath& p) {
     } else {
       UniqueFd item = open_in_dir(dir_.get(), out.item.id, O_PATH | O_DIRECTORY);
       if (!item) throw sys_error("open(trash item)");
-      const std::string info = json{{"path", out.item.path},
-                                    {"type", out.item.type},
-                                    {"size", out.item.size},
-                                    {"deleted_at", out.item.deleted_at}}
-                                   .dump();
+      const std::string info = json{
+          {"path", out.item.path},
+          {"type", out.item.type},
+          {"size", out.item.size},
+          {"deleted_at",
+           out.item.deleted_at}}.dump();
       UniqueFd f(::openat(item.get(), kInfo, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (f && ::write(f.get(), info.data(), info.size()) == static_cast<ssize_t>(info.size())) {
         fs_check(::renameat(e.dir.get(), e.name.c_str(), item.get(), kEntry), p.shown);
@@ -184,7 +185,7 @@ TrashRestore Trash::restore(const std::string& id, const std::optional<HomePath>
   TrashRestore out;
   out.path = dest.shown;
   {
-    struct stat st{};
+    struct stat st {};
     EntryRef e = home_.entry(dest);
     if (::fstatat(e.dir.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) out.replaced = put(dest).item.id;
   }

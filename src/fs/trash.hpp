@@ -31,8 +31,8 @@ struct TrashPut {
 };
 
 struct TrashRestore {
-  std::string path;                    // where it is now, as the box sees it
-  std::optional<std::string> replaced; // the id the entry that was in the way went to
+  std::string path;                     // where it is now, as the box sees it
+  std::optional<std::string> replaced;  // the id the entry that was in the way went to
 };
 
 class Trash {

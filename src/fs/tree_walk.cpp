@@ -65,8 +65,7 @@ struct Walker {
 
 void check_max_results(int max_results) {
   if (max_results < 1 || max_results > kMaxSearchResults)
-    throw FsError(FsErrorKind::bad_request,
-                  "max_results must be between 1 and " + std::to_string(kMaxSearchResults));
+    throw FsError(FsErrorKind::bad_request, "max_results must be between 1 and " + std::to_string(kMaxSearchResults));
 }
 
 bool walk_tree(int dirfd, const std::string& shown, const WalkLimits& limits,

@@ -15,8 +15,8 @@ std::string_view last_component(std::string_view name) {
 
 }  // namespace
 
-UploadWriter::UploadWriter(const ConfinedDir& home, const HomePath& directory,
-                           std::string_view file_name, uint64_t max_bytes)
+UploadWriter::UploadWriter(const ConfinedDir& home, const HomePath& directory, std::string_view file_name,
+                           uint64_t max_bytes)
     : home_(home), path_(directory.child(last_component(file_name))), max_bytes_(max_bytes) {
   auto as_user = home_.as_user();
   home_.make_dirs(directory);
@@ -35,8 +35,7 @@ void UploadWriter::append(std::string_view chunk) {
   if (!file_) throw FsError(FsErrorKind::bad_request, "Upload already finished");
   if (file_->size() + chunk.size() > max_bytes_) {
     abort();
-    throw FsError(FsErrorKind::too_large,
-                  "Upload larger than " + std::to_string(max_bytes_) + " bytes");
+    throw FsError(FsErrorKind::too_large, "Upload larger than " + std::to_string(max_bytes_) + " bytes");
   }
   file_->write(chunk);  // a plain write(2) on our descriptor: no identity needed
 }

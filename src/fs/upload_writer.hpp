@@ -21,8 +21,7 @@ class UploadWriter {
   // last '/'-separated component of file_name is used, as Open Terminal does; an empty name,
   // "." or "..": bad_request. Over max_bytes, append() throws too_large (and the upload is
   // dropped).
-  UploadWriter(const ConfinedDir& home, const HomePath& directory, std::string_view file_name,
-               uint64_t max_bytes);
+  UploadWriter(const ConfinedDir& home, const HomePath& directory, std::string_view file_name, uint64_t max_bytes);
   ~UploadWriter();
   UploadWriter(const UploadWriter&) = delete;
   UploadWriter& operator=(const UploadWriter&) = delete;

@@ -53,8 +53,7 @@ struct Planner {
   }
 
   void add_path(const HomePath& p) {
-    UniqueFd fd = when_missing(FsErrorKind::not_found, "Path not found", p.shown,
-                               [&] { return home.open(p, O_PATH); });
+    UniqueFd fd = when_missing(FsErrorKind::not_found, "Path not found", p.shown, [&] { return home.open(p, O_PATH); });
     struct stat st;
     fs_check(::fstat(fd.get(), &st), p.shown);
     std::string base = p.shown.substr(p.shown.rfind('/') + 1);  // the home: its user name
@@ -70,18 +69,16 @@ struct Planner {
         if (::fstatat(e.dirfd, e.entry.name.c_str(), &est, AT_SYMLINK_NOFOLLOW) == 0)
           add({arc_name + "/", child, 0, est.st_mtim.tv_sec, true});
       } else if (e.type == DT_REG) {
-        if (::fstatat(e.dirfd, e.entry.name.c_str(), &est, AT_SYMLINK_NOFOLLOW) == 0)
-          add_file(arc_name, child, est);
+        if (::fstatat(e.dirfd, e.entry.name.c_str(), &est, AT_SYMLINK_NOFOLLOW) == 0) add_file(arc_name, child, est);
       } else if (e.type == DT_LNK) {
         add_link(arc_name, child);
       }
       return Visit::next;
     });
     if (!complete)
-      throw FsError(FsErrorKind::too_large,
-                    "Too many entries to archive under " + p.shown + " (limit " +
-                        std::to_string(opt.limits.max_entries) + " entries, " +
-                        std::to_string(opt.limits.max_depth) + " levels)");
+      throw FsError(FsErrorKind::too_large, "Too many entries to archive under " + p.shown + " (limit " +
+                                                std::to_string(opt.limits.max_entries) + " entries, " +
+                                                std::to_string(opt.limits.max_depth) + " levels)");
   }
 
   // A symlink met in a walk: archived as the regular file it names when that is inside the
@@ -150,11 +147,9 @@ struct FileSource {
         delete self;
         return 0;
       case ZIP_SOURCE_SUPPORTS:
-        return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE,
-                                              ZIP_SOURCE_STAT, ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, -1);
-      default:
-        zip_error_set(&self->error, ZIP_ER_OPNOTSUPP, 0);
-        return -1;
+        return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+                                              ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, -1);
+      default: zip_error_set(&self->error, ZIP_ER_OPNOTSUPP, 0); return -1;
     }
   }
 
@@ -215,9 +210,7 @@ struct ArchiveSink {
           st->valid |= ZIP_STAT_SIZE;
           return sizeof(zip_stat_t);
         }
-      case ZIP_SOURCE_BEGIN_WRITE:
-        self->pos = self->end = 0;
-        return self->truncate();
+      case ZIP_SOURCE_BEGIN_WRITE: self->pos = self->end = 0; return self->truncate();
       case ZIP_SOURCE_WRITE: return self->write(data, len);
       case ZIP_SOURCE_SEEK_WRITE: {
         zip_int64_t at = zip_source_seek_compute_offset(self->pos, self->end, data, len, &self->error);
@@ -234,12 +227,11 @@ struct ArchiveSink {
       case ZIP_SOURCE_ERROR: return zip_error_to_data(&self->error, data, len);
       case ZIP_SOURCE_FREE: zip_error_fini(&self->error); return 0;  // owned by the caller
       case ZIP_SOURCE_SUPPORTS:
-        return zip_source_make_command_bitmap(
-            ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT, ZIP_SOURCE_ERROR,
-            ZIP_SOURCE_FREE, ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL, ZIP_SOURCE_SUPPORTS,
-            ZIP_SOURCE_BEGIN_WRITE, ZIP_SOURCE_WRITE, ZIP_SOURCE_COMMIT_WRITE,
-            ZIP_SOURCE_ROLLBACK_WRITE, ZIP_SOURCE_SEEK_WRITE, ZIP_SOURCE_TELL_WRITE,
-            ZIP_SOURCE_REMOVE, -1);
+        return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+                                              ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL,
+                                              ZIP_SOURCE_SUPPORTS, ZIP_SOURCE_BEGIN_WRITE, ZIP_SOURCE_WRITE,
+                                              ZIP_SOURCE_COMMIT_WRITE, ZIP_SOURCE_ROLLBACK_WRITE, ZIP_SOURCE_SEEK_WRITE,
+                                              ZIP_SOURCE_TELL_WRITE, ZIP_SOURCE_REMOVE, -1);
       default:  // reading back an archive it never had
         zip_error_set(&self->error, ZIP_ER_OPNOTSUPP, 0);
         return -1;
@@ -279,8 +271,7 @@ struct ArchiveSink {
 };
 
 [[noreturn]] void throw_zip(std::string_view what, zip_error_t* error) {
-  throw Error("libzip " + std::string(what) + ": " + zip_error_strerror(error),
-              zip_error_code_system(error));
+  throw Error("libzip " + std::string(what) + ": " + zip_error_strerror(error), zip_error_code_system(error));
 }
 
 std::string download_name(const std::vector<HomePath>& paths) {
@@ -292,8 +283,8 @@ std::string download_name(const std::vector<HomePath>& paths) {
 
 }  // namespace
 
-ZipArchive make_zip_archive(const ConfinedDir& home, const std::vector<HomePath>& paths,
-                            const std::string& temp_dir, const ArchiveOptions& opt) {
+ZipArchive make_zip_archive(const ConfinedDir& home, const std::vector<HomePath>& paths, const std::string& temp_dir,
+                            const ArchiveOptions& opt) {
   if (paths.empty()) throw FsError(FsErrorKind::bad_request, "No paths provided");
 
   // As the daemon: the temporary file lives outside every home.

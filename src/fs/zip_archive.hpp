@@ -18,15 +18,15 @@
 namespace agentbox {
 
 struct ArchiveOptions {
-  uint64_t max_input_bytes = 4ull << 30;  // sum of the archived files' sizes; more: too_large
+  uint64_t max_input_bytes = 4ull << 30;                      // sum of the archived files' sizes; more: too_large
   WalkLimits limits{.max_entries = 100000, .max_depth = 64};  // a cut walk is too_large too
 };
 
 struct ZipArchive {
-  UniqueFd fd;           // the archive, read-only use from offset 0 (pread)
-  uint64_t size = 0;     // bytes
-  std::string name;      // download name: "<basename>.zip" for one path, else "download.zip"
-  uint64_t files = 0;    // file entries written
+  UniqueFd fd;         // the archive, read-only use from offset 0 (pread)
+  uint64_t size = 0;   // bytes
+  std::string name;    // download name: "<basename>.zip" for one path, else "download.zip"
+  uint64_t files = 0;  // file entries written
 };
 
 // Zips `paths` (each a file or a directory; a directory's entries go under its own name, as
@@ -34,7 +34,7 @@ struct ZipArchive {
 // not_found "Path not found: ..."; one leading out of the home: forbidden. `temp_dir` is a
 // daemon-owned directory on a filesystem with O_TMPFILE. Two inputs with the same name in the
 // archive: the first is kept.
-ZipArchive make_zip_archive(const ConfinedDir& home, const std::vector<HomePath>& paths,
-                            const std::string& temp_dir, const ArchiveOptions& opt = {});
+ZipArchive make_zip_archive(const ConfinedDir& home, const std::vector<HomePath>& paths, const std::string& temp_dir,
+                            const ArchiveOptions& opt = {});
 
 }  // namespace agentbox

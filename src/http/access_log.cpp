@@ -63,8 +63,8 @@ std::string loggable_target(std::string_view target) {
 
 void log_access(const AccessRecord& r) {
   auto ms = std::chrono::duration<double, std::milli>(r.duration).count();
-  http_logger()->info("{} \"{} {}\" {} {}B {:.1f}ms", r.remote, r.method,
-                      loggable_target(r.target), r.status, r.body_bytes, ms);
+  http_logger()->info("{} \"{} {}\" {} {}B {:.1f}ms", r.remote, r.method, loggable_target(r.target), r.status,
+                      r.body_bytes, ms);
 }
 
 }  // namespace agentbox::http

@@ -12,8 +12,7 @@ namespace {
 std::array<unsigned char, 32> sha256(std::string_view data) {
   std::array<unsigned char, 32> out{};
   unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha256(), nullptr) != 1 ||
-      len != out.size())
+  if (EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha256(), nullptr) != 1 || len != out.size())
     throw std::runtime_error("EVP_Digest(sha256) failed");
   return out;
 }
@@ -27,8 +26,7 @@ bool iequals_ascii(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-ApiKeyAuth::ApiKeyAuth(std::string_view api_key)
-    : enabled_(!api_key.empty()), digest_(sha256(api_key)) {}
+ApiKeyAuth::ApiKeyAuth(std::string_view api_key) : enabled_(!api_key.empty()), digest_(sha256(api_key)) {}
 
 bool ApiKeyAuth::accepts(std::string_view authorization_header) const {
   constexpr std::string_view kScheme = "bearer ";

@@ -44,8 +44,7 @@ bool admit_link(Request& request, const SignedLinks* links, std::int64_t now) {
 
 }  // namespace
 
-AuthDecision authorize(const RouteOptions& route, Request& request, const Credentials& credentials,
-                       std::int64_t now) {
+AuthDecision authorize(const RouteOptions& route, Request& request, const Credentials& credentials, std::int64_t now) {
   const std::string_view authorization = request.header("Authorization").value_or("");
   if (route.admin) {
     if (credentials.admin_key.accepts(authorization)) return pass(AuthDecision::By::admin_key);

@@ -47,7 +47,6 @@ struct AuthDecision {
 // now: unix seconds, against which a signed link's expiry is checked. When a signed link is
 // what admits the request, its user-naming headers (X-User-Id, X-OpenWebUI-User-Id,
 // X-Session-Id, X-OpenWebUI-Chat-Id) are replaced by X-User-Id: the link's user.
-AuthDecision authorize(const RouteOptions& route, Request& request, const Credentials& credentials,
-                       std::int64_t now);
+AuthDecision authorize(const RouteOptions& route, Request& request, const Credentials& credentials, std::int64_t now);
 
 }  // namespace agentbox::http

@@ -26,8 +26,7 @@ std::string_view trim(std::string_view s) {
 
 std::string ByteRange::content_range(uint64_t size) const {
   if (kind == Kind::partial)
-    return "bytes " + std::to_string(offset) + "-" + std::to_string(offset + length - 1) + "/" +
-           std::to_string(size);
+    return "bytes " + std::to_string(offset) + "-" + std::to_string(offset + length - 1) + "/" + std::to_string(size);
   return "bytes */" + std::to_string(size);
 }
 
@@ -36,8 +35,7 @@ ByteRange parse_byte_range(std::optional<std::string_view> header, uint64_t size
   if (!header) return whole;
   std::string_view h = trim(*header);
   constexpr std::string_view kUnit = "bytes=";
-  if (h.size() < kUnit.size() || !boost::algorithm::iequals(h.substr(0, kUnit.size()), kUnit))
-    return whole;
+  if (h.size() < kUnit.size() || !boost::algorithm::iequals(h.substr(0, kUnit.size()), kUnit)) return whole;
   std::string_view spec = trim(h.substr(kUnit.size()));
   if (spec.find(',') != std::string_view::npos) return whole;  // several ranges: send it all
   size_t dash = spec.find('-');

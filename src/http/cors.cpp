@@ -24,14 +24,12 @@ CorsPolicy::CorsPolicy(std::vector<std::string> origins) : origins_(std::move(or
 std::optional<std::string> CorsPolicy::allow_origin(std::string_view origin) const {
   if (origin.empty()) return std::nullopt;
   if (any_) return std::string("*");
-  if (std::find(origins_.begin(), origins_.end(), origin) != origins_.end())
-    return std::string(origin);
+  if (std::find(origins_.begin(), origins_.end(), origin) != origins_.end()) return std::string(origin);
   return std::nullopt;
 }
 
 bool CorsPolicy::is_preflight(const http::fields& request_headers, http::verb method) {
-  return method == http::verb::options &&
-         request_headers.find(http::field::origin) != request_headers.end() &&
+  return method == http::verb::options && request_headers.find(http::field::origin) != request_headers.end() &&
          request_headers.find(http::field::access_control_request_method) != request_headers.end();
 }
 

@@ -53,8 +53,6 @@ inline constexpr HttpCounterName kHttpCounterNames[] = {
     {"client_aborts", &HttpCounters::client_aborts},
 };
 
-inline void count(std::atomic<std::uint64_t>& counter) {
-  counter.fetch_add(1, std::memory_order_relaxed);
-}
+inline void count(std::atomic<std::uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace agentbox::http

@@ -4,9 +4,7 @@
 
 namespace agentbox::http {
 
-void unprocessable(std::string detail) {
-  throw HttpError(http::status::unprocessable_entity, std::move(detail));
-}
+void unprocessable(std::string detail) { throw HttpError(http::status::unprocessable_entity, std::move(detail)); }
 
 Response error_response(http::status status, std::string_view detail) {
   return Response::json({{"detail", detail}}, status);

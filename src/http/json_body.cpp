@@ -27,8 +27,7 @@ nlohmann::json parse_json_body(const Request& req) {
   if (req.body.empty()) invalid("empty body");
   // JSON never holds a raw NUL, and nlohmann's lexer reads one as the end of input, so
   // `{...}\0anything` would parse: refuse it here.
-  if (auto nul = req.body.find('\0'); nul != std::string::npos)
-    invalid("NUL byte at offset " + std::to_string(nul));
+  if (auto nul = req.body.find('\0'); nul != std::string::npos) invalid("NUL byte at offset " + std::to_string(nul));
   bool too_deep = false;
   auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
     if (depth > kMaxJsonDepth) too_deep = true;
@@ -46,8 +45,7 @@ nlohmann::json parse_json_body(const Request& req) {
 
 nlohmann::json parse_json_object(const Request& req) {
   auto value = parse_json_body(req);
-  if (!value.is_object())
-    unprocessable("Request body must be a JSON object");
+  if (!value.is_object()) unprocessable("Request body must be a JSON object");
   return value;
 }
 

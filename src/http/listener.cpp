@@ -135,9 +135,8 @@ void HttpListener::admit(tcp::socket socket) {
     socket.close(ec);
     return;
   }
-  const auto status = admission.refused == ConnectionTable::Refusal::per_address
-                          ? http::status::too_many_requests
-                          : http::status::service_unavailable;
+  const auto status = admission.refused == ConnectionTable::Refusal::per_address ? http::status::too_many_requests
+                                                                                 : http::status::service_unavailable;
   std::make_shared<Refusal>(std::move(socket), status, detail, refusing_)->run();
 }
 

@@ -21,8 +21,7 @@ using tcp = asio::ip::tcp;
 class HttpListener : public std::enable_shared_from_this<HttpListener> {
  public:
   // acceptor: open and listening, with a strand as its executor.
-  HttpListener(asio::io_context& ioc, tcp::acceptor acceptor, std::shared_ptr<ServerContext> ctx,
-               std::string tag);
+  HttpListener(asio::io_context& ioc, tcp::acceptor acceptor, std::shared_ptr<ServerContext> ctx, std::string tag);
 
   void start();
   // Call on executor() (or when no io thread runs); new connections are refused from then on.

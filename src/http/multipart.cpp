@@ -21,8 +21,7 @@ std::string_view trim(std::string_view s) {
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -114,11 +113,9 @@ std::optional<std::string> decode_ext_value(std::string_view v) {
 std::string multipart_boundary(std::string_view content_type) {
   HeaderValue v = parse_header_value(content_type);
   if (!iequals(v.type, "multipart/form-data"))
-    throw HttpError(http::status::unprocessable_entity,
-                    "Expected a multipart/form-data body with a 'file' field");
+    throw HttpError(http::status::unprocessable_entity, "Expected a multipart/form-data body with a 'file' field");
   const std::string* b = v.param("boundary");
-  if (!b || b->empty() || b->size() > 70)
-    malformed("Content-Type has no valid boundary (1 to 70 characters)");
+  if (!b || b->empty() || b->size() > 70) malformed("Content-Type has no valid boundary (1 to 70 characters)");
   return *b;
 }
 
@@ -139,8 +136,7 @@ PartHeaders parse_part_headers(std::string_view block) {
       const std::string* field = v.param("name");
       if (!field) malformed("part has no field name");
       out.name = *field;
-      if (const std::string* ext = v.param("filename*"))
-        out.filename = decode_ext_value(*ext);
+      if (const std::string* ext = v.param("filename*")) out.filename = decode_ext_value(*ext);
       if (!out.filename)
         if (const std::string* f = v.param("filename")) out.filename = *f;
       has_disposition = true;

@@ -20,9 +20,9 @@ namespace agentbox::http {
 std::string multipart_boundary(std::string_view content_type);
 
 struct PartHeaders {
-  std::string name;                    // Content-Disposition name parameter
-  std::optional<std::string> filename; // Content-Disposition filename (filename* preferred)
-  std::string content_type;            // "" when the part has none
+  std::string name;                     // Content-Disposition name parameter
+  std::optional<std::string> filename;  // Content-Disposition filename (filename* preferred)
+  std::string content_type;             // "" when the part has none
 };
 
 class MultipartParser {

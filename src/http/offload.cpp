@@ -10,10 +10,10 @@
 namespace agentbox::http {
 
 AsyncHandler offload(std::shared_ptr<FairPool> pool, Handler handler) {
-  return offload(std::move(pool), BlockingWork(
-      [handler = std::move(handler)](const Request& req, const std::shared_ptr<ResponseWriter>& w) {
-        w->send(handler(req));
-      }));
+  return offload(std::move(pool), BlockingWork([handler = std::move(handler)](
+                                                   const Request& req, const std::shared_ptr<ResponseWriter>& w) {
+                   w->send(handler(req));
+                 }));
 }
 
 AsyncHandler offload(std::shared_ptr<FairPool> pool, BlockingWork work) {

@@ -14,32 +14,32 @@ struct Request;
 class SignedLinks;
 
 struct HttpServerOptions {
-  unsigned threads = 0;                                 // io threads; 0 = one per core
-  std::string thread_name = "api";                      // what ps -L calls them
-  std::uint64_t body_limit = 100ull * 1024 * 1024;      // bytes; RouteOptions::body_limit overrides
-  std::uint32_t header_limit = 64 * 1024;               // bytes of request line + header fields
-  std::chrono::milliseconds header_timeout{10'000};     // first byte → end of headers (new connection: accept → end)
-  std::chrono::milliseconds idle_timeout{30'000};       // keep-alive: wait for the next request's first byte
-  std::chrono::milliseconds body_timeout{30'000};       // longest silence while reading a body
-  std::chrono::milliseconds write_timeout{30'000};      // longest single write (client not reading)
-  std::chrono::milliseconds linger_timeout{2'000};      // draining unread input after an error, before close
-  std::chrono::milliseconds shutdown_grace{10'000};     // stop(): in-flight requests may finish within this
-  std::size_t max_connections = 10'000;                 // open at once, takeovers included; then the
-                                                        // oldest idle one makes room, or 503 (connection_table.hpp)
-  std::size_t max_connections_per_address = 8'192;      // the same per client address (IPv6: /64), or 429
-  std::size_t stream_queue_limit = 8 * 1024 * 1024;     // bytes queued by a streaming handler before the
-                                                        // connection is dropped as too slow
-  std::string api_key;                                  // Bearer key; empty = every non-public route is 401
-  std::string admin_key;                                // Bearer key of RouteOptions::admin routes (and only
-                                                        // of those); empty = every admin route is 401
-  std::vector<std::string> cors_origins{"*"};           // allowed Origin values; "*" = any
-  std::string spool_dir = "/var/tmp";                   // O_TMPFILE home for RouteOptions::spool_body
+  unsigned threads = 0;                              // io threads; 0 = one per core
+  std::string thread_name = "api";                   // what ps -L calls them
+  std::uint64_t body_limit = 100ull * 1024 * 1024;   // bytes; RouteOptions::body_limit overrides
+  std::uint32_t header_limit = 64 * 1024;            // bytes of request line + header fields
+  std::chrono::milliseconds header_timeout{10'000};  // first byte → end of headers (new connection: accept → end)
+  std::chrono::milliseconds idle_timeout{30'000};    // keep-alive: wait for the next request's first byte
+  std::chrono::milliseconds body_timeout{30'000};    // longest silence while reading a body
+  std::chrono::milliseconds write_timeout{30'000};   // longest single write (client not reading)
+  std::chrono::milliseconds linger_timeout{2'000};   // draining unread input after an error, before close
+  std::chrono::milliseconds shutdown_grace{10'000};  // stop(): in-flight requests may finish within this
+  std::size_t max_connections = 10'000;              // open at once, takeovers included; then the
+                                                     // oldest idle one makes room, or 503 (connection_table.hpp)
+  std::size_t max_connections_per_address = 8'192;   // the same per client address (IPv6: /64), or 429
+  std::size_t stream_queue_limit = 8 * 1024 * 1024;  // bytes queued by a streaming handler before the
+                                                     // connection is dropped as too slow
+  std::string api_key;                               // Bearer key; empty = every non-public route is 401
+  std::string admin_key;                             // Bearer key of RouteOptions::admin routes (and only
+                                                     // of those); empty = every admin route is 401
+  std::vector<std::string> cors_origins{"*"};        // allowed Origin values; "*" = any
+  std::string spool_dir = "/var/tmp";                // O_TMPFILE home for RouteOptions::spool_body
   // When set, the spool directory of this request (its head is complete): the daemon spools
   // each account's uploads in its own volume, charged to its quota. May throw HttpError.
   std::function<std::string(const Request&)> spool_dir_for;
-  std::string node_name;                                // a cluster node's name: X-Agentbox-Node on every
-                                                        // answer (which node nginx chose); empty: none
-  std::shared_ptr<const SignedLinks> links;             // checks RouteOptions::signed_link tokens; none: refused
+  std::string node_name;                     // a cluster node's name: X-Agentbox-Node on every
+                                             // answer (which node nginx chose); empty: none
+  std::shared_ptr<const SignedLinks> links;  // checks RouteOptions::signed_link tokens; none: refused
 };
 
 }  // namespace agentbox::http

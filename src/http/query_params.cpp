@@ -24,26 +24,22 @@ std::string required_query(const Request& req, std::string_view name) {
   return *value;
 }
 
-std::optional<int64_t> query_int(const Request& req, std::string_view name, int64_t min,
-                                 int64_t max) {
+std::optional<int64_t> query_int(const Request& req, std::string_view name, int64_t min, int64_t max) {
   auto text = req.query_param(name);
   if (!text) return std::nullopt;
   int64_t v = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
   std::string want = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
-  if (ec != std::errc() || end != text->data() + text->size() || v < min || v > max)
-    invalid(name, want);
+  if (ec != std::errc() || end != text->data() + text->size() || v < min || v > max) invalid(name, want);
   return v;
 }
 
-std::optional<double> query_number(const Request& req, std::string_view name, double min,
-                                   double max) {
+std::optional<double> query_number(const Request& req, std::string_view name, double min, double max) {
   auto text = req.query_param(name);
   if (!text) return std::nullopt;
   double v = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
-  if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(v) || v < min ||
-      v > max)
+  if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(v) || v < min || v > max)
     invalid(name, "a number from " + std::to_string(static_cast<int64_t>(min)) + " to " +
                       std::to_string(static_cast<int64_t>(max)));
   return v;

@@ -37,8 +37,7 @@ std::optional<std::string_view> Request::header(std::string_view name) const {
 bool is_null_value(std::string_view value) {
   constexpr std::string_view kNull = "null";
   return value.size() == kNull.size() &&
-         std::equal(value.begin(), value.end(), kNull.begin(),
-                    [](char a, char b) { return (a | 0x20) == b; });
+         std::equal(value.begin(), value.end(), kNull.begin(), [](char a, char b) { return (a | 0x20) == b; });
 }
 
 std::optional<ParsedTarget> parse_target(std::string_view target) {

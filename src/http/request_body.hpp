@@ -20,10 +20,10 @@ namespace agentbox::http {
 
 struct RequestBody {
   struct value_type {
-    std::string memory;     // when file is not set
-    UniqueFd file;          // set before reading: the body is appended here instead
-    std::uint64_t size = 0; // bytes received
-    int write_errno = 0;    // set when writing to file failed (a server fault, not the client's)
+    std::string memory;      // when file is not set
+    UniqueFd file;           // set before reading: the body is appended here instead
+    std::uint64_t size = 0;  // bytes received
+    int write_errno = 0;     // set when writing to file failed (a server fault, not the client's)
   };
 
   class reader {

@@ -38,9 +38,7 @@ bool ResponseWriter::send(Response response) {
   return true;
 }
 
-bool ResponseWriter::fail(std::exception_ptr error) {
-  return send(errors_(error, context_));
-}
+bool ResponseWriter::fail(std::exception_ptr error) { return send(errors_(error, context_)); }
 
 bool ResponseWriter::send_file(Response head, UniqueFd fd, std::uint64_t offset, std::uint64_t length) {
   if (!advance(State::fresh, State::done)) return false;

@@ -39,8 +39,7 @@ std::vector<std::string> split_pattern(const std::string& pattern) {
     bool braces = s.find_first_of("{}") != std::string::npos;
     if (braces && (!is_param(s) || param_name(s).empty()))
       throw std::invalid_argument("route pattern segment must be a whole {name}: " + pattern);
-    if (is_param(s) && s.find(':') != std::string::npos &&
-        (!is_tail_param(s) || i + 1 != out.size()))
+    if (is_param(s) && s.find(':') != std::string::npos && (!is_tail_param(s) || i + 1 != out.size()))
       throw std::invalid_argument("{name:path} must be the last segment: " + pattern);
   }
   return out;
@@ -74,13 +73,11 @@ Router& Router::add(http::verb method, std::string pattern, Handler handler, Rou
   return add_route(method, std::move(pattern), std::move(handler), options);
 }
 
-Router& Router::add_async(http::verb method, std::string pattern, AsyncHandler handler,
-                          RouteOptions options) {
+Router& Router::add_async(http::verb method, std::string pattern, AsyncHandler handler, RouteOptions options) {
   return add_route(method, std::move(pattern), std::move(handler), options);
 }
 
-Router& Router::add_takeover(http::verb method, std::string pattern, TakeoverHandler handler,
-                             RouteOptions options) {
+Router& Router::add_takeover(http::verb method, std::string pattern, TakeoverHandler handler, RouteOptions options) {
   return add_route(method, std::move(pattern), std::move(handler), options);
 }
 
@@ -111,8 +108,7 @@ RouteMatch Router::match(http::verb method, const std::vector<std::string>& segm
     if (std::find(result.allowed.begin(), result.allowed.end(), route.method) == result.allowed.end())
       result.allowed.push_back(route.method);
   }
-  result.kind = result.allowed.empty() ? RouteMatch::Kind::not_found
-                                       : RouteMatch::Kind::method_not_allowed;
+  result.kind = result.allowed.empty() ? RouteMatch::Kind::not_found : RouteMatch::Kind::method_not_allowed;
   return result;
 }
 

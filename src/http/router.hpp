@@ -49,7 +49,7 @@ struct Takeover {
 using TakeoverHandler = std::function<void(Takeover)>;
 
 struct RouteOptions {
-  bool is_public = false;                  // no API key needed (/health, /api/config, /openapi.json)
+  bool is_public = false;  // no API key needed (/health, /api/config, /openapi.json)
   // An operator's route: only the admin key is accepted (the API key gets 403, no key 401), and
   // the admin key opens no other route. Exactly the routes under /admin/ are admin routes
   // (Router::add checks), so a route's path says who may call it.
@@ -60,8 +60,8 @@ struct RouteOptions {
   // A request without the key passes with a `token` query that signs its `user_id` and `path`
   // queries (http/signed_links.hpp); it then acts as that user only.
   bool signed_link = false;
-  std::optional<std::uint64_t> body_limit; // bytes; overrides HttpServerOptions::body_limit
-  bool spool_body = false;                 // body goes to an unlinked temp file (Request::body_file)
+  std::optional<std::uint64_t> body_limit;  // bytes; overrides HttpServerOptions::body_limit
+  bool spool_body = false;                  // body goes to an unlinked temp file (Request::body_file)
 };
 
 struct Route {
@@ -83,10 +83,8 @@ class Router {
  public:
   // Throws std::invalid_argument on a malformed pattern (a programming error).
   Router& add(http::verb method, std::string pattern, Handler handler, RouteOptions options = {});
-  Router& add_async(http::verb method, std::string pattern, AsyncHandler handler,
-                    RouteOptions options = {});
-  Router& add_takeover(http::verb method, std::string pattern, TakeoverHandler handler,
-                       RouteOptions options = {});
+  Router& add_async(http::verb method, std::string pattern, AsyncHandler handler, RouteOptions options = {});
+  Router& add_takeover(http::verb method, std::string pattern, TakeoverHandler handler, RouteOptions options = {});
 
   // segments as parse_target() returns them (decoded).
   RouteMatch match(http::verb method, const std::vector<std::string>& segments) const;

@@ -11,8 +11,8 @@
 //   server.start();
 //   ...
 //   server.stop();  // stop accepting, let requests finish within the grace period, close the rest
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <cstdint>
 #include <map>
@@ -36,8 +36,8 @@ struct ServerContext;
 class HttpListener;
 
 struct ListenerInfo {
-  unsigned id = 0;          // for close_listener()
-  std::uint16_t port = 0;   // the bound port (useful with port 0)
+  unsigned id = 0;         // for close_listener()
+  std::uint16_t port = 0;  // the bound port (useful with port 0)
 };
 
 class HttpServer {
@@ -79,7 +79,7 @@ class HttpServer {
   std::unique_ptr<boost::asio::io_context> own_ioc_;  // unless the caller gave one
   boost::asio::io_context& ioc_;
   std::optional<LoopThreads> threads_;  // from start()
-  mutable std::mutex mu_;  // guards threads_, listeners_, next_id_, started_, stopped_
+  mutable std::mutex mu_;               // guards threads_, listeners_, next_id_, started_, stopped_
   std::map<unsigned, std::shared_ptr<HttpListener>> listeners_;  // after ioc_: destroyed first
   unsigned next_id_ = 1;
   bool started_ = false;

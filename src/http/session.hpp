@@ -102,11 +102,21 @@ class Session final : public AnySession, public std::enable_shared_from_this<Ses
   enum class Timeout { none, idle, header, body, write, linger };
 
   // Output: one response is a Full job, or a Head job followed by chunks or a file.
-  struct FullJob { http::response<http::string_body> msg; };
-  struct HeadJob { http::response<http::empty_body> msg; };
-  struct ChunkJob { std::string data; };
+  struct FullJob {
+    http::response<http::string_body> msg;
+  };
+  struct HeadJob {
+    http::response<http::empty_body> msg;
+  };
+  struct ChunkJob {
+    std::string data;
+  };
   struct LastChunkJob {};
-  struct FileJob { UniqueFd fd; std::uint64_t offset; std::uint64_t remaining; };
+  struct FileJob {
+    UniqueFd fd;
+    std::uint64_t offset;
+    std::uint64_t remaining;
+  };
   using OutJob = std::variant<FullJob, HeadJob, ChunkJob, LastChunkJob, FileJob>;
 
   // The request cycle.

@@ -60,7 +60,9 @@ Session<Stream>::Session(Stream socket, std::shared_ptr<ServerContext> ctx, std:
 }
 
 template <class Stream>
-Session<Stream>::~Session() { ctx_->sessions.remove(this); }
+Session<Stream>::~Session() {
+  ctx_->sessions.remove(this);
+}
 
 template <class Stream>
 void Session<Stream>::start() {
@@ -111,9 +113,7 @@ void Session<Stream>::do_wait_request() {
   else
     arm(Timeout::idle, Clock::now() + ctx_->options.idle_timeout);
   socket_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](error_code ec, std::size_t n) {
-                            self->on_wait_request(ec, n);
-                          });
+                          [self = shared_from_this()](error_code ec, std::size_t n) { self->on_wait_request(ec, n); });
 }
 
 template <class Stream>
@@ -134,12 +134,10 @@ void Session<Stream>::do_read_header() {
   header_parser_.emplace();
   header_parser_->header_limit(ctx_->options.header_limit);
   header_parser_->body_limit(boost::none);  // the route's limit is applied once it is known
-  arm(Timeout::header, first_request_ ? accepted_at_ + ctx_->options.header_timeout
-                                      : Clock::now() + ctx_->options.header_timeout);
+  arm(Timeout::header,
+      first_request_ ? accepted_at_ + ctx_->options.header_timeout : Clock::now() + ctx_->options.header_timeout);
   http::async_read_header(socket_, buffer_, *header_parser_,
-                          [self = shared_from_this()](error_code ec, std::size_t) {
-                            self->on_read_header(ec);
-                          });
+                          [self = shared_from_this()](error_code ec, std::size_t) { self->on_read_header(ec); });
 }
 
 template <class Stream>
@@ -250,7 +248,7 @@ void Session<Stream>::do_send_continue() {
   state_ = State::reading_body;
   arm(Timeout::write, Clock::now() + ctx_->options.write_timeout);
   asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
-                   [self = shared_from_this()](error_code ec, std::size_t) { self->on_send_continue(ec); });
+                    [self = shared_from_this()](error_code ec, std::size_t) { self->on_send_continue(ec); });
 }
 
 template <class Stream>
@@ -340,7 +338,8 @@ void Session<Stream>::hand_over(const TakeoverHandler& handler, bool key_accepte
     http_logger()->info("{} \"{}\" taken over by its handler", remote_, context());
     slot_.on_evict(nullptr);  // busy from here on; a handler that waits may set its own
     Takeover t{std::move(request_), std::make_unique<Takeover::Parser>(std::move(*header_parser_)),
-               std::move(socket_), std::move(buffer_), key_accepted, std::move(slot_)};
+               std::move(socket_),  std::move(buffer_),
+               key_accepted,        std::move(slot_)};
     header_parser_.reset();
     auto keep = std::move(hold_);
     try {
@@ -396,9 +395,8 @@ void Session<Stream>::do_linger() {
   linger_bytes_ = 0;
   if (io_buffer_.size() < kIoBufferSize) io_buffer_.resize(kIoBufferSize);
   arm(Timeout::linger, Clock::now() + ctx_->options.linger_timeout);
-  socket_.async_read_some(asio::buffer(io_buffer_), [self = shared_from_this()](error_code ec, std::size_t n) {
-    self->on_linger(ec, n);
-  });
+  socket_.async_read_some(asio::buffer(io_buffer_),
+                          [self = shared_from_this()](error_code ec, std::size_t n) { self->on_linger(ec, n); });
 }
 
 template <class Stream>
@@ -406,9 +404,8 @@ void Session<Stream>::on_linger(error_code ec, std::size_t n) {
   if (state_ == State::closed) return;
   linger_bytes_ += n;
   if (ec || linger_bytes_ > kMaxLingerBytes) return do_close();
-  socket_.async_read_some(asio::buffer(io_buffer_), [self = shared_from_this()](error_code ec2, std::size_t n2) {
-    self->on_linger(ec2, n2);
-  });
+  socket_.async_read_some(asio::buffer(io_buffer_),
+                          [self = shared_from_this()](error_code ec2, std::size_t n2) { self->on_linger(ec2, n2); });
 }
 
 template <class Stream>
@@ -458,6 +455,8 @@ void Session<Stream>::on_timer(std::uint64_t generation) {
 }
 
 template <class Stream>
-std::string Session<Stream>::context() const { return method_ + " " + request_.path; }
+std::string Session<Stream>::context() const {
+  return method_ + " " + request_.path;
+}
 
 }  // namespace agentbox::http

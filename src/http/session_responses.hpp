@@ -117,8 +117,7 @@ void Session<Stream>::post_chunked_end() {
 
 template <class Stream>
 void Session<Stream>::post_file(Response head, UniqueFd fd, std::uint64_t offset, std::uint64_t length) {
-  asio::post(strand_, [self = shared_from_this(), r = std::move(head), fd = std::move(fd), offset,
-                      length]() mutable {
+  asio::post(strand_, [self = shared_from_this(), r = std::move(head), fd = std::move(fd), offset, length]() mutable {
     if (self->state_ != State::handling || !self->async_pending_ || self->response_started_) return;
     auto msg = self->template make_message<http::empty_body>(r);
     msg.content_length(length);

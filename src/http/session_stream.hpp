@@ -30,8 +30,7 @@ struct SessionStream<boost::asio::ip::tcp::socket> {
   // authority, Request::local_address), and no Nagle delay (small JSON answers).
   static void prepare(tcp::socket& s, std::string& remote, std::string& local) {
     boost::system::error_code ec;
-    if (auto peer = s.remote_endpoint(ec); !ec)
-      remote = peer.address().to_string() + ":" + std::to_string(peer.port());
+    if (auto peer = s.remote_endpoint(ec); !ec) remote = peer.address().to_string() + ":" + std::to_string(peer.port());
     if (auto at = s.local_endpoint(ec); !ec) local = url_authority(at);
     s.set_option(tcp::no_delay(true), ec);
   }

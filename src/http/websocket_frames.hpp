@@ -46,7 +46,7 @@ class WebSocketFrames {
   std::size_t queued_bytes() const;  // payload bytes queued, not sent yet
   bool close_sent() const;
   bool close_received() const;
-  bool read_enabled() const;  // false after a close frame, a protocol error, a too big message
+  bool read_enabled() const;                     // false after a close frame, a protocol error, a too big message
   bool peer_gone() const { return peer_gone_; }  // recv saw the end of the connection or failed
 
  private:

@@ -4,10 +4,8 @@
 
 namespace agentbox::moves {
 
-
 nlohmann::json records_json(const MovedRecords& r) {
-  nlohmann::json processes = nlohmann::json::array(), chats = nlohmann::json::array(),
-                 tokens = nlohmann::json::array();
+  nlohmann::json processes = nlohmann::json::array(), chats = nlohmann::json::array(), tokens = nlohmann::json::array();
   for (const ProcessRecord& p : r.processes)
     processes.push_back({{"id", p.id},
                          {"command", p.command},
@@ -43,8 +41,8 @@ MovedRecords records_from_json(const nlohmann::json& v) {
       r.processes.push_back(std::move(rec));
     }
     for (const auto& c : v.at("chats"))
-      r.chats.push_back({c.at("chat_id").get<std::string>(), c.at("session_id").get<std::string>(),
-                         c.at("updated").get<int64_t>()});
+      r.chats.push_back(
+          {c.at("chat_id").get<std::string>(), c.at("session_id").get<std::string>(), c.at("updated").get<int64_t>()});
     for (const auto& t : v.at("tokens")) {
       DailyTokens d;
       d.day = t.at("day").get<std::string>();

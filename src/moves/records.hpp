@@ -9,7 +9,6 @@
 
 namespace agentbox::moves {
 
-
 nlohmann::json records_json(const MovedRecords& records);
 // Throws Error naming what is missing or of the wrong type.
 MovedRecords records_from_json(const nlohmann::json& value);

@@ -71,9 +71,10 @@ Restored restore_one(RestoreAllContext& c, int mirror_root, const backup::Mirror
   r.stats = backup::mirror_tree(saved_home.get(), staging.get(), backup::utc_date(std::chrono::system_clock::now()),
                                 {.skip_temporaries = true});
   if (r.stats.errors > 0)
-    throw Error(fmt::format("{} entries could not be copied (the first: {}); nothing is in place, the user stays "
-                            "refused until a run succeeds",
-                            r.stats.errors, r.stats.error_messages.empty() ? "" : r.stats.error_messages.front()));
+    throw Error(
+        fmt::format("{} entries could not be copied (the first: {}); nothing is in place, the user stays "
+                    "refused until a run succeeds",
+                    r.stats.errors, r.stats.error_messages.empty() ? "" : r.stats.error_messages.front()));
   const std::string staged = v.root + "/" + kStaging + "/" + std::string(backup::kHomeDir);
   reown_tree(staged, r.account.uid, r.account.gid);
   check(::chmod(staged.c_str(), 0700), "chmod(" + staged + ")");  // the home's mode is the daemon's
@@ -94,8 +95,9 @@ nlohmann::json user_of(const backup::MirroredAccount& m) {
 
 RestoreStep plan_restore(const backup::MirroredAccount& m, const RestoreFacts& f) {
   if (!m.record)
-    return {RestoreStep::fail, "no readable account.json, so whose home this is is not known (mirrored by an older "
-                               "agentbox, or damaged): make the account and `backup restore` it by hand"};
+    return {RestoreStep::fail,
+            "no readable account.json, so whose home this is is not known (mirrored by an older "
+            "agentbox, or damaged): make the account and `backup restore` it by hand"};
   if (m.record->name != m.dir)
     return {RestoreStep::fail, "its account.json names another account (" + m.record->name + ")"};
   if (f.resuming) return {RestoreStep::restore, ""};

@@ -53,8 +53,8 @@ struct RestoreAllContext {
   accounts::AccountDirectory& callers;
   backup::MirrorService& mirror;
   accounts::RestoreGate& gate;
-  const accounts::PlacementGuard* placement = nullptr;           // a cluster node's; null otherwise
-  std::function<void(std::string_view user)> moves;    // throws for a user moved or being moved; may be empty
+  const accounts::PlacementGuard* placement = nullptr;  // a cluster node's; null otherwise
+  std::function<void(std::string_view user)> moves;     // throws for a user moved or being moved; may be empty
 };
 
 // Runs the restore; answers {"restored": [{"user", "name", "uid", "files", "bytes", "resumed"}],

@@ -1,8 +1,8 @@
 #include "moves/transfer.hpp"
 
-#include <signal.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -223,7 +223,12 @@ class TarWriter : public TarChild {
     // anyone's here): root's until reown_tree gives them the account's. Modes and times as
     // sent; GNU tar refuses members with "..", strips leading "/", and makes links pointing
     // outward only after every file is written, so nothing lands outside dir.
-    return {"tar", "--extract", "--file=-", "--directory=" + dir, "--no-same-owner", "--preserve-permissions",
+    return {"tar",
+            "--extract",
+            "--file=-",
+            "--directory=" + dir,
+            "--no-same-owner",
+            "--preserve-permissions",
             "--delay-directory-restore"};
   }
   UniqueFd write_end_;
@@ -317,7 +322,7 @@ nlohmann::json post_admin(const NodeEndpoint& to, const std::string& target) {
 void receive_archive(Takeover& upload, const std::string& dir) {
   TarWriter tar(dir);
   Takeover::Parser& parser = *upload.parser;
-  parser.body_limit(boost::none);  // as big as a volume: bounded by the disk it lands on
+  parser.body_limit(boost::none);    // as big as a volume: bounded by the disk it lands on
   upload.socket.non_blocking(true);  // a read that would wait returns, to wait here with a deadline
   std::vector<char> buf(kChunk);
   bool tar_reads = true;

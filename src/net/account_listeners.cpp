@@ -14,10 +14,13 @@ using tcp = asio::ip::tcp;
 
 struct AccountListeners::Listener {
   Listener(asio::io_context& io, std::shared_ptr<BoxAccount> who, std::shared_ptr<const OnConnection> on_connection)
-      : io(io), acceptor(asio::make_strand(io)), backoff(acceptor.get_executor()), who(std::move(who)),
+      : io(io),
+        acceptor(asio::make_strand(io)),
+        backoff(acceptor.get_executor()),
+        who(std::move(who)),
         on_connection(std::move(on_connection)) {}
   asio::io_context& io;
-  tcp::acceptor acceptor;    // on a strand: stop() never races the loop
+  tcp::acceptor acceptor;      // on a strand: stop() never races the loop
   asio::steady_timer backoff;  // after a failed accept (EMFILE): no busy loop
   std::shared_ptr<BoxAccount> who;
   std::shared_ptr<const OnConnection> on_connection;
@@ -48,17 +51,18 @@ void AccountListeners::serve(UniqueFd listener_fd, const std::string& account, c
 
 void AccountListeners::do_accept(std::shared_ptr<Listener> listener) {
   // Each connection gets a strand of its own: its session's handlers never run concurrently.
-  listener->acceptor.async_accept(asio::make_strand(listener->io), [listener](boost::system::error_code ec, tcp::socket s) {
-    if (ec == asio::error::operation_aborted || !listener->acceptor.is_open()) return;
-    if (!ec) {
-      (*listener->on_connection)(std::move(s), listener->who);
-      return do_accept(listener);
-    }
-    // Other errors (EMFILE, a reset before accept) end one connection, never the listener; a
-    // short pause keeps a lack of descriptors from spinning the thread.
-    listener->backoff.expires_after(std::chrono::milliseconds(50));
-    listener->backoff.async_wait([listener](boost::system::error_code) { do_accept(listener); });
-  });
+  listener->acceptor.async_accept(
+      asio::make_strand(listener->io), [listener](boost::system::error_code ec, tcp::socket s) {
+        if (ec == asio::error::operation_aborted || !listener->acceptor.is_open()) return;
+        if (!ec) {
+          (*listener->on_connection)(std::move(s), listener->who);
+          return do_accept(listener);
+        }
+        // Other errors (EMFILE, a reset before accept) end one connection, never the listener; a
+        // short pause keeps a lack of descriptors from spinning the thread.
+        listener->backoff.expires_after(std::chrono::milliseconds(50));
+        listener->backoff.async_wait([listener](boost::system::error_code) { do_accept(listener); });
+      });
 }
 
 void AccountListeners::close(const std::shared_ptr<Listener>& listener) {

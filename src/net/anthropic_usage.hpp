@@ -21,8 +21,8 @@ using agentbox::TokenCounts;
 
 class UsageMeter {
  public:
-  static constexpr size_t kLineLimit = 1 << 20;   // a longer SSE line is skipped (usage lines are small)
-  static constexpr size_t kJsonLimit = 8 << 20;   // a longer JSON body is not read for usage
+  static constexpr size_t kLineLimit = 1 << 20;  // a longer SSE line is skipped (usage lines are small)
+  static constexpr size_t kJsonLimit = 8 << 20;  // a longer JSON body is not read for usage
 
   // content_type: the answer's Content-Type field.
   explicit UsageMeter(std::string_view content_type);
@@ -38,8 +38,8 @@ class UsageMeter {
   void read_usage(const nlohmann::json& usage);
 
   Mode mode_ = Mode::none;
-  std::string pending_;   // an SSE line not yet ended, or the JSON body so far
-  bool skipping_ = false; // the current SSE line outgrew kLineLimit
+  std::string pending_;    // an SSE line not yet ended, or the JSON body so far
+  bool skipping_ = false;  // the current SSE line outgrew kLineLimit
   TokenCounts counts_;
 };
 

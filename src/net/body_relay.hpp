@@ -63,8 +63,13 @@ class RelayMessageOp {
 
   RelayMessageOp(From& from, FromBuffer& from_buffer, Parser& parser, To& to, Serializer& serializer,
                  RelayOptions options, Watch watch)
-      : from_(from), from_buffer_(from_buffer), parser_(parser), to_(to), serializer_(serializer),
-        options_(options), watch_(std::move(watch)) {}
+      : from_(from),
+        from_buffer_(from_buffer),
+        parser_(parser),
+        to_(to),
+        serializer_(serializer),
+        options_(options),
+        watch_(std::move(watch)) {}
 
   template <class Self>
   void operator()(Self& self, boost::system::error_code ec = {}, std::size_t = 0) {
@@ -103,8 +108,7 @@ class RelayMessageOp {
         if (ec) return self.complete({ec, RelayStep::write, bytes_});
         if (parser_.is_done() && serializer_.is_done()) return self.complete({{}, RelayStep::write, bytes_});
         return next(self);
-      case State::writing_head:
-        return self.complete({ec, RelayStep::write, bytes_});
+      case State::writing_head: return self.complete({ec, RelayStep::write, bytes_});
     }
   }
 
@@ -163,8 +167,8 @@ void async_relay_message(From& from, FromBuffer& from_buffer,
                          boost::beast::http::serializer<isRequest, boost::beast::http::buffer_body>& serializer,
                          RelayOptions options, Watch watch, Done&& done) {
   using Op = detail::RelayMessageOp<From, FromBuffer, To, isRequest, Watch>;
-  boost::asio::async_compose<Done, void(RelayEnd)>(Op(from, from_buffer, parser, to, serializer, options, std::move(watch)),
-                                                   done, from, to);
+  boost::asio::async_compose<Done, void(RelayEnd)>(
+      Op(from, from_buffer, parser, to, serializer, options, std::move(watch)), done, from, to);
 }
 
 }  // namespace agentbox::net

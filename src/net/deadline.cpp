@@ -35,7 +35,7 @@ void Deadline::arm(Clock::time_point at) {
 
 void Deadline::on_timer() {
   waiting_for_ = Clock::time_point::max();
-  if (deadline_ == Clock::time_point::max()) return;  // no deadline now: wait for the next one
+  if (deadline_ == Clock::time_point::max()) return;    // no deadline now: wait for the next one
   if (Clock::now() < deadline_) return arm(deadline_);  // moved later meanwhile
   expired_ = true;
   if (on_expiry_) on_expiry_();

@@ -23,10 +23,15 @@ namespace {
 // The steps of a listener, each a plain syscall (the forked child may call nothing else).
 // Returns 0, or the failed step's index with errno set.
 enum Step { kOk, kUserns, kNetns, kSocket, kReuse, kFreebind, kBind, kListen, kSend, kSteps };
-constexpr const char* kStepNames[kSteps] = {
-    "", "setns(the user namespace owning the box's network)", "setns(the box's network namespace)", "socket(AF_INET)",
-    "setsockopt(SO_REUSEADDR)", "setsockopt(IP_FREEBIND)", "bind(127.0.0.1 in the box's namespace)",
-    "listen(egress proxy)", "sendmsg(the listener)"};
+constexpr const char* kStepNames[kSteps] = {"",
+                                            "setns(the user namespace owning the box's network)",
+                                            "setns(the box's network namespace)",
+                                            "socket(AF_INET)",
+                                            "setsockopt(SO_REUSEADDR)",
+                                            "setsockopt(IP_FREEBIND)",
+                                            "bind(127.0.0.1 in the box's namespace)",
+                                            "listen(egress proxy)",
+                                            "sendmsg(the listener)"};
 
 Step bind_loopback(int fd, uint16_t port) {
   int one = 1;
@@ -48,7 +53,8 @@ Error step_error(Step step, int err, uint16_t port) {
 }
 
 bool same_namespace(int a, int b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 

@@ -1,8 +1,8 @@
 #include "net/egress_policy.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
-#include <fmt/format.h>
 
 #include "util/error.hpp"
 
@@ -62,9 +62,7 @@ std::optional<std::string> normalize_host(std::string_view host) {
 }
 
 HostRule HostRule::parse(std::string_view text) {
-  auto bad = [&](std::string_view why) {
-    return Error(fmt::format("\"{}\" is not a host rule: {}", text, why));
-  };
+  auto bad = [&](std::string_view why) { return Error(fmt::format("\"{}\" is not a host rule: {}", text, why)); };
   HostRule rule;
   std::string_view host = text;
   std::string_view port_text;
@@ -137,11 +135,14 @@ std::string describe_for_box(const EgressPolicy& policy) {
     for (const HostRule& r : rules) out += (out.empty() ? "" : ", ") + r.to_string();
     return out;
   };
-  std::string text = "only these hosts, through the proxy already set in HTTP_PROXY/HTTPS_PROXY (git, npm, pip "
-                     "and curl use it): " + list(policy.allow);
+  std::string text =
+      "only these hosts, through the proxy already set in HTTP_PROXY/HTTPS_PROXY (git, npm, pip "
+      "and curl use it): " +
+      list(policy.allow);
   if (!policy.deny.empty()) text += "; never " + list(policy.deny);
-  return text + ". Anything else is refused with a 403 that says why; private and local addresses are "
-                "refused too.";
+  return text +
+         ". Anything else is refused with a 403 that says why; private and local addresses are "
+         "refused too.";
 }
 
 Verdict check_name(const EgressPolicy& policy, std::string_view host, uint16_t port) {
@@ -167,8 +168,7 @@ Verdict check_address(const EgressPolicy& policy, std::string_view host, uint16_
       return {true, "allowed by allow_addresses \"" + range.to_string() + "\""};
   std::string target = address.unmapped().to_string();
   std::string what = target == host ? " is " : " resolves to " + target + ", ";
-  return {false, "agentbox: " + where(host, port) + what + std::string(describe(kind)) +
-                     " this sandbox may not reach"};
+  return {false, "agentbox: " + where(host, port) + what + std::string(describe(kind)) + " this sandbox may not reach"};
 }
 
 }  // namespace agentbox::net

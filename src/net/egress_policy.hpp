@@ -26,7 +26,7 @@ struct HostRule {
   std::string pattern;           // lower case, no trailing dot; an IP literal in canonical form
   std::optional<uint16_t> port;  // none: every port
 
-  static HostRule parse(std::string_view text);  // throws Error naming the text
+  static HostRule parse(std::string_view text);              // throws Error naming the text
   bool matches(std::string_view host, uint16_t port) const;  // host as normalize_host returns it
   std::string to_string() const;
 };

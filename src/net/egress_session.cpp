@@ -129,7 +129,8 @@ void EgressSession::start() {
   if (who_->open > cap)
     return answer(http::status::too_many_requests,
                   fmt::format("agentbox: this sandbox may have {} connection{} open through its proxy at once; "
-                              "close some and retry", cap, cap == 1 ? "" : "s"));
+                              "close some and retry",
+                              cap, cap == 1 ? "" : "s"));
   do_read_head();
 }
 
@@ -154,9 +155,9 @@ void EgressSession::on_read_head(error_code ec) {
   // A head that takes too long is cut off: its deadline has closed the socket already.
   if (timed_out(ec, client_deadline_) || is_quiet_end(ec)) return close();
   if (ec == http::error::header_limit)
-    return answer(http::status::request_header_fields_too_large,
-                  "agentbox: the request head is larger than " + std::to_string(context_->limits().header_limit) +
-                      " bytes");
+    return answer(
+        http::status::request_header_fields_too_large,
+        "agentbox: the request head is larger than " + std::to_string(context_->limits().header_limit) + " bytes");
   if (ec) return answer(http::status::bad_request, "agentbox: malformed request (" + ec.message() + ")");
   client_deadline_.expires_never();
   try {
@@ -217,12 +218,12 @@ void EgressSession::do_resolve() {
   if (std::optional<IpAddress> literal = IpAddress::parse(target_.host))
     return on_resolve({}, {endpoint_of(*literal, target_.port)});
   // Off the loop, fairly between accounts; the answer comes back to this session's strand.
-  context_->resolver().resolve(who_->account, target_.host, target_.port,
-                               [self = shared_from_this()](error_code ec, std::vector<tcp::endpoint> found) {
-                                 asio::post(self->client_.get_executor(), [self, ec, found = std::move(found)]() mutable {
-                                   self->on_resolve(ec, std::move(found));
-                                 });
-                               });
+  context_->resolver().resolve(
+      who_->account, target_.host, target_.port,
+      [self = shared_from_this()](error_code ec, std::vector<tcp::endpoint> found) {
+        asio::post(self->client_.get_executor(),
+                   [self, ec, found = std::move(found)]() mutable { self->on_resolve(ec, std::move(found)); });
+      });
 }
 
 void EgressSession::on_resolve(error_code ec, std::vector<tcp::endpoint> found) {
@@ -251,8 +252,10 @@ void EgressSession::on_resolve(error_code ec, std::vector<tcp::endpoint> found) 
 void EgressSession::do_connect(std::vector<tcp::endpoint> allowed) {
   if (!context_->take_connect_token(who_->account)) {
     const uint32_t rate = context_->limits().connect_rate;
-    std::string why = fmt::format("agentbox: this sandbox may open {} new connection{} a second through its proxy "
-                                  "(connect_rate); wait a moment and retry", rate, rate == 1 ? "" : "s");
+    std::string why = fmt::format(
+        "agentbox: this sandbox may open {} new connection{} a second through its proxy "
+        "(connect_rate); wait a moment and retry",
+        rate, rate == 1 ? "" : "s");
     record(false, why);
     return answer(http::status::too_many_requests, why, false, 1);
   }
@@ -286,8 +289,8 @@ void EgressSession::do_connect_next() {
 
 void EgressSession::on_connect(error_code ec, tcp::endpoint to) {
   if (timed_out(ec, upstream_deadline_)) {
-    std::string why = "agentbox: " + target_.authority() + " did not answer within " +
-                      seconds(context_->limits().connect_timeout);
+    std::string why =
+        "agentbox: " + target_.authority() + " did not answer within " + seconds(context_->limits().connect_timeout);
     record(true, allowed_by_ + "; " + why.substr(10));
     return answer(http::status::gateway_timeout, why);
   }
@@ -372,13 +375,14 @@ void EgressSession::do_relay_request() {
   };
   async_relay_message(client_, client_buffer_, *request_, upstream_, *request_out_, {.buffer = body_buffer()}, watch,
                       [self = shared_from_this()](RelayEnd end) {
-    self->bytes_up_ += end.bytes;
-    if (!end.ec) return self->on_request_sent();
-    if (end.failed == RelayStep::read) return self->close();
-    if (self->retried_on_new_connection(end.ec)) return;
-    self->answer(http::status::bad_gateway, "agentbox: " + self->target_.authority() +
-                                                " stopped taking the request (" + end.ec.message() + ")");
-  });
+                        self->bytes_up_ += end.bytes;
+                        if (!end.ec) return self->on_request_sent();
+                        if (end.failed == RelayStep::read) return self->close();
+                        if (self->retried_on_new_connection(end.ec)) return;
+                        self->answer(http::status::bad_gateway, "agentbox: " + self->target_.authority() +
+                                                                    " stopped taking the request (" + end.ec.message() +
+                                                                    ")");
+                      });
 }
 
 void EgressSession::on_request_sent() { do_read_response_head(); }
@@ -420,16 +424,18 @@ void EgressSession::do_relay_response() {
   auto watch = [this, idle = context_->limits().idle_timeout](RelayStep step, std::string_view) {
     (step == RelayStep::read ? upstream_deadline_ : client_deadline_).expires_after(idle);
   };
-  async_relay_message(upstream_, upstream_buffer_, *response_, client_, *response_out_, {.buffer = body_buffer()}, watch,
-                      [self = shared_from_this()](RelayEnd end) {
-    self->bytes_down_ += end.bytes;
-    if (!end.ec) return self->on_response_sent();
-    // The head is out: all that can be done is to cut the connection.
-    self->record(true, self->allowed_by_ + (end.failed == RelayStep::write ? "; the client left"
-                                                                          : "; the answer broke off: " + end.ec.message()),
-                 self->bytes_up_, self->bytes_down_);
-    self->close();
-  });
+  async_relay_message(upstream_, upstream_buffer_, *response_, client_, *response_out_, {.buffer = body_buffer()},
+                      watch, [self = shared_from_this()](RelayEnd end) {
+                        self->bytes_down_ += end.bytes;
+                        if (!end.ec) return self->on_response_sent();
+                        // The head is out: all that can be done is to cut the connection.
+                        self->record(true,
+                                     self->allowed_by_ + (end.failed == RelayStep::write
+                                                              ? "; the client left"
+                                                              : "; the answer broke off: " + end.ec.message()),
+                                     self->bytes_up_, self->bytes_down_);
+                        self->close();
+                      });
 }
 
 void EgressSession::on_response_sent() {

@@ -47,12 +47,12 @@
 namespace agentbox::net {
 
 struct EgressLimits {
-  std::chrono::milliseconds header_timeout{10'000};       // to send a request head
-  std::chrono::milliseconds connect_timeout{10'000};      // resolving and connecting; then 504
-  std::chrono::milliseconds idle_timeout{300'000};        // a forwarded request with no byte moving
+  std::chrono::milliseconds header_timeout{10'000};   // to send a request head
+  std::chrono::milliseconds connect_timeout{10'000};  // resolving and connecting; then 504
+  std::chrono::milliseconds idle_timeout{300'000};    // a forwarded request with no byte moving
   std::chrono::milliseconds tunnel_idle_timeout{3'600'000};
-  uint32_t header_limit = 32 * 1024;                      // bytes of a request head; then 431
-  size_t connections_per_account = 64;                    // open at once; then 429
+  uint32_t header_limit = 32 * 1024;    // bytes of a request head; then 431
+  size_t connections_per_account = 64;  // open at once; then 429
   // New connections to origins per account a second, after a burst of as many as it may hold
   // open (connections_per_account, or the rate if that is more); then 429. Each one the daemon
   // closes first stays in TIME_WAIT for a minute on a port of the host's toward its destination,
@@ -116,7 +116,7 @@ class EgressContext {
   mutable std::mutex mu_;  // guards config_ and host_addresses_
   std::shared_ptr<const EgressConfig> config_;
   std::shared_ptr<const HostAddresses> host_addresses_;
-  mutable std::mutex tokens_mu_;  // guards connect_tokens_
+  mutable std::mutex tokens_mu_;                                         // guards connect_tokens_
   mutable std::unordered_map<std::string, TokenBucket> connect_tokens_;  // by account; full ones forgotten
   const EgressLimits limits_;
   const DecisionSink sink_;

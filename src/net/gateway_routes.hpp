@@ -19,10 +19,10 @@
 namespace agentbox::net {
 
 struct GatewayRoute {
-  std::string_view method;                     // exactly, e.g. "POST"
-  std::string_view path;                       // exactly
-  std::array<std::string_view, 4> query;       // the names its query may hold (empty: unused)
-  bool spends_tokens;                          // a budget reserves its worst case before forwarding
+  std::string_view method;                // exactly, e.g. "POST"
+  std::string_view path;                  // exactly
+  std::array<std::string_view, 4> query;  // the names its query may hold (empty: unused)
+  bool spends_tokens;                     // a budget reserves its worst case before forwarding
 };
 
 // What the pinned CLI (2.1.197) sends to ANTHROPIC_BASE_URL, run in a box against

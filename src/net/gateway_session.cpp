@@ -94,8 +94,9 @@ void GatewaySession::do_read_head() {
 void GatewaySession::on_read_head(error_code ec) {
   if (ec == beast::error::timeout || is_quiet_end(ec)) return close();
   if (ec == http::error::header_limit)
-    return answer_error(http::status::request_header_fields_too_large,
-                        fmt::format("agentbox: the request head is larger than {} bytes", context_->options().header_limit));
+    return answer_error(
+        http::status::request_header_fields_too_large,
+        fmt::format("agentbox: the request head is larger than {} bytes", context_->options().header_limit));
   if (ec) return answer_error(http::status::bad_request, "agentbox: malformed request (" + ec.message() + ")");
   client_.expires_never();
   auto& req = request_->get();
@@ -177,12 +178,14 @@ void GatewaySession::on_held_body_read(error_code ec) {
     if (!context_->hold(who_->account, used)) {
       const bool alone = held_.size() + used > cap;
       std::string why =
-          alone ? fmt::format("agentbox: a request body of more than {} bytes is more than the model gateway holds to "
-                              "check it against the token budget ([inference] request_memory)",
-                              cap)
-                : fmt::format("agentbox: this sandbox's requests waiting for the token budget check may hold {} bytes "
-                              "at once ([inference] request_memory); try again when one has gone",
-                              cap);
+          alone ? fmt::format(
+                      "agentbox: a request body of more than {} bytes is more than the model gateway holds to "
+                      "check it against the token budget ([inference] request_memory)",
+                      cap)
+                : fmt::format(
+                      "agentbox: this sandbox's requests waiting for the token budget check may hold {} bytes "
+                      "at once ([inference] request_memory); try again when one has gone",
+                      cap);
       record(false, what_ + ": " + why.substr(10));
       release_held();
       return answer_error(alone ? http::status::payload_too_large : http::status::too_many_requests, why);
@@ -294,17 +297,16 @@ void GatewaySession::do_upstream() {
     plain_.emplace(client_.get_executor());
   }
   upstream_tcp().expires_after(o.connect_timeout);
-  context_->resolver().resolve(
-      who_->account, o.upstream.host, o.upstream.port,
-      [self = shared_from_this()](error_code ec, std::vector<tcp::endpoint> found) {
-        asio::post(self->client_.get_executor(), [self, ec, found = std::move(found)] {
-          if (ec) return self->upstream_failed(ec, "cannot resolve");
-          self->upstream_tcp().async_connect(found, [self](error_code ec, tcp::endpoint to) {
-            if (!ec) self->connected_to_ = to.address().to_string();
-            self->on_connected(ec);
-          });
-        });
-      });
+  context_->resolver().resolve(who_->account, o.upstream.host, o.upstream.port,
+                               [self = shared_from_this()](error_code ec, std::vector<tcp::endpoint> found) {
+                                 asio::post(self->client_.get_executor(), [self, ec, found = std::move(found)] {
+                                   if (ec) return self->upstream_failed(ec, "cannot resolve");
+                                   self->upstream_tcp().async_connect(found, [self](error_code ec, tcp::endpoint to) {
+                                     if (!ec) self->connected_to_ = to.address().to_string();
+                                     self->on_connected(ec);
+                                   });
+                                 });
+                               });
 }
 
 void GatewaySession::on_connected(error_code ec) {
@@ -340,11 +342,12 @@ void GatewaySession::do_relay_request() {
   with_upstream([&](auto& upstream) {
     async_relay_message(client_, client_buffer_, *request_, upstream, *request_out_, options, watch,
                         [self = shared_from_this()](RelayEnd end) {
-      if (!self->body_held_) self->bytes_up_ += end.bytes;  // a held body was counted as it was read
-      if (end.ec && end.failed == RelayStep::read) return self->close();
-      if (end.ec) return self->upstream_failed(end.ec, "lost the request to");
-      self->do_read_response_head();
-    });
+                          if (!self->body_held_)
+                            self->bytes_up_ += end.bytes;  // a held body was counted as it was read
+                          if (end.ec && end.failed == RelayStep::read) return self->close();
+                          if (end.ec) return self->upstream_failed(end.ec, "lost the request to");
+                          self->do_read_response_head();
+                        });
   });
 }
 
@@ -384,15 +387,16 @@ void GatewaySession::do_relay_response() {
   with_upstream([&](auto& upstream) {
     async_relay_message(upstream, upstream_buffer_, *response_, client_, *response_out_, options, watch,
                         [self = shared_from_this()](RelayEnd end) {
-      self->bytes_down_ += end.bytes;
-      if (!end.ec) return self->on_response_sent();
-      // The box went away mid-answer (an interrupted run), or the head is out and all that can
-      // be done is to cut the connection: what streamed so far still counts.
-      self->count(self->meter_->finish());
-      self->record(true, self->what_ + (end.failed == RelayStep::write ? ": the client left"
-                                                                      : ": the answer broke off: " + end.ec.message()));
-      self->close();
-    });
+                          self->bytes_down_ += end.bytes;
+                          if (!end.ec) return self->on_response_sent();
+                          // The box went away mid-answer (an interrupted run), or the head is out and all that can
+                          // be done is to cut the connection: what streamed so far still counts.
+                          self->count(self->meter_->finish());
+                          self->record(true, self->what_ + (end.failed == RelayStep::write
+                                                                ? ": the client left"
+                                                                : ": the answer broke off: " + end.ec.message()));
+                          self->close();
+                        });
   });
 }
 
@@ -413,11 +417,11 @@ void GatewaySession::on_response_sent() {
 
 void GatewaySession::upstream_failed(error_code ec, const std::string& doing) {
   const GatewayOptions& o = context_->options();
-  std::string why = ec == beast::error::timeout
-                        ? fmt::format("agentbox: the model upstream {} did not answer within {}", o.upstream.authority(),
-                                      seconds(request_out_ ? o.idle_timeout : o.connect_timeout))
-                        : fmt::format("agentbox: {} the model upstream {} ({})", doing, o.upstream.authority(),
-                                      ec.message());
+  std::string why =
+      ec == beast::error::timeout
+          ? fmt::format("agentbox: the model upstream {} did not answer within {}", o.upstream.authority(),
+                        seconds(request_out_ ? o.idle_timeout : o.connect_timeout))
+          : fmt::format("agentbox: {} the model upstream {} ({})", doing, o.upstream.authority(), ec.message());
   record(true, why.substr(10));
   drop_upstream();
   if (!response_out_) reservation_.reset();  // no answer: nothing to count
@@ -430,7 +434,8 @@ void GatewaySession::answer_error(http::status status, const std::string& messag
   auto res = std::make_shared<http::response<http::string_body>>(status, 11);
   res->set(http::field::content_type, "application/json");
   res->set(http::field::server, "agentbox");
-  res->body() = nlohmann::json{{"type", "error"}, {"error", {{"type", error_type(status)}, {"message", message}}}}.dump();
+  res->body() =
+      nlohmann::json{{"type", "error"}, {"error", {{"type", error_type(status)}, {"message", message}}}}.dump();
   res->keep_alive(keep_alive);
   res->prepare_payload();
   client_.expires_after(context_->options().header_timeout);

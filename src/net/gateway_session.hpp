@@ -86,7 +86,7 @@ class GatewaySession : public std::enable_shared_from_this<GatewaySession> {
   std::optional<boost::beast::http::request_serializer<boost::beast::http::buffer_body>> request_out_;
   std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> response_out_;
   std::optional<UsageMeter> meter_;
-  std::string held_;                           // the body held for a budget check
+  std::string held_;  // the body held for a budget check
   bool body_held_ = false;
   std::optional<TokenReservation> reservation_;  // its worst case, while in flight
   std::array<char, 64 * 1024> body_buffer_{};

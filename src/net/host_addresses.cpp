@@ -41,12 +41,13 @@ struct HostAddresses::Watch : std::enable_shared_from_this<Watch> {
 
   // Waits for the kernel's next address event; each wait's handler keeps this alive.
   void wait() {
-    socket.async_wait(asio::posix::stream_descriptor::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
-      if (ec) return;  // closed (~HostAddresses)
-      self->drain();
-      self->refresh();
-      self->wait();
-    });
+    socket.async_wait(asio::posix::stream_descriptor::wait_read,
+                      [self = shared_from_this()](boost::system::error_code ec) {
+                        if (ec) return;  // closed (~HostAddresses)
+                        self->drain();
+                        self->refresh();
+                        self->wait();
+                      });
   }
   // The messages only say that something changed: read them all, then read the addresses once.
   // ENOBUFS (events lost to a full socket) needs nothing more: the re-read sees the outcome.

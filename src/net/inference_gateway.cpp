@@ -57,8 +57,7 @@ void GatewayContext::unhold(const std::string& account, size_t bytes) {
 }
 
 InferenceGateway::InferenceGateway(asio::io_context& io, std::shared_ptr<GatewayContext> context)
-    : context_(context),
-      listeners_(io, [context](asio::ip::tcp::socket s, const std::shared_ptr<BoxAccount>& who) {
+    : context_(context), listeners_(io, [context](asio::ip::tcp::socket s, const std::shared_ptr<BoxAccount>& who) {
         std::make_shared<GatewaySession>(std::move(s), who, context)->start();
       }) {}
 

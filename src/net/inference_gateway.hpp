@@ -43,10 +43,10 @@ namespace agentbox::net {
 struct GatewayOptions {
   UpstreamUrl upstream;
   Credential credential;
-  std::optional<std::string> ca_file;  // trusted beside the system store (a private CA, tests)
-  uint64_t daily_tokens = 0;           // per account and UTC day; 0: no budget
-  uint64_t context_tokens = 1'000'000; // a request's input bound when its bytes are not one
-  size_t request_memory = 32 << 20;    // bytes of bodies held per account for a budget check
+  std::optional<std::string> ca_file;                 // trusted beside the system store (a private CA, tests)
+  uint64_t daily_tokens = 0;                          // per account and UTC day; 0: no budget
+  uint64_t context_tokens = 1'000'000;                // a request's input bound when its bytes are not one
+  size_t request_memory = 32 << 20;                   // bytes of bodies held per account for a budget check
   std::chrono::milliseconds header_timeout{30'000};   // for a request head, and between requests
   std::chrono::milliseconds connect_timeout{10'000};  // resolve + connect + TLS handshake; then 504
   std::chrono::milliseconds idle_timeout{600'000};    // no byte moving while a request or answer streams

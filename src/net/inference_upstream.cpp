@@ -34,8 +34,8 @@ UpstreamUrl UpstreamUrl::parse(std::string_view text) {
   if (!out.tls) {
     std::optional<IpAddress> ip = IpAddress::parse(out.host);
     if (!ip || classify(*ip) != AddressKind::loopback)
-      throw Error(fmt::format("\"{}\": plain http:// only to a loopback address (it would carry the credential in clear)",
-                              text));
+      throw Error(fmt::format(
+          "\"{}\": plain http:// only to a loopback address (it would carry the credential in clear)", text));
   }
   std::string path(url->encoded_path());
   while (!path.empty() && path.back() == '/') path.pop_back();

@@ -13,7 +13,7 @@ namespace agentbox::net {
 // only to a loopback address.
 struct UpstreamUrl {
   bool tls = true;
-  std::string host;       // as written: a name (verified against the certificate) or an IP literal
+  std::string host;  // as written: a name (verified against the certificate) or an IP literal
   uint16_t port = 443;
   std::string base_path;  // "" or "/prefix" without a trailing slash; requests are appended to it
 

@@ -2,10 +2,10 @@
 
 #include <arpa/inet.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <fmt/format.h>
 
 #include "util/error.hpp"
 
@@ -38,21 +38,21 @@ struct KindRange {
 const KindRange kV4Ranges[] = {
     {v4(0, 0, 0, 0), 32, AddressKind::unspecified},
     {v4(255, 255, 255, 255), 32, AddressKind::multicast},  // limited broadcast
-    {v4(0, 0, 0, 0), 8, AddressKind::private_net},          // "this network": never routed
+    {v4(0, 0, 0, 0), 8, AddressKind::private_net},         // "this network": never routed
     {v4(10, 0, 0, 0), 8, AddressKind::private_net},
     {v4(100, 64, 0, 0), 10, AddressKind::cgnat},
     {v4(127, 0, 0, 0), 8, AddressKind::loopback},
     {v4(169, 254, 0, 0), 16, AddressKind::link_local},
     {v4(172, 16, 0, 0), 12, AddressKind::private_net},
-    {v4(192, 0, 0, 0), 24, AddressKind::private_net},       // IETF protocol assignments
-    {v4(192, 0, 2, 0), 24, AddressKind::reserved},          // TEST-NET-1
-    {v4(192, 88, 99, 0), 24, AddressKind::reserved},        // 6to4 relay anycast (deprecated)
+    {v4(192, 0, 0, 0), 24, AddressKind::private_net},  // IETF protocol assignments
+    {v4(192, 0, 2, 0), 24, AddressKind::reserved},     // TEST-NET-1
+    {v4(192, 88, 99, 0), 24, AddressKind::reserved},   // 6to4 relay anycast (deprecated)
     {v4(192, 168, 0, 0), 16, AddressKind::private_net},
-    {v4(198, 18, 0, 0), 15, AddressKind::reserved},         // benchmarking, often internal
-    {v4(198, 51, 100, 0), 24, AddressKind::reserved},       // TEST-NET-2
-    {v4(203, 0, 113, 0), 24, AddressKind::reserved},        // TEST-NET-3
+    {v4(198, 18, 0, 0), 15, AddressKind::reserved},    // benchmarking, often internal
+    {v4(198, 51, 100, 0), 24, AddressKind::reserved},  // TEST-NET-2
+    {v4(203, 0, 113, 0), 24, AddressKind::reserved},   // TEST-NET-3
     {v4(224, 0, 0, 0), 4, AddressKind::multicast},
-    {v4(240, 0, 0, 0), 4, AddressKind::private_net},        // reserved: never routed
+    {v4(240, 0, 0, 0), 4, AddressKind::private_net},  // reserved: never routed
 };
 
 IpAddress v6(std::string_view text) { return *IpAddress::parse(text); }
@@ -64,9 +64,9 @@ const KindRange kV6Ranges[] = {
     {v6("fec0::"), 10, AddressKind::private_net},  // site-local, deprecated but routable inside
     {v6("fc00::"), 7, AddressKind::private_net},
     {v6("ff00::"), 8, AddressKind::multicast},
-    {v6("::"), 96, AddressKind::private_net},      // IPv4-compatible, deprecated
-    {v6("2001:db8::"), 32, AddressKind::reserved}, // documentation
-    {v6("3fff::"), 20, AddressKind::reserved},     // documentation (RFC 9637)
+    {v6("::"), 96, AddressKind::private_net},       // IPv4-compatible, deprecated
+    {v6("2001:db8::"), 32, AddressKind::reserved},  // documentation
+    {v6("3fff::"), 20, AddressKind::reserved},      // documentation (RFC 9637)
 };
 
 // IPv6 addresses that reach an IPv4 address through a translator or tunnel: the IPv4
@@ -77,10 +77,10 @@ struct EmbeddedV4 {
   size_t offset;
 };
 const EmbeddedV4 kEmbeddedV4[] = {
-    {v6("::ffff:0:0"), 96, 12},  // IPv4-mapped
-    {v6("64:ff9b::"), 96, 12},   // NAT64 well-known prefix
-    {v6("64:ff9b:1::"), 48, 12}, // NAT64 local-use prefix
-    {v6("2002::"), 16, 2},       // 6to4
+    {v6("::ffff:0:0"), 96, 12},   // IPv4-mapped
+    {v6("64:ff9b::"), 96, 12},    // NAT64 well-known prefix
+    {v6("64:ff9b:1::"), 48, 12},  // NAT64 local-use prefix
+    {v6("2002::"), 16, 2},        // 6to4
 };
 
 }  // namespace
@@ -179,9 +179,7 @@ std::string_view describe(AddressKind kind) {
 }
 
 AddressRange AddressRange::parse(std::string_view text) {
-  auto bad = [&](std::string_view why) {
-    return Error(fmt::format("\"{}\" is not an address range: {}", text, why));
-  };
+  auto bad = [&](std::string_view why) { return Error(fmt::format("\"{}\" is not an address range: {}", text, why)); };
   size_t slash = text.find('/');
   std::optional<IpAddress> base = IpAddress::parse(text.substr(0, slash));
   if (!base) throw bad("expected an IP address or CIDR like 10.0.0.0/8");
@@ -199,17 +197,13 @@ AddressRange AddressRange::parse(std::string_view text) {
     int bits = std::min(8, std::max(0, prefix - static_cast<int>(i) * 8));
     masked.bytes[i] &= static_cast<uint8_t>(bits == 0 ? 0 : 0xFF << (8 - bits));
   }
-  if (!(masked == *base)) throw bad("bits are set past the prefix (did you mean " + masked.to_string() + "/" +
-                                    std::to_string(prefix) + "?)");
+  if (!(masked == *base))
+    throw bad("bits are set past the prefix (did you mean " + masked.to_string() + "/" + std::to_string(prefix) + "?)");
   return range;
 }
 
-bool AddressRange::contains(const IpAddress& address) const {
-  return in_prefix(address.unmapped(), base, prefix);
-}
+bool AddressRange::contains(const IpAddress& address) const { return in_prefix(address.unmapped(), base, prefix); }
 
-std::string AddressRange::to_string() const {
-  return base.to_string() + "/" + std::to_string(prefix);
-}
+std::string AddressRange::to_string() const { return base.to_string() + "/" + std::to_string(prefix); }
 
 }  // namespace agentbox::net

@@ -18,8 +18,8 @@
 namespace agentbox::net {
 
 struct IpAddress {
-  int family = AF_INET;              // AF_INET or AF_INET6
-  std::array<uint8_t, 16> bytes{};   // network order; IPv4 uses the first 4
+  int family = AF_INET;             // AF_INET or AF_INET6
+  std::array<uint8_t, 16> bytes{};  // network order; IPv4 uses the first 4
 
   // "192.0.2.1", "2001:db8::1", "[2001:db8::1]"; nullopt for anything else (no names, no
   // shorthand like "127.1", no zone ids).
@@ -41,18 +41,18 @@ bool holds(const std::vector<IpAddress>& set, const IpAddress& address);
 
 // The places a box is kept from unless an address rule allows them.
 enum class AddressKind {
-  global,        // everything else: reachable when the name is allowed
-  loopback,      // 127.0.0.0/8, ::1
-  link_local,    // 169.254.0.0/16 (cloud metadata), fe80::/10
-  private_net,   // 10/8, 172.16/12, 192.168/16, fc00::/7, and 0/8, 240/4 (never routed)
-  cgnat,         // 100.64.0.0/10
-  multicast,     // 224.0.0.0/4, ff00::/8, 255.255.255.255
-  unspecified,   // 0.0.0.0, ::
-  reserved,      // documentation (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32, 3fff::/20),
-                 // benchmarking (198.18/15), 6to4 relay anycast (192.88.99/24): no public host
-                 // is there, so whatever answers is local to someone (often the host itself)
-  host_own,      // bound to an interface of the namespace the proxy connects from (never from
-                 // classify(): HostAddresses knows, check_address asks it)
+  global,       // everything else: reachable when the name is allowed
+  loopback,     // 127.0.0.0/8, ::1
+  link_local,   // 169.254.0.0/16 (cloud metadata), fe80::/10
+  private_net,  // 10/8, 172.16/12, 192.168/16, fc00::/7, and 0/8, 240/4 (never routed)
+  cgnat,        // 100.64.0.0/10
+  multicast,    // 224.0.0.0/4, ff00::/8, 255.255.255.255
+  unspecified,  // 0.0.0.0, ::
+  reserved,     // documentation (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32, 3fff::/20),
+                // benchmarking (198.18/15), 6to4 relay anycast (192.88.99/24): no public host
+                // is there, so whatever answers is local to someone (often the host itself)
+  host_own,     // bound to an interface of the namespace the proxy connects from (never from
+                // classify(): HostAddresses knows, check_address asks it)
 };
 AddressKind classify(const IpAddress& address);
 std::string_view describe(AddressKind kind);  // "a private address", ...

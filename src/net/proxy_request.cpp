@@ -2,9 +2,9 @@
 
 #include <boost/url/parse.hpp>
 
+#include <fmt/format.h>
 #include <charconv>
 #include <optional>
-#include <fmt/format.h>
 
 #include "net/egress_policy.hpp"
 
@@ -49,9 +49,7 @@ std::optional<HostPort> parse_host_port(std::string_view text) {
   return out;
 }
 
-std::string bracketed(const std::string& host) {
-  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
-}
+std::string bracketed(const std::string& host) { return host.find(':') != std::string::npos ? "[" + host + "]" : host; }
 
 // The Host header, if any, must name the place the request line names.
 void check_host_header(const http::request_header<>& head, const ProxyRequest& request) {
@@ -62,8 +60,7 @@ void check_host_header(const http::request_header<>& head, const ProxyRequest& r
   if (!named) refuse("the Host header \"" + std::string(first->value()) + "\" is not a host");
   uint16_t port = named->port.value_or(request.kind == ProxyRequest::Kind::forward ? 80 : request.port);
   if (named->host != request.host || port != request.port)
-    refuse("the Host header names " + std::string(first->value()) + " but the request is for " +
-           request.authority());
+    refuse("the Host header names " + std::string(first->value()) + " but the request is for " + request.authority());
 }
 
 ProxyRequest parse_tunnel(std::string_view target) {
@@ -73,8 +70,7 @@ ProxyRequest parse_tunnel(std::string_view target) {
 }
 
 ProxyRequest parse_forward(std::string_view target) {
-  if (target.starts_with("/"))
-    refuse("this is a proxy: send the full URL (http://host/path), or CONNECT for https");
+  if (target.starts_with("/")) refuse("this is a proxy: send the full URL (http://host/path), or CONNECT for https");
   auto url = boost::urls::parse_absolute_uri(target);
   if (!url) refuse(fmt::format("\"{}\" is not a URL", target.substr(0, 200)));
   std::string scheme = lower(url->scheme());
@@ -92,14 +88,11 @@ ProxyRequest parse_forward(std::string_view target) {
 
 }  // namespace
 
-std::string ProxyRequest::authority() const {
-  return bracketed(host) + ":" + std::to_string(port);
-}
+std::string ProxyRequest::authority() const { return bracketed(host) + ":" + std::to_string(port); }
 
 ProxyRequest parse_proxy_request(const http::request_header<>& head) {
   std::string_view target = head.target();
-  ProxyRequest request =
-      head.method() == http::verb::connect ? parse_tunnel(target) : parse_forward(target);
+  ProxyRequest request = head.method() == http::verb::connect ? parse_tunnel(target) : parse_forward(target);
   check_host_header(head, request);
   return request;
 }

@@ -19,7 +19,7 @@ namespace agentbox::net {
 struct ProxyRequest {
   enum class Kind { tunnel, forward };
   Kind kind = Kind::tunnel;
-  std::string host;    // normalized (net::normalize_host); an IP literal without brackets
+  std::string host;  // normalized (net::normalize_host); an IP literal without brackets
   uint16_t port = 0;
   std::string target;  // forward: the origin form to send ("/path?query"); tunnel: empty
 

@@ -37,9 +37,10 @@ inline constexpr std::array<std::string_view, 5> kTextBlockTypes = {"text", "too
 // tools, metadata, max_tokens, thinking, context_management, output_config (effort; a JSON
 // schema for a title, which is in the body) and stream.
 inline constexpr std::array<std::string_view, 16> kTextRootKeys = {
-    "model",    "messages",    "system",      "max_tokens", "metadata",     "stop_sequences",
-    "stream",   "temperature", "top_k",       "top_p",      "tools",        "tool_choice",
-    "thinking", "service_tier", "context_management", "output_config"};
+    "model",          "messages",    "system",      "max_tokens",   "metadata",
+    "stop_sequences", "stream",      "temperature", "top_k",        "top_p",
+    "tools",          "tool_choice", "thinking",    "service_tier", "context_management",
+    "output_config"};
 inline constexpr size_t kMaxDepth = 64;
 
 struct WorstCase {

@@ -15,7 +15,8 @@ void set_size(int fd, int force, int plain, const char* name, size_t bytes) {
   const int half = static_cast<int>(std::min<size_t>(bytes / 2, INT_MAX / 2));
   if (::setsockopt(fd, SOL_SOCKET, force, &half, sizeof half) == 0) return;
   if (errno != EPERM) throw sys_error(std::string("setsockopt(") + name + "FORCE)");
-  if (::setsockopt(fd, SOL_SOCKET, plain, &half, sizeof half) != 0) throw sys_error(std::string("setsockopt(") + name + ")");
+  if (::setsockopt(fd, SOL_SOCKET, plain, &half, sizeof half) != 0)
+    throw sys_error(std::string("setsockopt(") + name + ")");
 }
 
 }  // namespace

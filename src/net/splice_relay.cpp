@@ -66,10 +66,9 @@ void SpliceRelay::pump(Direction& d) {
   uint64_t moved = 0;
   auto wait = [&](boost::asio::socket_base::wait_type what) {
     boost::asio::ip::tcp::socket& sock = what == boost::asio::socket_base::wait_read ? *d.src : *d.dst;
-    sock.async_wait(what, boost::asio::bind_executor(strand_, [self = shared_from_this(), &d](
-                                                                  boost::system::error_code ec) {
-                      self->on_ready(d, ec);
-                    }));
+    sock.async_wait(
+        what, boost::asio::bind_executor(
+                  strand_, [self = shared_from_this(), &d](boost::system::error_code ec) { self->on_ready(d, ec); }));
   };
   for (;;) {
     while (d.in_pipe > 0) {

@@ -32,9 +32,9 @@ class SpliceRelay : public std::enable_shared_from_this<SpliceRelay> {
     size_t pipe_size = 0;
   };
   struct Result {
-    uint64_t a_to_b = 0;   // bytes relayed from a to b
+    uint64_t a_to_b = 0;  // bytes relayed from a to b
     uint64_t b_to_a = 0;
-    std::string ended;     // "closed" (both sides ended their writing), "idle", "stopped", or the error
+    std::string ended;  // "closed" (both sides ended their writing), "idle", "stopped", or the error
   };
   using Done = std::function<void(const Result&)>;
 
@@ -52,7 +52,7 @@ class SpliceRelay : public std::enable_shared_from_this<SpliceRelay> {
     boost::asio::ip::tcp::socket* src;
     boost::asio::ip::tcp::socket* dst;
     UniqueFd pipe_read, pipe_write;
-    size_t in_pipe = 0;   // bytes spliced in and not yet out
+    size_t in_pipe = 0;  // bytes spliced in and not yet out
     bool src_ended = false;
     bool done = false;
     uint64_t bytes = 0;

@@ -9,8 +9,8 @@
 namespace agentbox {
 
 constexpr size_t kAccountNamePrefixMax = 12;
-constexpr size_t kAccountNameHashChars = 6;   // the usual length
-constexpr size_t kAccountNameHashMax = 19;    // 12 + "-" + 19 = 32, the useradd limit
+constexpr size_t kAccountNameHashChars = 6;  // the usual length
+constexpr size_t kAccountNameHashMax = 19;   // 12 + "-" + 19 = 32, the useradd limit
 
 // Lowercased [a-z0-9_-] characters of the id, starting at its first letter, at most 12, no
 // trailing '-' or '_'; "u" when nothing is usable ("", "ÄÖÜ", "1234").

@@ -7,8 +7,7 @@
 namespace agentbox {
 namespace {
 
-constexpr std::string_view kSelectAccount =
-    "SELECT external_id, name, uid, created, last_seen FROM accounts ";
+constexpr std::string_view kSelectAccount = "SELECT external_id, name, uid, created, last_seen FROM accounts ";
 
 Account account_from_row(const Statement& row) {
   Account a;
@@ -117,8 +116,8 @@ Account AccountStore::create_locked(std::string_view external_id, int64_t now, s
   a.gid = a.uid;
   a.home_dir = "volumes/" + a.name + "/home";
   a.created = a.last_seen = now;
-  Statement st = db_.prepare(
-      "INSERT INTO accounts (external_id, name, uid, created, last_seen) VALUES (?1, ?2, ?3, ?4, ?5)");
+  Statement st =
+      db_.prepare("INSERT INTO accounts (external_id, name, uid, created, last_seen) VALUES (?1, ?2, ?3, ?4, ?5)");
   st.bind(1, external_id).bind(2, a.name).bind(3, int64_t{a.uid}).bind(4, now).bind(5, now);
   st.step();
   return a;
@@ -137,8 +136,8 @@ std::string AccountStore::free_name_locked(std::string_view external_id, std::st
 }
 
 bool AccountStore::name_taken_locked(std::string_view name) {
-  Statement taken = db_.prepare(
-      "SELECT 1 FROM accounts WHERE name = ?1 UNION ALL SELECT 1 FROM deleted_accounts WHERE name = ?1");
+  Statement taken =
+      db_.prepare("SELECT 1 FROM accounts WHERE name = ?1 UNION ALL SELECT 1 FROM deleted_accounts WHERE name = ?1");
   taken.bind(1, name);
   return taken.step();
 }

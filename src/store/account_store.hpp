@@ -25,10 +25,10 @@ struct Account {
   std::string external_id;  // as the front end sent it
   std::string name;         // e.g. "alice-3f2a9c"; user name inside the box
   uid_t uid = 0;
-  gid_t gid = 0;            // = uid: every account is its own group
-  std::string home_dir;     // relative to the state dir: "volumes/NAME/home" (volumes/account_volumes.hpp)
-  int64_t created = 0;      // unix seconds
-  int64_t last_seen = 0;    // unix seconds
+  gid_t gid = 0;          // = uid: every account is its own group
+  std::string home_dir;   // relative to the state dir: "volumes/NAME/home" (volumes/account_volumes.hpp)
+  int64_t created = 0;    // unix seconds
+  int64_t last_seen = 0;  // unix seconds
 };
 
 class AccountStore {

@@ -13,8 +13,7 @@ std::optional<std::string> ChatSessions::find(std::string_view account, std::str
   return id;
 }
 
-void ChatSessions::remember(std::string_view account, std::string_view chat, std::string_view session_id,
-                            int64_t now) {
+void ChatSessions::remember(std::string_view account, std::string_view chat, std::string_view session_id, int64_t now) {
   std::lock_guard lock(mu_);
   auto st = db_.prepare_cached(
       "INSERT INTO chat_sessions (account, chat_id, claude_session_id, updated) VALUES (?1, ?2, ?3, ?4) "

@@ -122,8 +122,8 @@ void MoveStore::commit_in(std::string_view id, std::string_view account, const M
     p.bind(6, rec.started).bind(7, rec.ended).bind(8, rec.log_path);
     p.step();
   }
-  Statement c = db_.prepare(
-      "INSERT INTO chat_sessions (account, chat_id, claude_session_id, updated) VALUES (?1, ?2, ?3, ?4)");
+  Statement c =
+      db_.prepare("INSERT INTO chat_sessions (account, chat_id, claude_session_id, updated) VALUES (?1, ?2, ?3, ?4)");
   for (const ChatSessionRow& chat : r.chats) {
     c.reset();
     c.bind(1, account).bind(2, chat.chat_id).bind(3, chat.session_id).bind(4, chat.updated);

@@ -20,7 +20,7 @@ namespace agentbox {
 struct MoveOut {
   std::string id;
   std::string external_id;
-  std::string name;       // the account's name on this (source) node
+  std::string name;  // the account's name on this (source) node
   std::string to_node;
   std::string to_server;  // the target's nginx server string (named in the 421)
   std::string state;      // "moving", "sent", "done", "moved" (store/schema.cpp, step 5)
@@ -30,9 +30,9 @@ struct MoveOut {
 struct MoveIn {
   std::string id;
   std::string external_id;
-  std::string name;       // the account's name on this (target) node
+  std::string name;  // the account's name on this (target) node
   std::string from_node;
-  std::string state;      // "receiving", "committed", "active"
+  std::string state;  // "receiving", "committed", "active"
   int64_t started = 0;
 };
 

@@ -37,7 +37,8 @@ Db with_small_wal(Db db) {
 std::string merge_key(const NetworkDecision& d) {
   std::string key;
   key.reserve(d.account.size() + d.kind.size() + d.host.size() + d.address.size() + d.reason.size() + 16);
-  for (const std::string* part : {&d.account, &d.kind, &d.host, &d.address, &d.reason}) key.append(*part).push_back('\0');
+  for (const std::string* part : {&d.account, &d.kind, &d.host, &d.address, &d.reason})
+    key.append(*part).push_back('\0');
   return key.append(std::to_string(d.port));
 }
 
@@ -229,7 +230,8 @@ void NetworkLog::keep_newest_rows(const std::string& account, int64_t added) {
   it->second -= db_.changes();
 }
 
-std::vector<NetworkDecision> NetworkLog::list(std::string_view account, size_t limit, std::optional<int64_t> before_id) {
+std::vector<NetworkDecision> NetworkLog::list(std::string_view account, size_t limit,
+                                              std::optional<int64_t> before_id) {
   std::lock_guard lock(db_mu_);
   auto st = db_.prepare_cached(
       "SELECT id, ts_ms, account, kind, host, port, address, allowed, reason, bytes_up, bytes_down, count, "

@@ -35,19 +35,19 @@
 namespace agentbox {
 
 struct NetworkDecision {
-  int64_t id = 0;             // assigned when stored; increases with time
-  int64_t ts_ms = 0;          // unix milliseconds, when the decision was made
-  std::string account;        // Account::name
-  std::string kind;           // "tunnel" (CONNECT), "forward" (http://), "gateway"
-  std::string host;           // as the box asked for it, normalized
+  int64_t id = 0;       // assigned when stored; increases with time
+  int64_t ts_ms = 0;    // unix milliseconds, when the decision was made
+  std::string account;  // Account::name
+  std::string kind;     // "tunnel" (CONNECT), "forward" (http://), "gateway"
+  std::string host;     // as the box asked for it, normalized
   int64_t port = 0;
-  std::string address;        // the address connected to; empty when none was
+  std::string address;  // the address connected to; empty when none was
   bool allowed = false;
-  std::string reason;         // the one-line reason given to the box, or the rule that allowed it
-  int64_t bytes_up = 0;       // box → destination
-  int64_t bytes_down = 0;     // destination → box
-  int64_t count = 1;          // refusals merged into this one (ts_ms the first, last_ms the last)
-  int64_t last_ms = 0;        // 0 when recorded: ts_ms
+  std::string reason;      // the one-line reason given to the box, or the rule that allowed it
+  int64_t bytes_up = 0;    // box → destination
+  int64_t bytes_down = 0;  // destination → box
+  int64_t count = 1;       // refusals merged into this one (ts_ms the first, last_ms the last)
+  int64_t last_ms = 0;     // 0 when recorded: ts_ms
 };
 
 // Now, in unix milliseconds: a decision's ts_ms. Inline: the proxy records decisions in the
@@ -112,9 +112,9 @@ class NetworkLog {
 
   std::mutex db_mu_;  // guards db_ and what the writer keeps of it, below (the writer and readers)
   Db db_;
-  LruCache<std::string, OpenRow> open_rows_;                 // by merge key
+  LruCache<std::string, OpenRow> open_rows_;                  // by merge key
   std::unordered_map<std::string, int64_t> rows_of_account_;  // known counts; forgotten after a purge
-  std::thread writer_;  // last: starts after the rest is built
+  std::thread writer_;                                        // last: starts after the rest is built
 };
 
 }  // namespace agentbox

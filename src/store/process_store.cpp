@@ -102,8 +102,7 @@ int ProcessStore::purge_ended_before(int64_t cutoff) {
 
 std::vector<std::string> ProcessStore::purge_ended_before_returning_logs(int64_t cutoff) {
   std::lock_guard lock(mu_);
-  Statement st = db_.prepare(
-      "DELETE FROM processes WHERE status != 'running' AND ended < ?1 RETURNING log_path");
+  Statement st = db_.prepare("DELETE FROM processes WHERE status != 'running' AND ended < ?1 RETURNING log_path");
   st.bind(1, cutoff);
   std::vector<std::string> logs;
   while (st.step()) logs.push_back(st.column_text(0));

@@ -20,7 +20,7 @@ ProcessStatus process_status_from_string(std::string_view name);
 
 struct ProcessRecord {
   std::string id;
-  std::string account;               // Account::name
+  std::string account;  // Account::name
   std::string command;
   ProcessStatus status = ProcessStatus::running;
   std::optional<int64_t> exit_code;  // set once it exited

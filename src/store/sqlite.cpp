@@ -71,7 +71,8 @@ int64_t Statement::column_int64(int column) const { return sqlite3_column_int64(
 std::string Statement::column_text(int column) const {
   const unsigned char* text = sqlite3_column_text(stmt_.get(), column);
   if (!text) return {};
-  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), column)));
+  return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), column)));
 }
 
 std::optional<int64_t> Statement::column_optional_int64(int column) const {

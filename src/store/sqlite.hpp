@@ -79,8 +79,7 @@ class Db {
  public:
   // Opens (creating if needed, mode 0600) the database at path in WAL mode with foreign keys
   // on. A writer waits up to busy_timeout for another connection's write lock.
-  static Db open(const std::string& path,
-                 std::chrono::milliseconds busy_timeout = std::chrono::seconds(10));
+  static Db open(const std::string& path, std::chrono::milliseconds busy_timeout = std::chrono::seconds(10));
 
   // Runs one or more statements that return no rows (schema, PRAGMA, BEGIN ...).
   void exec(std::string_view sql);

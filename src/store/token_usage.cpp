@@ -2,10 +2,10 @@
 
 #include <time.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
 #include <utility>
-#include <fmt/format.h>
 
 #include "util/thread_name.hpp"
 
@@ -27,8 +27,8 @@ std::string utc_day(int64_t unix_seconds) {
 }
 
 std::string utc_today() {
-  return utc_day(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                     .count());
+  return utc_day(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 DailyTokens daily_tokens_from_row(const Statement& st) {
@@ -76,7 +76,8 @@ DailyTokens& TokenLedger::cached(const Key& key) {
     if (st->step()) found = daily_tokens_from_row(*st);
   }
   // Days other than this one that are stored already are not needed in memory any more.
-  std::erase_if(days_, [&](const auto& entry) { return entry.first.second != key.second && !dirty_.contains(entry.first); });
+  std::erase_if(days_,
+                [&](const auto& entry) { return entry.first.second != key.second && !dirty_.contains(entry.first); });
   return days_.emplace(key, std::move(found)).first->second;
 }
 
@@ -94,7 +95,7 @@ void TokenLedger::add(std::string_view account, std::string_view day, const Toke
 }
 
 std::optional<TokenReservation> TokenLedger::reserve(std::string_view account, std::string_view day, uint64_t tokens,
-                                                    uint64_t budget, uint64_t& left) {
+                                                     uint64_t budget, uint64_t& left) {
   std::lock_guard lock(mu_);
   Key key{std::string(account), std::string(day)};
   uint64_t held = 0;

@@ -35,7 +35,9 @@ struct TokenCounts {
   uint64_t cache_read_input_tokens = 0;
 
   // What a daily budget is charged: every token the model read or wrote.
-  uint64_t total() const { return input_tokens + output_tokens + cache_creation_input_tokens + cache_read_input_tokens; }
+  uint64_t total() const {
+    return input_tokens + output_tokens + cache_creation_input_tokens + cache_read_input_tokens;
+  }
   TokenCounts& operator+=(const TokenCounts& o);
   bool operator==(const TokenCounts&) const = default;
 };
@@ -103,7 +105,7 @@ class TokenLedger {
 
  private:
   using Key = std::pair<std::string, std::string>;  // account, day
-  DailyTokens& cached(const Key& key);                // loads from the database on a miss; mu_ held
+  DailyTokens& cached(const Key& key);              // loads from the database on a miss; mu_ held
   friend class TokenReservation;
   void release(const Key& key, uint64_t tokens, const TokenCounts* used);
   void write_loop();

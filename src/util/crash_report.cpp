@@ -104,7 +104,7 @@ void install_crash_report(const char* who) {
   ss.ss_size = sizeof alt_stack;
   ::sigaltstack(&ss, nullptr);
 
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_sigaction = on_fatal_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
   ::sigemptyset(&sa.sa_mask);

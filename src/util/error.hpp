@@ -12,15 +12,12 @@ namespace agentbox {
 class Error : public std::runtime_error {
  public:
   // A failure that is not a syscall's (bad input, protocol violation): errno is 0.
-  explicit Error(std::string message, int err = 0)
-      : std::runtime_error(std::move(message)), errno_(err) {}
+  explicit Error(std::string message, int err = 0) : std::runtime_error(std::move(message)), errno_(err) {}
 
   int code() const noexcept { return errno_; }
 
   // The same error with "context: " in front, errno kept.
-  Error wrap(std::string_view context) const {
-    return Error(std::string(context) + ": " + what(), errno_);
-  }
+  Error wrap(std::string_view context) const { return Error(std::string(context) + ": " + what(), errno_); }
 
  private:
   int errno_;

@@ -132,7 +132,7 @@ void FairPool::State::work() {
     --queued;
     ++key.running;
     key.last_start = ++starts;
-    offer_turn(name, key);  // its next job, if it may run one more, takes a turn of its own
+    offer_turn(name, key);                           // its next job, if it may run one more, takes a turn of its own
     if (stopping && queued == 0) wake.notify_all();  // idle workers may leave now
 
     lock.unlock();
@@ -141,8 +141,10 @@ void FairPool::State::work() {
     lock.lock();
 
     --key.running;
-    if (key.running == 0 && key.queued.empty()) keys.erase(name);
-    else offer_turn(name, key);
+    if (key.running == 0 && key.queued.empty())
+      keys.erase(name);
+    else
+      offer_turn(name, key);
   }
 }
 

@@ -1,7 +1,7 @@
 #include "util/file_io.hpp"
 
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -77,9 +77,7 @@ std::string read_file_at(int dirfd, const std::string& name, size_t max) {
   return read_fd(fd.get(), max, name);
 }
 
-void write_file(const std::string& path, std::string_view data) {
-  write_file_at(AT_FDCWD, path, data);
-}
+void write_file(const std::string& path, std::string_view data) { write_file_at(AT_FDCWD, path, data); }
 
 void write_file_at(int dirfd, const std::string& name, std::string_view data) {
   UniqueFd fd(::openat(dirfd, name.c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC));

@@ -105,8 +105,7 @@ std::string last_output_line(std::string_view text) { return last_line(text); }
 
 void run_program_checked(const std::vector<std::string>& argv) {
   ProgramResult r = run_program(argv);
-  if (r.status != 0)
-    throw Error(argv[0] + " failed (status " + std::to_string(r.status) + "): " + last_line(r.output));
+  if (r.status != 0) throw Error(argv[0] + " failed (status " + std::to_string(r.status) + "): " + last_line(r.output));
 }
 
 }  // namespace agentbox

@@ -11,8 +11,8 @@
 namespace agentbox {
 
 struct ProgramResult {
-  int status = 0;        // exit status, or 128 + signal
-  std::string output;    // stdout and stderr together, at most 64 KiB
+  int status = 0;      // exit status, or 128 + signal
+  std::string output;  // stdout and stderr together, at most 64 KiB
 };
 
 // argv[0] is looked up in PATH (plus /usr/sbin and /sbin, where e2fsprogs live). Throws Error

@@ -123,8 +123,9 @@ std::string AccountVolumes::retire(const std::string& name) {
   backend_->release(p.root);
   const std::string deleted = volumes_dir_ + "/" + kDeletedDir;
   if (::mkdir(deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + deleted + ")");
-  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   const std::string into = fmt::format("{}/{:013d}-{}", deleted, ms, name);
   if (::mkdir(into.c_str(), 0700) != 0) throw sys_error("mkdir(" + into + ")");
   for (const std::string& suffix : {std::string(), std::string(".img")}) {

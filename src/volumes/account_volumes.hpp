@@ -81,9 +81,9 @@ class AccountVolumes {
 
   std::function<DiskQuota(const std::string&)> quota_of_;
   std::function<void(const std::string&)> hold_;
-  mutable std::mutex mu_;         // guards the sets and the map below, never held while preparing
-  std::set<std::string> ready_;   // volumes prepared by this daemon run
-  std::set<std::string> retired_; // accounts deleted during this run
+  mutable std::mutex mu_;          // guards the sets and the map below, never held while preparing
+  std::set<std::string> ready_;    // volumes prepared by this daemon run
+  std::set<std::string> retired_;  // accounts deleted during this run
   std::map<std::string, std::shared_ptr<std::mutex>> locks_;  // by name, while not ready
 };
 

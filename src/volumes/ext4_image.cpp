@@ -36,7 +36,7 @@ std::string attached_loop(const struct stat& image) {
     auto backing = read_file_if_exists("/sys/block/" + name + "/loop/backing_file", 8192);
     if (!backing) continue;
     while (!backing->empty() && backing->back() == '\n') backing->pop_back();
-    struct stat st{};
+    struct stat st {};
     if (::stat(backing->c_str(), &st) == 0 && st.st_dev == image.st_dev && st.st_ino == image.st_ino) {
       found = "/dev/" + name;
       break;
@@ -80,7 +80,7 @@ void make_image(const std::string& image, const DiskQuota& quota) {
 }
 
 void grow_image(const std::string& image_path, const DiskQuota& quota) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(image_path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) >= quota.bytes) return;
   check(::truncate(image_path.c_str(), static_cast<off_t>(quota.bytes)), "truncate(" + image_path + ")");
   // resize2fs wants a freshly checked filesystem; -p: repair only what is safe without asking.
@@ -91,7 +91,7 @@ void grow_image(const std::string& image_path, const DiskQuota& quota) {
 }
 
 void mount_image(const std::string& image_path, const std::string& dir) {
-  struct stat st{};
+  struct stat st {};
   UniqueFd image = open_image(image_path, st);
   if (std::string held = attached_loop(st); !held.empty()) {
     if (::mount(held.c_str(), dir.c_str(), "ext4", kMountFlags, "errors=remount-ro") != 0)
@@ -108,7 +108,7 @@ void mount_image(const std::string& image_path, const std::string& dir) {
 UniqueFd mount_image_detached(const std::string& image_path) {
   UniqueFd fs(::fsopen("ext4", FSOPEN_CLOEXEC));
   if (!fs) throw sys_error("fsopen(ext4)");
-  struct stat st{};
+  struct stat st {};
   UniqueFd image = open_image(image_path, st);
   std::string device = attached_loop(st);
   UniqueFd loop;
@@ -122,8 +122,7 @@ UniqueFd mount_image_detached(const std::string& image_path) {
 }
 
 void attach_mount(const UniqueFd& mount, const std::string& dir) {
-  check(::move_mount(mount.get(), "", AT_FDCWD, dir.c_str(), MOVE_MOUNT_F_EMPTY_PATH),
-        "move_mount(" + dir + ")");
+  check(::move_mount(mount.get(), "", AT_FDCWD, dir.c_str(), MOVE_MOUNT_F_EMPTY_PATH), "move_mount(" + dir + ")");
 }
 
 }  // namespace agentbox

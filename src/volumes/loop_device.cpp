@@ -30,8 +30,8 @@ UniqueFd attach_loop(const UniqueFd& image, const std::string& image_path, std::
     }
     loop_config config{};
     config.fd = static_cast<uint32_t>(image.get());
-    config.info.lo_flags = LO_FLAGS_AUTOCLEAR | (direct_io ? LO_FLAGS_DIRECT_IO : 0) |
-                           (read_only ? LO_FLAGS_READ_ONLY : 0);
+    config.info.lo_flags =
+        LO_FLAGS_AUTOCLEAR | (direct_io ? LO_FLAGS_DIRECT_IO : 0) | (read_only ? LO_FLAGS_READ_ONLY : 0);
     std::strncpy(reinterpret_cast<char*>(config.info.lo_file_name), image_path.c_str(), LO_NAME_SIZE - 1);
     if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0) return loop;
     if (errno == EBUSY) continue;  // another process took it first

@@ -11,7 +11,6 @@ namespace agentbox {
 // device, which frees itself when its last mount goes (LO_FLAGS_AUTOCLEAR), and returns that
 // device open, its path in `device`. With direct I/O where the host allows it, so the image's
 // pages are not cached twice; read_only: a device nothing can write through.
-UniqueFd attach_loop(const UniqueFd& image, const std::string& image_path, std::string& device,
-                     bool read_only = false);
+UniqueFd attach_loop(const UniqueFd& image, const std::string& image_path, std::string& device, bool read_only = false);
 
 }  // namespace agentbox

@@ -29,14 +29,15 @@ std::string parent_of(const std::string& dir) {
 
 // A directory is a mount point of ours when it sits on another device than its parent.
 bool is_mounted(const std::string& dir) {
-  struct stat self{}, parent{};
+  struct stat self {
+  }, parent{};
   if (::stat(dir.c_str(), &self) != 0 || ::stat(parent_of(dir).c_str(), &parent) != 0) return false;
   return self.st_dev != parent.st_dev;
 }
 
 // Whether `dir` is the root of a mount (a bind of a directory onto itself is one too).
 bool is_mount_root(const std::string& dir) {
-  struct statx stx{};
+  struct statx stx {};
   if (::statx(AT_FDCWD, dir.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) != 0) return false;
   return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
@@ -90,7 +91,7 @@ class LoopImageBackend final : public VolumeBackend {
 
   VolumeUsage usage(const std::string& dir) const override {
     if (!is_mounted(dir)) return ext4_image_usage(dir + ".img").value_or(VolumeUsage{});
-    struct statvfs s{};
+    struct statvfs s {};
     check(::statvfs(dir.c_str(), &s), "statvfs(" + dir + ")");
     VolumeUsage u;
     u.bytes_limit = static_cast<uint64_t>(s.f_blocks) * s.f_frsize;

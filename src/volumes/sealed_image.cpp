@@ -76,7 +76,8 @@ Content content_of(const std::string& source) {
 }
 
 bool same_file(int fd, const std::string& path) {
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
@@ -106,8 +107,19 @@ UniqueFd build(const std::string& image, const std::string& source, const std::s
     check(::ftruncate(fd.get(), static_cast<off_t>(bytes)), "ftruncate(" + fresh + ")");
     // No journal (nothing writes it after this), no reserved blocks, root-owned root; a
     // directory goes in whole (-d), a single file by debugfs's write (mkfs takes directories).
-    std::vector<std::string> argv = {"mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0", "-L", "agentbox-ro",
-                                     "-N", std::to_string(c.entries + 16), "-E", "root_owner=0:0,nodiscard"};
+    std::vector<std::string> argv = {"mkfs.ext4",
+                                     "-q",
+                                     "-F",
+                                     "-O",
+                                     "^has_journal",
+                                     "-m",
+                                     "0",
+                                     "-L",
+                                     "agentbox-ro",
+                                     "-N",
+                                     std::to_string(c.entries + 16),
+                                     "-E",
+                                     "root_owner=0:0,nodiscard"};
     if (c.dir) argv.insert(argv.end(), {"-d", source});
     argv.push_back(fresh);
     run_program_checked(argv);
@@ -177,7 +189,8 @@ SealedImage::SealedImage(const std::string& source, const std::string& name, con
 
   // The copy is whole, or the image is bad (debugfs says little): removed, so the next start
   // makes it again.
-  struct stat want {}, got {};
+  struct stat want {
+  }, got{};
   if (::stat(source.c_str(), &want) != 0 || ::stat(path_.c_str(), &got) != 0 ||
       (!c.dir && got.st_size != want.st_size)) {
     ::umount2(mount_point.c_str(), MNT_DETACH);

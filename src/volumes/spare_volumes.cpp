@@ -41,9 +41,9 @@ SpareVolumes::SpareVolumes(const std::string& volumes_dir, SparePolicy policy)
     : dir_(volumes_dir + "/" + kSpareDir),
       policy_(std::move(policy)),
       prefix_(fmt::format("{}-{}-", policy_.quota.bytes, policy_.quota.inodes)),
-      serial_(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count())) {
+      serial_(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count())) {
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir_ + ")");
   thread_ = std::thread([this] { refill(); });
 }

@@ -61,7 +61,7 @@ class SpareVolumes {
   Spare make();
   void log(const std::string& message) const;
 
-  const std::string dir_;     // VOLUMES/.spare
+  const std::string dir_;  // VOLUMES/.spare
   const SparePolicy policy_;
   const std::string prefix_;  // "BYTES-INODES-": the quota in the name of its spares
   mutable std::mutex mu_;     // guards the fields below

@@ -30,7 +30,7 @@ struct DiskQuota {
 // What a volume holds and may hold, as the kernel counts it.
 struct VolumeUsage {
   uint64_t bytes_used = 0;
-  uint64_t bytes_limit = 0;   // 0: unbounded (plain)
+  uint64_t bytes_limit = 0;  // 0: unbounded (plain)
   uint64_t inodes_used = 0;
   uint64_t inodes_limit = 0;  // 0: unbounded (plain)
 };

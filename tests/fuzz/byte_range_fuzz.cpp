@@ -59,11 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(read_number(spec.substr(slash + 1)) == file_size);
       break;
     }
-    case ByteRange::Kind::unsatisfiable:
-      FUZZ_CHECK(content_range == "bytes */" + std::to_string(file_size));
-      break;
-    case ByteRange::Kind::whole:
-      break;
+    case ByteRange::Kind::unsatisfiable: FUZZ_CHECK(content_range == "bytes */" + std::to_string(file_size)); break;
+    case ByteRange::Kind::whole: break;
   }
 
   // Spaces and tabs around the value are not part of it (RFC 9110 §5.5).

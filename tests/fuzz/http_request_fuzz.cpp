@@ -64,17 +64,26 @@ const Router& router() {
       http::verb method;
       const char* pattern;
     };
-    for (auto [method, pattern] : std::initializer_list<Entry>{
-             {http::verb::get, "/health"}, {http::verb::get, "/system"}, {http::verb::post, "/execute"},
-             {http::verb::get, "/execute"}, {http::verb::get, "/execute/{id}/status"},
-             {http::verb::post, "/execute/{id}/input"}, {http::verb::delete_, "/execute/{id}"},
-             {http::verb::get, "/files/list"}, {http::verb::get, "/files/read"},
-             {http::verb::post, "/files/write"}, {http::verb::get, "/files/serve/{path:path}"},
-             {http::verb::post, "/files/upload"}, {http::verb::get, "/files/trash"},
-             {http::verb::delete_, "/files/trash"}, {http::verb::get, "/api/terminals"},
-             {http::verb::delete_, "/api/terminals/{id}"}, {http::verb::get, "/agent/sessions/{id}"},
-             {http::verb::get, "/proxy/{port}"}, {http::verb::get, "/proxy/{port}/{path:path}"},
-             {http::verb::post, "/v1/chat/completions"}})
+    for (auto [method, pattern] : std::initializer_list<Entry>{{http::verb::get, "/health"},
+                                                               {http::verb::get, "/system"},
+                                                               {http::verb::post, "/execute"},
+                                                               {http::verb::get, "/execute"},
+                                                               {http::verb::get, "/execute/{id}/status"},
+                                                               {http::verb::post, "/execute/{id}/input"},
+                                                               {http::verb::delete_, "/execute/{id}"},
+                                                               {http::verb::get, "/files/list"},
+                                                               {http::verb::get, "/files/read"},
+                                                               {http::verb::post, "/files/write"},
+                                                               {http::verb::get, "/files/serve/{path:path}"},
+                                                               {http::verb::post, "/files/upload"},
+                                                               {http::verb::get, "/files/trash"},
+                                                               {http::verb::delete_, "/files/trash"},
+                                                               {http::verb::get, "/api/terminals"},
+                                                               {http::verb::delete_, "/api/terminals/{id}"},
+                                                               {http::verb::get, "/agent/sessions/{id}"},
+                                                               {http::verb::get, "/proxy/{port}"},
+                                                               {http::verb::get, "/proxy/{port}/{path:path}"},
+                                                               {http::verb::post, "/v1/chat/completions"}})
       router.add(method, pattern, none);
     router.add(http::verb::get, "/admin/accounts", none, RouteOptions{.admin = true});
     router.add(http::verb::delete_, "/admin/accounts/{user}", none, RouteOptions{.admin = true});
@@ -188,8 +197,7 @@ void examine_head(const http::request_header<>& head, std::string& log) {
   static const ApiKeyAuth auth(kApiKey);
   const std::string_view authorization = req.header("Authorization").value_or("");
   const bool expected = authorization.size() == 7 + kApiKey.size() &&
-                        iequals_ascii(authorization.substr(0, 7), "bearer ") &&
-                        authorization.substr(7) == kApiKey;
+                        iequals_ascii(authorization.substr(0, 7), "bearer ") && authorization.substr(7) == kApiKey;
   FUZZ_CHECK(auth.accepts(authorization) == expected);
 
   req.query = std::move(target->query);
@@ -234,7 +242,9 @@ std::string serve_connection(std::string_view wire, std::size_t read_size) {
   for (int n = 0; n < kMaxRequests; ++n) {
     if (buffer.size() == 0) {  // do_wait_request: the first bytes of the next request
       std::size_t got = 0;
-      if (run(ioc, [&](auto handler) { client.async_read_some(buffer.prepare(kReadChunk), handler); }, &got)) break;
+      if (run(
+              ioc, [&](auto handler) { client.async_read_some(buffer.prepare(kReadChunk), handler); }, &got))
+        break;
       buffer.commit(got);
     }
     http::request_parser<http::empty_body> header_parser;

@@ -43,7 +43,8 @@ std::string summary(const Event& e) {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, Diagnostic>) out += body.text;
         if constexpr (std::is_same_v<T, OtherEvent>) out += body.type + "/" + body.subtype;
-        if constexpr (std::is_same_v<T, SystemInit>) out += body.session_id + body.model + std::to_string(body.tools.size());
+        if constexpr (std::is_same_v<T, SystemInit>)
+          out += body.session_id + body.model + std::to_string(body.tools.size());
         if constexpr (std::is_same_v<T, StreamEvent>) out += std::to_string(static_cast<int>(body.kind)) + body.text;
         if constexpr (std::is_same_v<T, AssistantMessage>) out += body.message_id + std::to_string(body.blocks.size());
         if constexpr (std::is_same_v<T, UserMessage>) out += std::to_string(body.tool_results.size()) + body.text;

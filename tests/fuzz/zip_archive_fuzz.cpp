@@ -69,9 +69,9 @@ std::string join(const std::vector<std::string>& parts, std::size_t n) {
 }
 
 struct Tree {
-  std::set<std::string> dirs;                  // relative to w
-  std::map<std::string, std::string> files;    // relative to w → contents
-  std::set<std::string> links;                 // relative to w
+  std::set<std::string> dirs;                // relative to w
+  std::map<std::string, std::string> files;  // relative to w → contents
+  std::set<std::string> links;               // relative to w
   bool taken(const std::string& rel) const { return dirs.count(rel) || files.count(rel) || links.count(rel); }
 };
 
@@ -202,8 +202,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(::mkdir(w.c_str(), 0755) == 0);
   const Tree tree = make_tree(std::string_view(reinterpret_cast<const char*>(data), size), w);
 
-  const ZipArchive archive =
-      make_zip_archive(*g_home, {HomePath{"w", std::string(kBoxHome) + "/w"}}, g_root + "/tmp");
+  const ZipArchive archive = make_zip_archive(*g_home, {HomePath{"w", std::string(kBoxHome) + "/w"}}, g_root + "/tmp");
   struct stat st;
   FUZZ_CHECK(::fstat(archive.fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == archive.size);
   FUZZ_CHECK(archive.name == "w.zip");

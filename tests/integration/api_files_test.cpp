@@ -140,9 +140,8 @@ struct RawReply {
   std::string body;
 };
 
-RawReply raw_exchange(uint16_t port, const std::string& head,
-                      const std::function<bool(std::string&)>& next = {}, bool keep = true,
-                      const std::function<void(uint64_t, std::string_view)>& on_body = {}) {
+RawReply raw_exchange(uint16_t port, const std::string& head, const std::function<bool(std::string&)>& next = {},
+                      bool keep = true, const std::function<void(uint64_t, std::string_view)>& on_body = {}) {
   UniqueFd fd = testing::connect_loopback(port, 30);
   RawReply reply;
   if (!testing::send_all(fd.get(), head)) ADD_FAILURE() << "sending the head failed";
@@ -288,8 +287,7 @@ class FileRoutesTest : public ::testing::Test {
     for (auto& e : extra) h.push_back(e);
     return fetch(port_, http::verb::get, target, h);
   }
-  Reply post(const std::string& user, const std::string& target, const json& body,
-             const std::string& session = {}) {
+  Reply post(const std::string& user, const std::string& target, const json& body, const std::string& session = {}) {
     return fetch(port_, http::verb::post, target, as(user, session), body.dump());
   }
   Reply del(const std::string& user, const std::string& target) {
@@ -336,14 +334,22 @@ class FileRoutesTest : public ::testing::Test {
 
 TEST_F(FileRoutesTest, EveryRouteNeedsTheKeyAndAUser) {
   const std::pair<http::verb, std::string> routes[] = {
-      {http::verb::get, "/files/cwd"},           {http::verb::post, "/files/cwd"},
-      {http::verb::get, "/files/list"},          {http::verb::get, "/files/read?path=a"},
-      {http::verb::get, "/files/display?path=a"}, {http::verb::get, "/files/view?path=a"},
-      {http::verb::get, "/files/serve/a"},       {http::verb::post, "/files/write"},
-      {http::verb::post, "/files/replace"},      {http::verb::post, "/files/mkdir"},
-      {http::verb::delete_, "/files/delete?path=a"}, {http::verb::post, "/files/move"},
-      {http::verb::get, "/files/grep?query=a"},  {http::verb::get, "/files/glob?pattern=a"},
-      {http::verb::post, "/files/upload?directory=."}, {http::verb::post, "/files/archive"},
+      {http::verb::get, "/files/cwd"},
+      {http::verb::post, "/files/cwd"},
+      {http::verb::get, "/files/list"},
+      {http::verb::get, "/files/read?path=a"},
+      {http::verb::get, "/files/display?path=a"},
+      {http::verb::get, "/files/view?path=a"},
+      {http::verb::get, "/files/serve/a"},
+      {http::verb::post, "/files/write"},
+      {http::verb::post, "/files/replace"},
+      {http::verb::post, "/files/mkdir"},
+      {http::verb::delete_, "/files/delete?path=a"},
+      {http::verb::post, "/files/move"},
+      {http::verb::get, "/files/grep?query=a"},
+      {http::verb::get, "/files/glob?pattern=a"},
+      {http::verb::post, "/files/upload?directory=."},
+      {http::verb::post, "/files/archive"},
   };
   for (const auto& [method, target] : routes) {
     Reply no_key = fetch(port_, method, target, {{"X-User-Id", "alice"}}, "{}");
@@ -386,8 +392,8 @@ TEST_F(FileRoutesTest, CwdIsPerSessionAndRelativePathsFollowIt) {
 // ---------------------------------------------------------------- write, read, list, display
 
 TEST_F(FileRoutesTest, WriteReadListDisplayRoundTrip) {
-  Reply w = post("alice", "/files/write",
-                 {{"path", "~/notes/day1.md"}, {"content", "one\ntwo\nthree\n"}, {"extra", 1}});
+  Reply w =
+      post("alice", "/files/write", {{"path", "~/notes/day1.md"}, {"content", "one\ntwo\nthree\n"}, {"extra", 1}});
   ASSERT_EQ(w.status, 200u) << w.body;
   EXPECT_EQ(w.js(), (json{{"path", alice_.box_home + "/notes/day1.md"}, {"size", 14}}));
   struct stat st = stat_of(host(alice_, "notes/day1.md"));
@@ -401,11 +407,10 @@ TEST_F(FileRoutesTest, WriteReadListDisplayRoundTrip) {
                           {"total_lines", 3},
                           {"content", "one\ntwo\nthree\n"},
                           {"truncated", false}}));
-  r = get("alice", "/files/read?path=" + enc(alice_.box_home + "/notes/day1.md") +
-                       "&start_line=2&end_line=2");
+  r = get("alice", "/files/read?path=" + enc(alice_.box_home + "/notes/day1.md") + "&start_line=2&end_line=2");
   EXPECT_EQ(r.js()["content"], "two\n");
-  EXPECT_EQ(get("alice", "/files/read?path=notes/day1.md&start_line=null").js()["content"],
-            "one\ntwo\nthree\n") << "a null query value is absent";
+  EXPECT_EQ(get("alice", "/files/read?path=notes/day1.md&start_line=null").js()["content"], "one\ntwo\nthree\n")
+      << "a null query value is absent";
 
   Reply l = get("alice", "/files/list?directory=notes");
   ASSERT_EQ(l.status, 200u);
@@ -437,7 +442,10 @@ TEST_F(FileRoutesTest, ReadErrorsImagesAndTheBudget) {
   for (const char* bad : {"start_line=0", "start_line=abc", "end_line=-1", "start_line=1.5"})
     EXPECT_EQ(get("alice", std::string("/files/read?path=a.txt&") + bad).status, 422u) << bad;
 
-  put(alice_, "blob.bin", std::string("\x7f" "ELF\0\0\0\0binary", 15));
+  put(alice_, "blob.bin",
+      std::string("\x7f"
+                  "ELF\0\0\0\0binary",
+                  15));
   Reply bin = get("alice", "/files/read?path=blob.bin");
   EXPECT_EQ(bin.status, 415u);
   EXPECT_THAT(bin.detail(), HasSubstr("Unsupported binary file type"));
@@ -477,8 +485,7 @@ TEST_F(FileRoutesTest, NulBytesInPathsAre400) {
 TEST_F(FileRoutesTest, ReplaceAsOpenTerminal) {
   put(alice_, "code.py", "a = 1\nb = 1\nc = 2\n");
   Reply r = post("alice", "/files/replace",
-                 {{"path", "code.py"},
-                  {"replacements", {{{"target", "c = 2"}, {"replacement", "c = 3"}}}}});
+                 {{"path", "code.py"}, {"replacements", {{{"target", "c = 2"}, {"replacement", "c = 3"}}}}});
   ASSERT_EQ(r.status, 200u) << r.body;
   EXPECT_EQ(r.js(), (json{{"path", alice_.box_home + "/code.py"}, {"size", 18}}));
   EXPECT_EQ(read_host(host(alice_, "code.py")), "a = 1\nb = 1\nc = 3\n");
@@ -491,10 +498,10 @@ TEST_F(FileRoutesTest, ReplaceAsOpenTerminal) {
            {{"path", "code.py"}, {"replacements", {{{"target", " = 1"}, {"replacement", " = 0"}}}}});
   EXPECT_EQ(r.status, 400u);
   EXPECT_EQ(r.detail(), "Found 2 occurrences of target string but allow_multiple is false");
-  r = post("alice", "/files/replace",
-           {{"path", "code.py"},
-            {"replacements",
-             {{{"target", " = 1"}, {"replacement", " = 0"}, {"start_line", 2}, {"end_line", nullptr}}}}});
+  r = post(
+      "alice", "/files/replace",
+      {{"path", "code.py"},
+       {"replacements", {{{"target", " = 1"}, {"replacement", " = 0"}, {"start_line", 2}, {"end_line", nullptr}}}}});
   EXPECT_EQ(r.status, 200u) << r.body;
   EXPECT_EQ(read_host(host(alice_, "code.py")), "a = 1\nb = 0\nc = 3\n");
 
@@ -505,8 +512,7 @@ TEST_F(FileRoutesTest, ReplaceAsOpenTerminal) {
   EXPECT_EQ(post("alice", "/files/replace", {{"path", "code.py"}}).status, 422u);
   EXPECT_EQ(post("alice", "/files/replace", {{"path", "code.py"}, {"replacements", {{{"target", "a"}}}}}).status, 422u);
   EXPECT_EQ(post("alice", "/files/replace",
-                 {{"path", "code.py"},
-                  {"replacements", {{{"target", "a"}, {"replacement", "b"}, {"start_line", 0}}}}})
+                 {{"path", "code.py"}, {"replacements", {{{"target", "a"}, {"replacement", "b"}, {"start_line", 0}}}}})
                 .status,
             422u);
 }
@@ -522,8 +528,7 @@ TEST_F(FileRoutesTest, MkdirDeleteMoveWithTheirStatuses) {
 
   Reply mv = post("alice", "/files/move", {{"source", "file"}, {"destination", "a/moved"}});
   ASSERT_EQ(mv.status, 200u) << mv.body;
-  EXPECT_EQ(mv.js(), (json{{"source", alice_.box_home + "/file"},
-                           {"destination", alice_.box_home + "/a/moved"}}));
+  EXPECT_EQ(mv.js(), (json{{"source", alice_.box_home + "/file"}, {"destination", alice_.box_home + "/a/moved"}}));
   EXPECT_EQ(read_host(host(alice_, "a/moved")), "f");
   EXPECT_EQ(post("alice", "/files/move", {{"source", "file"}, {"destination", "x"}}).status, 404u);
   EXPECT_EQ(post("alice", "/files/move", {{"source", "a/moved"}, {"destination", "no/dir/x"}}).status, 400u);
@@ -553,7 +558,8 @@ TEST_F(FileRoutesTest, GrepWithItsOptionsAndValidation) {
   EXPECT_EQ(r["path"], alice_.box_home + "/src");
   EXPECT_EQ(r["truncated"], false);
   ASSERT_EQ(r["matches"].size(), 2u);
-  EXPECT_EQ(r["matches"][0], (json{{"file", alice_.box_home + "/src/a.py"}, {"line", 2}, {"content", "print('Hello')"}}));
+  EXPECT_EQ(r["matches"][0],
+            (json{{"file", alice_.box_home + "/src/a.py"}, {"line", 2}, {"content", "print('Hello')"}}));
 
   r = get("alice", "/files/grep?query=hello&path=src&case_insensitive=1&include=*.txt").js();
   ASSERT_EQ(r["matches"].size(), 1u);
@@ -562,7 +568,8 @@ TEST_F(FileRoutesTest, GrepWithItsOptionsAndValidation) {
   ASSERT_EQ(r["matches"].size(), 1u);
   EXPECT_EQ(r["matches"][0]["file"], alice_.box_home + "/src/a.py");
   r = get("alice", "/files/grep?query=o&path=src&match_per_line=false").js();
-  EXPECT_EQ(r["matches"], (json{{{"file", alice_.box_home + "/src/a.py"}}, {{"file", alice_.box_home + "/src/b.txt"}}}));
+  EXPECT_EQ(r["matches"],
+            (json{{{"file", alice_.box_home + "/src/a.py"}}, {{"file", alice_.box_home + "/src/b.txt"}}}));
   r = get("alice", "/files/grep?query=(.&regex=false&path=src").js();
   EXPECT_TRUE(r["matches"].empty());
   r = get("alice", "/files/grep?query=o&path=src&max_results=1").js();
@@ -572,8 +579,8 @@ TEST_F(FileRoutesTest, GrepWithItsOptionsAndValidation) {
   EXPECT_EQ(get("alice", "/files/grep?query=(unclosed").status, 400u);
   EXPECT_EQ(get("alice", "/files/grep?query=x&path=nowhere").status, 404u);
   EXPECT_EQ(get("alice", "/files/grep").status, 422u);
-  for (const char* bad : {"max_results=0", "max_results=501", "max_results=ten", "regex=maybe",
-                          "case_insensitive=2", "match_per_line=nah"})
+  for (const char* bad : {"max_results=0", "max_results=501", "max_results=ten", "regex=maybe", "case_insensitive=2",
+                          "match_per_line=nah"})
     EXPECT_EQ(get("alice", std::string("/files/grep?query=x&") + bad).status, 422u) << bad;
   EXPECT_EQ(get("alice", "/files/grep?query=x&max_results=500").status, 200u);
 }
@@ -690,8 +697,7 @@ TEST_F(FileRoutesTest, AGigabyteStreamsFastWithoutBeingHeldInMemory) {
     UniqueFd fd(::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
     ASSERT_TRUE(fd);
     ASSERT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0);
-    for (uint64_t at : markers)
-      ASSERT_EQ(::pwrite(fd.get(), "MARKER!!", 8, static_cast<off_t>(at)), 8);
+    for (uint64_t at : markers) ASSERT_EQ(::pwrite(fd.get(), "MARKER!!", 8, static_cast<off_t>(at)), 8);
     ASSERT_EQ(::fchown(fd.get(), alice_.account.uid, alice_.account.gid), 0);
   }
   // Baseline: reading it in-process as cat would, once to warm the cache, once timed.
@@ -739,17 +745,16 @@ TEST_F(FileRoutesTest, AGigabyteStreamsFastWithoutBeingHeldInMemory) {
 
 std::string upload_head(const std::string& user, const std::string& directory, uint64_t length,
                         const std::string& boundary) {
-  return "POST /files/upload?directory=" + enc(directory) +
-         " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kKey + "\r\nX-User-Id: " + user +
-         "\r\nContent-Type: multipart/form-data; boundary=" + boundary +
+  return "POST /files/upload?directory=" + enc(directory) + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kKey +
+         "\r\nX-User-Id: " + user + "\r\nContent-Type: multipart/form-data; boundary=" + boundary +
          "\r\nContent-Length: " + std::to_string(length) + "\r\nConnection: close\r\n\r\n";
 }
 
 TEST_F(FileRoutesTest, UploadStreamsAMultiMegabyteFileToDisk) {
   const uint64_t file_size = 48ull << 20;
   const std::string boundary = "----abxBoundary42";
-  const std::string prefix = "--" + boundary +
-                             "\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n--" + boundary +
+  const std::string prefix = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n--" +
+                             boundary +
                              "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"data.bin\"\r\n"
                              "Content-Type: application/octet-stream\r\n\r\n";
   const std::string suffix = "\r\n--" + boundary + "--\r\n";
@@ -779,7 +784,8 @@ TEST_F(FileRoutesTest, UploadStreamsAMultiMegabyteFileToDisk) {
   };
   reset_peak_rss();
   uint64_t rss_before = peak_rss_bytes();
-  RawReply r = raw_exchange(port_, upload_head("alice", "uploads/in", prefix.size() + file_size + suffix.size(), boundary), next);
+  RawReply r = raw_exchange(
+      port_, upload_head("alice", "uploads/in", prefix.size() + file_size + suffix.size(), boundary), next);
   ASSERT_EQ(r.status, 200u) << r.head << r.body;
   EXPECT_EQ(json::parse(r.body), (json{{"path", alice_.box_home + "/uploads/in/data.bin"}, {"size", file_size}}));
   EXPECT_LT(peak_rss_bytes() - rss_before, 24ull << 20) << "the upload was held in memory";
@@ -816,8 +822,9 @@ TEST_F(FileRoutesTest, UploadErrors) {
   EXPECT_EQ(upload("/files/upload", "multipart/form-data; boundary=b", ok_body).status, 422u);
   EXPECT_EQ(upload("/files/upload?directory=up", "application/json", "{}").status, 422u);
   EXPECT_EQ(upload("/files/upload?directory=up", "multipart/form-data", ok_body).status, 400u);
-  Reply truncated = upload("/files/upload?directory=up", "multipart/form-data; boundary=b",
-                           "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t.txt\"\r\n\r\nunfinished");
+  Reply truncated =
+      upload("/files/upload?directory=up", "multipart/form-data; boundary=b",
+             "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t.txt\"\r\n\r\nunfinished");
   EXPECT_EQ(truncated.status, 400u);
   EXPECT_THAT(truncated.detail(), HasSubstr("Malformed multipart"));
   EXPECT_FALSE(stdfs::exists(host(alice_, "up/t.txt"))) << "a failed upload leaves nothing";
@@ -858,8 +865,9 @@ TEST_F(FileRoutesTest, ArchiveIsAZipAttachment) {
   ASSERT_EQ(r.status, 200u) << r.body;
   EXPECT_EQ(r.header(http::field::content_type), "application/zip");
   EXPECT_THAT(r.header(http::field::content_disposition), HasSubstr("attachment; filename=\"download.zip\""));
-  EXPECT_EQ(unzip(r.body), (std::map<std::string, std::string>{
-                               {"proj/", ""}, {"proj/src/", ""}, {"proj/src/main.c", "int main;\n"}, {"notes.txt", "n"}}));
+  EXPECT_EQ(unzip(r.body),
+            (std::map<std::string, std::string>{
+                {"proj/", ""}, {"proj/src/", ""}, {"proj/src/main.c", "int main;\n"}, {"notes.txt", "n"}}));
   Reply one = post("alice", "/files/archive", {{"paths", {"proj"}}});
   EXPECT_THAT(one.header(http::field::content_disposition), HasSubstr("filename=\"proj.zip\""));
 
@@ -935,8 +943,7 @@ TEST_F(FileRoutesTest, BobReachesNothingOfAlicesThroughAnyRoute) {
     Reply a = post("bob", "/files/archive", {{"paths", {p}}});
     EXPECT_EQ(a.status, 403u);
     no_secret(a, "archive");
-    EXPECT_EQ(post("bob", "/files/replace",
-                   {{"path", p}, {"replacements", {{{"target", "A"}, {"replacement", "B"}}}}})
+    EXPECT_EQ(post("bob", "/files/replace", {{"path", p}, {"replacements", {{{"target", "A"}, {"replacement", "B"}}}}})
                   .status,
               403u);
   }
@@ -1044,10 +1051,10 @@ TEST_F(FileRoutesTest, SlowFileWorkDoesNotHoldTheIoThread) {
   Router router;
   auto pool = std::make_shared<FairPool>(2, 2, "files");
   router.add_async(http::verb::get, "/slow", offload(pool, Handler([&](const Request&) {
-                     std::unique_lock lock(mu);
-                     cv.wait_for(lock, 10s, [&] { return release; });
-                     return Response::json({{"slow", true}});
-                   })));
+                                                       std::unique_lock lock(mu);
+                                                       cv.wait_for(lock, 10s, [&] { return release; });
+                                                       return Response::json({{"slow", true}});
+                                                     })));
   add_file_routes(router, services({}, pool));
   const uint16_t port = serve(std::move(router), 1);
 
@@ -1075,12 +1082,12 @@ TEST_F(FileRoutesTest, OneAccountsBlockedFileWorkLeavesThreadsForOthers) {
   Router router;
   auto pool = std::make_shared<FairPool>(3, 2, "files");
   router.add_async(http::verb::get, "/slow", offload(pool, Handler([&](const Request&) {
-                     std::unique_lock lock(mu);
-                     ++blocked;
-                     cv.notify_all();
-                     cv.wait_for(lock, 10s, [&] { return release; });
-                     return Response::json({{"slow", true}});
-                   })));
+                                                       std::unique_lock lock(mu);
+                                                       ++blocked;
+                                                       cv.notify_all();
+                                                       cv.wait_for(lock, 10s, [&] { return release; });
+                                                       return Response::json({{"slow", true}});
+                                                     })));
   add_file_routes(router, services({}, pool));
   const uint16_t port = serve(std::move(router), 1);
 

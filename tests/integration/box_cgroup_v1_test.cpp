@@ -338,8 +338,7 @@ TEST_F(CgroupV1Real, ChildTouching200MiBIn64MiBIsOomKilled) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
 
   const CgroupUsage u = group.usage();
-  ASSERT_THAT(read_file(dir_of("memory") + "/memory.oom_control"),
-              ::testing::HasSubstr("oom_kill "))
+  ASSERT_THAT(read_file(dir_of("memory") + "/memory.oom_control"), ::testing::HasSubstr("oom_kill "))
       << "this kernel reports oom kills per group";
   EXPECT_GE(u.oom_kills, 1u);
   EXPECT_LE(u.memory_peak_bytes, 64 * kMiB);

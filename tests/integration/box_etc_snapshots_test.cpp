@@ -146,7 +146,7 @@ TEST_F(EtcSnapshots, AChangedInputMakesANewOneAndTheOldGoesOnceNoBoxHoldsIt) {
   EXPECT_NE(read_file(dir / second_key / "services", 4096).find("https"), std::string::npos);
   EXPECT_EQ(read_file(dir / first_key / "services", 4096), "http 80/tcp\n");
 
-  first = {};  // that box is gone
+  first = {};                          // that box is gone
   fs::remove(host / "nsswitch.conf");  // an entry gone is a change too
   mounts::EtcTree third = take(spec);
   names = snapshots(dir);

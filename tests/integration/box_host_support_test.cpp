@@ -14,9 +14,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "box/contain/landlock.hpp"
 #include "box/contain/seccomp.hpp"
 #include "box/host_support.hpp"
-#include "box/contain/landlock.hpp"
 #include "cli/doctor.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -51,11 +51,10 @@ TEST(HostSupport, EveryFeatureARootDaemonRequiresIsPresent) {
     EXPECT_TRUE(f.present) << f.name << ": " << f.detail << " — fix: " << f.fix;
     EXPECT_FALSE(f.fix.empty()) << f.name;
   }
-  const std::set<std::string> expected = {
-      "network namespaces", "mount namespaces", "pid namespaces", "ipc namespaces",
-      "uts namespaces",     "cgroup namespaces", "landlock",      "seccomp",
-      "no_new_privs",       "openat2",           "pidfd_open",    "cgroups",
-      "capabilities",       "seccomp profile"};
+  const std::set<std::string> expected = {"network namespaces", "mount namespaces",  "pid namespaces", "ipc namespaces",
+                                          "uts namespaces",     "cgroup namespaces", "landlock",       "seccomp",
+                                          "no_new_privs",       "openat2",           "pidfd_open",     "cgroups",
+                                          "capabilities",       "seccomp profile"};
   EXPECT_EQ(required, expected);
 }
 
@@ -136,8 +135,9 @@ TEST(Doctor, ReportsEverythingPresentAndWhatItWillEnforce) {
   const std::string text = out.str();
   EXPECT_THAT(text, HasSubstr("Landlock ABI"));
   // The policy's version and size, as an operator comparing two hosts would read them.
-  EXPECT_THAT(text, HasSubstr("seccomp allowlist v" + std::to_string(seccomp_filter::kPolicyVersion) + ": " +
-                              std::to_string(seccomp_filter::allowed_syscalls().size()) + " syscalls, 5 more by argument"));
+  EXPECT_THAT(text,
+              HasSubstr("seccomp allowlist v" + std::to_string(seccomp_filter::kPolicyVersion) + ": " +
+                        std::to_string(seccomp_filter::allowed_syscalls().size()) + " syscalls, 5 more by argument"));
   EXPECT_THAT(text, HasSubstr("agentbox will enforce:"));
   EXPECT_THAT(text, HasSubstr("cgroup v1 memory/pids/cpu"));
   EXPECT_THAT(text, HasSubstr("namespaces: network, mount, pid, ipc, uts, cgroup\n"));

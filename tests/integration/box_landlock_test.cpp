@@ -72,8 +72,7 @@ struct Checks {
   // rc is a syscall result; want_errno 0 means it must succeed.
   void expect(const std::string& what, long rc, int want_errno) {
     const int got = rc < 0 ? errno : 0;
-    if (got != want_errno)
-      failures += what + ": expected " + name(want_errno) + ", got " + name(got) + "; ";
+    if (got != want_errno) failures += what + ": expected " + name(want_errno) + ", got " + name(got) + "; ";
   }
   static std::string name(int e) {
     if (e == 0) return "success";
@@ -382,11 +381,16 @@ TEST(LandlockRules, WhatABoxGets) {
   s.system_paths = {"/usr", "/opt"};
   s.binds = {{"/srv/data", "/data", true}, {"/srv/ref", "/ref", false}};
   const std::map<std::string, ll::Access> expected = {
-      {"/", ll::Access::list_only},           {"/usr", ll::Access::read_only},
-      {"/opt", ll::Access::read_only},        {"/etc", ll::Access::read_only},
-      {"/proc", ll::Access::read_only},       {"/dev", ll::Access::device},
-      {"/home/alice", ll::Access::read_write}, {"/tmp", ll::Access::read_write},
-      {"/dev/shm", ll::Access::read_write},   {"/data", ll::Access::read_write},
+      {"/", ll::Access::list_only},
+      {"/usr", ll::Access::read_only},
+      {"/opt", ll::Access::read_only},
+      {"/etc", ll::Access::read_only},
+      {"/proc", ll::Access::read_only},
+      {"/dev", ll::Access::device},
+      {"/home/alice", ll::Access::read_write},
+      {"/tmp", ll::Access::read_write},
+      {"/dev/shm", ll::Access::read_write},
+      {"/data", ll::Access::read_write},
       {"/ref", ll::Access::read_only},
   };
   EXPECT_EQ(rule_map(s), expected);

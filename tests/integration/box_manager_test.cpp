@@ -11,14 +11,14 @@
 #include <future>
 #include <thread>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "box/box_error.hpp"
 #include "support/box_fixture.hpp"
@@ -43,7 +43,7 @@ struct Command {
 
 // Starts argv with its stdout in a pipe.
 std::shared_ptr<Command> run(BoxManager& m, const std::string& account, const BoxSpec& spec,
-                         std::vector<std::string> argv) {
+                             std::vector<std::string> argv) {
   auto r = std::make_shared<Command>();
   int p[2];
   EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
@@ -246,10 +246,11 @@ TEST_F(BoxManagerTest, ASocketMadeInTheBoxReachesItsLoopbackOnly) {
   };
   EXPECT_FALSE(open_socket().first) << "a socket for an account without a box";
 
-  auto server = run(m, a.name, a.spec, {"python3", "-c",
-                                        "import socket\n"
-                                        "s = socket.socket(); s.bind(('127.0.0.1', 8126)); s.listen(); print('up', flush=True)\n"
-                                        "c, _ = s.accept(); c.sendall(b'from the box'); c.close()"});
+  auto server = run(m, a.name, a.spec,
+                    {"python3", "-c",
+                     "import socket\n"
+                     "s = socket.socket(); s.bind(('127.0.0.1', 8126)); s.listen(); print('up', flush=True)\n"
+                     "c, _ = s.accept(); c.sendall(b'from the box'); c.close()"});
   char up[8];
   ASSERT_GT(::read(server->out.get(), up, sizeof up), 0);
   std::promise<std::vector<protocol::ListeningPort>> listed;
@@ -266,8 +267,8 @@ TEST_F(BoxManagerTest, ASocketMadeInTheBoxReachesItsLoopbackOnly) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   const int one = 1;
   ::setsockopt(host.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const bool host_listens = ::bind(host.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                            ::listen(host.get(), 1) == 0;
+  const bool host_listens =
+      ::bind(host.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::listen(host.get(), 1) == 0;
 
   auto [sock, why] = open_socket();
   ASSERT_TRUE(sock) << why;
@@ -341,8 +342,9 @@ TEST_F(BoxManagerTest, APidReusedRightAwayStillRoutesEachExitToItsCommand) {
   FairPool blocking(1, 1, "launcher");
   BoxStrand strand = boost::asio::make_strand(loop.context());
   std::promise<void> gone;
-  auto owner = std::make_shared<BoxOwner>(strand, blocking, "reuse", BoxOwner::Options{},
-                                          [&](const std::shared_ptr<BoxOwner>&, const std::string&) { gone.set_value(); });
+  auto owner =
+      std::make_shared<BoxOwner>(strand, blocking, "reuse", BoxOwner::Options{},
+                                 [&](const std::shared_ptr<BoxOwner>&, const std::string&) { gone.set_value(); });
   auto on_strand = [&](auto fn) {
     std::promise<void> done;
     boost::asio::post(strand, [&] {

@@ -40,8 +40,8 @@ TEST(PodNeeds, TheCapabilityListIsTheManifestsOne) {
   // deploy/k8s adds exactly these (tests/deploy compares the manifests with doctor's output).
   std::set<std::string> names;
   for (const auto& c : kDaemonCapabilities) names.insert(c.name);
-  EXPECT_EQ(names, (std::set<std::string>{"SYS_ADMIN", "NET_ADMIN", "SETUID", "SETGID", "SETPCAP",
-                                          "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"}));
+  EXPECT_EQ(names, (std::set<std::string>{"SYS_ADMIN", "NET_ADMIN", "SETUID", "SETGID", "SETPCAP", "CHOWN", "FOWNER",
+                                          "DAC_OVERRIDE", "KILL"}));
   EXPECT_EQ(names.size(), std::size(kDaemonCapabilities));
 }
 
@@ -54,8 +54,9 @@ TEST(PodNeeds, MissingCapabilitiesAreNamedInTheListsOrder) {
 }
 
 TEST(PodNeeds, StatusHexReadsTheNamedLine) {
-  const std::string status = "Name:\tagentbox\nCapInh:\t0000000000000000\nCapEff:\t00000000a80425fb\n"
-                             "CapBnd:\t000001ffffffffff\nSeccomp:\t2\n";
+  const std::string status =
+      "Name:\tagentbox\nCapInh:\t0000000000000000\nCapEff:\t00000000a80425fb\n"
+      "CapBnd:\t000001ffffffffff\nSeccomp:\t2\n";
   EXPECT_EQ(status_hex(status, "CapEff"), 0xa80425fbu);  // Docker's default set
   EXPECT_EQ(status_hex(status, "CapBnd"), 0x1ffffffffffu);
   EXPECT_THROW(status_hex(status, "CapAmb"), Error);
@@ -65,7 +66,7 @@ TEST(PodNeeds, StatusHexReadsTheNamedLine) {
 
 TEST(PodNeeds, OnlyTheInitialMapIsIdentity) {
   EXPECT_TRUE(uid_map_is_identity("         0          0 4294967295\n"));
-  EXPECT_FALSE(uid_map_is_identity("         0  100000      65536\n"));         // hostUsers: false
+  EXPECT_FALSE(uid_map_is_identity("         0  100000      65536\n"));  // hostUsers: false
   EXPECT_FALSE(uid_map_is_identity("         0          0      65536\n"));
   EXPECT_FALSE(uid_map_is_identity("0 0 4294967295\n1 1 1\n"));
   EXPECT_FALSE(uid_map_is_identity(""));

@@ -24,11 +24,11 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <set>
@@ -66,8 +66,7 @@ struct Outcome {
 
 std::string describe(const Outcome& o) {
   switch (o.kind) {
-    case Outcome::returned:
-      return o.value == 0 ? "success" : "errno " + errno_name(o.value);
+    case Outcome::returned: return o.value == 0 ? "success" : "errno " + errno_name(o.value);
     case Outcome::killed: return "killed by signal " + std::to_string(o.value);
     case Outcome::broken: return "harness failure in child (exit " + std::to_string(o.value) + ")";
   }
@@ -236,9 +235,7 @@ int process_vm_readv_self() {
   return err_of(process_vm_readv(getpid(), &local, 1, &remote, 1, 0));
 }
 
-int keyctl_session() {
-  return err_of(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
-}
+int keyctl_session() { return err_of(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)); }
 int userfaultfd_open() { return fd_result(syscall(SYS_userfaultfd, O_CLOEXEC)); }
 int io_uring_setup_small() {
   io_uring_params params{};
@@ -484,19 +481,95 @@ TEST(SeccompFilter, EverythingOffTheListsAnswersEperm) {
 // the kernel's answer (EBADF, EFAULT, EINVAL...), not the filter's EPERM. Calls whose junk call
 // would act on the test itself (exit, pause, kill -1, fork...) are left out.
 TEST(SeccompFilter, AllowedCallsAreNotTheFiltersToRefuse) {
-  const std::set<std::string> acts_on_the_caller = {
-      "exit", "exit_group", "pause", "rt_sigsuspend", "rt_sigreturn", "fork", "vfork", "kill",
-      "tkill", "tgkill", "setsid", "setpgid", "munmap", "brk", "mremap", "mprotect", "madvise",
-      "mlockall", "munlockall", "setrlimit", "prlimit64", "rt_sigprocmask", "rt_sigaction",
-      "sigaltstack", "set_tid_address", "set_robust_list", "rseq", "arch_prctl", "set_thread_area",
-      "prctl", "seccomp", "landlock_restrict_self", "sched_setaffinity", "sched_setscheduler",
-      "sched_setattr", "sched_setparam", "setpriority", "ioprio_set", "close_range", "close", "dup2",
-      "dup3", "futex", "futex_waitv", "futex_wait", "nanosleep", "clock_nanosleep", "select",
-      "pselect6", "poll", "ppoll", "epoll_wait", "epoll_pwait", "epoll_pwait2", "wait4", "waitid",
-      "rt_sigtimedwait", "alarm", "setitimer", "umask", "chdir", "fchdir", "execve", "execveat",
-      "sync", "syncfs", "msgget", "semget", "shmget", "mseal", "map_shadow_stack", "pkey_mprotect", "mlock", "mlock2", "munlock", "msync",
-      "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid",
-      "setfsgid", "capset", "personality", "restart_syscall", "mmap"};
+  const std::set<std::string> acts_on_the_caller = {"exit",
+                                                    "exit_group",
+                                                    "pause",
+                                                    "rt_sigsuspend",
+                                                    "rt_sigreturn",
+                                                    "fork",
+                                                    "vfork",
+                                                    "kill",
+                                                    "tkill",
+                                                    "tgkill",
+                                                    "setsid",
+                                                    "setpgid",
+                                                    "munmap",
+                                                    "brk",
+                                                    "mremap",
+                                                    "mprotect",
+                                                    "madvise",
+                                                    "mlockall",
+                                                    "munlockall",
+                                                    "setrlimit",
+                                                    "prlimit64",
+                                                    "rt_sigprocmask",
+                                                    "rt_sigaction",
+                                                    "sigaltstack",
+                                                    "set_tid_address",
+                                                    "set_robust_list",
+                                                    "rseq",
+                                                    "arch_prctl",
+                                                    "set_thread_area",
+                                                    "prctl",
+                                                    "seccomp",
+                                                    "landlock_restrict_self",
+                                                    "sched_setaffinity",
+                                                    "sched_setscheduler",
+                                                    "sched_setattr",
+                                                    "sched_setparam",
+                                                    "setpriority",
+                                                    "ioprio_set",
+                                                    "close_range",
+                                                    "close",
+                                                    "dup2",
+                                                    "dup3",
+                                                    "futex",
+                                                    "futex_waitv",
+                                                    "futex_wait",
+                                                    "nanosleep",
+                                                    "clock_nanosleep",
+                                                    "select",
+                                                    "pselect6",
+                                                    "poll",
+                                                    "ppoll",
+                                                    "epoll_wait",
+                                                    "epoll_pwait",
+                                                    "epoll_pwait2",
+                                                    "wait4",
+                                                    "waitid",
+                                                    "rt_sigtimedwait",
+                                                    "alarm",
+                                                    "setitimer",
+                                                    "umask",
+                                                    "chdir",
+                                                    "fchdir",
+                                                    "execve",
+                                                    "execveat",
+                                                    "sync",
+                                                    "syncfs",
+                                                    "msgget",
+                                                    "semget",
+                                                    "shmget",
+                                                    "mseal",
+                                                    "map_shadow_stack",
+                                                    "pkey_mprotect",
+                                                    "mlock",
+                                                    "mlock2",
+                                                    "munlock",
+                                                    "msync",
+                                                    "setuid",
+                                                    "setgid",
+                                                    "setreuid",
+                                                    "setregid",
+                                                    "setresuid",
+                                                    "setresgid",
+                                                    "setgroups",
+                                                    "setfsuid",
+                                                    "setfsgid",
+                                                    "capset",
+                                                    "personality",
+                                                    "restart_syscall",
+                                                    "mmap"};
   const std::string report = report_under_filter([&] {
     std::string failures;
     for (const sf::ListedSyscall& call : sf::allowed_syscalls()) {

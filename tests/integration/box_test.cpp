@@ -109,8 +109,8 @@ TEST_P(BoxTest, RunsCommandsAsTheAccountUidWithPipes) {
 
 TEST_P(BoxTest, EnvironmentCwdAndStdinReachTheCommand) {
   auto box = Box::start(spec, options("env"));
-  Output o = run_piped(*box, {"sh", "-c", "echo $GREETING; pwd; cat"},
-                       {"PATH=/usr/bin:/bin", "GREETING=hello there"}, "/tmp", "from stdin");
+  Output o = run_piped(*box, {"sh", "-c", "echo $GREETING; pwd; cat"}, {"PATH=/usr/bin:/bin", "GREETING=hello there"},
+                       "/tmp", "from stdin");
   EXPECT_EQ(o.out, "hello there\n/tmp\nfrom stdin");
   EXPECT_EQ(exit_status(o.status), 0);
   // Default cwd is the home.
@@ -131,9 +131,10 @@ TEST_P(BoxTest, FilesCreatedInHomeBelongToTheAccountOnTheHost) {
 // and a script without #! runs under /bin/sh: what execvp did before spawn used vfork.
 TEST_P(BoxTest, CommandsAreFoundInTheirOwnPathAndScriptsWithoutShebangRun) {
   auto box = Box::start(spec, options("path"));
-  Output made = run_piped(*box, {"sh", "-c",
-      "mkdir -p ~/bin ~/rel && printf 'echo mine $1\n' > ~/bin/mytool && chmod +x ~/bin/mytool"
-      " && printf 'echo relative\n' > ~/rel/reltool && chmod +x ~/rel/reltool"});
+  Output made =
+      run_piped(*box, {"sh", "-c",
+                       "mkdir -p ~/bin ~/rel && printf 'echo mine $1\n' > ~/bin/mytool && chmod +x ~/bin/mytool"
+                       " && printf 'echo relative\n' > ~/rel/reltool && chmod +x ~/rel/reltool"});
   ASSERT_EQ(exit_status(made.status), 0) << made.err;
 
   Output own = run_piped(*box, {"mytool", "arg"}, {"PATH=/home/tester/bin:/usr/bin:/bin"});
@@ -204,9 +205,15 @@ TEST_P(BoxTest, ShellFallbackRunsWhenTheCommandItselfCannotRun) {
   EXPECT_EQ(exit_status(dir.status), 126);
   EXPECT_NE(dir.err.find("Is a directory"), std::string::npos) << dir.err;
 
-  ASSERT_EQ(exit_status(run_piped(*box, {"sh", "-c",
-      "printf 'echo not run\n' > /tmp/noexec && printf '[[ 1 == 1 ]] && echo bash ran me\n' > /tmp/noshebang"
-      " && chmod +x /tmp/noshebang"}).status), 0);
+  ASSERT_EQ(
+      exit_status(
+          run_piped(
+              *box,
+              {"sh", "-c",
+               "printf 'echo not run\n' > /tmp/noexec && printf '[[ 1 == 1 ]] && echo bash ran me\n' > /tmp/noshebang"
+               " && chmod +x /tmp/noshebang"})
+              .status),
+      0);
   Output noexec = run_request(*box, with_fallback({"/tmp/noexec"}, "/tmp/noexec"));
   EXPECT_EQ(exit_status(noexec.status), 126);
   EXPECT_NE(noexec.err.find("Permission denied"), std::string::npos) << noexec.err;
@@ -251,7 +258,8 @@ TEST_P(BoxTest, ACgroupFailingAfterTheCloneFailsTheStartAndLeavesNoProcess) {
           << e.what();
     }
     // A zygote's child is reaped by the kernel a moment after its pidfd says it has exited.
-    for (int i = 0; i < 100 && init_siblings() != before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 100 && init_siblings() != before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(init_siblings(), before);
   }
   // And the real driver still works afterwards.
@@ -386,8 +394,7 @@ TEST_P(BoxTest, SignalReachesTheWholeProcessGroup) {
   const int st = wait_exit(*box, r.id, 5000);
   ASSERT_TRUE(WIFSIGNALED(st));
   EXPECT_EQ(WTERMSIG(st), SIGTERM);
-  for (int i = 0; i < 50 && box->process_count() != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 50 && box->process_count() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(box->process_count(), 0) << "the background sleeps survived the group signal";
 }
 
@@ -413,8 +420,7 @@ TEST_P(BoxTest, ASessionSignalReachesJobsInOtherProcessGroups) {
   EXPECT_TRUE(box->signal(r.id, SIGKILL, /*whole_session=*/false));
   EXPECT_TRUE(WIFSIGNALED(wait_exit(*box, r.id, 5000)));
   // The shell's exit is seen before its pid leaves the box's count: wait (bounded) for the count.
-  for (int i = 0; i < 50 && box->process_count() != 2; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 50 && box->process_count() != 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(box->process_count(), 2) << "control: the jobs' own groups outlive the shell's group signal";
 
   // The shell is reaped: its session is out of reach by its spawn id, as a reused pid would be.
@@ -431,8 +437,7 @@ TEST_P(BoxTest, ASessionSignalReachesJobsInOtherProcessGroups) {
   ASSERT_EQ(box->process_count(), 5);
   EXPECT_TRUE(box->signal(r2.id, SIGKILL, /*whole_session=*/true));
   EXPECT_TRUE(WIFSIGNALED(wait_exit(*box, r2.id, 5000)));
-  for (int i = 0; i < 50 && box->process_count() != 2; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 50 && box->process_count() != 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(box->process_count(), 2) << "the second shell's jobs survived the session signal";
 }
 
@@ -506,26 +511,31 @@ TEST_P(BoxTest, SystemTreeIsReadOnlyWithTheLegacyMountApiToo) {
 
 TEST_P(BoxTest, EtcNamesTheAccountAndHidesHostSecrets) {
   auto box = Box::start(spec, options("etc"));
-  Output o = run_piped(*box, {"sh", "-c", "whoami; hostname; ls /etc/shadow 2>&1; ls /etc/sudoers 2>&1; getent passwd tester"});
+  Output o = run_piped(
+      *box, {"sh", "-c", "whoami; hostname; ls /etc/shadow 2>&1; ls /etc/sudoers 2>&1; getent passwd tester"});
   EXPECT_NE(o.out.find("tester\ntestbox\n"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("'/etc/shadow': No such file"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("'/etc/sudoers': No such file"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("tester:x:" + std::to_string(uid) + ":" + std::to_string(uid) + ":tester:/home/tester:/bin/bash"),
-            std::string::npos) << o.out;
+  EXPECT_NE(
+      o.out.find("tester:x:" + std::to_string(uid) + ":" + std::to_string(uid) + ":tester:/home/tester:/bin/bash"),
+      std::string::npos)
+      << o.out;
 }
 
 // /etc, however it was made (copied by init, built by the parent, cloned from the zygote's
 // template): the host's allowlisted files and directories, read-only.
 TEST_P(BoxTest, EtcHoldsTheHostsAllowlistedFilesAndDirectoriesReadOnly) {
   auto box = Box::start(spec, options("etc-allow"));
-  Output o = run_piped(*box, {"sh", "-c", "cat /etc/nsswitch.conf; ls -A /etc/ld.so.conf.d; touch /etc/ld.so.conf.d/x /etc/x 2>&1"});
+  Output o = run_piped(
+      *box, {"sh", "-c", "cat /etc/nsswitch.conf; ls -A /etc/ld.so.conf.d; touch /etc/ld.so.conf.d/x /etc/x 2>&1"});
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator("/etc/ld.so.conf.d")) names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   std::string expected = read_file("/etc/nsswitch.conf", 1 << 20);
   for (const auto& n : names) expected += n + "\n";
-  expected += "touch: cannot touch '/etc/ld.so.conf.d/x': Read-only file system\n"
-              "touch: cannot touch '/etc/x': Read-only file system\n";
+  expected +=
+      "touch: cannot touch '/etc/ld.so.conf.d/x': Read-only file system\n"
+      "touch: cannot touch '/etc/x': Read-only file system\n";
   EXPECT_EQ(o.out, expected);
 }
 
@@ -549,7 +559,8 @@ TEST_P(BoxTest, ABindIntoEtcStillWorks) {
   std::ofstream(extra.dir / "f") << "extra\n";
   spec.binds.push_back({extra.dir.string(), "/etc/agentbox-extra", false});
   auto box = Box::start(spec, options("etc-bind"));
-  Output o = run_piped(*box, {"sh", "-c", "cat /etc/agentbox-extra/f /etc/hostname; getent passwd tester | cut -d: -f1"});
+  Output o =
+      run_piped(*box, {"sh", "-c", "cat /etc/agentbox-extra/f /etc/hostname; getent passwd tester | cut -d: -f1"});
   EXPECT_EQ(o.out, "extra\ntestbox\ntester\n") << o.err;
 }
 

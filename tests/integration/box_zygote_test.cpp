@@ -19,8 +19,8 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "box/box.hpp"
 #include "box/messages.hpp"
@@ -57,7 +57,7 @@ std::set<std::string> descriptors(pid_t pid) {
   for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
     std::string target = fs::read_symlink(e.path()).string();
     if (auto bracket = target.find('['); bracket != std::string::npos) target.erase(bracket);
-    struct stat st{};
+    struct stat st {};
     if (::stat(e.path().c_str(), &st) == 0 && S_ISCHR(st.st_mode))
       target = "chr " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
     out.insert(e.path().filename().string() + " -> " + target);
@@ -95,7 +95,8 @@ TEST_F(ZygoteTest, InitHoldsNothingOfTheZygote) {
     EXPECT_EQ(cmdline.find_first_not_of('\0', cmdline.find('\0')), std::string::npos) << "argument left in " << cmdline;
   }
   // Inside: the account's uid and hostname, init as pid 1, and no process but init and sh.
-  Output o = run_piped(*from_zygote, {"sh", "-c", "id -u; hostname; tr -d '\\0' < /proc/1/cmdline; echo; set -- /proc/[0-9]*; echo $#"});
+  Output o = run_piped(
+      *from_zygote, {"sh", "-c", "id -u; hostname; tr -d '\\0' < /proc/1/cmdline; echo; set -- /proc/[0-9]*; echo $#"});
   EXPECT_EQ(o.out, std::to_string(uid) + "\ntestbox\nagentbox-init\n2\n");
 }
 
@@ -207,7 +208,10 @@ TEST_F(ZygoteTest, StopEndsTheWholeBoxAndRemovesItsGroup) {
       cmd = read_file((e.path() / "cmdline").string(), 4096);
     } catch (const Error&) {  // exited meanwhile
     }
-    EXPECT_NE(cmd, std::string("sleep\0" "97.5\0", 11)) << "the box's sleep survived stop()";
+    EXPECT_NE(cmd, std::string("sleep\0"
+                               "97.5\0",
+                               11))
+        << "the box's sleep survived stop()";
   }
   for (const auto& dir : dirs) EXPECT_FALSE(fs::exists(dir)) << dir << " left behind";
 }

@@ -2,10 +2,10 @@
 // caller home, environment rules, the profile file, signals, an ordinary (non-root) caller, and
 // a real terminal (tmux) with ctrl-C, job control and resize.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +25,8 @@ struct Result {
 };
 
 // Runs argv with HOME=home (and optionally as uid), capturing output; bounded by timeout_s.
-Result run(std::vector<std::string> argv, const std::string& home, uid_t as_uid = 0,
-           const std::string& cwd = "/", std::vector<std::string> extra_env = {}, int timeout_s = 60) {
+Result run(std::vector<std::string> argv, const std::string& home, uid_t as_uid = 0, const std::string& cwd = "/",
+           std::vector<std::string> extra_env = {}, int timeout_s = 60) {
   int out[2], err[2];
   ::pipe2(out, O_CLOEXEC);
   ::pipe2(err, O_CLOEXEC);
@@ -99,18 +99,17 @@ TEST(RunCli, ExitCodeIsTheCommands) {
 
 TEST(RunCli, BadInputIsOneLineAndExitTwo) {
   TempDir home;
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--memory", "12Q", "--", "true"},
-           {"--pids", "-3", "--", "true"},
-           {"--cpu", "lots", "--", "true"},
-           {"--ptys", "0", "--", "true"},
-           {"--tcp-memory", "4K", "--", "true"},
-           {"--bogus", "--", "true"},
-           {"--bind", "/no/such/path", "--", "true"},
-           {"--net", "host", "--", "true"},
-           {"--env", "NOEQUALS", "--", "true"},
-           {},
-           {"--shell", "--", "true"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--memory", "12Q", "--", "true"},
+                                                                {"--pids", "-3", "--", "true"},
+                                                                {"--cpu", "lots", "--", "true"},
+                                                                {"--ptys", "0", "--", "true"},
+                                                                {"--tcp-memory", "4K", "--", "true"},
+                                                                {"--bogus", "--", "true"},
+                                                                {"--bind", "/no/such/path", "--", "true"},
+                                                                {"--net", "host", "--", "true"},
+                                                                {"--env", "NOEQUALS", "--", "true"},
+                                                                {},
+                                                                {"--shell", "--", "true"}}) {
     Result r = run(box(args), home.path);
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -130,8 +129,7 @@ TEST(RunCli, WordsAfterDashesAreTheCommandsNotOptions) {
 TEST(RunCli, CallerHomeIsHiddenAndBoxHomeIsDefault) {
   TempDir home;
   std::ofstream(home.path / "private.txt") << "mine";
-  Result r = run(box({"--", "sh", "-c", "echo $HOME; ls " + home.path.string() + " 2>&1; touch ~/made"}),
-                 home.path);
+  Result r = run(box({"--", "sh", "-c", "echo $HOME; ls " + home.path.string() + " 2>&1; touch ~/made"}), home.path);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("/home/agent\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("No such file"), std::string::npos) << r.out;
@@ -142,11 +140,10 @@ TEST(RunCli, BindsRoBindsAndCwd) {
   TempDir home, data, work;
   ::chown(work.path.c_str(), 1000000, 1000000);  // as root, the box runs as uid 1000000
   std::ofstream(data.path / "in.txt") << "data";
-  Result r = run(box({"--ro-bind", data.path.string() + ":/data", "--bind", work.path.string(), "--",
-                      "sh", "-c",
-                      "cat /data/in.txt; echo; touch /data/x 2>&1 | grep -c Read-only; echo w > " +
-                          work.path.string() + "/out"}),
-                 home.path);
+  Result r = run(
+      box({"--ro-bind", data.path.string() + ":/data", "--bind", work.path.string(), "--", "sh", "-c",
+           "cat /data/in.txt; echo; touch /data/x 2>&1 | grep -c Read-only; echo w > " + work.path.string() + "/out"}),
+      home.path);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "data\n1\n");
   EXPECT_TRUE(fs::exists(work.path / "out"));
@@ -230,10 +227,11 @@ TEST(RunCli, OrdinaryUserGetsTheirOwnUidInside) {
   EXPECT_EQ(lim.code, 2);
   EXPECT_NE(lim.err.find("cgroups"), std::string::npos) << lim.err;
   // The box's own devpts needs none: its pty limit holds for anyone (the host's pool is shared).
-  Result ptys = run(box({"--ptys", "2", "--", "python3", "-c",
-                         "import os\nfds = []\ntry:\n  [fds.append(os.open('/dev/ptmx', os.O_RDWR)) for _ in range(9)]\n"
-                         "except OSError as e: print(len(fds), e.errno)"}),
-                    home.path, 65534);
+  Result ptys =
+      run(box({"--ptys", "2", "--", "python3", "-c",
+               "import os\nfds = []\ntry:\n  [fds.append(os.open('/dev/ptmx', os.O_RDWR)) for _ in range(9)]\n"
+               "except OSError as e: print(len(fds), e.errno)"}),
+          home.path, 65534);
   EXPECT_EQ(ptys.code, 0) << ptys.err;
   EXPECT_EQ(ptys.out, "2 " + std::to_string(ENOSPC) + "\n");
 }

@@ -106,8 +106,7 @@ class ProcessTableTest : public ::testing::Test {
   }
 
   std::string start(const std::string& account, const std::string& command, bool tty = true,
-                    std::optional<std::string> stdin_data = {},
-                    std::optional<std::chrono::milliseconds> timeout = {},
+                    std::optional<std::string> stdin_data = {}, std::optional<std::chrono::milliseconds> timeout = {},
                     std::vector<std::string> extra_env = {}) {
     StartRequest r;
     r.box = specs_.at(account);
@@ -260,22 +259,20 @@ TEST_F(ProcessTableTest, AThousandWaitsReturnPromptlyWhenOutputArrives) {
   std::mutex mu;
   for (int i = 0; i < kProcs; ++i) {
     for (int k = 0; k < kWaitsPerProc; ++k) {
-      handles.push_back(table().wait("alice", ids[i], {}, true, Clock::now() + 60s,
-                                     [&, i](std::optional<ProcessView> v) {
-                                       Clock::time_point sent;
-                                       {
-                                         std::lock_guard lock(mu);
-                                         sent = input_at[i];
-                                       }
-                                       const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                                           Clock::now() - sent)
-                                                           .count();
-                                       int64_t prev = probe.worst_us.load();
-                                       while (us > prev && !probe.worst_us.compare_exchange_weak(prev, us)) {
-                                       }
-                                       if (v && text_of(*v).find("go") != std::string::npos) ++probe.with_output;
-                                       ++probe.fired;
-                                     }));
+      handles.push_back(
+          table().wait("alice", ids[i], {}, true, Clock::now() + 60s, [&, i](std::optional<ProcessView> v) {
+            Clock::time_point sent;
+            {
+              std::lock_guard lock(mu);
+              sent = input_at[i];
+            }
+            const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent).count();
+            int64_t prev = probe.worst_us.load();
+            while (us > prev && !probe.worst_us.compare_exchange_weak(prev, us)) {
+            }
+            if (v && text_of(*v).find("go") != std::string::npos) ++probe.with_output;
+            ++probe.fired;
+          }));
     }
   }
   std::this_thread::sleep_for(300ms);
@@ -292,7 +289,8 @@ TEST_F(ProcessTableTest, AThousandWaitsReturnPromptlyWhenOutputArrives) {
   while (probe.fired.load() < kProcs * kWaitsPerProc && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(probe.fired.load(), kProcs * kWaitsPerProc);
   EXPECT_EQ(probe.with_output.load(), kProcs * kWaitsPerProc);
-  EXPECT_LT(probe.worst_us.load(), 1'000'000) << "slowest wait answered " << probe.worst_us.load() << " us after its output";
+  EXPECT_LT(probe.worst_us.load(), 1'000'000)
+      << "slowest wait answered " << probe.worst_us.load() << " us after its output";
   std::printf("slowest of %d waits: %lld us after its output was sent\n", kProcs * kWaitsPerProc,
               static_cast<long long>(probe.worst_us.load()));
 

@@ -390,7 +390,7 @@ TEST_F(TerminalsTest, AShellThatExitsEndsItsTerminalAfterItsLastOutput) {
   Recorder late;
   EXPECT_EQ(terminals_->attach("alice", t.id, late.sink()), nullptr);
   EXPECT_TRUE(port_.signals_to(shell_of(t)).empty());  // it ended by itself
-  EXPECT_EQ(c->input("x"), 1u);  // keystrokes to an ended terminal are dropped at once, not held
+  EXPECT_EQ(c->input("x"), 1u);                        // keystrokes to an ended terminal are dropped at once, not held
 }
 
 TEST_F(TerminalsTest, RemoveHangsUpTheSessionThenKillsWhatIgnoresIt) {

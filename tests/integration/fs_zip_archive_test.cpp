@@ -179,10 +179,7 @@ TEST_F(ZipArchiveTest, LinksInsideAreFilesLinksOutAreLeftOut) {
   link("d/dangling", "nowhere");
   ZipArchive a = zip({"d"});
   Entries e = unzip(a.fd.get());
-  EXPECT_EQ(e, (Entries{{"d/", ""},
-                        {"d/inside", "real"},
-                        {"d/inside_abs", "real"},
-                        {"d/real.txt", "real"}}));
+  EXPECT_EQ(e, (Entries{{"d/", ""}, {"d/inside", "real"}, {"d/inside_abs", "real"}, {"d/real.txt", "real"}}));
   for (const auto& [name, data] : e) EXPECT_THAT(data, ::testing::Not(HasSubstr("SECRET")));
 }
 
@@ -324,8 +321,8 @@ Deflated deflate_file(const std::string& path, uint64_t length) {
 }
 
 uint32_t crc_of(const std::string& bytes) {
-  return static_cast<uint32_t>(crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()),
-                                     static_cast<uInt>(bytes.size())));
+  return static_cast<uint32_t>(
+      crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
 }
 
 // Every layout of holes and data inflates back to the file's bytes with the file's CRC, and only
@@ -400,7 +397,8 @@ TEST_F(ZipArchiveTest, ASparseFileIsArchivedWithoutReadingItsHoles) {
   uint64_t offset = 0;
   bool same = true;
   for (zip_int64_t n; (n = zip_fread(f, piece.data(), piece.size())) > 0; offset += static_cast<uint64_t>(n))
-    same = same && piece.compare(0, static_cast<size_t>(n), expected_range(pieces, offset, static_cast<size_t>(n))) == 0;
+    same =
+        same && piece.compare(0, static_cast<size_t>(n), expected_range(pieces, offset, static_cast<size_t>(n))) == 0;
   // libzip checks the CRC at the end of the entry: a wrong one is a read error here.
   EXPECT_EQ(zip_error_code_zip(zip_file_get_error(f)), ZIP_ER_OK) << zip_strerror(za);
   EXPECT_EQ(offset, size);

@@ -9,8 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "util/capabilities.hpp"
@@ -40,7 +40,7 @@ class LoopVolumeTest : public ::testing::Test {
   }
   // Whether dir is the root of a mount (a bind of a directory onto itself is one too).
   static bool mount_root(const std::string& dir) {
-    struct statx stx{};
+    struct statx stx {};
     if (::statx(AT_FDCWD, dir.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) != 0) return false;
     return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
   }
@@ -116,8 +116,9 @@ TEST_F(LoopVolumeTest, AMountedVolumeIsReusedAndARaisedQuotaGrowsItAtItsNextMoun
 
 TEST_F(LoopVolumeTest, AccountVolumesMakeTheHomeTrashAndDaemonDirectories) {
   {
-    AccountVolumes volumes(base_, make_volume_backend(true),
-                           [](const std::string&) { return DiskQuota{32ull << 20, 2000}; });
+    AccountVolumes volumes(base_, make_volume_backend(true), [](const std::string&) {
+      return DiskQuota{32ull << 20, 2000};
+    });
     VolumePaths p = volumes.open({"alice-1", 1999997, 1999997});
     struct stat st;
     ASSERT_EQ(::stat(p.home.c_str(), &st), 0);
@@ -142,8 +143,9 @@ TEST_F(LoopVolumeTest, AVolumesDirectoryStillInUseIsUnmountedWhenTheDaemonLetsGo
   const std::string root = base_ + "/volumes";
   int held = -1;
   {
-    AccountVolumes volumes(base_, make_volume_backend(true),
-                           [](const std::string&) { return DiskQuota{32ull << 20, 2000}; });
+    AccountVolumes volumes(base_, make_volume_backend(true), [](const std::string&) {
+      return DiskQuota{32ull << 20, 2000};
+    });
     volumes.open({"bob-1", 1999996, 1999996});
     EXPECT_TRUE(mount_root(root));
     held = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -173,8 +175,9 @@ TEST_F(LoopVolumeTest, AnIdleVolumesUsageIsReadFromItsImageAsStatvfsWouldSayIt) 
 }
 
 TEST_F(LoopVolumeTest, ARetiredVolumeMovesAsideIsRefusedAndIsPurgedAfterItsTime) {
-  AccountVolumes volumes(base_, make_volume_backend(true),
-                         [](const std::string&) { return DiskQuota{32ull << 20, 2000}; });
+  AccountVolumes volumes(base_, make_volume_backend(true), [](const std::string&) {
+    return DiskQuota{32ull << 20, 2000};
+  });
   VolumePaths p = volumes.open({"bob-1", 1999996, 1999996});
   std::ofstream(p.home + "/notes") << "kept for a while";
   volumes.open({"carol-1", 1999995, 1999995});

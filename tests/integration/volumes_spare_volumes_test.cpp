@@ -11,8 +11,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -42,7 +42,8 @@ bool eventually(const std::function<bool()>& done, std::chrono::seconds within =
 }
 
 bool mounted(const std::string& dir) {
-  struct stat a{}, b{};
+  struct stat a {
+  }, b{};
   return ::stat(dir.c_str(), &a) == 0 && ::stat(stdfs::path(dir).parent_path().c_str(), &b) == 0 &&
          a.st_dev != b.st_dev;
 }
@@ -96,7 +97,7 @@ TEST_F(SpareVolumesTest, TheBoundIsKeptAndATakenSpareIsAMountedVolumeAtOnce) {
   EXPECT_LT(took, 200ms) << "a rename and a move_mount";
   EXPECT_TRUE(mounted(dir));
   EXPECT_TRUE(stdfs::exists(image));
-  struct statvfs s{};
+  struct statvfs s {};
   ASSERT_EQ(::statvfs(dir.c_str(), &s), 0);
   EXPECT_LE(s.f_blocks * s.f_frsize, kQuota.bytes);
   EXPECT_GE(s.f_blocks * s.f_frsize, kQuota.bytes * 3 / 4);
@@ -118,14 +119,17 @@ TEST_F(SpareVolumesTest, TheBoundIsKeptAndATakenSpareIsAMountedVolumeAtOnce) {
 TEST_F(SpareVolumesTest, TheRefillThreadTakesNoSignalMeantForTheDaemon) {
   SpareVolumes spares(volumes_, policy(1));
   std::string status;
-  ASSERT_TRUE(eventually([&] {
-    for (const auto& task : stdfs::directory_iterator("/proc/self/task"))
-      if (read_file_if_exists(task.path().string() + "/comm").value_or("") == "spare-volumes\n") {
-        status = read_file_if_exists(task.path().string() + "/status").value_or("");
-        return true;
-      }
-    return false;
-  }, 5s)) << "no thread named spare-volumes";
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& task : stdfs::directory_iterator("/proc/self/task"))
+          if (read_file_if_exists(task.path().string() + "/comm").value_or("") == "spare-volumes\n") {
+            status = read_file_if_exists(task.path().string() + "/status").value_or("");
+            return true;
+          }
+        return false;
+      },
+      5s))
+      << "no thread named spare-volumes";
   const size_t at = status.find("SigBlk:\t");
   ASSERT_NE(at, std::string::npos) << status;
   const uint64_t blocked = std::stoull(status.substr(at + 8, 16), nullptr, 16);
@@ -163,19 +167,21 @@ TEST_F(SpareVolumesTest, ARestartMountsTheOldSparesAgainAndDeletesWhatIsNotItsOw
 TEST_F(SpareVolumesTest, ANewAccountOfTheDefaultQuotaGetsASpare) {
   std::set<ino_t> spare_inodes;
   {
-    AccountVolumes volumes(scratch_.path(), make_volume_backend(true, policy(1)),
-                           [](const std::string& name) { return name == "big" ? DiskQuota{64ull << 20, 2000} : kQuota; });
+    AccountVolumes volumes(scratch_.path(), make_volume_backend(true, policy(1)), [](const std::string& name) {
+      return name == "big" ? DiskQuota{64ull << 20, 2000} : kQuota;
+    });
     const SpareVolumes* spares = volumes.backend().spares();
     ASSERT_NE(spares, nullptr);
     ASSERT_TRUE(eventually([&] { return spares->ready() == 1; })) << ::testing::PrintToString(logged_);
     for (const std::string& name : images_in(spare_dir_)) {
-      struct stat st{};
+      struct stat st {};
       ASSERT_EQ(::stat((spare_dir_ + "/" + name).c_str(), &st), 0);
       spare_inodes.insert(st.st_ino);
     }
 
     const VolumePaths p = volumes.open({"carol-1a2b3c", 4400001, 4400001});
-    struct stat image{}, home{};
+    struct stat image {
+    }, home{};
     ASSERT_EQ(::stat((p.root + ".img").c_str(), &image), 0);
     EXPECT_TRUE(spare_inodes.contains(image.st_ino)) << "carol's image is the spare's";
     EXPECT_TRUE(mounted(p.root));

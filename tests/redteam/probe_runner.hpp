@@ -5,8 +5,8 @@
 // processes. Every process started here is bounded in time and killed by pid when its owner ends.
 #include <dirent.h>
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -148,8 +148,10 @@ inline RunResult run(const Argv& argv, const RunOptions& o = {}) {
       if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[4096];
       const ssize_t n = ::read(sources[i]->get(), buf, sizeof buf);
-      if (n > 0) sinks[i]->append(buf, static_cast<size_t>(n));
-      else if (n == 0 || errno != EINTR) sources[i]->reset();
+      if (n > 0)
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      else if (n == 0 || errno != EINTR)
+        sources[i]->reset();
     }
   }
   int status = 0;
@@ -298,7 +300,7 @@ class TempDir {
 // One probe run: its line ("ALLOWED: ...", "BLOCKED: EPERM (...)", "ERROR: ...") and exit code.
 struct ProbeResult {
   RunResult run;
-  std::string line;  // the first line of stdout, without the newline
+  std::string line;   // the first line of stdout, without the newline
   std::string where;  // "inside a box" / "outside as root" ..., for failure messages
 };
 
@@ -331,7 +333,8 @@ inline ::testing::AssertionResult Blocked(const ProbeResult& p, std::string_view
 }
 
 // BLOCKED with any one of several errno names (e.g. EROFS from the mount or EACCES from Landlock).
-inline ::testing::AssertionResult BlockedWithAnyOf(const ProbeResult& p, std::initializer_list<std::string_view> names) {
+inline ::testing::AssertionResult BlockedWithAnyOf(const ProbeResult& p,
+                                                   std::initializer_list<std::string_view> names) {
   for (std::string_view n : names)
     if (Blocked(p, n)) return ::testing::AssertionSuccess();
   std::string wanted = "BLOCKED with one of";

@@ -43,10 +43,21 @@ TEST(RedteamFs, CommandArgumentsCannotAddBindsOfTheHost) {
   // B's home in a world-traversable parent, as homes under /home are.
   ASSERT_EQ(::chmod(home_b.dir.path().c_str(), 0755), 0);
 
-  const Argv attack = {agentbox_path(), "run", "--no-profile", "--home", home_a.path,
-                       "--ro-bind", probe_dir() + ":/probe", "--env", "A=b", "--",
-                       kProbeInBox, "read-file", "/srv/host" + home_b.path + "/secret",
-                       "--bind", "/:/srv/host"};
+  const Argv attack = {agentbox_path(),
+                       "run",
+                       "--no-profile",
+                       "--home",
+                       home_a.path,
+                       "--ro-bind",
+                       probe_dir() + ":/probe",
+                       "--env",
+                       "A=b",
+                       "--",
+                       kProbeInBox,
+                       "read-file",
+                       "/srv/host" + home_b.path + "/secret",
+                       "--bind",
+                       "/:/srv/host"};
   const ProbeResult r = to_probe_result(run(attack), "inside a box whose command carries --bind");
   EXPECT_FALSE(Allowed(r)) << "an argument after -- became a bind of the host's root: " << r.run.describe();
   // What the command must get instead: its arguments verbatim (the probe rejects the extras).
@@ -70,16 +81,16 @@ TEST(RedteamFs, HostShadowFileIsNotInTheBox) {
 TEST(RedteamFs, SystemTreeIsReadOnlyWhileHomeTmpAndShmAreWritable) {
   BoxHome home;
   BoxRun box = home.box();
-  for (const char* path : {"/usr/abx-rt-x", "/usr/bin/abx-rt-x", "/etc/abx-rt-x", "/etc/passwd",
-                           "/abx-rt-x", "/bin/abx-rt-x", "/lib/abx-rt-x", "/probe/abx-rt-x"}) {
+  for (const char* path : {"/usr/abx-rt-x", "/usr/bin/abx-rt-x", "/etc/abx-rt-x", "/etc/passwd", "/abx-rt-x",
+                           "/bin/abx-rt-x", "/lib/abx-rt-x", "/probe/abx-rt-x"}) {
     SCOPED_TRACE(path);
     EXPECT_TRUE(BlockedWithAnyOf(box.probe({"write-file", path}), {"EROFS", "EACCES"}));
   }
   EXPECT_FALSE(std::filesystem::exists("/usr/abx-rt-x"));
   EXPECT_FALSE(std::filesystem::exists(probe_dir() + "/abx-rt-x"));
 
-  for (const std::string& path : {std::string(kBoxHome) + "/file", std::string("/tmp/file"),
-                                 std::string("/dev/shm/file")}) {
+  for (const std::string& path :
+       {std::string(kBoxHome) + "/file", std::string("/tmp/file"), std::string("/dev/shm/file")}) {
     SCOPED_TRACE(path);
     EXPECT_TRUE(Allowed(box.probe({"write-file", path})));
   }

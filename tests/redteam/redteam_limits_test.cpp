@@ -159,8 +159,8 @@ TEST(RedteamLimits, UnreadLoopbackConnectionsStopAtTheBoxsTcpMemoryBound) {
   // Control: the same program in a memory cgroup the test made, without a TCP bound, queues
   // all 64 MiB.
   TestCgroup roomy("memory", "memory.limit_in_bytes", std::to_string(1ull << 30));
-  EXPECT_TRUE(Allowed(probe_outside({"tcp-buffers", "64", std::to_string(kConnections)},
-                                    {.cgroup_procs = roomy.procs()})));
+  EXPECT_TRUE(
+      Allowed(probe_outside({"tcp-buffers", "64", std::to_string(kConnections)}, {.cgroup_procs = roomy.procs()})));
 }
 
 }  // namespace

@@ -6,11 +6,11 @@
 // listeners, and a box reaches its own listeners on any port.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -157,7 +157,8 @@ class SubnetClaim {
 class InNetns {
  public:
   explicit InNetns(const std::string& path)
-      : home_(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)), target_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+      : home_(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)),
+        target_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
     if (!home_ || !target_) throw sys_error("open(netns " + path + ")");
     check(::setns(target_.get(), CLONE_NEWNET), "setns(" + path + ")");
   }
@@ -359,7 +360,8 @@ class ServeDaemon {
     const size_t end = answer.find("\r\n\r\n");
     if (answer.size() < 12 || end == std::string::npos)
       throw Error("no answer from agentbox serve to " + method + " " + target + " (" +
-                  (n < 0 ? std::string(std::strerror(errno)) : "closed") + "): '" + answer + "'; its log: " + log_text());
+                  (n < 0 ? std::string(std::strerror(errno)) : "closed") + "): '" + answer +
+                  "'; its log: " + log_text());
     std::string text = answer.substr(end + 4);
     return {std::stoi(answer.substr(9, 3)), nlohmann::json::parse(text, nullptr, false), text};
   }
@@ -377,7 +379,8 @@ class ServeDaemon {
       return to_probe_result(run, where);
     }
     run.exit_code = r.body["exit_code"].is_number() ? r.body["exit_code"].get<int>() : -1;
-    for (const auto& piece : r.body["output"]) (piece["type"] == "stdout" ? run.out : run.err) += piece["data"].get<std::string>();
+    for (const auto& piece : r.body["output"])
+      (piece["type"] == "stdout" ? run.out : run.err) += piece["data"].get<std::string>();
     return to_probe_result(run, where);
   }
 
@@ -436,8 +439,8 @@ TEST(RedteamNetDaemon, TheDaemonsApiPortIsNotReachableFromItsBoxes) {
   const std::string probe = daemon.probe_for(user);
   const std::string own = std::regex_replace(own_listener_script(probe), std::regex("\\$1"), port);
   EXPECT_TRUE(Allowed(daemon.in_box(user, own, "in the daemon's box, own listener on the daemon's port number")));
-  EXPECT_TRUE(Blocked(daemon.in_box(user, probe + " tcp-connect 127.0.0.1 " + port, "in the daemon's box"),
-                      "ECONNREFUSED"));
+  EXPECT_TRUE(
+      Blocked(daemon.in_box(user, probe + " tcp-connect 127.0.0.1 " + port, "in the daemon's box"), "ECONNREFUSED"));
   if (host) {
     EXPECT_TRUE(Blocked(daemon.in_box(user, probe + " tcp-connect " + *host + " " + port, "in the daemon's box"),
                         "ENETUNREACH"));
@@ -454,7 +457,8 @@ TEST(RedteamNetDaemon, AnotherBoxsServerAndTheHostsLoopbackAreUnreachableFromABo
   ServeDaemon daemon;
   const std::string alice = "redteam-alice", bob = "redteam-bob";
   constexpr uint16_t kAlicesPort = 28090;
-  const std::string secret = "alices-secret-" + std::to_string(::getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
+  const std::string secret =
+      "alices-secret-" + std::to_string(::getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
   const nlohmann::json file = {{"path", "site/secret.txt"}, {"content", secret}};
   ASSERT_EQ(daemon.request("POST", "/files/write", alice, file.dump()).status, 200);
   daemon.start_in_box(alice, "exec /usr/bin/python3 -m http.server " + std::to_string(kAlicesPort) +
@@ -471,9 +475,10 @@ TEST(RedteamNetDaemon, AnotherBoxsServerAndTheHostsLoopbackAreUnreachableFromABo
 
   // bob: from his box, and through /proxy, with his box running (so the proxy enters his
   // namespace rather than answering "no box").
-  EXPECT_TRUE(Blocked(daemon.in_box(bob, bobs_probe + " tcp-connect 127.0.0.1 " + port, "in bob's box"),
-                      "ECONNREFUSED"));
-  for (const std::string& target : {"/proxy/" + port + "/secret.txt", "/proxy/" + port + "/secret.txt?user_id=" + bob}) {
+  EXPECT_TRUE(
+      Blocked(daemon.in_box(bob, bobs_probe + " tcp-connect 127.0.0.1 " + port, "in bob's box"), "ECONNREFUSED"));
+  for (const std::string& target :
+       {"/proxy/" + port + "/secret.txt", "/proxy/" + port + "/secret.txt?user_id=" + bob}) {
     const auto r = daemon.request("GET", target, bob);
     EXPECT_EQ(r.status, 502) << target << ": " << r.text;
     EXPECT_NE(r.text.find("refused"), std::string::npos) << r.text;

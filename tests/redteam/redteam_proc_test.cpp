@@ -120,11 +120,9 @@ TEST(RedteamProc, DaemonSocketsDoNotLeakIntoBoxCommands) {
 
   // The attack the leak allows: the command reports its own exit with status 0 on the event
   // socket, then exits 7. agentbox run must report 7, the command's real exit code.
-  const std::string forge =
-      "/usr/bin/printf '{\"t\":\"exit\",\"pid\":%d,\"status\":0}' $$ >&4 2>/dev/null; exit 7";
+  const std::string forge = "/usr/bin/printf '{\"t\":\"exit\",\"pid\":%d,\"status\":0}' $$ >&4 2>/dev/null; exit 7";
   const RunResult forged = box.command({"/bin/sh", "-c", forge});
-  EXPECT_EQ(forged.exit_code, 7) << "agentbox run believed an exit event a box process forged: "
-                                 << forged.describe();
+  EXPECT_EQ(forged.exit_code, 7) << "agentbox run believed an exit event a box process forged: " << forged.describe();
 }
 
 TEST(RedteamProc, PtraceIsRefused) {
@@ -187,9 +185,9 @@ TEST(RedteamProcMasks, HostWideProcFilesReadEmptyInsideAndHoldDataOutside) {
   BoxHome home;
   BoxRun box = home.box();
   int controls = 0;
-  for (const char* path : {"/proc/cmdline", "/proc/interrupts", "/proc/modules", "/proc/kallsyms",
-                           "/proc/timer_list", "/proc/keys", "/proc/config.gz", "/proc/latency_stats",
-                           "/proc/sched_debug", "/proc/kcore", "/proc/diskstats", "/proc/partitions"}) {
+  for (const char* path : {"/proc/cmdline", "/proc/interrupts", "/proc/modules", "/proc/kallsyms", "/proc/timer_list",
+                           "/proc/keys", "/proc/config.gz", "/proc/latency_stats", "/proc/sched_debug", "/proc/kcore",
+                           "/proc/diskstats", "/proc/partitions"}) {
     const ProbeResult outside = probe_outside({"read-content", path});
     if (outside.run.exit_code != 0) continue;  // nothing there on this kernel, nothing to hide
     ++controls;

@@ -111,8 +111,8 @@ TEST(RedteamSyscallUmount, IsRefusedWithEpermInsideAndAllowedOutside) {
 
   TempDir dir("umount");
   const std::string script = "mount -t tmpfs -o size=64k abx-rt \"$1\" && exec \"$2\" umount \"$1\"";
-  const RunResult r = run({"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh",
-                           dir.path(), probe_path()});
+  const RunResult r =
+      run({"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh", dir.path(), probe_path()});
   EXPECT_TRUE(Allowed(to_probe_result(r, "outside as root in a private mount namespace")));
 }
 

@@ -50,19 +50,35 @@ TEST(AdmissionDecide, EachCaseHasOneAnswer) {
       {"moved away: the tombstone", moved(), status::misdirected_request, moved_away},
       {"not held, another node owns them", elsewhere(), status::misdirected_request, owned_elsewhere},
       {"held, though the ring names another node (pinned here, moved in)",
-       {.held = true, .owner_node = "n2", .owner_server = "127.0.0.1:8102"}, std::nullopt, ""},
+       {.held = true, .owner_node = "n2", .owner_server = "127.0.0.1:8102"},
+       std::nullopt,
+       ""},
       {"its account being deleted", {.deleted = true}, status::conflict, deleted},
       // The first case that applies answers.
-      {"restored and moved", {.restoring = true, .move = Move::moved, .move_node = "n3"},
-       status::service_unavailable, restoring, 5},
+      {"restored and moved",
+       {.restoring = true, .move = Move::moved, .move_node = "n3"},
+       status::service_unavailable,
+       restoring,
+       5},
       {"being moved and deleted (its source deletes it)",
-       {.move = Move::moving, .move_node = "n3", .deleted = true}, status::service_unavailable, being_moved, 5},
+       {.move = Move::moving, .move_node = "n3", .deleted = true},
+       status::service_unavailable,
+       being_moved,
+       5},
       {"moved away, and another node owns them now",
-       {.move = Move::moved, .move_node = "n3", .move_server = "127.0.0.1:8103", .held = false,
-        .owner_node = "n2", .owner_server = "127.0.0.1:8102"},
-       status::misdirected_request, moved_away},
-      {"restored, and another node owns them", {.restoring = true, .held = false, .owner_node = "n2"},
-       status::service_unavailable, restoring, 5},
+       {.move = Move::moved,
+        .move_node = "n3",
+        .move_server = "127.0.0.1:8103",
+        .held = false,
+        .owner_node = "n2",
+        .owner_server = "127.0.0.1:8102"},
+       status::misdirected_request,
+       moved_away},
+      {"restored, and another node owns them",
+       {.restoring = true, .held = false, .owner_node = "n2"},
+       status::service_unavailable,
+       restoring,
+       5},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -172,7 +188,8 @@ TEST_F(AdmissionTest, TheFactsComeFromTheGatesTheGuardAndTheDeletedNames) {
 
 TEST_F(AdmissionTest, WithoutSourcesOnlyDeletedAccountsAreRefused) {
   Admission admission;
-  for (const char* user : {"theirs", "leaving", "gone", "back"}) EXPECT_EQ(answer(admission, user, nullptr), std::nullopt);
+  for (const char* user : {"theirs", "leaving", "gone", "back"})
+    EXPECT_EQ(answer(admission, user, nullptr), std::nullopt);
   const Account a = account("a", "a-1");
   admission.begin_delete("a-1");
   EXPECT_EQ(answer(admission, "a", &a), status::conflict);

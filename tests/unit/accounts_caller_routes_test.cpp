@@ -46,8 +46,7 @@ struct Reply {
 };
 
 // One GET on a fresh connection; status 0 when no answer came within the deadline.
-Reply get(uint16_t port, const std::string& target, const std::string& user,
-          std::chrono::seconds deadline = 30s) {
+Reply get(uint16_t port, const std::string& target, const std::string& user, std::chrono::seconds deadline = 30s) {
   net::io_context ioc;
   beast::tcp_stream stream(ioc);
   stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));

@@ -118,8 +118,7 @@ TEST_F(CallerTest, AnAccountKeepsABoundedNumberOfSessionCwdsForgettingTheOldest)
 TEST_F(CallerTest, SessionCwdIsKeptPerAccountAndSession) {
   accounts::Caller alice = callers.resolve(request("alice", "chat-1"));
   ASSERT_EQ(::mkdir((callers.host_home(alice.account) + "/proj").c_str(), 0755), 0);
-  ASSERT_EQ(::chown((callers.host_home(alice.account) + "/proj").c_str(), alice.account.uid,
-                    alice.account.gid), 0);
+  ASSERT_EQ(::chown((callers.host_home(alice.account) + "/proj").c_str(), alice.account.uid, alice.account.gid), 0);
   EXPECT_EQ(callers.set_cwd(alice, "proj"), alice.box_home + "/proj");
 
   EXPECT_EQ(callers.resolve(request("alice", "chat-1")).cwd, alice.box_home + "/proj");
@@ -234,8 +233,8 @@ struct CallerBoundsTest : ::testing::Test {
   }
 
   static size_t open_fds() {
-    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
-                                             std::filesystem::directory_iterator()));
+    return static_cast<size_t>(
+        std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator()));
   }
 
   // A file the account wrote into its home, read back through caller.home.
@@ -261,9 +260,7 @@ TEST_F(CallerBoundsTest, ThousandsOfUsersKeepOpenDescriptorsBounded) {
 TEST_F(CallerBoundsTest, AnEvictedHomeOpensAgainAndAHeldOneKeepsWorking) {
   accounts::AccountDirectory callers(accounts, state, {.open_homes = 10});
   accounts::Caller first = callers.resolve(request("first"));
-  {
-    std::ofstream(callers.host_home(first.account) + "/note") << "kept";
-  }
+  { std::ofstream(callers.host_home(first.account) + "/note") << "kept"; }
   for (int i = 0; i < 50; ++i) callers.resolve(request("other-" + std::to_string(i)));
 
   // A request still holding the evicted home (in flight) keeps a working descriptor.

@@ -43,11 +43,15 @@ TEST(ChatRequest, ImagesAsDataUrisBecomeNamedAttachments) {
 }
 
 TEST(ChatRequest, FilePartsBecomeNumberedPlainNamedAttachments) {
-  json file = {{"type", "file"}, {"file", {{"filename", "../../etc/My Report.csv"}, {"file_data", "data:text/csv;base64,YSxiCg=="}}}};
+  json file = {{"type", "file"},
+               {"file", {{"filename", "../../etc/My Report.csv"}, {"file_data", "data:text/csv;base64,YSxiCg=="}}}};
   json same = {{"type", "file"}, {"file", {{"filename", "My Report.csv"}, {"file_data", "data:text/csv;base64,Yw=="}}}};
   json nameless = {{"type", "file"}, {"file", {{"file_data", "data:application/pdf;base64,JVBERg=="}}}};
-  json elsewhere = {{"type", "file"}, {"file", {{"file_id", "file-abc"}}}};  // another service's upload: nothing to write
-  json body = {{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "sum it"}}, file, same, nameless, elsewhere}}}}}};
+  json elsewhere = {{"type", "file"},
+                    {"file", {{"file_id", "file-abc"}}}};  // another service's upload: nothing to write
+  json body = {
+      {"messages",
+       {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "sum it"}}, file, same, nameless, elsewhere}}}}}};
   ChatRequest r = parse_chat_request(body, 1 << 20);
   ASSERT_EQ(r.attachments.size(), 3u);
   EXPECT_EQ(r.attachments[0].name, "1-My_Report.csv");
@@ -70,11 +74,19 @@ TEST(ChatRequest, WhatCannotBeRunIsAnErrorThatSaysWhy) {
   EXPECT_NE(fails({{"messages", json::array()}}), "");
   EXPECT_NE(fails({{"messages", {{{"role", "system"}, {"content", "x"}}}}}), "");
   EXPECT_NE(fails({{"messages", {{{"role", "user"}, {"content", ""}}}}}), "");
-  json remote = {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "http://example.com/a.png"}}}}}}}}}};
+  json remote = {{"messages",
+                  {{{"role", "user"},
+                    {"content", {{{"type", "image_url"}, {"image_url", {{"url", "http://example.com/a.png"}}}}}}}}}};
   EXPECT_NE(fails(remote).find("data:"), std::string::npos);
-  json big = {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + std::string(400, 'A')}}}}}}}}}};
+  json big = {
+      {"messages",
+       {{{"role", "user"},
+         {"content",
+          {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + std::string(400, 'A')}}}}}}}}}};
   EXPECT_NE(fails(big).find("larger"), std::string::npos);
-  json broken = {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,@@@@"}}}}}}}}}};
+  json broken = {{"messages",
+                  {{{"role", "user"},
+                    {"content", {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,@@@@"}}}}}}}}}};
   EXPECT_NE(fails(broken).find("base64"), std::string::npos);
 }
 

@@ -58,13 +58,20 @@ std::string html_unescape(std::string_view s) {
     }
     size_t semi = s.find(';', i);
     std::string_view ref = s.substr(i + 1, semi - i - 1);
-    if (ref == "amp") out += '&';
-    else if (ref == "lt") out += '<';
-    else if (ref == "gt") out += '>';
-    else if (ref == "quot") out += '"';
-    else if (ref.size() > 2 && ref[0] == '#' && (ref[1] == 'x' || ref[1] == 'X')) out += static_cast<char>(std::stoi(std::string(ref.substr(2)), nullptr, 16));
-    else if (ref.size() > 1 && ref[0] == '#') out += static_cast<char>(std::stoi(std::string(ref.substr(1))));
-    else ADD_FAILURE() << "unexpected reference &" << ref << ";";
+    if (ref == "amp")
+      out += '&';
+    else if (ref == "lt")
+      out += '<';
+    else if (ref == "gt")
+      out += '>';
+    else if (ref == "quot")
+      out += '"';
+    else if (ref.size() > 2 && ref[0] == '#' && (ref[1] == 'x' || ref[1] == 'X'))
+      out += static_cast<char>(std::stoi(std::string(ref.substr(2)), nullptr, 16));
+    else if (ref.size() > 1 && ref[0] == '#')
+      out += static_cast<char>(std::stoi(std::string(ref.substr(1))));
+    else
+      ADD_FAILURE() << "unexpected reference &" << ref << ";";
     i = semi + 1;
   }
   return out;
@@ -110,7 +117,9 @@ TEST(OpenAiStream, StreamsAPlainAnswerOnceWithRoleAndUsage) {
   EXPECT_EQ(r.last["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(r.last["choices"][0]["delta"], json::object());
   // input 42 + cache creation 7 + cache read 3; output 17.
-  EXPECT_EQ(r.last["usage"], (json{{"prompt_tokens", 52}, {"completion_tokens", 17}, {"total_tokens", 69},
+  EXPECT_EQ(r.last["usage"], (json{{"prompt_tokens", 52},
+                                   {"completion_tokens", 17},
+                                   {"total_tokens", 69},
                                    {"prompt_tokens_details", {{"cached_tokens", 3}}}}));
 
   EXPECT_EQ(r.completion["object"], "chat.completion");
@@ -136,7 +145,8 @@ TEST(OpenAiStream, ShowsAToolCallWithItsResultAsOneDetailsBlock) {
   EXPECT_EQ(input["description"], "Write \"report.csv\" <demo>");
   EXPECT_EQ(json::parse(html_unescape(attribute(r.content, "result"))), "a,b\n1,2");
   // Nothing in the tag can end an attribute or the tag early.
-  std::string tag = r.content.substr(r.content.find("<details "), r.content.find('>', r.content.find("<details ")) - r.content.find("<details "));
+  std::string tag = r.content.substr(r.content.find("<details "),
+                                     r.content.find('>', r.content.find("<details ")) - r.content.find("<details "));
   EXPECT_EQ(tag.find('\n'), std::string::npos);
   EXPECT_EQ(tag.find('<', 1), std::string::npos);
 }
@@ -172,16 +182,22 @@ TEST(OpenAiStream, ShowsAnUpstreamErrorOnceAsText) {
 
 TEST(OpenAiStream, ShowsAResultErrorWithoutTextAsASentence) {
   Rendered r = render_fixture("maxturns.jsonl");
-  EXPECT_EQ(r.content, "I'll create the file.\n" + kBashBlock + "\nClaude Code stopped: it reached the maximum number of turns.\n- Reached maximum number of turns (1)");
+  EXPECT_EQ(
+      r.content,
+      "I'll create the file.\n" + kBashBlock +
+          "\nClaude Code stopped: it reached the maximum number of turns.\n- Reached maximum number of turns (1)");
   EXPECT_EQ(r.last["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(r.completion["choices"][0]["finish_reason"], "length");
 
-  auto during = parse_all(
-      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Working on it."}]}})" "\n"
-      R"({"type":"result","subtype":"error_during_execution","is_error":true,"errors":["Tool crashed"]})" "\n");
+  auto during =
+      parse_all(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Working on it."}]}})"
+                "\n"
+                R"({"type":"result","subtype":"error_during_execution","is_error":true,"errors":["Tool crashed"]})"
+                "\n");
   EXPECT_EQ(render_events(during).content,
             "Working on it.\n\nClaude Code stopped because of an error during execution.\n- Tool crashed");
-  auto unknown = parse_all(R"({"type":"result","subtype":"error_something_new","is_error":true})" "\n");
+  auto unknown = parse_all(R"({"type":"result","subtype":"error_something_new","is_error":true})"
+                           "\n");
   EXPECT_EQ(render_events(unknown).content, "Claude Code stopped with an error (error_something_new).");
 }
 
@@ -202,7 +218,8 @@ std::vector<testing::OwnedEvent> without_result(const std::string& name) {
 
 TEST(OpenAiStream, SaysHowTheCliEndedWhenItGaveNoResult) {
   auto events = without_result("text.jsonl");
-  events.push_back(testing::OwnedEvent{"Segmentation fault (core dumped)", Diagnostic{"Segmentation fault (core dumped)"}});
+  events.push_back(
+      testing::OwnedEvent{"Segmentation fault (core dumped)", Diagnostic{"Segmentation fault (core dumped)"}});
   Rendered r = render_events(events, RunEnd{{}, 11, false, "node: fatal ```error```\n"});
   EXPECT_EQ(r.content,
             "Hello from the fake upstream.\nSecond line & <tags>.\n\n"
@@ -219,14 +236,16 @@ TEST(OpenAiStream, SaysHowTheCliEndedWhenItGaveNoResult) {
 
   Rendered stopped = render_events(without_result("text.jsonl"), RunEnd{{}, 2, true, "noise"});
   EXPECT_EQ(stopped.content,
-            "Hello from the fake upstream.\nSecond line & <tags>.\n\nThe run was interrupted before Claude Code finished its answer.");
+            "Hello from the fake upstream.\nSecond line & <tags>.\n\nThe run was interrupted before Claude Code "
+            "finished its answer.");
 }
 
 TEST(OpenAiStream, ClosesAToolCallLeftWithoutResult) {
   auto events = parse_all(agent_fixture("bash_nopartial.jsonl"));
   events.resize(3);  // init, text, tool_use
   Rendered r = render_events(events, RunEnd{{}, 9, false, ""});
-  EXPECT_EQ(json::parse(html_unescape(attribute(r.content, "result"))), "(no result: the run ended before this tool finished)");
+  EXPECT_EQ(json::parse(html_unescape(attribute(r.content, "result"))),
+            "(no result: the run ended before this tool finished)");
   EXPECT_EQ(r.content.rfind("I'll create the file.\n<details type=\"tool_calls\" done=\"true\"", 0), 0u);
 }
 
@@ -234,23 +253,30 @@ TEST(OpenAiStream, AppendsTheTrailerBeforeTheEnd) {
   Rendered r = render_events(parse_all(agent_fixture("text.jsonl")), RunEnd{0, {}, false, ""},
                              "Files: [report.csv](https://box.example/files/view?path=report.csv&token=t)");
   EXPECT_EQ(r.content,
-            "Hello from the fake upstream.\nSecond line & <tags>.\n\nFiles: [report.csv](https://box.example/files/view?path=report.csv&token=t)");
+            "Hello from the fake upstream.\nSecond line & <tags>.\n\nFiles: "
+            "[report.csv](https://box.example/files/view?path=report.csv&token=t)");
   EXPECT_EQ(r.last["choices"][0]["finish_reason"], "stop");
 }
 
 TEST(OpenAiStream, ShowsTheResultTextWhenNoTextArrivedBefore) {
-  auto events = parse_all(R"({"type":"result","subtype":"success","is_error":false,"result":"Done."})" "\n");
+  auto events = parse_all(R"({"type":"result","subtype":"success","is_error":false,"result":"Done."})"
+                          "\n");
   EXPECT_EQ(render_events(events).content, "Done.");
 }
 
 TEST(OpenAiStream, LeavesOutSubagentsOwnMessages) {
   auto events = parse_all(
-      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"task1","name":"Task","input":{"prompt":"look"}}]}})" "\n"
+      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"task1","name":"Task","input":{"prompt":"look"}}]}})"
+      "\n"
       R"({"type":"assistant","parent_tool_use_id":"task1","message":{"id":"m2","content":[{"type":"text","text":"inner thoughts"},)"
-      R"({"type":"tool_use","id":"inner1","name":"Read","input":{}}]}})" "\n"
-      R"({"type":"stream_event","parent_tool_use_id":"task1","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"inner partial"}}})" "\n"
-      R"({"type":"user","parent_tool_use_id":"task1","message":{"content":[{"type":"tool_result","tool_use_id":"inner1","content":"file"}]}})" "\n"
-      R"({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"task1","content":[{"type":"text","text":"found it"}]}]}})" "\n");
+      R"({"type":"tool_use","id":"inner1","name":"Read","input":{}}]}})"
+      "\n"
+      R"({"type":"stream_event","parent_tool_use_id":"task1","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"inner partial"}}})"
+      "\n"
+      R"({"type":"user","parent_tool_use_id":"task1","message":{"content":[{"type":"tool_result","tool_use_id":"inner1","content":"file"}]}})"
+      "\n"
+      R"({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"task1","content":[{"type":"text","text":"found it"}]}]}})"
+      "\n");
   Rendered r = render_events(events);
   EXPECT_EQ(r.content.find("inner"), std::string::npos);
   EXPECT_EQ(attribute(r.content, "name"), "Task");
@@ -261,7 +287,8 @@ TEST(OpenAiStream, LeavesOutSubagentsOwnMessages) {
 TEST(OpenAiStream, CutsALongToolResultAtACharacterBoundary) {
   std::string result;
   for (int i = 0; i < 100; ++i) result += "\xc3\xa9";  // 200 bytes of "é"
-  json line = {{"type", "user"}, {"message", {{"content", {{{"type", "tool_result"}, {"tool_use_id", "t"}, {"content", result}}}}}}};
+  json line = {{"type", "user"},
+               {"message", {{"content", {{{"type", "tool_result"}, {"tool_use_id", "t"}, {"content", result}}}}}}};
   OpenAiStream::Options options;
   options.max_tool_result_bytes = 11;  // inside the sixth character
   Rendered r = render_events(parse_all(line.dump() + "\n"), RunEnd{}, {}, options);

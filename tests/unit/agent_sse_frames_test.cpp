@@ -60,8 +60,9 @@ TEST(NativeEvents, SendsANonJsonLineAsADiagnostic) {
 TEST(NativeEvents, DescribesTheExit) {
   EXPECT_EQ(native::exit_event(RunEnd{0, {}, false, ""}),
             "event: exit\ndata: {\"exit_code\":0,\"interrupted\":false,\"signal\":null}\n\n");
-  EXPECT_EQ(native::exit_event(RunEnd{{}, SIGKILL, true, "x"}, json{{"session_id", "s1"}, {"exit_code", "forged"}}),
-            "event: exit\ndata: {\"exit_code\":null,\"interrupted\":true,\"session_id\":\"s1\",\"signal\":\"SIGKILL\"}\n\n");
+  EXPECT_EQ(
+      native::exit_event(RunEnd{{}, SIGKILL, true, "x"}, json{{"session_id", "s1"}, {"exit_code", "forged"}}),
+      "event: exit\ndata: {\"exit_code\":null,\"interrupted\":true,\"session_id\":\"s1\",\"signal\":\"SIGKILL\"}\n\n");
   EXPECT_EQ(native::artifact_event(json{{"path", "report.csv"}, {"size", 8}}),
             "event: artifact\ndata: {\"path\":\"report.csv\",\"size\":8}\n\n");
 }

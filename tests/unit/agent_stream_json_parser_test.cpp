@@ -18,8 +18,8 @@ using testing::agent_fixture;
 using testing::OwnedEvent;
 using testing::parse_all;
 
-const char* const kFixtures[] = {"text.jsonl",     "bash.jsonl",     "bash_nopartial.jsonl", "thinking.jsonl",
-                                 "denied.jsonl",   "maxturns.jsonl", "error529.jsonl"};
+const char* const kFixtures[] = {"text.jsonl",   "bash.jsonl",     "bash_nopartial.jsonl", "thinking.jsonl",
+                                 "denied.jsonl", "maxturns.jsonl", "error529.jsonl"};
 
 template <class T>
 std::vector<T> all_of(const std::vector<OwnedEvent>& events) {
@@ -136,7 +136,8 @@ TEST(StreamJsonParser, ReadsARefusedToolCallAsAnErrorResult) {
   UserMessage user = only<UserMessage>(events);
   ASSERT_EQ(user.tool_results.size(), 1u);
   EXPECT_TRUE(user.tool_results[0].is_error);
-  EXPECT_EQ(user.tool_results[0].content.rfind("Output redirection to '/tmp/cc/work-denied/report.csv' was blocked.", 0), 0u);
+  EXPECT_EQ(
+      user.tool_results[0].content.rfind("Output redirection to '/tmp/cc/work-denied/report.csv' was blocked.", 0), 0u);
   EXPECT_EQ(only<RunResult>(events).permission_denials, 1u);
 }
 
@@ -153,7 +154,8 @@ TEST(StreamJsonParser, ReadsThinkingBlocks) {
   EXPECT_EQ(messages[1].blocks.at(0).text, "The answer is 4.");
   // system/thinking_tokens is a subtype this code does not use: kept as "other", not an error.
   bool saw_other_system = false;
-  for (const OtherEvent& o : all_of<OtherEvent>(events)) saw_other_system |= o.type == "system" && o.subtype == "thinking_tokens";
+  for (const OtherEvent& o : all_of<OtherEvent>(events))
+    saw_other_system |= o.type == "system" && o.subtype == "thinking_tokens";
   EXPECT_TRUE(saw_other_system);
 }
 
@@ -182,10 +184,10 @@ TEST(StreamJsonParser, ReadsResultErrorSubtypes) {
   EXPECT_EQ(overloaded.result, synthetic.blocks.at(0).text);
 
   // error_during_execution as older and newer CLIs write it: an errors array, strings or objects.
-  RunResult during = only<RunResult>(parse_all(
-      R"({"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,)"
-      R"("errors":["Tool crashed",{"message":"and then this"},7],"session_id":"s1"})"
-      "\n"));
+  RunResult during =
+      only<RunResult>(parse_all(R"({"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,)"
+                                R"("errors":["Tool crashed",{"message":"and then this"},7],"session_id":"s1"})"
+                                "\n"));
   EXPECT_EQ(during.subtype, "error_during_execution");
   EXPECT_EQ(during.errors, (std::vector<std::string>{"Tool crashed", "and then this"}));
   EXPECT_EQ(during.session_id, "s1");
@@ -195,7 +197,8 @@ TEST(StreamJsonParser, GivesTheSameEventsForAnyChunking) {
   for (const char* name : kFixtures) {
     std::string bytes = agent_fixture(name);
     auto whole = parse_all(bytes);
-    for (size_t step : {1u, 2u, 3u, 7u, 64u, 4096u}) expect_same_events(whole, parse_all(bytes, step), std::string(name) + " in steps of " + std::to_string(step));
+    for (size_t step : {1u, 2u, 3u, 7u, 64u, 4096u})
+      expect_same_events(whole, parse_all(bytes, step), std::string(name) + " in steps of " + std::to_string(step));
   }
   // Cut in two at every byte boundary (the smallest recording, to keep this quick).
   std::string bytes = agent_fixture("error529.jsonl");
@@ -217,8 +220,10 @@ TEST(StreamJsonParser, ReadsALineOfManyMebibytesFedByteByByte) {
   // where re-scanning or re-copying the pending line on every byte would not finish.
   std::string big(6 << 20, 'x');
   for (size_t i = 0; i < big.size(); i += 1000) big[i] = '\n';  // escaped below: JSON "\n"
-  nlohmann::json line = {{"type", "user"},
-                         {"message", {{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", big}}}}}}};
+  nlohmann::json line = {
+      {"type", "user"},
+      {"message",
+       {{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", big}}}}}}};
   std::string bytes = line.dump() + "\n" + R"({"type":"result","subtype":"success"})" + "\n";
   ASSERT_GT(bytes.size(), size_t{6} << 20);
 
@@ -236,8 +241,10 @@ TEST(StreamJsonParser, ReadsALineOfManyMebibytesFedByteByByte) {
 TEST(StreamJsonParser, SkipsALineOverTheLimitAndGoesOn) {
   StreamJsonParser::Limits limits;
   limits.max_line_bytes = 1024;
-  std::string long_line = R"({"type":"assistant","message":{"content":[{"type":"text","text":")" + std::string(5000, 'a') + "\"}]}}";
-  std::string bytes = long_line + "\n" + R"({"type":"result","subtype":"success"})" + "\n" + long_line;  // the last one unended
+  std::string long_line =
+      R"({"type":"assistant","message":{"content":[{"type":"text","text":")" + std::string(5000, 'a') + "\"}]}}";
+  std::string bytes =
+      long_line + "\n" + R"({"type":"result","subtype":"success"})" + "\n" + long_line;  // the last one unended
   for (size_t step : {0u, 1u, 100u}) {
     auto events = parse_all(bytes, step, limits);
     ASSERT_EQ(events.size(), 3u) << step;
@@ -254,14 +261,21 @@ TEST(StreamJsonParser, SkipsALineOverTheLimitAndGoesOn) {
 
 TEST(StreamJsonParser, KeepsUnknownTypesAndIgnoresUnknownOrMistypedKeys) {
   std::string bytes =
-      R"({"type":"future_event","subtype":"x","payload":{"a":1}})" "\n"
-      R"({"type":"system","subtype":"status","status":"requesting"})" "\n"
-      R"({"type":"system","subtype":"init","session_id":42,"model":null,"tools":["Bash",7,"Read"],"new_key":{}})" "\n"
+      R"({"type":"future_event","subtype":"x","payload":{"a":1}})"
+      "\n"
+      R"({"type":"system","subtype":"status","status":"requesting"})"
+      "\n"
+      R"({"type":"system","subtype":"init","session_id":42,"model":null,"tools":["Bash",7,"Read"],"new_key":{}})"
+      "\n"
       R"({"type":"assistant","message":{"id":"m","content":[{"type":"redacted_thinking","data":"zz"},)"
-      R"({"type":"text","text":"hi","citations":[]},{"type":"tool_use","id":"t","name":"Bash"}]},"extra":true})" "\n"
-      R"({"type":"stream_event","event":{"type":"content_block_delta","index":"zero","delta":{"type":"citations_delta"}}})" "\n"
-      R"({"type":"result","subtype":"success","usage":"lots","num_turns":-3,"total_cost_usd":"free","is_error":"yes"})" "\n"
-      R"({"no_type":true})" "\n";
+      R"({"type":"text","text":"hi","citations":[]},{"type":"tool_use","id":"t","name":"Bash"}]},"extra":true})"
+      "\n"
+      R"({"type":"stream_event","event":{"type":"content_block_delta","index":"zero","delta":{"type":"citations_delta"}}})"
+      "\n"
+      R"({"type":"result","subtype":"success","usage":"lots","num_turns":-3,"total_cost_usd":"free","is_error":"yes"})"
+      "\n"
+      R"({"no_type":true})"
+      "\n";
   auto events = parse_all(bytes);
   ASSERT_EQ(events.size(), 7u);
   EXPECT_TRUE(all_of<Diagnostic>(events).empty());
@@ -303,10 +317,14 @@ TEST(StreamJsonParser, KeepsBrokenLinesAsBoundedDiagnostics) {
   std::vector<OwnedEvent> events;
   auto keep = [&](const Event& e) { events.push_back(OwnedEvent{std::string(e.line), e.body}); };
   parser.feed("Warning: something odd\n", keep);
-  parser.feed(R"({"type":"assistant","message":)" "\n", keep);  // a JSON object cut short
-  parser.feed("[1,2]\n\"a string\"\n", keep);                    // JSON, but not objects
+  parser.feed(R"({"type":"assistant","message":)"
+              "\n",
+              keep);                                                        // a JSON object cut short
+  parser.feed("[1,2]\n\"a string\"\n", keep);                               // JSON, but not objects
   parser.feed("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\n", keep);  // "éééééé": 12 bytes
-  parser.feed(R"({"type":"result","subtype":"success"})" "\n", keep);
+  parser.feed(R"({"type":"result","subtype":"success"})"
+              "\n",
+              keep);
   parser.finish(keep);
   ASSERT_EQ(events.size(), 6u);
   for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(std::holds_alternative<Diagnostic>(events[i].body)) << i;
@@ -314,7 +332,8 @@ TEST(StreamJsonParser, KeepsBrokenLinesAsBoundedDiagnostics) {
   EXPECT_EQ(std::get<Diagnostic>(events[0].body).text, "Warning: s");
   EXPECT_TRUE(std::holds_alternative<RunResult>(events[5].body));
   // The last three, each cut to 10 bytes without splitting a character.
-  EXPECT_EQ(parser.diagnostics(), (std::deque<std::string>{"[1,2]", "\"a string\"", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"}));
+  EXPECT_EQ(parser.diagnostics(),
+            (std::deque<std::string>{"[1,2]", "\"a string\"", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"}));
 }
 
 TEST(StreamJsonParser, ReadsALastLineWithoutNewlineOnlyAtFinish) {
@@ -344,7 +363,8 @@ TEST(StreamJsonParser, JoinsTheTextPartsOfAnArrayToolResult) {
   auto events = parse_all(
       R"({"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","is_error":true,)"
       R"("content":[{"type":"text","text":"line one"},{"type":"image","source":{"type":"base64","data":"AAAA"}},)"
-      R"({"type":"text","text":"line two"}]}]},"parent_tool_use_id":"toolu_parent"})" "\n");
+      R"({"type":"text","text":"line two"}]}]},"parent_tool_use_id":"toolu_parent"})"
+      "\n");
   UserMessage user = std::get<UserMessage>(events.at(0).body);
   EXPECT_EQ(user.parent_tool_use_id, "toolu_parent");
   ASSERT_EQ(user.tool_results.size(), 1u);

@@ -31,7 +31,7 @@ TEST(ToolCallBlock, EscapesEverythingThatCouldEndTheAttributeOrTheTag) {
 
 TEST(ToolCallBlock, KeepsNonAsciiTextAndReplacesInvalidUtf8) {
   std::string block = tool_call_block("t", "Bash", json{{"command", "echo \xc3\xa9"}}, "\xc3\xa9t\xc3\xa9 \xff");
-  EXPECT_NE(block.find("echo \xc3\xa9"), std::string::npos);                 // not \u00e9
+  EXPECT_NE(block.find("echo \xc3\xa9"), std::string::npos);                               // not \u00e9
   EXPECT_NE(block.find("&quot;\xc3\xa9t\xc3\xa9 \xef\xbf\xbd&quot;"), std::string::npos);  // U+FFFD
 }
 

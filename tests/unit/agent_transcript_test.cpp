@@ -7,7 +7,8 @@
 namespace agentbox::agent {
 namespace {
 
-constexpr const char* kTranscript = R"({"type":"queue-operation","operation":"enqueue","timestamp":"2026-12-01T22:20:46.488Z","sessionId":"4237d65a-695c-4e11-9855-f6e1c3376809","content":"make it"}
+constexpr const char* kTranscript =
+    R"({"type":"queue-operation","operation":"enqueue","timestamp":"2026-12-01T22:20:46.488Z","sessionId":"4237d65a-695c-4e11-9855-f6e1c3376809","content":"make it"}
 {"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"make the report"},"uuid":"u1","timestamp":"2026-12-01T22:20:46.600Z","cwd":"/home/alice/chats/c1","sessionId":"4237d65a-695c-4e11-9855-f6e1c3376809","version":"2.1.197"}
 {"parentUuid":"u1","isSidechain":false,"attachment":{"type":"skill_listing","content":"- a skill"},"type":"attachment","uuid":"a1"}
 {"parentUuid":"a1","isSidechain":false,"message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"echo hi"}}],"stop_reason":"tool_use"},"type":"assistant","uuid":"m1","timestamp":"2026-12-01T22:20:47.000Z","newKey":{"x":1}}

@@ -15,8 +15,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,9 +162,8 @@ class ProxySessionTest : public ::testing::Test {
         // The host's namespace stands in for the box's; from another thread, as in the daemon,
         // and joined before the server goes (the daemon's launchers stop before its loops).
         std::lock_guard lock(openers_mu_);
-        openers_.emplace_back([family, done] {
-          done(UniqueFd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), "");
-        });
+        openers_.emplace_back(
+            [family, done] { done(UniqueFd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), ""); });
       };
       session->start(std::move(target));
     };
@@ -251,8 +250,8 @@ std::string dechunk(std::string body, bool& ok) {
 TEST_F(ProxySessionTest, ALengthBodyPassesWithItsLength) {
   const std::string payload(300 * 1024, 'p');
   Upstream up([&](int fd, const std::string&, std::string) {
-    testing::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(payload.size()) +
-                              "\r\nX-App: 1\r\n\r\n" + payload);
+    testing::send_all(
+        fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(payload.size()) + "\r\nX-App: 1\r\n\r\n" + payload);
   });
   start();
   const auto raw = exchange("GET /proxy/" + std::to_string(up.port()) + "/file?x=1 HTTP/1.1");
@@ -266,12 +265,12 @@ TEST_F(ProxySessionTest, ALengthBodyPassesWithItsLength) {
 
 TEST_F(ProxySessionTest, ChunkedAndCloseDelimitedBodiesReachTheClientChunked) {
   Upstream chunked([](int fd, const std::string&, std::string) {
-    testing::send_all(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n"
-                          "6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
+    testing::send_all(fd,
+                      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n"
+                      "6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
   });
-  Upstream until_close([](int fd, const std::string&, std::string) {
-    testing::send_all(fd, "HTTP/1.0 200 OK\r\n\r\nuntil the end");
-  });
+  Upstream until_close(
+      [](int fd, const std::string&, std::string) { testing::send_all(fd, "HTTP/1.0 200 OK\r\n\r\nuntil the end"); });
   start();
   for (auto [port, want] : {std::pair{chunked.port(), "hello world"}, std::pair{until_close.port(), "until the end"}}) {
     const auto raw = exchange("GET /proxy/" + std::to_string(port) + "/ HTTP/1.1");
@@ -307,8 +306,8 @@ TEST_F(ProxySessionTest, RequestBodiesArePassedOnWithTheirFraming) {
   });
   start();
   const std::string body(100000, 'b');
-  auto raw = exchange("POST /proxy/" + std::to_string(length_up.port()) + "/up HTTP/1.1",
-                      "Content-Length: 100000\r\n", body);
+  auto raw =
+      exchange("POST /proxy/" + std::to_string(length_up.port()) + "/up HTTP/1.1", "Content-Length: 100000\r\n", body);
   EXPECT_EQ(status_of(raw), 204u) << raw;
   EXPECT_EQ(got_length.get_future().get(), body);
   EXPECT_NE(length_up.head().find("\r\nContent-Length: 100000\r\n"), std::string::npos) << length_up.head();
@@ -324,8 +323,9 @@ TEST_F(ProxySessionTest, RequestBodiesArePassedOnWithTheirFraming) {
 
 TEST_F(ProxySessionTest, HopByHopFieldsAndAuthorizationStayOnTheirSide) {
   Upstream up([](int fd, const std::string&, std::string) {
-    testing::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
-                          "Keep-Alive: timeout=5\r\nProxy-Authenticate: Basic\r\nUpgrade: h2c\r\nX-Kept: 1\r\n\r\nok");
+    testing::send_all(fd,
+                      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
+                      "Keep-Alive: timeout=5\r\nProxy-Authenticate: Basic\r\nUpgrade: h2c\r\nX-Kept: 1\r\n\r\nok");
   });
   start();
   const auto raw = exchange("GET /proxy/" + std::to_string(up.port()) + "/ HTTP/1.1",
@@ -394,8 +394,9 @@ TEST_F(ProxySessionTest, AWebSocketUpgradeBecomesATunnelBothWays) {
   Upstream up([](int fd, const std::string& head, std::string rest) {
     if (head.find("\r\nUpgrade: websocket\r\n") == std::string::npos) return;
     // Bytes right behind the 101 go through too.
-    testing::send_all(fd, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-                          "Sec-WebSocket-Accept: xyz\r\n\r\nserver-first|");
+    testing::send_all(fd,
+                      "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                      "Sec-WebSocket-Accept: xyz\r\n\r\nserver-first|");
     std::string got = rest;
     char buf[4096];
     while (got.find("END") == std::string::npos) {
@@ -445,8 +446,8 @@ TEST_F(ProxySessionTest, ARefusedPortIs502) {
     closed_port = gone.port();
   }
   start();
-  const auto raw = exchange("POST /proxy/" + std::to_string(closed_port) + "/ HTTP/1.1",
-                            "Content-Length: 10000\r\n", std::string(10000, 'x'));
+  const auto raw = exchange("POST /proxy/" + std::to_string(closed_port) + "/ HTTP/1.1", "Content-Length: 10000\r\n",
+                            std::string(10000, 'x'));
   EXPECT_EQ(status_of(raw), 502u) << raw;
   EXPECT_NE(body_of(raw).find("connection refused"), std::string::npos) << raw;
 }

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -29,7 +29,9 @@ namespace fs = std::filesystem;
 void write(const std::string& path, const std::string& text) { testing::write_text_file(path, text); }
 std::string read(const std::string& path) { return testing::read_text_file(path); }
 
-UniqueFd open_dir(const std::string& path) { return UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); }
+UniqueFd open_dir(const std::string& path) {
+  return UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
 
 TEST(MirrorRecord, RoundTripsAndRefusesWhatIsNotARecord) {
   const MirrorRecord r{"ünï côdé@example.org", "u-3f2a9c", 2000001, 1767225600};
@@ -50,14 +52,14 @@ TEST(MirrorRecord, WrittenAtomicallyAndOnlyWhenItChanges) {
   write_record(dir.get(), r);
   EXPECT_EQ(read_record(dir.get()), r);
   const std::string file = scratch.path() + "/account.json";
-  struct stat before{};
+  struct stat before {};
   ASSERT_EQ(::stat(file.c_str(), &before), 0);
   write_record(dir.get(), r);  // the same: not written again
-  struct stat same{};
+  struct stat same {};
   ASSERT_EQ(::stat(file.c_str(), &same), 0);
   EXPECT_EQ(same.st_ino, before.st_ino);
   write_record(dir.get(), MirrorRecord{r.user, r.name, 2000007, 1});  // a new uid: replaced by a rename
-  struct stat after{};
+  struct stat after {};
   ASSERT_EQ(::stat(file.c_str(), &after), 0);
   EXPECT_NE(after.st_ino, before.st_ino);
   EXPECT_EQ(read_record(dir.get())->uid, 2000007u);

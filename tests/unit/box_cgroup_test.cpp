@@ -88,8 +88,7 @@ class FakeCgroupfs : public ::testing::Test {
   }
 
   // The files the kernel creates in a new v2 group.
-  void make_v2_group(const std::string& name, bool with_kill_file = true,
-                     const std::string& base = "") {
+  void make_v2_group(const std::string& name, bool with_kill_file = true, const std::string& base = "") {
     const std::string dir = base + "agentbox/" + name;
     put_all(dir, {{"cgroup.procs", ""},
                   {"memory.max", "max\n"},
@@ -137,9 +136,7 @@ class FakeCgroupfs : public ::testing::Test {
     put("cpuacct" + g + "/cpuacct.usage", "0\n");
   }
 
-  std::unique_ptr<CgroupDriver> detect(std::string* why = nullptr) {
-    return CgroupDriver::detect(root_, why);
-  }
+  std::unique_ptr<CgroupDriver> detect(std::string* why = nullptr) { return CgroupDriver::detect(root_, why); }
 
   // A child that waits to be killed.
   pid_t sleeper() {
@@ -289,16 +286,14 @@ TEST_F(FakeCgroupfs, NoDriverForAUserWhoCannotCreateGroups) {
   make_v2_root("unified", "");
   make_v1_mounts();
   ASSERT_NE(detect(), nullptr);
-  fs::permissions(root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                             fs::perms::others_exec);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
-      ::_exit(2);
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(2);
     std::string why;
     const bool refused = CgroupDriver::detect(root_, &why) == nullptr &&
-                         why.find("access(" + at("memory/agentbox") + ", W_OK)") !=
-                             std::string::npos;
+                         why.find("access(" + at("memory/agentbox") + ", W_OK)") != std::string::npos;
     ::_exit(refused ? 0 : 1);
   }
   int status = 0;
@@ -385,7 +380,8 @@ TEST_F(FakeCgroupfs, V2AttachWritesThePidAndCloneFdIsTheGroupDir) {
   EXPECT_EQ(get("agentbox/box1/cgroup.procs"), "4242");
   const int fd = group->clone_into_fd();
   ASSERT_GE(fd, 0);
-  struct stat by_fd {}, by_path {};
+  struct stat by_fd {
+  }, by_path{};
   ASSERT_EQ(::fstat(fd, &by_fd), 0);
   ASSERT_EQ(::stat(at("agentbox/box1").c_str(), &by_path), 0);
   EXPECT_TRUE(S_ISDIR(by_fd.st_mode));
@@ -400,7 +396,7 @@ TEST_F(FakeCgroupfs, V2DestroyUsesCgroupKillAndRemovesTheDir) {
   group->destroy();
   EXPECT_FALSE(fs::exists(at("agentbox/box1")));
   EXPECT_EQ(group->clone_into_fd(), -1);
-  EXPECT_NO_THROW(group->destroy());  // idempotent
+  EXPECT_NO_THROW(group->destroy());        // idempotent
   EXPECT_TRUE(fs::exists(at("agentbox")));  // the parent is shared with other boxes
 }
 
@@ -498,8 +494,8 @@ TEST_F(FakeCgroupfs, V1LimitsOnlyGroupJoinsMemoryForATcpBoundAlone) {
   make_v1_mounts();
   put_all("pids/agentbox/run1", {{"cgroup.procs", ""}, {"pids.max", "max\n"}});
   put_all("memory/agentbox/run1", {{"cgroup.procs", ""},
-                                    {"memory.limit_in_bytes", "9223372036854771712\n"},
-                                    {"memory.kmem.tcp.limit_in_bytes", "9223372036854771712\n"}});
+                                   {"memory.limit_in_bytes", "9223372036854771712\n"},
+                                   {"memory.kmem.tcp.limit_in_bytes", "9223372036854771712\n"}});
   Limits tcp_only = no_limits();
   tcp_only.tcp_memory_bytes = 16ull << 20;
   auto group = detect()->create("run1", tcp_only, CgroupUse::limits_only);

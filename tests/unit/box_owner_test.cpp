@@ -185,7 +185,7 @@ TEST_F(BoxOwnerTest, ExitsReachTheirSpawnWhateverThePidAndTheOrder) {
 
   spawn(2, second);
   EXPECT_EQ(protocol::decode_as<protocol::Spawn>(next_request()).id, 2u);
-  exited(2, 4);  // the exit first, on the other socket
+  exited(2, 4);                       // the exit first, on the other socket
   std::this_thread::sleep_for(50ms);  // let the owner read it before the reply exists
   reply(protocol::Spawned{2, 42});
   ASSERT_TRUE(second.wait_for(2));

@@ -18,15 +18,21 @@ namespace fs = std::filesystem;
 // Two listeners (8124 on 127.0.0.1, 3000 on 0.0.0.0), an established connection, a TIME_WAIT.
 constexpr const char* kTcp =
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    "   0: 0100007F:1FBC 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 41001 1 0000000000000000 100 0 0 10 0\n"
-    "   1: 00000000:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 41002 1 0000000000000000 100 0 0 10 0\n"
-    "   2: 0100007F:1FBC 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000  1000        0 41003 1 0000000000000000 20 4 30 10 -1\n"
+    "   0: 0100007F:1FBC 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 41001 1 "
+    "0000000000000000 100 0 0 10 0\n"
+    "   1: 00000000:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 41002 1 "
+    "0000000000000000 100 0 0 10 0\n"
+    "   2: 0100007F:1FBC 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000  1000        0 41003 1 "
+    "0000000000000000 20 4 30 10 -1\n"
     "   3: 0100007F:A1B2 0100007F:1FBC 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0000000000000000\n";
 // An IPv6 listener on 3000 too (the same port once in the answer) and one on 5173.
 constexpr const char* kTcp6 =
-    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    "   0: 00000000000000000000000000000000:0BB8 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 41004 1 0000000000000000 100 0 0 10 0\n"
-    "   1: 00000000000000000000000001000000:1435 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 41005 1 0000000000000000 100 0 0 10 0\n";
+    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr "
+    "tm->when retrnsmt   uid  timeout inode\n"
+    "   0: 00000000000000000000000000000000:0BB8 00000000000000000000000000000000:0000 0A 00000000:00000000 "
+    "00:00000000 00000000  1000        0 41004 1 0000000000000000 100 0 0 10 0\n"
+    "   1: 00000000000000000000000001000000:1435 00000000000000000000000000000000:0000 0A 00000000:00000000 "
+    "00:00000000 00000000  1000        0 41005 1 0000000000000000 100 0 0 10 0\n";
 
 TEST(BoxProcesses, ParsesTheListenRowsOfATcpTable) {
   const auto rows = parse_tcp_listeners(kTcp);
@@ -59,7 +65,7 @@ TEST(BoxProcesses, NamesTheProcessHoldingEachListener) {
   write(proc / "9/comm", "node\n");
   socket_fd(proc, 9, 20, 41002);
   socket_fd(proc, 9, 21, 41004);
-  socket_fd(proc, 9, 22, 41003);  // a connection, not a listener
+  socket_fd(proc, 9, 22, 41003);      // a connection, not a listener
   write(proc / "12/comm", "node\n");  // a forked worker holding the same listener
   socket_fd(proc, 12, 20, 41002);
   fs::create_directories(proc / "1/fd");  // init, never listed

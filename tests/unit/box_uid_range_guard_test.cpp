@@ -57,7 +57,7 @@ TEST(UidRangeGuard, SubidTextSkipsCommentsBlankAndMalformedLines) {
 TEST(UidRangeGuard, SubidOverlapNamesTheEntryAsWritten) {
   auto entries = parse_subid_text("alice:100000:65536\nbob:165536:65536\n");
   EXPECT_EQ(subid_overlap({170000, 10}, entries, "/etc/subuid"), "/etc/subuid entry \"bob:165536:65536\"");
-  EXPECT_EQ(subid_overlap({231072, 10}, entries, "/etc/subuid"), std::nullopt);  // just past bob's last
+  EXPECT_EQ(subid_overlap({231072, 10}, entries, "/etc/subuid"), std::nullopt);    // just past bob's last
   EXPECT_EQ(subid_overlap({90000, 10000}, entries, "/etc/subuid"), std::nullopt);  // just before alice
   EXPECT_EQ(uid_range_refusal({165535, 2}, *subid_overlap({165535, 2}, entries, "/etc/subuid")),
             "uid range 165535-165536 overlaps /etc/subuid entry \"alice:100000:65536\"; pick another "

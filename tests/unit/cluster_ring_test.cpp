@@ -124,9 +124,9 @@ TEST_F(ClusterFileTest, MistakesAreNamed) {
   EXPECT_NE(error_of("[[node]]\nname = \"n 1\"\nserver = \"a:1\"\n").find("name"), std::string::npos);
   EXPECT_NE(error_of("[[node]]\nname = \"n1\"\nserver = \"a\"\n").find("HOST:PORT"), std::string::npos);
   EXPECT_NE(error_of("[[node]]\nname = \"n1\"\nserver = \"a:1\"\nhost = \"x\"\n").find("host"), std::string::npos);
-  EXPECT_NE(error_of("[[node]]\nname = \"n1\"\nserver = \"a:1\"\n[[node]]\nname = \"n1\"\nserver = \"a:2\"\n")
-                .find("twice"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("[[node]]\nname = \"n1\"\nserver = \"a:1\"\n[[node]]\nname = \"n1\"\nserver = \"a:2\"\n").find("twice"),
+      std::string::npos);
   EXPECT_NE(error_of("[[node]]\nname = \"n1\"\nserver = \"a:1\"\nweight = 0\n").find("weight"), std::string::npos);
   EXPECT_NE(error_of("nodes = 1\n").find("unknown key"), std::string::npos);
   EXPECT_THROW(Placement(load_cluster_config(write("d.toml", kThree)), "n7"), UsageError);

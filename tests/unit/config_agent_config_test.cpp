@@ -54,8 +54,8 @@ TEST_F(AgentConfigTest, RelativePathsInAFileAreTheFilesDirectorys) {
 
 TEST_F(AgentConfigTest, BadValuesAndUnknownKeysAreErrorsNamingTheKey) {
   std::string path = write("bad.toml",
-                            "[agent]\nclaude = 3\nskills_dir = \"\"\nmodle = \"x\"\nmax_turns = -1\n"
-                            "public_url = \"agentbox.example.com\"\nallowed_tools = \"Bash\"\n");
+                           "[agent]\nclaude = 3\nskills_dir = \"\"\nmodle = \"x\"\nmax_turns = -1\n"
+                           "public_url = \"agentbox.example.com\"\nallowed_tools = \"Bash\"\n");
   std::vector<std::string> problems = validate_config_file(path);
   ASSERT_EQ(problems.size(), 6u);
   EXPECT_THAT(problems[0], HasSubstr("agent.claude"));
@@ -67,8 +67,9 @@ TEST_F(AgentConfigTest, BadValuesAndUnknownKeysAreErrorsNamingTheKey) {
 }
 
 TEST_F(AgentConfigTest, TheTurnKeysAreRead) {
-  ServerConfig config = load("[agent]\nmodel = \"sonnet\"\nmax_turns = 30\nmax_retries = 0\n"
-                             "allowed_tools = [\"Read\", \"Bash\"]\npublic_url = \"https://a.example.com/\"\nlink_days = 2\n");
+  ServerConfig config = load(
+      "[agent]\nmodel = \"sonnet\"\nmax_turns = 30\nmax_retries = 0\n"
+      "allowed_tools = [\"Read\", \"Bash\"]\npublic_url = \"https://a.example.com/\"\nlink_days = 2\n");
   EXPECT_EQ(config.agent.model, "sonnet");
   EXPECT_EQ(config.agent.max_turns, 30);
   EXPECT_EQ(config.agent.max_retries, 0);

@@ -95,7 +95,8 @@ TEST_F(InferenceConfigTest, BudgetCheckDefaults) {
 }
 
 TEST_F(InferenceConfigTest, PlainHttpOnlyToLoopback) {
-  EXPECT_EQ(load("[inference.anthropic]\nupstream = \"http://127.0.0.1:9000\"\n").inference.anthropic.upstream.port, 9000);
+  EXPECT_EQ(load("[inference.anthropic]\nupstream = \"http://127.0.0.1:9000\"\n").inference.anthropic.upstream.port,
+            9000);
   EXPECT_EQ(load("[inference.anthropic]\nupstream = \"http://[::1]:9000\"\n").inference.anthropic.upstream.host, "::1");
   EXPECT_THAT(error_of("[inference.anthropic]\nupstream = \"http://api.anthropic.com\"\n"),
               HasSubstr("plain http:// only to a loopback address"));

@@ -107,10 +107,8 @@ TEST_F(RunProfileTest, CpuMayBeANumber) {
 
 TEST_F(RunProfileTest, UnknownKeysNameTheKeyAndFile) {
   EXPECT_EQ(load_error("limitz = 1\n"), home_ + "/run.toml: unknown key \"limitz\" (line 1)");
-  EXPECT_EQ(load_error("[limits]\nmemroy = \"1G\"\n"),
-            home_ + "/run.toml: unknown key \"limits.memroy\" (line 2)");
-  EXPECT_EQ(load_error("[limitz]\nmemory = \"1G\"\n"),
-            home_ + "/run.toml: unknown key \"limitz\" (line 1)");
+  EXPECT_EQ(load_error("[limits]\nmemroy = \"1G\"\n"), home_ + "/run.toml: unknown key \"limits.memroy\" (line 2)");
+  EXPECT_EQ(load_error("[limitz]\nmemory = \"1G\"\n"), home_ + "/run.toml: unknown key \"limitz\" (line 1)");
   // Gone with Landlock's TCP rule: the box's network namespace alone bounds its connects.
   EXPECT_EQ(load_error("allow_ports = [3000]\n"), home_ + "/run.toml: unknown key \"allow_ports\" (line 1)");
 }
@@ -133,8 +131,7 @@ TEST_F(RunProfileTest, WrongTypesNameKeyAndExpectedType) {
 
 TEST_F(RunProfileTest, EveryProblemIsReportedOnItsOwnLine) {
   std::string err = load_error("a = 1\nb = 2\n[limits]\npids = -1\n");
-  EXPECT_EQ(err, home_ + "/run.toml: unknown key \"a\" (line 1)\n" +
-                     home_ + "/run.toml: unknown key \"b\" (line 2)\n" +
+  EXPECT_EQ(err, home_ + "/run.toml: unknown key \"a\" (line 1)\n" + home_ + "/run.toml: unknown key \"b\" (line 2)\n" +
                      home_ + "/run.toml: limits.pids: must be between 1 and 2147483647, not -1 (line 4)");
 }
 

@@ -171,8 +171,7 @@ TEST_F(ServerConfigTest, TerminalKeysAreCheckedAndTakeTheirBounds) {
       write_config("[terminals]\nmax_per_account = 1024\nidle_timeout = 1\n", "bounds.toml"), env_of({}));
   EXPECT_EQ(c.terminals.max_per_account, 1024u);
   EXPECT_EQ(c.terminals.idle_timeout, 1s);
-  std::string path = write_config(
-      "[terminals]\nmax_per_account = 0\nidle_timeout = 0\nmax_open = 3\n", "bad.toml");
+  std::string path = write_config("[terminals]\nmax_per_account = 0\nidle_timeout = 0\nmax_open = 3\n", "bad.toml");
   std::vector<std::string> errors = validate_config_file(path);
   ASSERT_EQ(errors.size(), 3u) << ::testing::PrintToString(errors);
   EXPECT_EQ(errors[0], path + ": terminals.max_per_account: must be between 1 and 1024, not 0 (line 2)");
@@ -184,9 +183,10 @@ TEST_F(ServerConfigTest, TerminalKeysAreCheckedAndTakeTheirBounds) {
 
 TEST_F(ServerConfigTest, EgressBoundsAreCheckedSayingWhatTheyTake) {
   EXPECT_EQ(load_server_config(write_config("[egress]\nsocket_buffer = 0\n", "auto.toml"), env_of({}))
-                .egress_proxy.socket_buffer, 0u);  // the kernel's autotuning, asked for
-  std::string path = write_config(
-      "[egress]\nlog_rows = 99\nconnect_rate = -1\nsocket_buffer = \"4K\"\n", "bad-egress.toml");
+                .egress_proxy.socket_buffer,
+            0u);  // the kernel's autotuning, asked for
+  std::string path =
+      write_config("[egress]\nlog_rows = 99\nconnect_rate = -1\nsocket_buffer = \"4K\"\n", "bad-egress.toml");
   EXPECT_THAT(validate_config_file(path),
               ElementsAre(HasSubstr("egress.log_rows: must be between 100 and 10000000, not 99 (line 2)"),
                           HasSubstr("egress.connect_rate: must be between 0 and 100000, not -1 (line 3)"),
@@ -199,8 +199,8 @@ TEST_F(ServerConfigTest, EgressBoundsAreCheckedSayingWhatTheyTake) {
 // The box's share of the host's pty pool and TCP memory: devpts takes max= up to 2^20; a TCP
 // bound under 1M would stall the box's first connections, so it is 0 (none) or at least that.
 TEST_F(ServerConfigTest, PtyAndTcpMemoryKeysAreCheckedAndTakeTheirBounds) {
-  ServerConfig c = load_server_config(
-      write_config("[box]\nptys = 1048576\ntcp_memory = \"1M\"\n", "bounds.toml"), env_of({}));
+  ServerConfig c =
+      load_server_config(write_config("[box]\nptys = 1048576\ntcp_memory = \"1M\"\n", "bounds.toml"), env_of({}));
   EXPECT_EQ(c.box.ptys, 1048576u);
   EXPECT_EQ(c.box.tcp_memory_bytes, 1ull << 20);
   c = load_server_config(write_config("[box]\nptys = 1\ntcp_memory = \"0\"\n", "small.toml"), env_of({}));
@@ -226,15 +226,17 @@ TEST_F(ServerConfigTest, ConnectionLimitsAreCheckedAndThePerAddressOneFitsUnderT
   EXPECT_EQ(c.limits.connections, 300u);
   EXPECT_EQ(c.limits.per_address(), 300u);
   std::string path = write_config("[limits]\nconnections = 0\nconnections_per_address = 1000001\n", "bad-conns.toml");
-  EXPECT_THAT(validate_config_file(path),
-              ElementsAre(path + ": limits.connections: must be between 1 and 1000000, not 0 (line 2)",
-                          path + ": limits.connections_per_address: must be between 1 and 1000000, not 1000001 (line 3)"));
+  EXPECT_THAT(
+      validate_config_file(path),
+      ElementsAre(path + ": limits.connections: must be between 1 and 1000000, not 0 (line 2)",
+                  path + ": limits.connections_per_address: must be between 1 and 1000000, not 1000001 (line 3)"));
   path = write_config("[limits]\nconnections = 100\nconnections_per_address = 200\n", "over.toml");
   EXPECT_THAT(validate_config_file(path),
               ElementsAre(path + ": limits.connections_per_address (200) is more than limits.connections (100)"));
   // Unset, it follows a total below its default.
-  EXPECT_EQ(load_server_config(write_config("[limits]\nconnections = 100\n", "small.toml"), env_of({})).limits.per_address(),
-            100u);
+  EXPECT_EQ(
+      load_server_config(write_config("[limits]\nconnections = 100\n", "small.toml"), env_of({})).limits.per_address(),
+      100u);
 }
 
 // Download links never take a host from a request: on a wildcard listen address without
@@ -259,19 +261,24 @@ TEST_F(ServerConfigTest, BackupKeysAndTheAdminKey) {
   EXPECT_EQ(none.backup.interval, std::chrono::seconds(300));
   EXPECT_EQ(none.backup.keep_deleted_days, 7u);
   EXPECT_FALSE(none.admin_key);
-  ServerConfig c = load_server_config(
-      write_config("admin_key = \"adm1n-0123456789abcdef0123456789abc\"\n[backup]\ndir = \"mirror\"\ninterval = 1\nkeep_deleted_days = 30\n",
-                   "backup.toml"),
-      env_of({}));
+  ServerConfig c = load_server_config(write_config("admin_key = \"adm1n-0123456789abcdef0123456789abc\"\n[backup]\ndir "
+                                                   "= \"mirror\"\ninterval = 1\nkeep_deleted_days = 30\n",
+                                                   "backup.toml"),
+                                      env_of({}));
   EXPECT_EQ(c.backup.dir, dir_ + "/mirror");  // relative: next to the file
   EXPECT_EQ(c.backup.interval, std::chrono::seconds(1));
   EXPECT_EQ(c.backup.keep_deleted_days, 30u);
   EXPECT_EQ(c.admin_key, "adm1n-0123456789abcdef0123456789abc");
-  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_ADMIN_KEY", "from-env-0123456789abcdef0123456789"}})).admin_key, "from-env-0123456789abcdef0123456789");
+  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_ADMIN_KEY", "from-env-0123456789abcdef0123456789"}}))
+                .admin_key,
+            "from-env-0123456789abcdef0123456789");
   EXPECT_THAT(validate_config_file(write_config("[backup]\nkeep_deleted_days = 0\n", "zero.toml")),
               ElementsAre(HasSubstr("backup.keep_deleted_days")));
-  EXPECT_THAT(validate_config_file(write_config("api_key = \"same-0123456789abcdef0123456789abcd\"\nadmin_key = \"same-0123456789abcdef0123456789abcd\"\n", "same.toml")),
-              ElementsAre(HasSubstr("admin_key is the same as api_key")));
+  EXPECT_THAT(
+      validate_config_file(write_config(
+          "api_key = \"same-0123456789abcdef0123456789abcd\"\nadmin_key = \"same-0123456789abcdef0123456789abcd\"\n",
+          "same.toml")),
+      ElementsAre(HasSubstr("admin_key is the same as api_key")));
 }
 
 TEST_F(ServerConfigTest, EnvironmentOverridesFileWhichOverridesDefaults) {
@@ -279,11 +286,11 @@ TEST_F(ServerConfigTest, EnvironmentOverridesFileWhichOverridesDefaults) {
   ServerConfig c = load_server_config(path, env_of({{"AGENTBOX_LISTEN", "127.0.0.1:9002"},
                                                     {"AGENTBOX_API_KEY", "env-key-0123456789abcdef0123456789"},
                                                     {"AGENTBOX_CORS_ORIGINS", "https://a, https://b"}}));
-  EXPECT_EQ(c.listen, "127.0.0.1:9002");      // env beats file
-  EXPECT_EQ(c.state_dir, "/from/file");       // file beats default
-  EXPECT_EQ(c.api_key, "env-key-0123456789abcdef0123456789");            // env beats default
+  EXPECT_EQ(c.listen, "127.0.0.1:9002");                       // env beats file
+  EXPECT_EQ(c.state_dir, "/from/file");                        // file beats default
+  EXPECT_EQ(c.api_key, "env-key-0123456789abcdef0123456789");  // env beats default
   EXPECT_THAT(c.cors_origins, ElementsAre("https://a", "https://b"));
-  EXPECT_EQ(c.exec.retention, 3600s);         // default stays
+  EXPECT_EQ(c.exec.retention, 3600s);  // default stays
 }
 
 TEST_F(ServerConfigTest, ConfigPathFromFlagBeatsAgentboxConfig) {
@@ -291,10 +298,10 @@ TEST_F(ServerConfigTest, ConfigPathFromFlagBeatsAgentboxConfig) {
   std::string from_flag = write_config("state_dir = \"/flag-file\"\n", "flag.toml");
   EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_CONFIG", from_env}})).state_dir, "/env-file");
   EXPECT_EQ(load_server_config(from_flag, env_of({{"AGENTBOX_CONFIG", from_env}})).state_dir, "/flag-file");
-  EXPECT_EQ(load_server_config(std::nullopt, env_of({{"AGENTBOX_CONFIG", from_env},
-                                                     {"AGENTBOX_STATE_DIR", "/env-var"}}))
-                .state_dir,
-            "/env-var");
+  EXPECT_EQ(
+      load_server_config(std::nullopt, env_of({{"AGENTBOX_CONFIG", from_env}, {"AGENTBOX_STATE_DIR", "/env-var"}}))
+          .state_dir,
+      "/env-var");
 }
 
 // A relative state_dir in a file is next to the file: the daemon may start from anywhere, and a
@@ -341,10 +348,10 @@ TEST_F(ServerConfigTest, UidBaseFromTheEnvironmentOverridesTheFile) {
 }
 
 TEST_F(ServerConfigTest, UnknownKeysAreErrorsNamingFileAndKey) {
-  std::string path = write_config("listen = \"127.0.0.1:1\"\nlistn = 1\n[box]\nmemroy = \"1G\"\n[policy.default]\nallw = []\n[policy.other]\n");
+  std::string path = write_config(
+      "listen = \"127.0.0.1:1\"\nlistn = 1\n[box]\nmemroy = \"1G\"\n[policy.default]\nallw = []\n[policy.other]\n");
   EXPECT_THAT(validate_config_file(path),
-              ElementsAre(path + ": unknown key \"listn\" (line 2)",
-                          path + ": unknown key \"box.memroy\" (line 4)",
+              ElementsAre(path + ": unknown key \"listn\" (line 2)", path + ": unknown key \"box.memroy\" (line 4)",
                           path + ": unknown key \"policy.default.allw\" (line 6)",
                           path + ": unknown key \"policy.other\" (line 7)"));
   try {
@@ -369,23 +376,25 @@ cpu = "0"
 pids = "lots"
 )");
   std::vector<std::string> errors = validate_config_file(path);
-  EXPECT_THAT(errors, ElementsAre(
-      path + ": listen: invalid listen address \"127.0.0.1:99999\": port must be a number from 0 to 65535 (line 1)",
-      path + ": state_dir: expected a string, not an integer (line 2)",
-      path + ": limits.body: invalid size \"100Q\": unknown unit \"Q\" (use K, M, G or T) (line 4)",
-      path + ": limits.header_timeout: must be between 1 and 2147483647, not 0 (line 5)",
-      path + ": accounts.uid_base: must be between 1 and 4294967294, not 0 (line 7)",
-      path + ": accounts.uid_count: must be between 2 and 4294967294, not 1 (line 8)",
-      path + ": box.cpu: invalid cpu \"0\": must be at least 1m (one thousandth of a core) (line 10)",
-      path + ": box.pids: expected an integer, not a string (line 11)"));
+  EXPECT_THAT(
+      errors,
+      ElementsAre(
+          path + ": listen: invalid listen address \"127.0.0.1:99999\": port must be a number from 0 to 65535 (line 1)",
+          path + ": state_dir: expected a string, not an integer (line 2)",
+          path + ": limits.body: invalid size \"100Q\": unknown unit \"Q\" (use K, M, G or T) (line 4)",
+          path + ": limits.header_timeout: must be between 1 and 2147483647, not 0 (line 5)",
+          path + ": accounts.uid_base: must be between 1 and 4294967294, not 0 (line 7)",
+          path + ": accounts.uid_count: must be between 2 and 4294967294, not 1 (line 8)",
+          path + ": box.cpu: invalid cpu \"0\": must be at least 1m (one thousandth of a core) (line 10)",
+          path + ": box.pids: expected an integer, not a string (line 11)"));
   for (const std::string& e : errors) EXPECT_EQ(e.find('\n'), std::string::npos) << e;
 }
 
 TEST_F(ServerConfigTest, AccountBoundsTakeTheirSmallestAndLargestValues) {
-  ServerConfig c = load_server_config(
-      write_config("[accounts]\nmax_active = 1\nstart_timeout = 1\nfile_ops = 1\nopen_homes = 1\n"
-                   "spare_volumes = 0\n"),
-      env_of({}));
+  ServerConfig c =
+      load_server_config(write_config("[accounts]\nmax_active = 1\nstart_timeout = 1\nfile_ops = 1\nopen_homes = 1\n"
+                                      "spare_volumes = 0\n"),
+                         env_of({}));
   EXPECT_EQ(c.accounts.spare_volumes, 0u) << "none made ahead";
   EXPECT_EQ(c.accounts.max_active, 1u);
   EXPECT_EQ(c.accounts.start_timeout, 1s);
@@ -408,12 +417,12 @@ file_ops = 0
 open_homes = 0
 spare_volumes = 65
 )");
-  EXPECT_THAT(validate_config_file(path), ElementsAre(
-      path + ": accounts.max_active: must be between 1 and 2147483647, not 0 (line 2)",
-      path + ": accounts.start_timeout: must be between 1 and 2147483647, not 0 (line 3)",
-      path + ": accounts.file_ops: must be between 1 and 64, not 0 (line 4)",
-      path + ": accounts.open_homes: must be between 1 and 2147483647, not 0 (line 5)",
-      path + ": accounts.spare_volumes: must be between 0 and 64, not 65 (line 6)"));
+  EXPECT_THAT(validate_config_file(path),
+              ElementsAre(path + ": accounts.max_active: must be between 1 and 2147483647, not 0 (line 2)",
+                          path + ": accounts.start_timeout: must be between 1 and 2147483647, not 0 (line 3)",
+                          path + ": accounts.file_ops: must be between 1 and 64, not 0 (line 4)",
+                          path + ": accounts.open_homes: must be between 1 and 2147483647, not 0 (line 5)",
+                          path + ": accounts.spare_volumes: must be between 0 and 64, not 65 (line 6)"));
 
   path = write_config(R"([accounts]
 max_active = "many"
@@ -421,11 +430,11 @@ start_timeout = -5
 file_ops = 65
 open_homes = 2.5
 )");
-  EXPECT_THAT(validate_config_file(path), ElementsAre(
-      path + ": accounts.max_active: expected an integer, not a string (line 2)",
-      path + ": accounts.start_timeout: must be between 1 and 2147483647, not -5 (line 3)",
-      path + ": accounts.file_ops: must be between 1 and 64, not 65 (line 4)",
-      path + ": accounts.open_homes: expected an integer, not a float (line 5)"));
+  EXPECT_THAT(validate_config_file(path),
+              ElementsAre(path + ": accounts.max_active: expected an integer, not a string (line 2)",
+                          path + ": accounts.start_timeout: must be between 1 and 2147483647, not -5 (line 3)",
+                          path + ": accounts.file_ops: must be between 1 and 64, not 65 (line 4)",
+                          path + ": accounts.open_homes: expected an integer, not a float (line 5)"));
   EXPECT_THROW(load_server_config(path, env_of({})), Error);
 }
 
@@ -476,8 +485,7 @@ TEST_F(ServerConfigTest, ConcurrentFirstStartsAgreeOnOneKey) {
   std::string state = dir_ + "/state";
   std::vector<std::string> keys(8);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < keys.size(); ++i)
-    threads.emplace_back([&, i] { keys[i] = load_or_create_api_key(state); });
+  for (size_t i = 0; i < keys.size(); ++i) threads.emplace_back([&, i] { keys[i] = load_or_create_api_key(state); });
   for (auto& t : threads) t.join();
   for (const std::string& k : keys) EXPECT_EQ(k, keys[0]);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(state), std::filesystem::directory_iterator()), 1);
@@ -501,8 +509,9 @@ TEST_F(ServerConfigTest, ShortKeysAreRefusedBeyondLoopbackOnly) {
   EXPECT_THAT(short_key_warning("api key", "changeme"), Optional(HasSubstr("loopback only")));
   EXPECT_EQ(short_key_warning("api key", std::string(32, 'k')), std::nullopt);
   // `config check` says it of a file that listens beyond loopback with a short key.
-  EXPECT_THAT(validate_config_file(write_config("listen = \"0.0.0.0:8000\"\nadmin_key = \"changeme-too\"\n", "short.toml")),
-              ElementsAre(HasSubstr("admin key is 12 characters long")));
+  EXPECT_THAT(
+      validate_config_file(write_config("listen = \"0.0.0.0:8000\"\nadmin_key = \"changeme-too\"\n", "short.toml")),
+      ElementsAre(HasSubstr("admin key is 12 characters long")));
   EXPECT_THAT(validate_config_file(write_config("admin_key = \"changeme-too\"\n", "short-local.toml")), IsEmpty());
 }
 
@@ -521,9 +530,7 @@ TEST_F(ServerConfigTest, KeyFileReadableByOthersIsRefused) {
 TEST_F(ServerConfigTest, OperatorWrittenKeyFileIsUsedAsIs) {
   std::string state = dir_ + "/state";
   ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
-  {
-    std::ofstream(state + "/api_key") << "my-own-key-0123456789abcdef0123456789\n";
-  }
+  { std::ofstream(state + "/api_key") << "my-own-key-0123456789abcdef0123456789\n"; }
   ASSERT_EQ(::chmod((state + "/api_key").c_str(), 0600), 0);
   EXPECT_EQ(load_or_create_api_key(state), "my-own-key-0123456789abcdef0123456789");
 }

@@ -47,15 +47,13 @@ TEST(ParseSize, FractionsNeedAUnitAndRoundDown) {
 
 TEST(ParseSize, LargestValueFitsAndOneMoreOverflows) {
   EXPECT_EQ(parse_size("18446744073709551615"), UINT64_MAX);
-  EXPECT_EQ(error_of([] { parse_size("18446744073709551616"); }),
-            "invalid size \"18446744073709551616\": too large");
+  EXPECT_EQ(error_of([] { parse_size("18446744073709551616"); }), "invalid size \"18446744073709551616\": too large");
   EXPECT_EQ(error_of([] { parse_size("16777216T"); }), "invalid size \"16777216T\": too large");
   EXPECT_EQ(parse_size("16777215T"), 16777215ull << 40);
 }
 
 TEST(ParseSize, BadValuesAreNamedInTheError) {
-  EXPECT_EQ(error_of([] { parse_size("12Q"); }),
-            "invalid size \"12Q\": unknown unit \"Q\" (use K, M, G or T)");
+  EXPECT_EQ(error_of([] { parse_size("12Q"); }), "invalid size \"12Q\": unknown unit \"Q\" (use K, M, G or T)");
   EXPECT_EQ(error_of([] { parse_size("-1G"); }), "invalid size \"-1G\": must not be negative");
   EXPECT_EQ(error_of([] { parse_size(""); }), "invalid size \"\": empty value");
   EXPECT_EQ(error_of([] { parse_size("lots"); }), "invalid size \"lots\": not a number");
@@ -72,8 +70,7 @@ TEST(ParseCpu, CoresAndMillicores) {
 }
 
 TEST(ParseCpu, RefusesZeroNegativesAndGarbage) {
-  EXPECT_EQ(error_of([] { parse_cpu("0"); }),
-            "invalid cpu \"0\": must be at least 1m (one thousandth of a core)");
+  EXPECT_EQ(error_of([] { parse_cpu("0"); }), "invalid cpu \"0\": must be at least 1m (one thousandth of a core)");
   EXPECT_NE(error_of([] { parse_cpu("0m"); }), "");
   EXPECT_NE(error_of([] { parse_cpu("0.0001"); }), "");  // rounds to 0
   EXPECT_EQ(error_of([] { parse_cpu("-1"); }), "invalid cpu \"-1\": must not be negative");
@@ -99,8 +96,7 @@ TEST(FormatSize, ShortFormsThatParseBack) {
   EXPECT_EQ(format_size(3ull << 29), "1.5G");
   EXPECT_EQ(format_size(2ull << 40), "2T");
   EXPECT_EQ(format_size(1024), "1K");
-  for (const char* text : {"512M", "1.5G", "2T", "100K", "7B"})
-    EXPECT_EQ(format_size(parse_size(text)), text);
+  for (const char* text : {"512M", "1.5G", "2T", "100K", "7B"}) EXPECT_EQ(format_size(parse_size(text)), text);
 }
 
 }  // namespace

@@ -46,9 +46,13 @@ TEST(QueryParams, ParsesInRangeValues) {
 }
 
 TEST(QueryParams, BadValuesAre422NamingTheParameter) {
-  for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{
-           {"tail", "0"}, {"tail", "abc"}, {"tail", "5x"}, {"wait", "301"}, {"wait", "nan"},
-           {"wait", "-1"}, {"force", "maybe"}}) {
+  for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{{"tail", "0"},
+                                                                             {"tail", "abc"},
+                                                                             {"tail", "5x"},
+                                                                             {"wait", "301"},
+                                                                             {"wait", "nan"},
+                                                                             {"wait", "-1"},
+                                                                             {"force", "maybe"}}) {
     auto req = with_query(name, value);
     try {
       if (name == "tail") http::query_int(req, name, 1, 100);

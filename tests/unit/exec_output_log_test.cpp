@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <stdlib.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>

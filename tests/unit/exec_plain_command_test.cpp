@@ -21,17 +21,18 @@ TEST(PlainCommand, PlainWordsAreSplitOnBlanks) {
 }
 
 TEST(PlainCommand, AnythingTheShellWouldInterpretKeepsTheShell) {
-  for (const char* c : {"echo $HOME", "ls *.txt", "ls ?", "ls [ab]", "cat 'a b'", "cat \"a\"", "a\\ b",
-                        "ls ~", "ls ~/x", "a | b", "a && b", "a; b", "a > f", "a < f", "a & ", "(a)",
-                        "a\nb", "echo {a,b}", "a # comment", "a `b`", "a $(b)", "!x", "a^b", "a\rb",
-                        "caf\xc3\xa9"})
+  for (const char* c :
+       {"echo $HOME",  "ls *.txt", "ls ?",   "ls [ab]", "cat 'a b'", "cat \"a\"", "a\\ b",      "ls ~", "ls ~/x",
+        "a | b",       "a && b",   "a; b",   "a > f",   "a < f",     "a & ",      "(a)",        "a\nb", "echo {a,b}",
+        "a # comment", "a `b`",    "a $(b)", "!x",      "a^b",       "a\rb",      "caf\xc3\xa9"})
     EXPECT_EQ(words(c), std::nullopt) << c;
 }
 
 TEST(PlainCommand, BuiltinsKeywordsAssignmentsAndJobsKeepTheShell) {
-  for (const char* c : {"cd /tmp", "export A", "exit 3", "echo hi", "pwd", "kill 1", "test -f x", "[ -f x ]",
-                        "source x", ". x", "exec ls", "time ls", "if", "for", "{", "!", "true --help",
-                        "false x", "A=1 ls", "A=1", "%1", "type ls", "command ls", "ulimit -a", "read x"})
+  for (const char* c :
+       {"cd /tmp", "export A", "exit 3",  "echo hi", "pwd",        "kill 1",    "test -f x", "[ -f x ]",    "source x",
+        ". x",     "exec ls",  "time ls", "if",      "for",        "{",         "!",         "true --help", "false x",
+        "A=1 ls",  "A=1",      "%1",      "type ls", "command ls", "ulimit -a", "read x"})
     EXPECT_EQ(words(c), std::nullopt) << c;
   // Alone, true and false are what their programs are too.
   EXPECT_EQ(words("true"), Words{"true"});

@@ -42,17 +42,16 @@ constexpr gid_t kGid = 1999999;
 constexpr const char* kBoxHome = "/home/alice";
 
 // Runs `stmt`, expecting an FsError of `kind`; evaluates to its message.
-#define EXPECT_FS_ERROR(stmt, expected_kind)                                 \
-  [&]() -> std::string {                                                     \
-    try {                                                                    \
-      stmt;                                                                  \
-    } catch (const FsError& e) {                                             \
-      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(expected_kind)) \
-          << #stmt << ": " << e.what();                                      \
-      return e.what();                                                       \
-    }                                                                        \
-    ADD_FAILURE() << #stmt << " did not throw";                              \
-    return {};                                                               \
+#define EXPECT_FS_ERROR(stmt, expected_kind)                                                               \
+  [&]() -> std::string {                                                                                   \
+    try {                                                                                                  \
+      stmt;                                                                                                \
+    } catch (const FsError& e) {                                                                           \
+      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(expected_kind)) << #stmt << ": " << e.what(); \
+      return e.what();                                                                                     \
+    }                                                                                                      \
+    ADD_FAILURE() << #stmt << " did not throw";                                                            \
+    return {};                                                                                             \
   }()
 
 // A temporary tree: base/home (the account's home, 0700, owned by kUid) and base/outside, a
@@ -82,8 +81,8 @@ class FsTest : public ::testing::Test {
     ASSERT_EQ(::chmod(path.c_str(), mode), 0);
     ASSERT_EQ(::chown(path.c_str(), kUid, kGid), 0);
   }
-  static void write_host(const std::string& path, const std::string& data, mode_t mode = 0644,
-                         uid_t uid = kUid, gid_t gid = kGid) {
+  static void write_host(const std::string& path, const std::string& data, mode_t mode = 0644, uid_t uid = kUid,
+                         gid_t gid = kGid) {
     std::ofstream(path, std::ios::binary) << data;
     ASSERT_EQ(::chmod(path.c_str(), mode), 0);
     ASSERT_EQ(::chown(path.c_str(), uid, gid), 0);
@@ -93,18 +92,14 @@ class FsTest : public ::testing::Test {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
   // Creates files and directories in the home as the account would have.
-  void put(const std::string& rel, const std::string& data, mode_t mode = 0644) {
-    write_host(host(rel), data, mode);
-  }
+  void put(const std::string& rel, const std::string& data, mode_t mode = 0644) { write_host(host(rel), data, mode); }
   void put_dir(const std::string& rel) { make_owned_dir(host(rel), 0755); }
   void put_link(const std::string& rel, const std::string& target) {
     ASSERT_EQ(::symlink(target.c_str(), host(rel).c_str()), 0) << rel;
     ASSERT_EQ(::lchown(host(rel).c_str(), kUid, kGid), 0);
   }
   std::string host(const std::string& rel) const { return home_ + "/" + rel; }
-  HomePath p(std::string_view user_path, std::string_view cwd = {}) const {
-    return dir_->path(user_path, cwd);
-  }
+  HomePath p(std::string_view user_path, std::string_view cwd = {}) const { return dir_->path(user_path, cwd); }
   std::string read(std::string_view user_path) { return read_text(*dir_, p(user_path)).content; }
   std::vector<std::string> home_names(const std::string& rel = "") {
     std::vector<std::string> names;
@@ -262,7 +257,8 @@ TEST_F(FsTest, ReadLineRangesAndBudget) {
 // that together are the whole line: none of it is out of reach.
 TEST_F(FsTest, ALineLongerThanTheBudgetIsReadOnPieceByPiece) {
   std::string line;
-  for (int i = 0; line.size() < 300000; ++i) line += (i % 7 == 0) ? "\xC3\xA9" : std::string(1, static_cast<char>('a' + i % 26));
+  for (int i = 0; line.size() < 300000; ++i)
+    line += (i % 7 == 0) ? "\xC3\xA9" : std::string(1, static_cast<char>('a' + i % 26));
   put("min.js", "first\n" + line + "\nlast\n");
   ReadOptions o;
   o.start_line = 2;
@@ -290,15 +286,21 @@ TEST_F(FsTest, ALineLongerThanTheBudgetIsReadOnPieceByPiece) {
 // Text that is not UTF-8 (Latin-1 or Windows-1252, as older tools write it) is decoded, not
 // refused as binary; a NUL still makes a file binary.
 TEST_F(FsTest, TextInASingleByteEncodingIsDecoded) {
-  put("latin1.txt", "caf\xE9 cr\xE8me br\xFBl\xE9" "e\nprix: 5 \x80\n");
+  put("latin1.txt",
+      "caf\xE9 cr\xE8me br\xFBl\xE9"
+      "e\nprix: 5 \x80\n");
   ReadResult r = read_text(*dir_, p("latin1.txt"));
   EXPECT_EQ(r.kind, ReadResult::Kind::text);
-  EXPECT_EQ(r.content, "caf\xC3\xA9 cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e\nprix: 5 \xE2\x82\xAC\n");
+  EXPECT_EQ(r.content,
+            "caf\xC3\xA9 cr\xC3\xA8me br\xC3\xBBl\xC3\xA9"
+            "e\nprix: 5 \xE2\x82\xAC\n");
   EXPECT_EQ(r.encoding, "windows-1252");
   EXPECT_EQ(r.total_lines, 2u);
   put("utf8.txt", "caf\xC3\xA9\n");
   EXPECT_EQ(read_text(*dir_, p("utf8.txt")).encoding, "utf-8");
-  put("nul.txt", std::string("caf\xE9" "\0\n", 6));
+  put("nul.txt", std::string("caf\xE9"
+                             "\0\n",
+                             6));
   EXPECT_FS_ERROR(read_text(*dir_, p("nul.txt")), FsErrorKind::unsupported_media);
 }
 
@@ -312,8 +314,7 @@ TEST_F(FsTest, ReadBinaryImagesFifosAndInvalidUtf8) {
   put("blob.bin", std::string("\x7f"
                               "ELF\0\0\0",
                               7));
-  std::string msg =
-      EXPECT_FS_ERROR(read_text(*dir_, p("blob.bin")), FsErrorKind::unsupported_media);
+  std::string msg = EXPECT_FS_ERROR(read_text(*dir_, p("blob.bin")), FsErrorKind::unsupported_media);
   EXPECT_EQ(msg, "Unsupported binary file type: application/octet-stream (7 bytes)");
   // Invalid UTF-8 past the sniffed head is repaired, not passed on.
   put("late.txt", std::string(9000, 'a') + "\n\xFF\n");
@@ -396,8 +397,8 @@ TEST_F(FsTest, LinksLeadingOutAreRefusedForReadAndWriteButListedMovedAndDeleted)
   put_link("d/deep-out", "../../outside/secret.txt");
   const std::string hostname_before = read_host("/etc/hostname");
 
-  for (const char* link : {"to-hostname", "to-secret-abs", "to-secret-rel", "to-proc",
-                           "out-dir/secret.txt", "d/deep-out"}) {
+  for (const char* link :
+       {"to-hostname", "to-secret-abs", "to-secret-rel", "to-proc", "out-dir/secret.txt", "d/deep-out"}) {
     EXPECT_FS_ERROR(read_text(*dir_, p(link)), FsErrorKind::forbidden);
     EXPECT_FS_ERROR(open_for_read(*dir_, p(link)), FsErrorKind::forbidden);
     EXPECT_FS_ERROR(write_atomic(*dir_, p(link), "PWNED"), FsErrorKind::forbidden);
@@ -476,9 +477,8 @@ void race_component_swap(const std::string& home, const std::string& link_target
   std::atomic<bool> done{false};
   std::thread swapper([&] {
     for (int i = 0; i < rounds || !done; ++i)
-      ASSERT_EQ(::renameat2(AT_FDCWD, (home + "/swap-a").c_str(), AT_FDCWD,
-                            (home + "/swap-b").c_str(), RENAME_EXCHANGE),
-                0);
+      ASSERT_EQ(
+          ::renameat2(AT_FDCWD, (home + "/swap-a").c_str(), AT_FDCWD, (home + "/swap-b").c_str(), RENAME_EXCHANGE), 0);
   });
   int inside = 0, refused = 0;
   for (int i = 0; i < rounds; ++i) {
@@ -495,8 +495,7 @@ void race_component_swap(const std::string& home, const std::string& link_target
   struct stat st;
   ASSERT_EQ(::lstat((home + "/swap-a").c_str(), &st), 0);
   if (S_ISLNK(st.st_mode)) {
-    ASSERT_EQ(::renameat2(AT_FDCWD, (home + "/swap-a").c_str(), AT_FDCWD,
-                          (home + "/swap-b").c_str(), RENAME_EXCHANGE),
+    ASSERT_EQ(::renameat2(AT_FDCWD, (home + "/swap-a").c_str(), AT_FDCWD, (home + "/swap-b").c_str(), RENAME_EXCHANGE),
               0);
   }
   ASSERT_EQ(::unlink((home + "/swap-b").c_str()), 0);
@@ -561,8 +560,7 @@ TEST_F(FsTest, WriteFailingMidwayKeepsTheOldFile) {
   EXPECT_FS_ERROR(write_atomic(*dir_, p("keep.txt"), big), FsErrorKind::too_large);
   {
     auto as_user = dir_->as_user();  // the fallback kind of temporary file, too
-    AtomicFile f(dir_->write_target(p("keep.txt")), "/home/alice/keep.txt",
-                 AtomicFile::Mode::named);
+    AtomicFile f(dir_->write_target(p("keep.txt")), "/home/alice/keep.txt", AtomicFile::Mode::named);
     EXPECT_EQ(f.mode(), AtomicFile::Mode::named);
     EXPECT_FS_ERROR(f.write(big), FsErrorKind::too_large);
   }
@@ -579,14 +577,12 @@ TEST_F(FsTest, WriteFailingMidwayKeepsTheOldFile) {
 TEST_F(FsTest, NamedTemporaryFilesCommitAndVanishOnAbort) {
   auto as_user = dir_->as_user();
   {
-    AtomicFile f(dir_->write_target(p("named.txt")), "/home/alice/named.txt",
-                 AtomicFile::Mode::named);
+    AtomicFile f(dir_->write_target(p("named.txt")), "/home/alice/named.txt", AtomicFile::Mode::named);
     f.write("abc");
     EXPECT_EQ(home_names().size(), 1u);  // the temporary file is visible while writing
   }
   EXPECT_TRUE(home_names().empty());
-  AtomicFile f(dir_->write_target(p("named.txt")), "/home/alice/named.txt",
-               AtomicFile::Mode::named);
+  AtomicFile f(dir_->write_target(p("named.txt")), "/home/alice/named.txt", AtomicFile::Mode::named);
   f.write("abc");
   f.commit();
   EXPECT_EQ(home_names(), std::vector<std::string>{"named.txt"});
@@ -620,14 +616,11 @@ TEST_F(FsTest, UploadsAppearOnlyOnCommit) {
 
 TEST_F(FsTest, ReplaceMatchesOpenTerminal) {
   put("code.py", "a = 1\nb = 1\nc = 2\n", 0755);
-  std::string msg = EXPECT_FS_ERROR(replace_in_file(*dir_, p("code.py"), {{"zzz", "y"}}),
-                                    FsErrorKind::bad_request);
+  std::string msg = EXPECT_FS_ERROR(replace_in_file(*dir_, p("code.py"), {{"zzz", "y"}}), FsErrorKind::bad_request);
   EXPECT_EQ(msg, "Target string not found: 'zzz'");
-  msg = EXPECT_FS_ERROR(replace_in_file(*dir_, p("code.py"), {{"= 1", "= 9"}}),
-                        FsErrorKind::bad_request);
+  msg = EXPECT_FS_ERROR(replace_in_file(*dir_, p("code.py"), {{"= 1", "= 9"}}), FsErrorKind::bad_request);
   EXPECT_EQ(msg, "Found 2 occurrences of target string but allow_multiple is false");
-  msg = EXPECT_FS_ERROR(replace_in_file(*dir_, p("code.py"), {{std::string(150, 'q'), ""}}),
-                        FsErrorKind::bad_request);
+  msg = EXPECT_FS_ERROR(replace_in_file(*dir_, p("code.py"), {{std::string(150, 'q'), ""}}), FsErrorKind::bad_request);
   EXPECT_EQ(msg, "Target string not found: '" + std::string(100, 'q') + "'");
   EXPECT_EQ(read_host(host("code.py")), "a = 1\nb = 1\nc = 2\n");  // errors change nothing
 
@@ -743,10 +736,10 @@ TEST_F(FsTest, GrepFindsLinesAcrossBlockBoundariesAndAtTheEnd) {
   pad(text, block - 10);
   text += "xx needle-spans-the-block-end\n";  // starts in the first block, ends in the second
   pad(text, 2 * block - 10);
-  text += "crlf $$$$\r";  // its '\r' is the second block's last byte,
-  text += "\n";           // its '\n' the third block's first
+  text += "crlf $$$$\r";                                   // its '\r' is the second block's last byte,
+  text += "\n";                                            // its '\n' the third block's first
   text += std::string(3 * block, 'y') + " needle long\n";  // one line over four blocks
-  text += "last needle";                                 // no final newline
+  text += "last needle";                                   // no final newline
   ASSERT_EQ(text[2 * block - 1], '\r');
   put("blocks.txt", text);
   auto line_of = [&](const std::string& s, std::string_view needle) {
@@ -793,7 +786,7 @@ TEST_F(FsTest, GrepSearchesOnlyTheFirstScannedBytesOfAVeryLongLine) {
   GrepOptions o;
   o.query = "needle";
   o.max_scanned_line_bytes = 100;
-  put("long.txt", std::string(95, 'a') + "needle\n" +   // "needle" ends past the bound: not found
+  put("long.txt", std::string(95, 'a') + "needle\n" +       // "needle" ends past the bound: not found
                       std::string(150, 'b') + "needle\n" +  // wholly past it: not found
                       "needle\n");                          // line numbers still count every line
   GrepResult r = grep_files(*dir_, p("long.txt"), o);

@@ -14,9 +14,7 @@ namespace {
 
 constexpr const char* kHome = "/home/alice";
 
-HomePath parse(std::string_view p, std::string_view cwd = {}) {
-  return parse_home_path(p, kHome, cwd);
-}
+HomePath parse(std::string_view p, std::string_view cwd = {}) { return parse_home_path(p, kHome, cwd); }
 
 FsErrorKind error_kind(std::string_view p, std::string_view cwd = {}) {
   try {

@@ -141,14 +141,14 @@ TEST(Authorize, AValidLinkActsAsItsUserWhateverTheHeadersSay) {
 TEST(Authorize, ALinkThatDoesNotSignThisUserPathAndTimeIs401AndRewritesNothing) {
   const Credentials c = credentials();
   std::vector<Request> bad;
-  bad.push_back(with_link("alice", "/a", kNow));      // expired at now
+  bad.push_back(with_link("alice", "/a", kNow));  // expired at now
   bad.push_back(with_link("alice", "/a", kNow + 60));
-  bad.back().query[0].second = "/b";                  // another path
+  bad.back().query[0].second = "/b";  // another path
   bad.push_back(with_link("alice", "/a", kNow + 60));
-  bad.back().query[1].second = "bob";                 // another user
-  bad.push_back(with_link("", "/a", kNow + 60));      // nobody
+  bad.back().query[1].second = "bob";             // another user
+  bad.push_back(with_link("", "/a", kNow + 60));  // nobody
   bad.push_back(with_link("alice", "/a", kNow + 60));
-  bad.back().query.pop_back();                        // no token
+  bad.back().query.pop_back();  // no token
   for (Request& r : bad) {
     r.headers.set("X-User-Id", "mallory");
     AuthDecision d = authorize(kLinked, r, c, kNow);

@@ -23,8 +23,7 @@ struct Part {
 };
 
 // Feeds `body` in pieces of `piece` bytes (0: all at once) and records every part.
-std::vector<Part> parse(const std::string& boundary, std::string_view body, size_t piece = 0,
-                        bool finish = true) {
+std::vector<Part> parse(const std::string& boundary, std::string_view body, size_t piece = 0, bool finish = true) {
   std::vector<Part> parts;
   MultipartParser p(boundary, {.on_part =
                                    [&](const PartHeaders& h) {
@@ -109,8 +108,8 @@ TEST(MultipartParser, BinaryContentWithNearBoundariesSurvivesIntact) {
   }
   // Make sure no real delimiter is inside.
   for (size_t at; (at = content.find("\r\n--XyZ")) != std::string::npos;) content[at + 4] = 'Q';
-  std::string body = "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.bin\"\r\n\r\n" +
-                     content + "\r\n--XyZ--";
+  std::string body =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.bin\"\r\n\r\n" + content + "\r\n--XyZ--";
   for (size_t piece : {1u, 3u, 7u, 4096u, 65536u}) {
     auto parts = parse(boundary, body, piece);
     ASSERT_EQ(parts.size(), 1u);
@@ -151,8 +150,7 @@ TEST(MultipartParser, EmptyFileAndPartsNotWantedAreSkipped) {
 }
 
 TEST(MultipartParser, FileNamesAsBrowsersAndRfc5987WriteThem) {
-  auto h = parse_part_headers(
-      "content-disposition: form-data; name=\"file\"; filename=\"C:\\dir\\a \\\"q\\\".txt\"");
+  auto h = parse_part_headers("content-disposition: form-data; name=\"file\"; filename=\"C:\\dir\\a \\\"q\\\".txt\"");
   EXPECT_EQ(h.filename.value_or(""), "C:\\dir\\a \"q\".txt");
   h = parse_part_headers(
       "Content-Disposition: form-data; name=file; filename=\"fallback.txt\"; "
@@ -178,17 +176,14 @@ TEST(MultipartParser, MalformedBodiesAre400WithAReason) {
   EXPECT_THAT(reason("b", "--b\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nunterminated"),
               HasSubstr("closing boundary"));
   EXPECT_THAT(reason("b", "--bX\r\n"), HasSubstr("line break"));
-  EXPECT_THAT(reason("b", "--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--"),
-              HasSubstr("Content-Disposition"));
+  EXPECT_THAT(reason("b", "--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--"), HasSubstr("Content-Disposition"));
   EXPECT_THAT(reason("b", "--b\r\nContent-Disposition: attachment; name=\"f\"\r\n\r\nx\r\n--b--"),
               HasSubstr("form-data"));
   EXPECT_THAT(reason("b", "--b\r\nContent-Disposition: form-data; filename=\"a\"\r\n\r\nx\r\n--b--"),
               HasSubstr("field name"));
-  EXPECT_THAT(reason("b", "--b\r\nContent-Disposition: form-data; name=\"f\r\n\r\nx\r\n--b--"),
-              HasSubstr("quoted"));
+  EXPECT_THAT(reason("b", "--b\r\nContent-Disposition: form-data; name=\"f\r\n\r\nx\r\n--b--"), HasSubstr("quoted"));
   EXPECT_THAT(reason("b", "--b\r\nno colon here\r\n\r\nx\r\n--b--"), HasSubstr("header"));
-  EXPECT_THAT(reason("b", "--b\r\nX-Long: " + std::string(20000, 'a') + "\r\n\r\nx\r\n--b--"),
-              HasSubstr("too long"));
+  EXPECT_THAT(reason("b", "--b\r\nX-Long: " + std::string(20000, 'a') + "\r\n\r\nx\r\n--b--"), HasSubstr("too long"));
 }
 
 TEST(MultipartParser, LargeContentPassesThroughASmallBuffer) {

@@ -3,6 +3,7 @@
 // tcp_stream deadlines) or raw sockets with SO_RCVTIMEO for input Beast would not send.
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ostream_sink.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -11,7 +12,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -181,7 +181,10 @@ Response item_handler(const Request& req) {
 
 Router base_routes() {
   Router r;
-  r.add(http::verb::get, "/health", [](const Request&) { return Response::json({{"status", "ok"}}); },
+  r.add(http::verb::get, "/health",
+        [](const Request&) {
+          return Response::json({{"status", "ok"}});
+        },
         {.is_public = true});
   r.add(http::verb::get, "/items/{id}", item_handler);
   r.add(http::verb::delete_, "/items/{id}", item_handler);
@@ -199,9 +202,8 @@ Router base_routes() {
   r.add(http::verb::get, "/boom", [](const Request&) -> Response {
     throw std::runtime_error("open(/srv/secret-internal-path): Permission denied");
   });
-  r.add(http::verb::get, "/conflict", [](const Request&) -> Response {
-    throw HttpError(http::status::conflict, "Already exists: a.txt");
-  });
+  r.add(http::verb::get, "/conflict",
+        [](const Request&) -> Response { throw HttpError(http::status::conflict, "Already exists: a.txt"); });
   return r;
 }
 
@@ -261,7 +263,10 @@ TEST_F(HttpServerTest, ApiKeyIsRequiredExceptOnPublicRoutes) {
 
 TEST_F(HttpServerTest, AdminRoutesTakeOnlyTheAdminKeyAndItOpensNothingElse) {
   Router routes = base_routes();
-  routes.add(http::verb::get, "/admin/ping", [](const Request&) { return Response::json({{"admin", true}}); },
+  routes.add(http::verb::get, "/admin/ping",
+             [](const Request&) {
+               return Response::json({{"admin", true}});
+             },
              {.admin = true});
   HttpServerOptions o = test_options();
   o.admin_key = "admin-key-for-tests";
@@ -331,8 +336,8 @@ TEST_F(HttpServerTest, TooLargeBodyIs413WithoutReadingIt) {
   start(base_routes());
   // Only the header is sent: the answer must come from Content-Length alone.
   auto fd = testing::connect_loopback(port_, 5);
-  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                          "\r\nContent-Length: 5000\r\n\r\n"));
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
+                                              kKey + "\r\nContent-Length: 5000\r\n\r\n"));
   auto raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 413u) << raw;
   EXPECT_NE(raw.find(R"x({"detail":"Request body too large (limit 1024 bytes)"})x"), std::string::npos) << raw;
@@ -340,9 +345,9 @@ TEST_F(HttpServerTest, TooLargeBodyIs413WithoutReadingIt) {
   // A chunked body has no length up front: the limit stops it while reading.
   fd = testing::connect_loopback(port_, 5);
   std::string chunk(600, 'a');
-  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                          "\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk + "\r\n258\r\n" +
-                                          chunk + "\r\n0\r\n\r\n"));
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
+                                              kKey + "\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk +
+                                              "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n"));
   raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 413u) << raw;
   EXPECT_EQ(counters().body_too_large.load(), 2u);
@@ -359,8 +364,8 @@ TEST_F(HttpServerTest, StalledBodyIs408) {
   start(base_routes(), options);
   auto fd = testing::connect_loopback(port_, 5);
   auto begin = Clock::now();
-  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                          "\r\nContent-Length: 10\r\n\r\nabc"));
+  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
+                                              kKey + "\r\nContent-Length: 10\r\n\r\nabc"));
   auto raw = read_all(fd.get());
   EXPECT_EQ(status_of(raw), 408u) << raw;
   EXPECT_LT(Clock::now() - begin, 3s);
@@ -386,8 +391,9 @@ UniqueFd connect_from(const char* source, std::uint16_t port) {
 
 // GET target on fd with the key, Connection: close; everything the server answers.
 std::string get_on(int fd, std::string_view target) {
-  EXPECT_TRUE(testing::send_all(fd, std::string("GET ") + std::string(target) + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                                        kKey + "\r\nConnection: close\r\n\r\n"));
+  EXPECT_TRUE(testing::send_all(fd, std::string("GET ") + std::string(target) +
+                                        " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kKey +
+                                        "\r\nConnection: close\r\n\r\n"));
   return read_all(fd);
 }
 
@@ -431,8 +437,8 @@ TEST_F(HttpServerTest, WithEveryConnectionBusyANewOneGets503NamingTheLimit) {
   held.add_to(r);
   start(std::move(r), options);
   auto busy = testing::connect_loopback(port_, 5);
-  ASSERT_TRUE(testing::send_all(busy.get(), std::string("GET /held HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                                "\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(testing::send_all(busy.get(), std::string("GET /held HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
+                                                kKey + "\r\nConnection: close\r\n\r\n"));
   ASSERT_TRUE(held.entered.wait(5s));
   auto refused = testing::connect_loopback(port_, 5);
   const std::string raw = get_on(refused.get(), "/items/1");
@@ -459,14 +465,14 @@ TEST_F(HttpServerTest, AnAddressAtItsLimitGets429AndOtherAddressesAreServed) {
   held.add_to(r);
   start(std::move(r), options);
   auto busy = connect_from("127.0.0.7", port_);
-  ASSERT_TRUE(testing::send_all(busy.get(), std::string("GET /held HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                                "\r\n\r\n"));
+  ASSERT_TRUE(testing::send_all(
+      busy.get(), std::string("GET /held HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey + "\r\n\r\n"));
   ASSERT_TRUE(held.entered.wait(5s));
   auto same = connect_from("127.0.0.7", port_);
   const std::string raw = get_on(same.get(), "/items/1");
   EXPECT_EQ(status_of(raw), 429u) << raw;
-  EXPECT_NE(raw.find("Too many connections from your address: limits.connections_per_address is 1"),
-            std::string::npos) << raw;
+  EXPECT_NE(raw.find("Too many connections from your address: limits.connections_per_address is 1"), std::string::npos)
+      << raw;
   auto other = connect_from("127.0.0.8", port_);
   EXPECT_EQ(status_of(get_on(other.get(), "/items/1")), 200u);
   held.release();
@@ -503,8 +509,9 @@ TEST_F(HttpServerTest, RouteBodyLimitOverridesAndSpoolsToAFile) {
 TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBody) {
   start(base_routes());
   auto fd = testing::connect_loopback(port_, 5);
-  ASSERT_TRUE(testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                          "\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      testing::send_all(fd.get(), std::string("POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
+                                      "\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"));
   char buf[64];
   ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
   ASSERT_GT(n, 0);
@@ -642,18 +649,17 @@ TEST_F(HttpServerTest, AsyncHandlersDoNotHoldAThreadWhileWaiting) {
     Call& call = *calls.back();
     call.req = make_request(http::verb::get, std::move(target), {}, kAuth);
     call.stream.expires_after(15s);
-    call.stream.async_connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_),
-                              [&call, done](beast::error_code ec) {
-                                ASSERT_FALSE(ec) << ec.message();
-                                http::async_write(call.stream, call.req, [&call, done](beast::error_code ec2, size_t) {
-                                  ASSERT_FALSE(ec2) << ec2.message();
-                                  http::async_read(call.stream, call.buffer, call.res,
-                                                   [&call, done](beast::error_code ec3, size_t) {
-                                                     EXPECT_FALSE(ec3) << ec3.message();
-                                                     done(call);
-                                                   });
-                                });
-                              });
+    call.stream.async_connect(
+        tcp::endpoint(net::ip::make_address("127.0.0.1"), port_), [&call, done](beast::error_code ec) {
+          ASSERT_FALSE(ec) << ec.message();
+          http::async_write(call.stream, call.req, [&call, done](beast::error_code ec2, size_t) {
+            ASSERT_FALSE(ec2) << ec2.message();
+            http::async_read(call.stream, call.buffer, call.res, [&call, done](beast::error_code ec3, size_t) {
+              EXPECT_FALSE(ec3) << ec3.message();
+              done(call);
+            });
+          });
+        });
   };
   for (int i = 0; i < kPending; ++i)
     launch("/wait", [&](const Call& c) {
@@ -693,8 +699,8 @@ TEST_F(HttpServerTest, AsyncHandlerLearnsWhenTheClientLeaves) {
   start(std::move(r));
   {
     auto fd = testing::connect_loopback(port_, 5);
-    ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /hang HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                            "\r\n\r\n"));
+    ASSERT_TRUE(testing::send_all(
+        fd.get(), std::string("GET /hang HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey + "\r\n\r\n"));
     ASSERT_TRUE(entered.wait(5s));
   }  // the client closes its socket
   EXPECT_TRUE(closed.wait(5s));
@@ -767,8 +773,8 @@ TEST_F(HttpServerTest, StreamToAClientThatDoesNotReadIsDroppedAtTheQueueBound) {
   options.stream_queue_limit = 1024 * 1024;
   start(std::move(r), options);
   auto fd = testing::connect_loopback(port_, 5);  // sends the request, then never reads
-  ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /flood HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                          "\r\n\r\n"));
+  ASSERT_TRUE(testing::send_all(
+      fd.get(), std::string("GET /flood HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey + "\r\n\r\n"));
   EXPECT_TRUE(closed.wait(20s));
   producer.join();
   EXPECT_LT(accepted_bytes.load(), 256ull * 1024 * 1024);
@@ -900,8 +906,8 @@ TEST_F(HttpServerTest, StopClosesWhatIsStillBusyAfterTheGracePeriod) {
   options.shutdown_grace = 500ms;
   start(std::move(r), options);
   auto fd = testing::connect_loopback(port_, 5);
-  ASSERT_TRUE(testing::send_all(fd.get(), std::string("GET /forever HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey +
-                                          "\r\n\r\n"));
+  ASSERT_TRUE(testing::send_all(
+      fd.get(), std::string("GET /forever HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey + "\r\n\r\n"));
   ASSERT_TRUE(entered.wait(5s));
   auto begin = Clock::now();
   server_->stop();
@@ -1002,8 +1008,9 @@ TEST_F(HttpServerTest, ATakenOverConnectionHoldsItsPlace) {
   options.max_connections = 1;
   start(takeover_routes(), options);
   auto upgraded = testing::connect_loopback(port_, 5);
-  ASSERT_TRUE(testing::send_all(upgraded.get(), std::string("GET /upgrade/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ") +
-                                                    kKey + "\r\nUpgrade: websocket\r\n\r\n"));
+  ASSERT_TRUE(
+      testing::send_all(upgraded.get(), std::string("GET /upgrade/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ") +
+                                            kKey + "\r\nUpgrade: websocket\r\n\r\n"));
   char buf[512];
   ASSERT_GT(::recv(upgraded.get(), buf, sizeof buf, 0), 0);  // its 101
   auto refused = testing::connect_loopback(port_, 5);

@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
-#include "support/test_stream_session.hpp"  // before the definitions it specialises for
 #include "http/response_writer.hpp"
 #include "http/session_impl.hpp"
+#include "support/test_stream_session.hpp"  // before the definitions it specialises for
 #include "util/error.hpp"
 
 namespace agentbox::http {
@@ -90,7 +90,8 @@ struct Routes {
     });
     r.add_async(verb::get, "/file", [content = file_content](const Request&, std::shared_ptr<ResponseWriter> w) {
       UniqueFd fd(::memfd_create("session-test", MFD_CLOEXEC));
-      if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) throw Error("write");
+      if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()))
+        throw Error("write");
       Response head;
       head.headers.set(field::content_type, "application/octet-stream");
       w->send_file(std::move(head), std::move(fd), 0, content.size());
@@ -164,7 +165,9 @@ class Connection {
     }
     return out;
   }
-  bool answered(std::size_t n) { return run_until([&] { return answers().size() >= n; }); }
+  bool answered(std::size_t n) {
+    return run_until([&] { return answers().size() >= n; });
+  }
 
   const HttpCounters& counters() const { return ctx_->counters; }
   TestStream& client() { return client_; }
@@ -199,7 +202,7 @@ TEST(HttpSession, KeepAliveServesRequestsOneAfterAnotherUntilIdle) {
   EXPECT_TRUE(a[0].keep_alive);
   EXPECT_EQ(a[1].body, "second");
   EXPECT_TRUE(a[1].keep_alive);
-  EXPECT_FALSE(c.gone());  // kept for the next request...
+  EXPECT_FALSE(c.gone());       // kept for the next request...
   ASSERT_TRUE(c.run_to_end());  // ...until idle_timeout
   EXPECT_EQ(c.counters().requests.load(), 2u);
   EXPECT_EQ(c.counters().idle_timeouts.load(), 1u);
@@ -234,7 +237,8 @@ TEST(HttpSession, ABodyOverTheLimitIs413BeforeItIsReadAndTheConnectionCloses) {
 
   // Chunked: no length to check up front; the parser stops at the limit.
   Connection chunked(routes);
-  chunked.send("POST /limited HTTP/1.1\r\nHost: t\r\n" + kAuth + "Transfer-Encoding: chunked\r\n\r\n"
+  chunked.send("POST /limited HTTP/1.1\r\nHost: t\r\n" + kAuth +
+               "Transfer-Encoding: chunked\r\n\r\n"
                "8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n");
   ASSERT_TRUE(chunked.run_to_end());
   a = chunked.answers();

@@ -30,7 +30,8 @@ TEST(SignedLinks, AnotherKeyOrAnEditedTokenIsRefused) {
   std::string flipped = token;
   flipped.back() = flipped.back() == '0' ? '1' : '0';
   EXPECT_FALSE(links.verify("alice", "a.txt", flipped, 1));
-  for (const std::string& bad : std::vector<std::string>{"", ".", "1000.", "x.00", "1000." + std::string(63, 'a'), "1000." + std::string(64, 'G')})
+  for (const std::string& bad : std::vector<std::string>{"", ".", "1000.", "x.00", "1000." + std::string(63, 'a'),
+                                                         "1000." + std::string(64, 'G')})
     EXPECT_FALSE(links.verify("alice", "a.txt", bad, 1)) << bad;
 }
 

@@ -57,10 +57,10 @@ uint16_t close_code(const std::string& payload) {
 }
 
 struct Peer {
-  std::string in;      // what the client sent, not read yet
+  std::string in;  // what the client sent, not read yet
   size_t piece = 1 << 20;
-  bool ended = false;  // the client closed its side once `in` is read
-  std::string out;     // what the server sent
+  bool ended = false;         // the client closed its side once `in` is read
+  std::string out;            // what the server sent
   std::vector<size_t> sends;  // bytes per send call
   std::vector<std::pair<bool, std::string>> messages;
 
@@ -77,15 +77,15 @@ struct Peer {
         sends.push_back(head.size() + payload.size());
         return static_cast<long>(head.size() + payload.size());
       },
-      [this](bool text, std::string_view payload) { messages.emplace_back(text, std::string(payload)); },
-      64 * 1024};
+      [this](bool text, std::string_view payload) { messages.emplace_back(text, std::string(payload)); }, 64 * 1024};
 };
 
 TEST(WebSocketFrames, MessagesArriveWholeHoweverTheBytesAreSplit) {
   Peer p;
   p.piece = 1;  // one byte per recv: wslay returns for more after a partial frame, as on a socket
   p.in = client_frame(0x2, "ls\r") + client_frame(0x1, R"({"type":"resize","cols":100,"rows":30})") +
-         client_frame(0x2, "ab", true, /*fin=*/false) + client_frame(0x0, "cd") + client_frame(0x2, std::string(70000, 'x').substr(0, 300));
+         client_frame(0x2, "ab", true, /*fin=*/false) + client_frame(0x0, "cd") +
+         client_frame(0x2, std::string(70000, 'x').substr(0, 300));
   for (int wakeups = 0; !p.in.empty() && wakeups < 100000; ++wakeups) EXPECT_TRUE(p.frames.read());
   ASSERT_EQ(p.messages.size(), 4u);
   EXPECT_EQ(p.messages[0], std::make_pair(false, std::string("ls\r")));
@@ -145,8 +145,8 @@ struct Refusal {
 TEST(WebSocketFrames, BadFramesCloseWithTheCodeThatSaysWhy) {
   const std::vector<Refusal> cases = {
       {client_frame(0x2, std::string(64 * 1024 + 1, 'x')), 1009},  // over the limit
-      {client_frame(0x1, "\xff\xfe"), 1007},                         // text, not UTF-8
-      {client_frame(0x2, "ls", /*masked=*/false), 1002},             // a client's frame unmasked
+      {client_frame(0x1, "\xff\xfe"), 1007},                       // text, not UTF-8
+      {client_frame(0x2, "ls", /*masked=*/false), 1002},           // a client's frame unmasked
   };
   for (const Refusal& c : cases) {
     Peer p;

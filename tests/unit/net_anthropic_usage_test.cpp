@@ -47,7 +47,8 @@ TEST(UsageMeter, ReadsAStreamInAnyChunking) {
 
 TEST(UsageMeter, ReadsCrLfLinesAndALastLineWithoutNewline) {
   UsageMeter meter("text/event-stream");
-  meter.feed("data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":1}}}\r\n\r\n");
+  meter.feed(
+      "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":1}}}\r\n\r\n");
   meter.feed("data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}");
   TokenCounts c = meter.finish();
   EXPECT_EQ(c.input_tokens, 4u);
@@ -56,9 +57,8 @@ TEST(UsageMeter, ReadsCrLfLinesAndALastLineWithoutNewline) {
 
 TEST(UsageMeter, ReadsAJsonAnswer) {
   UsageMeter meter("application/json");
-  std::string body =
-      R"({"id":"msg_2","type":"message","content":[{"type":"text","text":"hi"}],)"
-      R"("usage":{"input_tokens":12,"output_tokens":34,"cache_read_input_tokens":5}})";
+  std::string body = R"({"id":"msg_2","type":"message","content":[{"type":"text","text":"hi"}],)"
+                     R"("usage":{"input_tokens":12,"output_tokens":34,"cache_read_input_tokens":5}})";
   meter.feed(body.substr(0, 10));
   meter.feed(body.substr(10));
   TokenCounts c = meter.finish();
@@ -73,7 +73,7 @@ TEST(UsageMeter, IgnoresWhatItDoesNotUnderstand) {
   meter.feed("data: not json\n");
   meter.feed("data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":\"many\"}}\n");  // not a count
   meter.feed("data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":-3}}\n");
-  meter.feed("data: {\"type\":\"future_event\",\"usage\":{\"output_tokens\":1000}}\n");   // not a usage report
+  meter.feed("data: {\"type\":\"future_event\",\"usage\":{\"output_tokens\":1000}}\n");  // not a usage report
   meter.feed(": a comment\nid: 7\nretry: 10\n");
   meter.feed("data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":2,\"new_kind_of_tokens\":5}}\n");
   TokenCounts c = meter.finish();

@@ -62,7 +62,8 @@ struct Relay {
 
   // Reads the head, lets edit() change it, and relays the rest.
   template <class Edit = void (*)(http::message<isRequest, http::buffer_body>&)>
-  std::string run(RelayOptions options = {}, Edit edit = [](auto&) {}) {
+  std::string run(
+      RelayOptions options = {}, Edit edit = [](auto&) {}) {
     parser.body_limit(boost::none);
     beast::error_code ec;
     http::read_header(from, from_buffer, parser, ec);
@@ -98,9 +99,10 @@ TEST(BodyRelay, ALengthBodyGoesWithItsLengthInPiecesOfTheBuffer) {
 }
 
 TEST(BodyRelay, AChunkedBodyIsDecodedAndChunkedAgainWithoutItsExtensionsOrTrailers) {
-  Relay<false> r("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\n"
-                 "X-Trailer: t\r\n\r\n",
-                 64);
+  Relay<false> r(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\n"
+      "X-Trailer: t\r\n\r\n",
+      64);
   const std::string out = r.run();
   ASSERT_TRUE(r.end);
   EXPECT_FALSE(r.end->ec);
@@ -157,8 +159,9 @@ TEST(BodyRelay, AHeldBodyGoesWholeAsTheOnePieceAndIsCounted) {
   }
   r.parser.get().content_length(held.size());
   r.serializer.emplace(r.parser.get());
-  async_relay_message(r.from, r.from_buffer, r.parser, r.to, *r.serializer, {.buffer = r.buffer, .held = held},
-                      [](RelayStep, std::string_view) {}, [&](RelayEnd e) { r.end = e; });
+  async_relay_message(
+      r.from, r.from_buffer, r.parser, r.to, *r.serializer, {.buffer = r.buffer, .held = held},
+      [](RelayStep, std::string_view) {}, [&](RelayEnd e) { r.end = e; });
   r.io.run();
   ASSERT_TRUE(r.end);
   EXPECT_FALSE(r.end->ec);
@@ -189,8 +192,9 @@ TEST(BodyRelay, HeadFirstSendsTheHeadBeforeAnyOfTheBodyHasArrived) {
   http::request_serializer<http::buffer_body> serializer(parser.get());
   std::vector<char> buffer(16);
   std::optional<RelayEnd> end;
-  async_relay_message(from, from_buffer, parser, to, serializer, {.buffer = buffer, .head_first = true},
-                      [](RelayStep, std::string_view) {}, [&](RelayEnd e) { end = e; });
+  async_relay_message(
+      from, from_buffer, parser, to, serializer, {.buffer = buffer, .head_first = true},
+      [](RelayStep, std::string_view) {}, [&](RelayEnd e) { end = e; });
   io.run_for(std::chrono::milliseconds(50));  // the body has not come: the relay waits for it
   EXPECT_FALSE(end);
   EXPECT_EQ(to_peer.str(), "POST /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n");
@@ -227,8 +231,9 @@ TEST(BodyRelay, AnErrorAtEachStepEndsTheRelayNamingItsSide) {
     http::read_header(r.from, r.from_buffer, r.parser, ec);
     if (ec) continue;  // the failure hit the head's own read
     r.serializer.emplace(r.parser.get());
-    async_relay_message(r.from, r.from_buffer, r.parser, r.to, *r.serializer, {.buffer = r.buffer},
-                        [](RelayStep, std::string_view) {}, [&](RelayEnd e) { r.end = e; });
+    async_relay_message(
+        r.from, r.from_buffer, r.parser, r.to, *r.serializer, {.buffer = r.buffer}, [](RelayStep, std::string_view) {},
+        [&](RelayEnd e) { r.end = e; });
     r.io.run();
     ASSERT_TRUE(r.end) << "the relay never completed";
     if (!r.end->ec) {

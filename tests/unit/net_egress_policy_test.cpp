@@ -46,13 +46,13 @@ TEST(EgressPolicy, NoAllowRuleMeansNoEgress) {
 TEST(EgressPolicy, HostsPortsAndWildcards) {
   EgressPolicy p = policy({"registry.npmjs.org", "*.pypi.org", "github.com:443"});
   EXPECT_TRUE(allowed(p, "registry.npmjs.org", 443));
-  EXPECT_TRUE(allowed(p, "registry.npmjs.org", 80));       // no port in the rule: every port
-  EXPECT_TRUE(allowed(p, "REGISTRY.npmjs.org.", 443));     // case and the root dot do not matter
+  EXPECT_TRUE(allowed(p, "registry.npmjs.org", 80));    // no port in the rule: every port
+  EXPECT_TRUE(allowed(p, "REGISTRY.npmjs.org.", 443));  // case and the root dot do not matter
   EXPECT_FALSE(allowed(p, "evil-registry.npmjs.org", 443));
   EXPECT_FALSE(allowed(p, "registry.npmjs.org.evil.com", 443));
   EXPECT_TRUE(allowed(p, "files.pypi.org", 443));
   EXPECT_TRUE(allowed(p, "a.b.pypi.org", 443));
-  EXPECT_FALSE(allowed(p, "pypi.org", 443));               // "*." needs a label in front
+  EXPECT_FALSE(allowed(p, "pypi.org", 443));  // "*." needs a label in front
   EXPECT_FALSE(allowed(p, "pypi.org.evil.com", 443));
   EXPECT_FALSE(allowed(p, "evilpypi.org", 443));
   EXPECT_TRUE(allowed(p, "github.com", 443));
@@ -149,8 +149,8 @@ TEST(EgressPolicy, AUsersAdditionsAddToTheDefault) {
 }
 
 TEST(EgressPolicy, MalformedHostsAreNotHosts) {
-  for (std::string_view host : {"", ".", "a b.com", "exa$mple.com", ".example.com", "a..b", "ex*ample.com",
-                                "http://x", "x/y", "evil.com.."})
+  for (std::string_view host :
+       {"", ".", "a b.com", "exa$mple.com", ".example.com", "a..b", "ex*ample.com", "http://x", "x/y", "evil.com.."})
     EXPECT_FALSE(normalize_host(host)) << host;
   EXPECT_FALSE(normalize_host(std::string(254, 'a')));
   EXPECT_EQ(normalize_host("Example.COM."), "example.com");

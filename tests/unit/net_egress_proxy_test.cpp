@@ -11,11 +11,11 @@
 #include <ifaddrs.h>
 
 #include <atomic>
-#include <cstdio>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
+#include <cstdio>
 #include <thread>
 
 #include "store/schema.hpp"
@@ -47,8 +47,8 @@ std::string a_host_address() {
 // A listener (on 127.0.0.1 unless told) that serves each connection on a thread of its own:
 // "echo" sends back what it reads; "http" answers one request head with its own request line,
 // then closes without having said so; "http_keep_alive" answers every request of the
-// connection that way ("chunked_keep_alive": with a chunked body); "flood" sends and never reads, from a small send buffer, until half a
-// second passes with nothing taken (flooded() then says how much went).
+// connection that way ("chunked_keep_alive": with a chunked body); "flood" sends and never reads, from a small send
+// buffer, until half a second passes with nothing taken (flooded() then says how much went).
 class Origin {
  public:
   enum class Mode { echo, http, http_keep_alive, chunked_keep_alive, flood };
@@ -129,12 +129,14 @@ class Origin {
       if (mode_ == Mode::chunked_keep_alive) {
         char size[16];
         std::snprintf(size, sizeof size, "%zx", body.size());
-        asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" +
-                                    body + "\r\n0\r\n\r\n"),
+        asio::write(s,
+                    asio::buffer("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" +
+                                 body + "\r\n0\r\n\r\n"),
                     ec);
       } else {
-        asio::write(s, asio::buffer("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
-                    ec);
+        asio::write(
+            s, asio::buffer("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
+            ec);
       }
     } while (!ec && mode_ != Mode::http);
   }
@@ -168,8 +170,7 @@ class EgressProxyTest : public ::testing::Test {
   // Starts the proxy for alice with this config (static names, rules).
   void start(EgressConfig config, EgressLimits limits = {}) {
     log_ = std::make_shared<NetworkLog>(open_state_db(scratch_.path()));
-    context_ = std::make_shared<EgressContext>(std::make_shared<const EgressConfig>(std::move(config)), limits,
-                                               log_);
+    context_ = std::make_shared<EgressContext>(std::make_shared<const EgressConfig>(std::move(config)), limits, log_);
     proxy_ = std::make_unique<EgressProxy>(io_, context_);
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
@@ -351,8 +352,9 @@ TEST_F(EgressProxyTest, AnOriginConnectionLeftOpenCarriesTheNextRequestsToTheSam
   std::string port = std::to_string(origin.port());
   tcp::socket s = connect();
   for (std::string path : {"/a", "/b", "/c"})
-    EXPECT_THAT(exchange(s, "GET http://bait.test:" + port + path + " HTTP/1.1\r\nHost: bait.test:" + port + "\r\n\r\n"),
-                HasSubstr("GET " + path + " HTTP/1.1"));
+    EXPECT_THAT(
+        exchange(s, "GET http://bait.test:" + port + path + " HTTP/1.1\r\nHost: bait.test:" + port + "\r\n\r\n"),
+        HasSubstr("GET " + path + " HTTP/1.1"));
   EXPECT_EQ(origin.connections(), 1);
   EXPECT_THAT(origin.last_head(), Not(HasSubstr("Connection: close")));
   // Another name is another place, even at the same address: a connection of its own.
@@ -487,7 +489,8 @@ TEST_F(EgressProxyTest, AnOriginThatNeverAnswersGives504AfterTheIdleTimeout) {
   std::string port = std::to_string(silent.local_endpoint().port());
   tcp::socket s = connect();
   auto started = std::chrono::steady_clock::now();
-  std::string answer = exchange(s, "GET http://bait.test:" + port + "/slow HTTP/1.1\r\nHost: bait.test:" + port + "\r\n\r\n");
+  std::string answer =
+      exchange(s, "GET http://bait.test:" + port + "/slow HTTP/1.1\r\nHost: bait.test:" + port + "\r\n\r\n");
   auto took = std::chrono::steady_clock::now() - started;
   EXPECT_THAT(answer, HasSubstr("504"));
   EXPECT_THAT(answer, HasSubstr("bait.test:" + port + " did not answer within 1 s"));
@@ -550,8 +553,8 @@ TEST_F(EgressProxyTest, NewOriginConnectionsAreHeldToTheAccountsRate) {
     if (std::count_if(log.begin(), log.end(), [](auto& d) { return d.allowed; }) == before + 1) break;
     std::this_thread::sleep_for(10ms);
   }
-  auto rate = std::find_if(log.begin(), log.end(),
-                           [](auto& d) { return d.reason.find("connect_rate") != std::string::npos; });
+  auto rate =
+      std::find_if(log.begin(), log.end(), [](auto& d) { return d.reason.find("connect_rate") != std::string::npos; });
   ASSERT_NE(rate, log.end());
   EXPECT_FALSE(rate->allowed);
   EXPECT_EQ(rate->host, "bait.test");
@@ -600,8 +603,9 @@ TEST_F(EgressProxyTest, TheHostsOwnAddressIsRefusedUnlessAnEntryNamesIt) {
   c.hosts["self.test"] = *IpAddress::parse(own);
   start(c);
   tcp::socket literal = connect();
-  EXPECT_THAT(exchange(literal, "CONNECT " + own + ":" + port + " HTTP/1.1\r\n\r\n"),
-              HasSubstr("agentbox: " + own + ":" + port + " is an address of the host itself this sandbox may not reach"));
+  EXPECT_THAT(
+      exchange(literal, "CONNECT " + own + ":" + port + " HTTP/1.1\r\n\r\n"),
+      HasSubstr("agentbox: " + own + ":" + port + " is an address of the host itself this sandbox may not reach"));
   tcp::socket by_name = connect();
   EXPECT_THAT(exchange(by_name, "GET http://self.test:" + port + "/ HTTP/1.1\r\nHost: self.test:" + port + "\r\n\r\n"),
               HasSubstr("resolves to " + own + ", an address of the host itself"));

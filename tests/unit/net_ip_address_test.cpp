@@ -26,8 +26,8 @@ TEST(IpAddress, ParsesBothFamiliesAndPrintsCanonically) {
 TEST(IpAddress, RefusesNamesAndShorthands) {
   // getaddrinfo would take "127.1" and "2130706433" as 127.0.0.1: they are names to the
   // policy, and their resolved address is judged like any other.
-  for (std::string_view text : {"", "localhost", "127.1", "2130706433", "0x7f.0.0.1", "1.2.3.4.5",
-                                "fe80::1%eth0", "[1.2.3.4]x", "::ffff:1.2.3.4.5"})
+  for (std::string_view text : {"", "localhost", "127.1", "2130706433", "0x7f.0.0.1", "1.2.3.4.5", "fe80::1%eth0",
+                                "[1.2.3.4]x", "::ffff:1.2.3.4.5"})
     EXPECT_FALSE(IpAddress::parse(text)) << text;
 }
 
@@ -56,20 +56,20 @@ TEST(IpAddress, ClassifiesThePlacesABoxIsKeptFrom) {
 // No public host holds a documentation, benchmarking or 6to4 relay address: whatever answers
 // there is someone's local network, often the host itself (issue 30).
 TEST(IpAddress, DocumentationBenchmarkingAndRelayRangesAreReserved) {
-  for (std::string_view text : {"192.0.2.0", "192.0.2.255", "198.51.100.1", "203.0.113.7", "203.0.113.255",
-                                "192.88.99.1", "198.18.0.0", "198.19.255.255", "2001:db8::1",
-                                "2001:db8:ffff:ffff::1", "3fff::1", "3fff:fff:ffff::1", "::ffff:203.0.113.7",
-                                "2002:c000:0201::1" /* 6to4 of 192.0.2.1 */, "64:ff9b::198.51.100.9"})
+  for (std::string_view text :
+       {"192.0.2.0", "192.0.2.255", "198.51.100.1", "203.0.113.7", "203.0.113.255", "192.88.99.1", "198.18.0.0",
+        "198.19.255.255", "2001:db8::1", "2001:db8:ffff:ffff::1", "3fff::1", "3fff:fff:ffff::1", "::ffff:203.0.113.7",
+        "2002:c000:0201::1" /* 6to4 of 192.0.2.1 */, "64:ff9b::198.51.100.9"})
     EXPECT_EQ(kind_of(text), AddressKind::reserved) << text;
   EXPECT_EQ(describe(AddressKind::reserved), "a reserved (documentation, benchmarking or relay) address");
 }
 
 TEST(IpAddress, PublicAddressesAreGlobalAtTheEdgesOfPrivateAndReservedRanges) {
-  for (std::string_view text : {"9.255.255.255", "11.0.0.0", "172.15.255.255", "172.32.0.0", "100.63.255.255",
-                                "100.128.0.0", "169.253.255.255", "2606:4700::1111", "126.255.255.255", "128.0.0.0",
-                                "192.0.1.255", "192.0.3.0", "192.88.98.255", "192.88.100.0", "198.17.255.255",
-                                "198.20.0.0", "198.51.99.255", "198.51.101.0", "203.0.112.255", "203.0.114.0",
-                                "2001:db7:ffff::1", "2001:db9::1", "3ffe:ffff::1", "3fff:1000::1"})
+  for (std::string_view text :
+       {"9.255.255.255",   "11.0.0.0",        "172.15.255.255",   "172.32.0.0",  "100.63.255.255", "100.128.0.0",
+        "169.253.255.255", "2606:4700::1111", "126.255.255.255",  "128.0.0.0",   "192.0.1.255",    "192.0.3.0",
+        "192.88.98.255",   "192.88.100.0",    "198.17.255.255",   "198.20.0.0",  "198.51.99.255",  "198.51.101.0",
+        "203.0.112.255",   "203.0.114.0",     "2001:db7:ffff::1", "2001:db9::1", "3ffe:ffff::1",   "3fff:1000::1"})
     EXPECT_EQ(kind_of(text), AddressKind::global) << text;
 }
 

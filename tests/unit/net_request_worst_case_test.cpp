@@ -47,7 +47,8 @@ TEST(RequestWorstCase, ContentThatCostsMoreThanItsBytesIsBoundedByTheContextWind
   for (const auto& [body, why] : std::initializer_list<std::pair<std::string, std::string>>{
            {R"({"max_tokens":8,"messages":[{"role":"user","content":[)" + image + "]}]}", "\"image\""},
            {R"({"max_tokens":8,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t",)"
-            R"("content":[)" + image + "]}]}]}",
+            R"("content":[)" +
+                image + "]}]}]}",
             "\"image\""},
            {R"({"max_tokens":8,"messages":[{"role":"user","content":[{"type":"document","source":)"
             R"({"type":"url","url":"https://x/a.pdf"}}]}]})",
@@ -77,16 +78,16 @@ TEST(RequestWorstCase, AMaxTokensTheBudgetCannotReadTheSameWayIsRefused) {
   EXPECT_THAT(refused(R"({"messages":[{"max_tokens":5}]})"), HasSubstr("no top-level max_tokens"));
   EXPECT_THAT(refused(R"({"max_tokens":1,"max_tokens":100000})"), HasSubstr("twice"));
   EXPECT_THAT(refused(R"({"max_tokens":1,"max_\u0074okens":100000})"), HasSubstr("twice"));
-  for (std::string value : {"1e5", "100.0", "-1", "\"100\"", "null", "true", "[1]", "{\"n\":1}",
-                            "18446744073709551616"})
+  for (std::string value :
+       {"1e5", "100.0", "-1", "\"100\"", "null", "true", "[1]", "{\"n\":1}", "18446744073709551616"})
     EXPECT_THAT(refused(R"({"max_tokens":)" + value + "}"), HasSubstr("whole number")) << value;
   EXPECT_THAT(refused(R"({"max_tokens":1e400})"), HasSubstr("agentbox: "));  // out of range: not read
 }
 
 TEST(RequestWorstCase, WhatIsNotAJsonObjectIsRefused) {
-  for (std::string body : {"", "[]", "1", "\"x\"", "null", "{", "{\"max_tokens\":1", "{\"max_tokens\":1}x",
-                           "{\"max_tokens\":1}{}", "{\"max_tokens\":1,}", "{'max_tokens':1}",
-                           "{\"max_tokens\":1 /* c */}", "{\"a\":\"\xff\",\"max_tokens\":1}"})
+  for (std::string body :
+       {"", "[]", "1", "\"x\"", "null", "{", "{\"max_tokens\":1", "{\"max_tokens\":1}x", "{\"max_tokens\":1}{}",
+        "{\"max_tokens\":1,}", "{'max_tokens':1}", "{\"max_tokens\":1 /* c */}", "{\"a\":\"\xff\",\"max_tokens\":1}"})
     EXPECT_THAT(refused(body), HasSubstr("agentbox: the request body")) << body;
 }
 
@@ -95,7 +96,8 @@ TEST(RequestWorstCase, DeepNestingIsRefusedNotFollowed) {
   EXPECT_THAT(refused(deep), HasSubstr("nested deeper than"));
   std::string very = "{\"x\":" + std::string(1 << 20, '[');
   EXPECT_THAT(refused(very), HasSubstr("nested deeper than"));
-  std::string fine = "{\"max_tokens\":1,\"x\":" + std::string(kMaxDepth - 2, '[') + std::string(kMaxDepth - 2, ']') + "}";
+  std::string fine =
+      "{\"max_tokens\":1,\"x\":" + std::string(kMaxDepth - 2, '[') + std::string(kMaxDepth - 2, ']') + "}";
   EXPECT_EQ(worst(fine).output, 1u);
 }
 

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <future>

@@ -41,8 +41,10 @@ TEST_F(MoveStoreTest, AMoveOutIsOpenUntilMovedAndTheMovedOneIsATombstone) {
 TEST_F(MoveStoreTest, RecordsTravelThroughMoveJsonAndCommitWithTheMove) {
   Db db = open_state_db(source_dir_.path());
   ProcessStore processes(open_state_db(source_dir_.path()));
-  processes.insert({"p1", "alice-1a2b3c", "make", ProcessStatus::done, 0, 10, 12, "/s/volumes/alice-1a2b3c/daemon/logs/p1.log"});
-  processes.insert({"p2", "alice-1a2b3c", "sleep 9", ProcessStatus::running, std::nullopt, 11, std::nullopt, "/x/p2.log"});
+  processes.insert(
+      {"p1", "alice-1a2b3c", "make", ProcessStatus::done, 0, 10, 12, "/s/volumes/alice-1a2b3c/daemon/logs/p1.log"});
+  processes.insert(
+      {"p2", "alice-1a2b3c", "sleep 9", ProcessStatus::running, std::nullopt, 11, std::nullopt, "/x/p2.log"});
   processes.insert({"p3", "bob-000000", "ls", ProcessStatus::done, 0, 10, 12, "/x/p3.log"});
   ChatSessions(open_state_db(source_dir_.path())).remember("alice-1a2b3c", "chat-1", "sess-1", 50);
   db.exec("INSERT INTO token_usage VALUES ('alice-1a2b3c', '2026-12-01', 3, 10, 20, 30, 40)");

@@ -152,7 +152,7 @@ TEST_F(NetworkLogTest, TheSameRefusalRepeatedIsOneRowWithACountAndTheLastTime) {
   log.record(decision("alice", "other.example", false, 12'000));  // another host: its own row
   log.record(decision("alice", "a.example", true, 12'001));       // allowed: never merged
   log.record(decision("alice", "a.example", true, 12'002));
-  log.record(decision("bob", "evil.example", false, 12'003));     // another account's
+  log.record(decision("bob", "evil.example", false, 12'003));  // another account's
   log.flush();
   std::vector<NetworkDecision> alice = log.list("alice", 10);
   ASSERT_EQ(alice.size(), 4u);

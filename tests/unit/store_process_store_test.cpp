@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "store/schema.hpp"
 #include "support/scratch_dir.hpp"
 

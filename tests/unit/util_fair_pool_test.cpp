@@ -143,8 +143,7 @@ TEST(FairPool, BusyKeysTakeTurnsAndEachKeysJobsStartInOrder) {
     for (int i = 0; i < 4; ++i) pool.post("bob", gates.job("bob", "b" + std::to_string(i)));
     gates.release_all();
   }
-  EXPECT_EQ(gates.started_now(),
-            (std::vector<std::string>{"x", "a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"}));
+  EXPECT_EQ(gates.started_now(), (std::vector<std::string>{"x", "a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"}));
 }
 
 TEST(FairPool, TheDestructorRunsEveryQueuedJob) {
@@ -273,10 +272,11 @@ TEST(FairPool, ZeroThreadsOrLimitCountAsOne) {
 TEST(FairPool, StopRunsWhatIsQueuedJoinsAndIsIdempotent) {
   FairPool pool(2, 1, "stopper");
   std::atomic<int> ran{0};
-  for (int i = 0; i < 20; ++i) pool.post("k" + std::to_string(i % 3), [&] {
-    std::this_thread::sleep_for(1ms);
-    ++ran;
-  });
+  for (int i = 0; i < 20; ++i)
+    pool.post("k" + std::to_string(i % 3), [&] {
+      std::this_thread::sleep_for(1ms);
+      ++ran;
+    });
   pool.stop();
   EXPECT_EQ(ran.load(), 20);
   EXPECT_EQ(pool.threads(), 2u);  // how many it was made with

@@ -90,9 +90,7 @@ TEST(LruCacheTest, ADroppedValueIsDestroyedButOneHeldElsewhereLivesOn) {
   EXPECT_TRUE(second.expired()) << "nobody else held it: destroyed when dropped";
 }
 
-TEST(LruCacheTest, ZeroCapacityIsRefused) {
-  EXPECT_THROW((LruCache<int, int>(0)), std::invalid_argument);
-}
+TEST(LruCacheTest, ZeroCapacityIsRefused) { EXPECT_THROW((LruCache<int, int>(0)), std::invalid_argument); }
 
 }  // namespace
 }  // namespace agentbox

@@ -120,9 +120,7 @@ TEST(TerminalLoop, TheEarliestTimerWakesTheLoopWhateverCameBefore) {
   EXPECT_LT(got.get(), 1s);
 
   const auto t3 = Clock::now();
-  on_loop(loop, [&] {
-    loop.after(10ms, [&] { loop.after(20ms, [&] { chained.set_value(Clock::now() - t3); }); });
-  });
+  on_loop(loop, [&] { loop.after(10ms, [&] { loop.after(20ms, [&] { chained.set_value(Clock::now() - t3); }); }); });
   got = chained.get_future();
   ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
   EXPECT_GE(got.get(), 30ms);

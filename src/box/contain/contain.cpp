@@ -36,9 +36,7 @@ ContainResult contain(const BoxSpec& spec, int netns_fd, bool legacy_mounts, con
   // of the box's own runs before ready, so init may build the mounts while the daemon attaches.
   step(StartStep::cgroup, await_cgroup);
   step(StartStep::cgroup_namespace, [] { check(::unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)"); });
-  step(StartStep::hostname, [&] {
-    check(::sethostname(spec.hostname.data(), spec.hostname.size()), "sethostname");
-  });
+  step(StartStep::hostname, [&] { check(::sethostname(spec.hostname.data(), spec.hostname.size()), "sethostname"); });
   step(StartStep::rlimits, [&] { rlimits::apply_in_child(spec); });
   step(StartStep::identity, [&] { identity::apply_in_child(spec); });
   // Changing uid already made us non-dumpable; say it explicitly: no ptrace or /proc/1/mem

@@ -22,8 +22,8 @@ int last_cap() {
   }
 }
 
-void write_id_maps(const std::string& proc_dir, uid_t inside_uid, uid_t outside_uid,
-                   gid_t inside_gid, gid_t outside_gid) {
+void write_id_maps(const std::string& proc_dir, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid,
+                   gid_t outside_gid) {
   write_file(proc_dir + "/uid_map", fmt::format("{} {} 1\n", inside_uid, outside_uid));
   write_file(proc_dir + "/setgroups", "deny");
   write_file(proc_dir + "/gid_map", fmt::format("{} {} 1\n", inside_gid, outside_gid));

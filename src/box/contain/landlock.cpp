@@ -51,25 +51,21 @@ struct FsRight {
   uint64_t bit;
 };
 constexpr FsRight kFsRights[] = {
-    {1, LANDLOCK_ACCESS_FS_EXECUTE},    {1, LANDLOCK_ACCESS_FS_WRITE_FILE},
-    {1, LANDLOCK_ACCESS_FS_READ_FILE},  {1, LANDLOCK_ACCESS_FS_READ_DIR},
-    {1, LANDLOCK_ACCESS_FS_REMOVE_DIR}, {1, LANDLOCK_ACCESS_FS_REMOVE_FILE},
-    {1, LANDLOCK_ACCESS_FS_MAKE_CHAR},  {1, LANDLOCK_ACCESS_FS_MAKE_DIR},
-    {1, LANDLOCK_ACCESS_FS_MAKE_REG},   {1, LANDLOCK_ACCESS_FS_MAKE_SOCK},
-    {1, LANDLOCK_ACCESS_FS_MAKE_FIFO},  {1, LANDLOCK_ACCESS_FS_MAKE_BLOCK},
-    {1, LANDLOCK_ACCESS_FS_MAKE_SYM},   {2, LANDLOCK_ACCESS_FS_REFER},
-    {3, LANDLOCK_ACCESS_FS_TRUNCATE},   {5, LANDLOCK_ACCESS_FS_IOCTL_DEV},
+    {1, LANDLOCK_ACCESS_FS_EXECUTE},   {1, LANDLOCK_ACCESS_FS_WRITE_FILE}, {1, LANDLOCK_ACCESS_FS_READ_FILE},
+    {1, LANDLOCK_ACCESS_FS_READ_DIR},  {1, LANDLOCK_ACCESS_FS_REMOVE_DIR}, {1, LANDLOCK_ACCESS_FS_REMOVE_FILE},
+    {1, LANDLOCK_ACCESS_FS_MAKE_CHAR}, {1, LANDLOCK_ACCESS_FS_MAKE_DIR},   {1, LANDLOCK_ACCESS_FS_MAKE_REG},
+    {1, LANDLOCK_ACCESS_FS_MAKE_SOCK}, {1, LANDLOCK_ACCESS_FS_MAKE_FIFO},  {1, LANDLOCK_ACCESS_FS_MAKE_BLOCK},
+    {1, LANDLOCK_ACCESS_FS_MAKE_SYM},  {2, LANDLOCK_ACCESS_FS_REFER},      {3, LANDLOCK_ACCESS_FS_TRUNCATE},
+    {5, LANDLOCK_ACCESS_FS_IOCTL_DEV},
 };
 
-constexpr uint64_t kReadOnly =
-    LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+constexpr uint64_t kReadOnly = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
 // Everything except making device nodes (a box never needs one; without CAP_MKNOD the kernel
 // refuses anyway) and device ioctls (meaningless outside /dev).
 constexpr uint64_t kReadWrite =
-    kReadOnly | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
-    LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
-    LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |
-    LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE;
+    kReadOnly | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+    LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
+    LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE;
 // No MAKE_*: /dev is init's; O_TRUNC on a device is ignored by the kernel, no TRUNCATE needed.
 constexpr uint64_t kDevice = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
                              LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_IOCTL_DEV;
@@ -149,8 +145,7 @@ int apply_in_child(const BoxSpec& spec) {
   const int abi = std::min(abi_version(), kNewestKnownAbi);
   if (abi == 0) {
     if (spec.allow_without_landlock) return 0;
-    throw Error("landlock: not available in this kernel (allow_without_landlock is not set)",
-                EOPNOTSUPP);
+    throw Error("landlock: not available in this kernel (allow_without_landlock is not set)", EOPNOTSUPP);
   }
 
   RulesetAttr attr{};
@@ -163,8 +158,8 @@ int apply_in_child(const BoxSpec& spec) {
     attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
     attr_size = sizeof(RulesetAttr);
   }
-  UniqueFd ruleset(static_cast<int>(
-      check(::syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0), "landlock_create_ruleset")));
+  UniqueFd ruleset(
+      static_cast<int>(check(::syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0), "landlock_create_ruleset")));
 
   for (const PathRule& rule : rules_for(spec)) add_path_rule(ruleset.get(), rule, attr.handled_access_fs);
 

@@ -8,8 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "box/agent_paths.hpp"
 #include "util/error.hpp"
@@ -75,8 +75,7 @@ unsigned long locked_flags(const std::string& path) {
 // writable, read-only — on every submount with the new API, on the top mount with the legacy one.
 void bind(const std::string& source, const std::string& target, bool writable, Api api) {
   if (api == Api::new_api) {
-    UniqueFd tree(::open_tree(AT_FDCWD, source.c_str(),
-                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    UniqueFd tree(::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
     if (!tree) throw sys_error("open_tree(" + source + ")");
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
@@ -268,16 +267,17 @@ void build_dev(const BoxSpec& spec) {
   if (spec.identity == IdentityMode::host_uid) pts_opts += ",gid=5";
   if (spec.limits.ptys) pts_opts += fmt::format(",max={}", spec.limits.ptys);
   do_mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts_opts);
-  struct Link { const char* target; const char* name; };
-  for (Link l : {Link{"pts/ptmx", "ptmx"}, Link{"/proc/self/fd", "fd"},
-                 Link{"/proc/self/fd/0", "stdin"}, Link{"/proc/self/fd/1", "stdout"},
-                 Link{"/proc/self/fd/2", "stderr"}}) {
+  struct Link {
+    const char* target;
+    const char* name;
+  };
+  for (Link l : {Link{"pts/ptmx", "ptmx"}, Link{"/proc/self/fd", "fd"}, Link{"/proc/self/fd/0", "stdin"},
+                 Link{"/proc/self/fd/1", "stdout"}, Link{"/proc/self/fd/2", "stderr"}}) {
     const std::string path = dev + "/" + l.name;
     if (::symlink(l.target, path.c_str()) != 0) throw sys_error("symlink(" + path + ")");
   }
   mkdir_p(dev + "/shm");
-  do_mount("tmpfs", dev + "/shm", "tmpfs", kSafe | MS_NOEXEC,
-           fmt::format("mode=1777,size={}", spec.limits.shm_bytes));
+  do_mount("tmpfs", dev + "/shm", "tmpfs", kSafe | MS_NOEXEC, fmt::format("mode=1777,size={}", spec.limits.shm_bytes));
 }
 
 // /proc, with what Docker's and runc's defaults hide hidden too: files that show kernel memory,
@@ -287,8 +287,8 @@ void build_dev(const BoxSpec& spec) {
 // diskstats and partitions list every block device with its I/O counters: each account's
 // volume is a loop device, so they would show who else is here and how busy their disks are.
 constexpr const char* kMaskedProcFiles[] = {
-    "kcore", "keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats",
-    "sysrq-trigger", "cmdline", "config.gz", "kallsyms", "modules", "interrupts", "diskstats", "partitions",
+    "kcore",   "keys",      "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats", "sysrq-trigger",
+    "cmdline", "config.gz", "kallsyms",  "modules",    "interrupts",  "diskstats",   "partitions",
 };
 constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi", "bus", "irq", "fs"};
 
@@ -320,8 +320,7 @@ void build_home_and_binds(const BoxSpec& spec, Api api) {
   // Parents before children, so a bind inside another bind lands on top of it.
   std::vector<BindMount> binds = spec.binds;
   std::stable_sort(binds.begin(), binds.end(), [](const BindMount& a, const BindMount& b) {
-    return std::count(a.target.begin(), a.target.end(), '/') <
-           std::count(b.target.begin(), b.target.end(), '/');
+    return std::count(a.target.begin(), a.target.end(), '/') < std::count(b.target.begin(), b.target.end(), '/');
   });
   for (const auto& b : binds) {
     const std::string host = kOld + b.source, box = kNew + b.target;
@@ -344,20 +343,18 @@ void build_home_and_binds(const BoxSpec& spec, Api api) {
 const std::vector<std::string>& etc_allowlist() {
   static const std::vector<std::string> names = {
       // name service and libc
-      "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "host.conf", "gai.conf",
-      "protocols", "services", "networks", "rpc", "ethertypes",
+      "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "host.conf", "gai.conf", "protocols", "services",
+      "networks", "rpc", "ethertypes",
       // locale, time, identity of the OS
-      "localtime", "timezone", "locale.alias", "locale.conf", "os-release",
-      "debian_version", "lsb-release", "issue",
+      "localtime", "timezone", "locale.alias", "locale.conf", "os-release", "debian_version", "lsb-release", "issue",
       // shells and terminals
-      "shells", "profile", "bash.bashrc", "bash_completion", "bash_completion.d", "inputrc",
-      "terminfo", "login.defs", "mtab",
+      "shells", "profile", "bash.bashrc", "bash_completion", "bash_completion.d", "inputrc", "terminfo", "login.defs",
+      "mtab",
       // certificates
       "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf",
       // tools' system configuration
-      "alternatives", "mime.types", "mailcap", "magic", "magic.mime", "manpath.config",
-      "papersize", "vim", "python3", "python3.11", "perl", "fonts", "ImageMagick-6",
-      "java-17-openjdk", "R", "emacs", "xdg"};
+      "alternatives", "mime.types", "mailcap", "magic", "magic.mime", "manpath.config", "papersize", "vim", "python3",
+      "python3.11", "perl", "fonts", "ImageMagick-6", "java-17-openjdk", "R", "emacs", "xdg"};
   return names;
 }
 
@@ -366,10 +363,8 @@ const std::vector<std::string>& etc_allowlist() {
 std::string passwd_file(const BoxSpec& spec) {
   std::string out;
   if (spec.uid != 0 && spec.name != "root") out += "root:x:0:0:root:/root:/usr/sbin/nologin\n";
-  out += fmt::format("{0}:x:{1}:{2}:{0}:{3}:{4}\n", spec.name, spec.uid, spec.gid,
-                     spec.home_target, spec.shell);
-  if (spec.uid != 65534 && spec.name != "nobody")
-    out += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  out += fmt::format("{0}:x:{1}:{2}:{0}:{3}:{4}\n", spec.name, spec.uid, spec.gid, spec.home_target, spec.shell);
+  if (spec.uid != 65534 && spec.name != "nobody") out += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
   return out;
 }
 
@@ -419,13 +414,14 @@ EtcFingerprint etc_fingerprint(int host_etc, const BoxSpec& spec) {
       f.dirs.push_back(name);
     } else if (S_ISREG(st.st_mode)) {
       // Any write changes ctime (which no one can set back); a replacement changes the inode.
-      f.text += fmt::format("file {} {}:{} {} {:o} {}:{} {}.{:09} {}.{:09}\n", name, st.st_dev, st.st_ino,
-                            st.st_size, st.st_mode, st.st_uid, st.st_gid, st.st_mtim.tv_sec,
-                            st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+      f.text += fmt::format("file {} {}:{} {} {:o} {}:{} {}.{:09} {}.{:09}\n", name, st.st_dev, st.st_ino, st.st_size,
+                            st.st_mode, st.st_uid, st.st_gid, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_ctim.tv_sec,
+                            st.st_ctim.tv_nsec);
     }
   }
   f.text += fmt::format("link {} {}\n", kEtcClaudeCode, kClaudeManagedDir);
-  for (const auto& [name, content] : own_etc_files(spec)) f.text += fmt::format("own {} {}\n{}", name, content.size(), content);
+  for (const auto& [name, content] : own_etc_files(spec))
+    f.text += fmt::format("own {} {}\n{}", name, content.size(), content);
   return f;
 }
 

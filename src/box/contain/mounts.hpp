@@ -57,8 +57,8 @@ EtcFingerprint etc_fingerprint(int host_etc, const BoxSpec& spec);
 // Where a box's /etc comes from (the start plan's choice) and what init has for it.
 struct EtcFrom {
   EtcSource source = EtcSource::init_copy;
-  bool template_mounted = false;  // the zygote's template tmpfs covers /tmp here: detach it
-  int tree_fd = -1;               // parent_tree: the tree from build_etc_tree
+  bool template_mounted = false;       // the zygote's template tmpfs covers /tmp here: detach it
+  int tree_fd = -1;                    // parent_tree: the tree from build_etc_tree
   std::vector<std::string> tree_dirs;  // its EtcTree::dirs
 };
 

@@ -25,11 +25,9 @@ void apply_in_child() {
   const std::span<const sock_filter> program = embedded_program();
   // The generator checks this too; here it keeps the kernel's 16-bit length honest.
   if (program.empty() || program.size() > BPF_MAXINSNS)
-    throw Error("seccomp: the embedded program has " + std::to_string(program.size()) + " instructions",
-                EINVAL);
+    throw Error("seccomp: the embedded program has " + std::to_string(program.size()) + " instructions", EINVAL);
   // The kernel copies the program and never writes through this pointer.
-  const sock_fprog fprog{static_cast<unsigned short>(program.size()),
-                         const_cast<sock_filter*>(program.data())};
+  const sock_fprog fprog{static_cast<unsigned short>(program.size()), const_cast<sock_filter*>(program.data())};
   check(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog), "seccomp(SECCOMP_SET_MODE_FILTER)");
 }
 

@@ -17,9 +17,7 @@ namespace {
 
 constexpr unsigned kTcpListen = 0x0A;  // st column of /proc/net/tcp: TCP_LISTEN
 
-bool is_pid_name(const char* name) {
-  return std::isdigit(static_cast<unsigned char>(name[0])) != 0;
-}
+bool is_pid_name(const char* name) { return std::isdigit(static_cast<unsigned char>(name[0])) != 0; }
 
 // The pids in proc, init's own excluded.
 std::vector<pid_t> pids(const std::string& proc) {

@@ -24,8 +24,8 @@ Keeper::Keeper() {
     // Any change of an entry directly in /etc: written, replaced, renamed, removed, re-permissioned.
     watch_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     if (!watch_) throw sys_error("inotify_init1");
-    constexpr uint32_t kChanges = IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE |
-                                  IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF;
+    constexpr uint32_t kChanges = IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                  IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF;
     if (::inotify_add_watch(watch_.get(), "/etc", kChanges) < 0) throw sys_error("inotify_add_watch(/etc)");
     build();
   } catch (const Error& e) {

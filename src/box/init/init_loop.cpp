@@ -117,10 +117,12 @@ class Init {
     uint64_t id = 0;
     try {
       auto request = protocol::decode<protocol::InitRequest>(m.body);
-      std::visit([&](auto& r) {
-        using R = std::decay_t<decltype(r)>;
-        if constexpr (!std::is_same_v<R, protocol::CgroupJoined>) id = r.id;
-      }, request);
+      std::visit(
+          [&](auto& r) {
+            using R = std::decay_t<decltype(r)>;
+            if constexpr (!std::is_same_v<R, protocol::CgroupJoined>) id = r.id;
+          },
+          request);
       if (auto* spawn_req = std::get_if<protocol::Spawn>(&request)) return spawn(*spawn_req, m.fds);
       if (auto* sig = std::get_if<protocol::Signal>(&request)) return signal(*sig);
       if (auto* count = std::get_if<protocol::CountProcesses>(&request))
@@ -229,11 +231,12 @@ class Init {
     const uint32_t limit = spec_.limits.ptys;
     if (limit != 0 && ptys_in_use() >= limit) {
       const std::string n = std::to_string(limit);
-      protocol::send_message(control_, protocol::SpawnFailed{id,
-                                                             "this box holds all " + n + " of its terminals ([box] ptys = " +
-                                                                 n + "): end a terminal or a program that holds one, "
-                                                                     "or run the command without a pty",
-                                                             ENOSPC, protocol::SpawnFailure::box_ptys});
+      protocol::send_message(control_,
+                             protocol::SpawnFailed{id,
+                                                   "this box holds all " + n + " of its terminals ([box] ptys = " + n +
+                                                       "): end a terminal or a program that holds one, "
+                                                       "or run the command without a pty",
+                                                   ENOSPC, protocol::SpawnFailure::box_ptys});
       return;
     }
     protocol::send_message(control_, protocol::SpawnFailed{id,
@@ -259,9 +262,9 @@ class Init {
     const char* slave_path;
     const std::vector<UniqueFd>* pipes;  // pipes mode: [0..2] become stdin, stdout, stderr
     const char* cwd;
-    const char* file;          // resolved executable
+    const char* file;  // resolved executable
     char** argv;
-    char** sh_argv;            // {"sh", file, argv[1..]}: for a file without #!
+    char** sh_argv;  // {"sh", file, argv[1..]}: for a file without #!
     char** envp;
     const char* fallback_file;  // the shell command argv stands for, or null
     char** fallback_argv;
@@ -419,8 +422,8 @@ class Init {
   BoxSpec spec_;
   std::map<pid_t, uint64_t> children_;           // commands not yet reaped → their Spawn id
   std::map<uint64_t, pid_t> children_by_spawn_;  // the same, by Spawn id
-  std::set<uint64_t> signalled_sessions_;         // unreaped spawns whose session got a signal
-  std::map<uint64_t, pid_t> sessions_left_;       // reaped such spawns with members left → session id
+  std::set<uint64_t> signalled_sessions_;        // unreaped spawns whose session got a signal
+  std::map<uint64_t, pid_t> sessions_left_;      // reaped such spawns with members left → session id
 };
 
 }  // namespace

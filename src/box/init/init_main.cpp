@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "box/init/init_loop.hpp"
-#include "box/protocol.hpp"
 #include "box/init/zygote_loop.hpp"
+#include "box/protocol.hpp"
 
 #ifdef AGENTBOX_SANITIZE
 // LeakSanitizer needs ptrace, which the box's seccomp filter refuses; init is killed, not

@@ -17,8 +17,8 @@ namespace {
 
 // What a request may ask for: the namespaces of a box and a group to be born in. Nothing that
 // would share anything with the zygote (CLONE_VM, CLONE_FILES, ...) or map users.
-constexpr uint64_t kAllowedFlags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                                   CLONE_NEWNET | CLONE_PIDFD | CLONE_INTO_CGROUP;
+constexpr uint64_t kAllowedFlags =
+    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | CLONE_INTO_CGROUP;
 
 void serve_clone(int sock, protocol::Message& m, etc_template::Keeper& etc) {
   auto req = protocol::decode_as<protocol::CloneInit>(m.body);

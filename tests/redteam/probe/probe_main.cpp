@@ -91,9 +91,7 @@ std::string errno_name(int err) {
 }
 
 // "BLOCKED: EPERM (mount(tmpfs, /tmp/x))": the errno name comes first so a test can match it.
-Result blocked_errno(const std::string& op, int err) {
-  return blocked(errno_name(err) + " (" + op + ")");
-}
+Result blocked_errno(const std::string& op, int err) { return blocked(errno_name(err) + " (" + op + ")"); }
 Result error_errno(const std::string& op, int err) { return error(op + ": " + errno_name(err)); }
 
 std::string signal_name(int sig) {
@@ -188,8 +186,8 @@ int wait_child(pid_t pid) {
 
 // On expiry the watchdog kills what the process started, reports an ERROR line and exits 2.
 // Only async-signal-safe calls from here to on_watchdog().
-volatile sig_atomic_t g_watched_pid = 0;    // a child to kill on timeout
-volatile sig_atomic_t g_watched_group = 0;  // a process group to kill and reap (fork-bomb)
+volatile sig_atomic_t g_watched_pid = 0;            // a child to kill on timeout
+volatile sig_atomic_t g_watched_group = 0;          // a process group to kill and reap (fork-bomb)
 volatile sig_atomic_t g_report_fd = STDOUT_FILENO;  // where this process's one line goes
 char g_timeout_line[64];
 
@@ -309,8 +307,8 @@ struct TextSearch {
 
   void file(const std::string& path) {
     // Files whose reads are endless, huge or consume something (the kernel log).
-    static const std::set<std::string_view> skipped = {"kmsg", "kcore", "pagemap", "mem", "kpagecount",
-                                                       "kpageflags", "kpagecgroup", "clear_refs"};
+    static const std::set<std::string_view> skipped = {"kmsg",       "kcore",      "pagemap",     "mem",
+                                                       "kpagecount", "kpageflags", "kpagecgroup", "clear_refs"};
     if (skipped.contains(std::string_view(path).substr(path.rfind('/') + 1))) return;
     Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     if (!fd) return;
@@ -396,8 +394,8 @@ Result probe_see_pid(Args args) {
   const std::string proc_dir = "/proc/" + std::to_string(*pid);
   bool in_proc = stat(proc_dir.c_str(), &st) == 0;
   const std::string kill_said = kill_errno == 0 ? "ok" : errno_name(kill_errno);
-  const std::string detail = "kill(" + std::to_string(*pid) + ", 0): " + kill_said + ", " + proc_dir +
-                             (in_proc ? " exists" : " absent");
+  const std::string detail =
+      "kill(" + std::to_string(*pid) + ", 0): " + kill_said + ", " + proc_dir + (in_proc ? " exists" : " absent");
   if (kill_errno == 0 || kill_errno == EPERM || in_proc) return allowed("pid visible (" + detail + ")");
   return blocked("pid not visible (" + detail + ")");
 }
@@ -1060,7 +1058,8 @@ Result probe_syscall_sweep(Args args) {
   std::vector<std::pair<std::string, std::string>> answers;
   for (long nr = 0; nr <= *last; ++nr) {
     if (except->contains(nr)) continue;
-    answers.emplace_back(std::to_string(nr), attempt_in_child([nr] { return syscall(nr, -1L, -1L, -1L, -1L, -1L, -1L); }));
+    answers.emplace_back(std::to_string(nr),
+                         attempt_in_child([nr] { return syscall(nr, -1L, -1L, -1L, -1L, -1L, -1L); }));
   }
   return sweep_verdict("syscall numbers", answers);
 }
@@ -1088,12 +1087,13 @@ Result probe_socket_sweep(Args args) {
   std::vector<std::pair<std::string, std::string>> answers;
   for (const auto& attempt : attempts) {
     const int af = attempt.first, type = attempt.second[0], protocol = attempt.second[1];
-    answers.emplace_back("socket(" + std::to_string(af) + "," + std::to_string(type) + "," + std::to_string(protocol) + ")",
-                         attempt_in_child([af, type, protocol] {
-                           const int fd = socket(af, type | SOCK_CLOEXEC, protocol);
-                           if (fd >= 0) close(fd);
-                           return fd < 0 ? -1L : 0L;
-                         }));
+    answers.emplace_back(
+        "socket(" + std::to_string(af) + "," + std::to_string(type) + "," + std::to_string(protocol) + ")",
+        attempt_in_child([af, type, protocol] {
+          const int fd = socket(af, type | SOCK_CLOEXEC, protocol);
+          if (fd >= 0) close(fd);
+          return fd < 0 ? -1L : 0L;
+        }));
   }
   return sweep_verdict("sockets", answers);
 }
