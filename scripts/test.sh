@@ -18,11 +18,12 @@ run_suite() {
 
 echo "== layout (the rooms' include arrows, scripts/check-layout.sh)"
 bash scripts/check-layout.sh
-echo "== format (every C++ file follows .clang-format, scripts/check-format.sh)"
-bash scripts/check-format.sh
 # The suites' daemon and CLI built Release (gcc -O3, what packagers and bench/ build): the proof
 # that Release compiles, at no cost beyond the one build; the sanitizer build below is Debug.
 AGENTBOX_BUILD_TYPE=Release bash scripts/build.sh
+# After the install step (scripts/build.sh runs scripts/install-deps.sh): clang-format is there.
+echo "== format (every C++ file follows .clang-format, scripts/check-format.sh)"
+bash scripts/check-format.sh
 echo "== e2e (black-box HTTP suite against build/agentbox serve)"
 AGENTBOX_BIN="$PWD/build/agentbox" /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider
 echo "== red team with other addresses (a daemon in a world netns whose routes end in a recording bait netns)"
