@@ -31,9 +31,7 @@ void add_cluster_routes(Router& router, const Services& s) {
       [&guard](const Request&) {
         try {
           guard.reload();
-        } catch (const Error& e) {
-          throw HttpError(http::status::unprocessable_entity, e.what());
-        } catch (const UsageError& e) {
+        } catch (const Error& e) {  // a bad cluster file, or one without this node (a UsageError)
           throw HttpError(http::status::unprocessable_entity, e.what());
         }
         return describe(guard);
