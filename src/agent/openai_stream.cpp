@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "agent/tool_call_block.hpp"
-#include "agent/utf8_prefix.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox::agent {
 
@@ -294,7 +294,7 @@ void OpenAiStream::add_paragraph(std::string_view text, Chunks& out) {
 
 void OpenAiStream::add_tool_block(const std::string& id, const std::string& name, const json& input,
                                   std::string_view result, Chunks& out) {
-  std::string shown(utf8_prefix(result, options_.max_tool_result_bytes));
+  std::string shown(result.substr(0, utf8_cut(result, options_.max_tool_result_bytes)));
   if (shown.size() < result.size()) shown += fmt::format("\n… ({} more bytes)", result.size() - shown.size());
   std::string block;
   if (!content_.empty() && content_.back() != '\n') block += '\n';  // the block starts a line

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/stream_json_decode.hpp"
-#include "agent/utf8_prefix.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox::agent {
 
@@ -58,7 +58,7 @@ void StreamJsonParser::on_line(std::string_view line, const Callback& on_event) 
   ++lines_;
   nlohmann::json object = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (!object.is_object()) {  // not JSON (discarded), or JSON that is not an object
-    std::string text(utf8_prefix(line, limits_.diagnostic_line_bytes));
+    std::string text(line.substr(0, utf8_cut(line, limits_.diagnostic_line_bytes)));
     keep_diagnostic(text);
     on_event(Event{line, Diagnostic{std::move(text)}});
     return;

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "exec/utf8_edge.hpp"
 #include "util/error.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox::exec {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "exec/utf8_edge.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox::exec {
 
