@@ -7,40 +7,19 @@
 #include <memory>
 
 #include "util/error.hpp"
+#include "util/fd_passing.hpp"
 
 namespace agentbox::protocol {
 
 namespace {
 
-// sendmsg of data with fds; -1 with errno on failure (EINTR retried).
+// One message out, with its descriptors (util/fd_passing); -1 with errno (E2BIG: too large).
 ssize_t send_once(int sock, std::string_view data, std::span<const int> fds, int flags) {
   if (data.size() > kMaxMessage) {
     errno = E2BIG;
     return -1;
   }
-  if (fds.size() > kMaxFds) {
-    errno = EINVAL;
-    return -1;
-  }
-  iovec iov{const_cast<char*>(data.data()), data.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  ssize_t n;
-  do {
-    n = ::sendmsg(sock, &msg, MSG_NOSIGNAL | flags);
-  } while (n < 0 && errno == EINTR);
-  return n;
+  return send_with_fds(sock, data, fds, flags);
 }
 
 }  // namespace
@@ -64,20 +43,15 @@ RecvStatus recv(int sock, Message& out, bool nonblocking) {
   // One uninitialised buffer per thread: only the pages a message fills are ever touched (a
   // zero-filled string per call cost a 256 KiB memset and, in init after clone, COW faults).
   thread_local std::unique_ptr<char[]> buf(new char[kMaxMessage]);
-  iovec iov{buf.get(), kMaxMessage};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
   // A peer that closed with messages of ours unread resets the connection: the kernel reports
   // ECONNRESET once, ahead of what the peer sent before closing. Read on after it, so that
   // last message (an init's start error) is not lost; end of file follows it.
+  out.fds.clear();
+  int msg_flags = 0;
   ssize_t n;
   bool reset_seen = false;
   for (;;) {
-    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (nonblocking ? MSG_DONTWAIT : 0));
+    n = recv_with_fds(sock, buf.get(), kMaxMessage, out.fds, nonblocking ? MSG_DONTWAIT : 0, &msg_flags);
     if (n >= 0) break;
     if (errno == EINTR) continue;
     if (errno == ECONNRESET && !reset_seen) {
@@ -91,20 +65,8 @@ RecvStatus recv(int sock, Message& out, bool nonblocking) {
     if (errno == ECONNRESET) return RecvStatus::eof;
     throw sys_error("recvmsg");
   }
-
-  // Take ownership of any descriptors first, so nothing leaks on the error paths below.
-  out.fds.clear();
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      out.fds.emplace_back(fd);
-    }
-  }
   if (n == 0) return RecvStatus::eof;
-  if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) throw Error("protocol: truncated message");
+  if (msg_flags & (MSG_TRUNC | MSG_CTRUNC)) throw Error("protocol: truncated message");
   out.body = nlohmann::json::parse(buf.get(), buf.get() + n, nullptr, /*allow_exceptions=*/false);
   if (out.body.is_discarded()) throw Error("protocol: a message that is not JSON");
   return RecvStatus::message;

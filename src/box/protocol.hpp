@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/fd_passing.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::protocol {
@@ -19,7 +20,7 @@ inline constexpr int kInitEventFd = 4;
 // The whole environment agentbox-init is exec'd with (for a box or as the zygote).
 inline constexpr const char* kInitPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 inline constexpr size_t kMaxMessage = 256 * 1024;
-inline constexpr size_t kMaxFds = 4;
+inline constexpr size_t kMaxFds = kMaxPassedFds;
 
 struct Message {
   nlohmann::json body;

@@ -13,9 +13,12 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "box/contain/netns.hpp"
 #include "util/error.hpp"
+#include "util/fd_passing.hpp"
 
 namespace agentbox::net {
 namespace {
@@ -79,19 +82,10 @@ UniqueFd open_ns(const std::string& path) {
   fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) fail(kSocket);
   if (Step s = bind_loopback(fd, port); s != kOk) fail(s);
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{report, sizeof report};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-  if (::sendmsg(channel, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof report)) fail(kSend);
+  const int fds[1] = {fd};
+  if (send_with_fds(channel, std::string_view(reinterpret_cast<const char*>(report), sizeof report), fds) !=
+      static_cast<ssize_t>(sizeof report))
+    fail(kSend);
   ::_exit(0);
 }
 
@@ -121,26 +115,15 @@ UniqueFd listen_in_netns_of(pid_t pid, uint16_t port) {
   theirs.reset();
 
   int report[2] = {kOk, 0};
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{report, sizeof report};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  std::vector<UniqueFd> fds;
   ssize_t n;
-  do n = ::recvmsg(ours.get(), &msg, MSG_CMSG_CLOEXEC);
+  do n = recv_with_fds(ours.get(), report, sizeof report, fds);
   while (n < 0 && errno == EINTR);
   const int recv_errno = errno;
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  UniqueFd listener;
-  if (cmsghdr* cm = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; cm && cm->cmsg_type == SCM_RIGHTS) {
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-    listener.reset(fd);
-  }
+  UniqueFd listener = n > 0 && !fds.empty() ? std::move(fds.front()) : UniqueFd();
   if (n < 0) throw sys_error("recvmsg(the listener)", recv_errno);
   if (n != static_cast<ssize_t>(sizeof report) || report[0] < kOk || report[0] >= kSteps)
     throw Error("the helper that makes the egress listener exited without one");
