@@ -29,6 +29,7 @@
 #include "exec/process_id.hpp"
 #include "util/error.hpp"
 #include "util/shutdown_guard.hpp"
+#include "util/unhandled.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::exec {
@@ -203,13 +204,10 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
 
   void finish(const std::shared_ptr<Proc>& p);
 
+  // A caller's callback: what it throws is reported (util/unhandled.hpp), never the loop's.
   template <class Fn, class... Args>
   static void call_quietly(Fn& fn, Args&&... args) {
-    try {
-      if (fn) fn(std::forward<Args>(args)...);
-    } catch (...) {
-      // A caller's callback must not take the loop down.
-    }
+    call_reporting("process-table callback", fn, std::forward<Args>(args)...);
   }
 
   // Said once per distinct failure: a store that keeps failing does not fill the log.

@@ -20,6 +20,7 @@
 #include "util/error.hpp"
 #include "util/random_hex.hpp"
 #include "util/shutdown_guard.hpp"
+#include "util/unhandled.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::exec {
@@ -239,13 +240,10 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     return loop.at(at, [self = shared_from_this(), fn = std::move(fn)]() mutable { self->guard.run(fn); });
   }
 
+  // A caller's callback: what it throws is reported (util/unhandled.hpp), never the loop's.
   template <class Fn, class... Args>
   static void call_quietly(Fn& fn, Args&&... args) {
-    try {
-      if (fn) fn(std::forward<Args>(args)...);
-    } catch (...) {
-      // A caller's callback must not take the loop down.
-    }
+    call_reporting("terminals callback", fn, std::forward<Args>(args)...);
   }
 
   // ---- slots per account -------------------------------------------------------------------
