@@ -5,6 +5,10 @@
 #
 #   bench/quota_bench.sh [BUILD_DIR]    (default: build-bench next to bench/; run as root)
 # Environment: RUNS (5), NO_BUILD=1 uses BUILD_DIR as it is, JOBS.
+# QUOTA_BENCH=first: only a new user's first command (issue 31), RUNS (say 15) new users on each
+# of three daemons: quotas on with every default (spare volumes made ahead), quotas off, quotas
+# on with spare_volumes = 0; target on/off <= 1.2x (BENCH_MAX_LOAD, BENCH_MAX_WAIT: see
+# bench/bench_util.py).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,4 +22,5 @@ source "$here/lib.sh"
 build_bench "$build" agentbox agentbox-serve agentbox-init
 build=$(cd "$build" && pwd)
 [[ -x $build/agentbox ]] || { echo "quota_bench.sh: no $build/agentbox" >&2; exit 2; }
-exec python3 "$here/quota_bench.py" "$build/agentbox" "$runs"
+# shellcheck disable=SC2086  # QUOTA_BENCH is empty or one word
+exec python3 "$here/quota_bench.py" "$build/agentbox" "$runs" ${QUOTA_BENCH:-}
