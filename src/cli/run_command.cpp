@@ -356,9 +356,16 @@ int run_in_box(const RunOptions& o) {
     // handler of ours exist yet (the egress proxy's thread starts after the box); the copy's
     // arguments and environment are wiped (box/init/init_in_place.hpp). An init named by
     // $AGENTBOX_INIT (tests; a ThreadSanitizer build's, whose runtime the box's seccomp filter
-    // refuses) is exec'd.
+    // refuses) is exec'd. So is init in a sanitizer build: its runtime keeps a copy of the
+    // caller's environment in memory of its own, which a copy of this process would take into
+    // the box (tests/redteam/test_run_init_memory.py checks the shipped build's copy).
     const char* named_init = ::getenv("AGENTBOX_INIT");
+#ifdef AGENTBOX_SANITIZE
+    opts.init_in_place = false;
+    (void)named_init;
+#else
     opts.init_in_place = !named_init || !*named_init;
+#endif
     // One /etc for every root one-shot box of the same inputs, made once (box/etc_snapshots.hpp):
     // copying it for each box was a tenth of a run's CPU.
     if (::geteuid() == 0) opts.etc_snapshots = kRunEtcSnapshots;

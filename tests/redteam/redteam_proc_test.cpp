@@ -92,9 +92,11 @@ bool memory_holds(pid_t pid, const std::string& needle) {
 
 // The caller's environment may hold secrets the box must not get: beyond the variables chosen
 // for the box, nothing of it may be in the memory of the box's init (where a flaw in init could
-// leak it) or of the command. `agentbox run` execs init, so nothing of its memory goes along
-// (a copy of itself as init, as bwrap's pid 1 is, was tried: this test failed until the copy
-// wiped the caller's environment). Control: the same scan finds the secret in agentbox itself.
+// leak it) or of the command. The shipped `agentbox run` makes init a copy of itself, which wipes
+// the caller's environment (box/init/init_in_place.hpp; tests/redteam/test_run_init_memory.py
+// checks that build); this build is a sanitizer's, whose runtime keeps a copy of the environment
+// of its own, so its `run` execs init, and this test checks that way.
+// Control: the same scan finds the secret in agentbox itself.
 TEST(RedteamProc, InitsMemoryHoldsNoneOfTheCallersEnvironment) {
   const std::string secret = "abx-caller-secret-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
   ::setenv("ABX_CALLER_SECRET", secret.c_str(), 1);

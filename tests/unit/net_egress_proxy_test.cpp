@@ -15,6 +15,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
+#include <chrono>
 #include <cstdio>
 #include <thread>
 
@@ -615,6 +616,9 @@ TEST_F(EgressProxyTest, TheHostsOwnAddressIsRefusedUnlessAnEntryNamesIt) {
   tcp::socket named = connect();
   EXPECT_THAT(exchange(named, "CONNECT " + own + ":" + port + " HTTP/1.1\r\n\r\n"),
               HasSubstr("200 Connection established"));
+  // The proxy answers 200 once connected; the origin's acceptor counts the connection on its own
+  // thread, maybe a moment later: wait for it (bounded).
+  for (int i = 0; i < 200 && origin.connections() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(origin.connections(), 1);
 }
 
