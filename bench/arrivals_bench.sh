@@ -3,7 +3,7 @@
 # POST /execute makes an account, a volume and a box), against the same with nobody arriving, in
 # the same run (issue 31; bench/arrivals_bench.py measures). Target: p99 <= 3x.
 #
-#   bench/arrivals_bench.sh [BIN_DIR]    (default /work/bench-bin: agentbox, agentbox-serve and
+#   bench/arrivals_bench.sh [BIN_DIR]    (default build/: agentbox, agentbox-serve and
 #                                         agentbox-init built; run as root)
 # Environment: ARRIVALS_ARGS (default "--rounds 5 --seconds 5 --users 50"; add --floor for the
 # same loop while the host makes the volumes with no daemon); BENCH_MAX_LOAD (1.5)
@@ -12,7 +12,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-bin=${1:-/work/bench-bin}
+bin=${1:-$here/../build}
 
 [[ $(id -u) -eq 0 ]] || { echo "arrivals_bench.sh: run as root" >&2; exit 2; }
 bin=$(cd "$bin" && pwd)
