@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -51,6 +52,15 @@ std::shared_ptr<AccountVolumes> make_volumes(const ServerConfig& config, Account
               << " inodes per account, " << config.accounts.spare_volumes << " made ahead";
   std::cout << ", trash kept " << config.storage.trash_days << " days\n";
   return volumes;
+}
+
+// How often the trash upkeep runs (a minute). Test hook (tests/e2e/test_storage.py):
+// AGENTBOX_TEST_TRASH_UPKEEP_SECONDS, so a test that fills a volume on purpose is not raced by a
+// pass that makes room while it is full.
+std::chrono::seconds trash_upkeep_interval() {
+  if (const char* s = ::getenv("AGENTBOX_TEST_TRASH_UPKEEP_SECONDS"); s && *s)
+    return std::chrono::seconds(std::atoi(s));
+  return std::chrono::seconds(60);
 }
 
 std::unique_ptr<CgroupDriver> detect_cgroups() {
@@ -226,7 +236,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
                {.restoring = &restore_gate_,
                 .moves = move_gate_ ? &*move_gate_ : nullptr,
                 .placement = startup_.placement.get()}),
-      trash_upkeep_(callers_, accounts_, config_.storage.trash_days),
+      trash_upkeep_(callers_, accounts_, config_.storage.trash_days, trash_upkeep_interval()),
       boxes_(manager_, config_.state_dir, config_.box,
              {.egress_proxy = config_.egress_proxy.port, .inference = gateway_ ? config_.inference.port : uint16_t{0}},
              agent_images_.mounts()),
