@@ -116,9 +116,11 @@ TEST(RedteamProc, InitsMemoryHoldsNoneOfTheCallersEnvironment) {
 TEST(RedteamProc, DaemonSocketsDoNotLeakIntoBoxCommands) {
   BoxHome home;
   BoxRun box = home.box();
-  const RunResult fds = box.command({"/bin/sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '"});
+  // No pipeline: while the shell builds one it holds the pipe's ends itself, and `ls` would see
+  // them. `; true` keeps the shell from exec'ing ls, whose own directory descriptor would show.
+  const RunResult fds = box.command({"/bin/sh", "-c", "ls -1 /proc/$$/fd; true"});
   ASSERT_EQ(fds.exit_code, 0) << fds.describe();
-  EXPECT_EQ(fds.out, "0 1 2 ") << "the descriptors a box command starts with";
+  EXPECT_EQ(fds.out, "0\n1\n2\n") << "the descriptors a box command starts with";
 
   // The attack the leak allows: the command reports its own exit with status 0 on the event
   // socket, then exits 7. agentbox run must report 7, the command's real exit code.
