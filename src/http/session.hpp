@@ -163,10 +163,13 @@ class Session final : public AnySession, public std::enable_shared_from_this<Ses
 
   std::string context() const;  // "GET /path" for logs
 
+  // Destroyed in reverse: the socket and timer first, then the registration (so shutdown, which
+  // waits for the registry to empty, never sees them alive), the server's context last.
+  std::shared_ptr<ServerContext> ctx_;
+  SessionRegistration registration_;
   Stream socket_;
   const asio::any_io_executor strand_;
   asio::steady_timer timer_;
-  std::shared_ptr<ServerContext> ctx_;
   ConnectionSlot slot_;  // idle while a request is awaited; goes to a takeover with the socket
   const std::string listener_tag_;
   std::string remote_;

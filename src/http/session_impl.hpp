@@ -47,10 +47,11 @@ using namespace session_detail;
 template <class Stream>
 Session<Stream>::Session(Stream socket, std::shared_ptr<ServerContext> ctx, std::string listener_tag,
                          ConnectionSlot slot)
-    : socket_(std::move(socket)),
+    : ctx_(std::move(ctx)),
+      registration_(ctx_->sessions, this),
+      socket_(std::move(socket)),
       strand_(socket_.get_executor()),
       timer_(strand_),
-      ctx_(std::move(ctx)),
       slot_(std::move(slot)),
       listener_tag_(std::move(listener_tag)),
       accepted_at_(Clock::now()),
@@ -60,9 +61,7 @@ Session<Stream>::Session(Stream socket, std::shared_ptr<ServerContext> ctx, std:
 }
 
 template <class Stream>
-Session<Stream>::~Session() {
-  ctx_->sessions.remove(this);
-}
+Session<Stream>::~Session() = default;  // registration_ leaves the registry after the socket and timer
 
 template <class Stream>
 void Session<Stream>::start() {
