@@ -143,8 +143,9 @@ exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_
   return o;
 }
 
+// network_of: what the agent's system prompt says of a user's network (Services::network_of).
 api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, bool gateway,
-                                      std::shared_ptr<net::EgressContext> egress) {
+                                      std::function<std::string(const std::string& user)> network_of) {
   api::AgentRoutesOptions o;
   o.claude_model = config.agent.model;
   o.max_turns = config.agent.max_turns;
@@ -157,9 +158,7 @@ api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, b
   else if (!gateway)
     o.unavailable =
         "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
-  o.network_of = [egress](const std::string& user) {
-    return net::describe_for_box(egress->config()->policy_for(user));
-  };
+  o.network_of = std::move(network_of);
   return o;
 }
 
@@ -320,8 +319,7 @@ api::Services Daemon::services_of() {
   s.terminal_options.api_key = startup_.api_key;
   s.proxy_options = api::proxy_options(config_.proxy);
   if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
-  s.agent_options =
-      agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), egress_context_);
+  s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), s.network_of);
   return s;
 }
 
