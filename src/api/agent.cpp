@@ -93,8 +93,10 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
   if (!chat.model.empty() && chat.model != options.model_id) {
     const std::string prefix = options.model_id + "/";
     if (!chat.model.starts_with(prefix) || chat.model.size() == prefix.size())
-      throw HttpError(http::status::not_found, "Model '" + chat.model + "' not found; this server offers '" +
-                                                   options.model_id + "' (or '" + prefix + "MODEL')");
+      throw HttpError(http::status::not_found,
+                      "Model '" + chat.model + "' not found; this server offers '" + options.model_id + "' (or '" +
+                          prefix + "MODEL')",
+                      "model_not_found");
     claude_model = chat.model.substr(prefix.size());
   }
   s.model_name = chat.model.empty() ? options.model_id : chat.model;
