@@ -153,6 +153,7 @@ api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, b
   o.allowed_tools = config.agent.allowed_tools;
   o.public_url = config.agent.public_url;
   o.link_ttl = std::chrono::hours(24) * config.agent.link_days;
+  o.task_model = config.agent.task_model;
   if (!claude)
     o.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
   else if (!gateway)
@@ -300,6 +301,7 @@ api::Services Daemon::services_of() {
   s.file_pool = file_pool_;
   s.network_log = network_log_;
   s.tokens = token_ledger_;
+  s.gateway = gateway_ ? &*gateway_ : nullptr;
   s.network_of = [egress = egress_context_](const std::string& user) {
     return net::describe_for_box(egress->config()->policy_for(user));
   };
