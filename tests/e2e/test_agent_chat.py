@@ -10,6 +10,7 @@ import json
 import pathlib
 import re
 import secrets
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -415,3 +416,32 @@ def test_an_attached_file_is_written_into_the_chat_under_a_plain_name(adaemon, f
         assert code == 0 and out.startswith("region,total\n"), out
         assert out.strip().endswith("0")  # nothing landed outside the chat's directory
     assert "1-q3_sales.csv" in turns_with(fake, m)[-1].all_text()
+
+
+OPENAI_CLIENT = pathlib.Path(__file__).parent / "openai_client"
+
+
+def test_the_official_openai_client_reads_answers_and_errors(adaemon):
+    """What an OpenAI-compatible tool sees, through the official `openai` npm client: the model
+    list, a whole and a streamed answer, and each error as the APIError subclass its status
+    names, with the message, type and code agentbox sent."""
+    assert (OPENAI_CLIENT / "node_modules" / "openai").is_dir(), "scripts/install-deps.sh installs it"
+    run = subprocess.run(["node", str(OPENAI_CLIENT / "calls.mjs"), adaemon.url, adaemon.api_key, new_user()],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    got = {c["name"]: c for c in map(json.loads, run.stdout.splitlines())}
+    assert got["models"]["data"] == ["claude-code"], got["models"]
+    for name in ("answer", "streamed"):
+        assert got[name]["ok"] and "fake answer to: say hello from the official client" in got[name]["content"], got[name]
+    expected = {
+        "empty_messages": ("BadRequestError", 400, "invalid_request_error"),
+        "unknown_model": ("NotFoundError", 404, "invalid_request_error"),
+        "bad_key": ("AuthenticationError", 401, "invalid_request_error"),
+    }
+    for name, (cls, status, kind) in expected.items():
+        e = got[name]
+        assert not e["ok"] and e["api_error"], e
+        assert (e["class"], e["status"], e["type"]) == (cls, status, kind), e
+        assert e["message"].startswith(f"{status} "), e  # the client's "<status> <our message>"
+    assert got["unknown_model"]["code"] == "model_not_found"
+    assert got["bad_key"]["code"] == "invalid_api_key"
