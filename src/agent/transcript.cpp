@@ -11,6 +11,11 @@ std::string string_at(const json& o, const char* key) {
   return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+bool true_at(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_boolean() && it->get<bool>();
+}
+
 // The text of a user message's content: the string, or its text blocks (not tool results).
 std::string user_text(const json& content) {
   if (content.is_string()) return content.get<std::string>();
@@ -41,7 +46,7 @@ Transcript parse_transcript(std::string_view jsonl) {
     if (t.session_id.empty()) t.session_id = string_at(o, "sessionId");
     const std::string type = string_at(o, "type");
     if (type != "user" && type != "assistant") continue;
-    if (auto side = o.find("isSidechain"); side != o.end() && side->is_boolean() && side->get<bool>()) continue;
+    if (true_at(o, "isSidechain")) continue;
     auto message = o.find("message");
     if (message == o.end() || !message->is_object()) continue;
     if (t.cwd.empty()) t.cwd = string_at(o, "cwd");
@@ -51,6 +56,9 @@ Transcript parse_transcript(std::string_view jsonl) {
     m.content = message->value("content", json());
     m.timestamp = string_at(o, "timestamp");
     m.uuid = string_at(o, "uuid");
+    m.model = string_at(*message, "model");
+    m.meta = true_at(o, "isMeta");
+    m.api_error = true_at(o, "isApiErrorMessage");
     if (t.first_prompt.empty() && m.role == "user") t.first_prompt = user_text(m.content);
     t.messages.push_back(std::move(m));
   }

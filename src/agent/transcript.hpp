@@ -18,6 +18,9 @@ struct TranscriptMessage {
   nlohmann::json content;  // as the API has it: a string or a list of blocks
   std::string timestamp;   // ISO 8601, as written
   std::string uuid;
+  std::string model;       // assistant: the model that wrote it ("<synthetic>" for the CLI's own)
+  bool meta = false;       // isMeta: a line the CLI adds for the model, never typed by anyone
+  bool api_error = false;  // isApiErrorMessage: the CLI's text for a failed API call
 };
 
 struct Transcript {
