@@ -6,12 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/transcript.hpp"
+#include "agent/transcript_markdown.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "fs/file_read.hpp"
 #include "fs/fs_error.hpp"
 #include "fs/glob_search.hpp"
 #include "http/error.hpp"
+#include "util/utf8.hpp"
 
 namespace agentbox::api {
 
@@ -91,7 +93,20 @@ Response list_sessions(accounts::AccountDirectory& callers, const Request& req) 
   return Response::json({{"sessions", sessions}});
 }
 
+enum class Format { json, markdown };
+
+// ?format=: json (the default) or markdown; anything else is refused before any file is read.
+Format format_of(const Request& req) {
+  const std::optional<std::string> format = req.query_param("format");
+  if (!format || *format == "json") return Format::json;
+  if (*format == "markdown") return Format::markdown;
+  const std::string shown = format->substr(0, utf8_cut(*format, 40));
+  throw HttpError(http::status::unprocessable_entity,
+                  "Unknown format '" + shown + "': use format=json (the default) or format=markdown");
+}
+
 Response get_session(accounts::AccountDirectory& callers, const Request& req) {
+  const Format format = format_of(req);
   accounts::Caller caller = callers.resolve(req);
   const std::string& id = req.param("id");
   if (!agent::is_session_id(id)) throw HttpError(http::status::not_found, "Session not found");
@@ -101,6 +116,11 @@ Response get_session(accounts::AccountDirectory& callers, const Request& req) {
   const bool truncated = text.size() > kMaxTranscriptBytes;
   if (truncated) text.resize(kMaxTranscriptBytes);
   agent::Transcript t = agent::parse_transcript(text);
+  if (format == Format::markdown) {
+    const json chat = chat_of(caller, t.cwd);
+    agent::TranscriptAbout about{id, chat.is_string() ? chat.get<std::string>() : std::string(), truncated};
+    return Response::text(agent::transcript_markdown(t, about), http::status::ok, "text/markdown; charset=utf-8");
+  }
   json messages = json::array();
   for (auto& m : t.messages)
     messages.push_back(

@@ -3,7 +3,8 @@
 // (~/.claude/projects/*/<id>.jsonl, agent/transcript.hpp), through the confined file layer:
 //   GET /agent/sessions        newest first: id, the chat directory it ran in, a title (its
 //                              first prompt), modified, size
-//   GET /agent/sessions/{id}   one transcript as JSON messages
+//   GET /agent/sessions/{id}   one transcript as JSON messages; ?format=markdown renders it as
+//                              the chat it was, for people (agent/transcript_markdown)
 // A session of another user is not found: only the caller's home is read.
 #include <memory>
 

@@ -445,3 +445,34 @@ def test_the_official_openai_client_reads_answers_and_errors(adaemon):
         assert e["message"].startswith(f"{status} "), e  # the client's "<status> <our message>"
     assert got["unknown_model"]["code"] == "model_not_found"
     assert got["bad_key"]["code"] == "invalid_api_key"
+
+
+def test_a_session_reads_as_markdown_with_its_bash_call_folded(adaemon):
+    """GET /agent/sessions/{id}?format=markdown: the chat as people read it, its Bash call folded
+    with the command and its output, the ``` in that output kept inside a longer fence."""
+    user, chat = new_user(), uuid.uuid4().hex
+    m = uuid.uuid4().hex[:8]
+    command = f"printf 'out-{m}\\n```\\nend\\n'"
+    with client(adaemon, user=user, chat=chat) as c:
+        assert ask(c, f"show it [[bash: {command}]]").status_code == 200
+        sid = [s for s in c.get("/agent/sessions").json()["sessions"] if s["chat"] == chat][0]["id"]
+        r = c.get(f"/agent/sessions/{sid}", params={"format": "markdown"})
+        assert r.status_code == 200, r.text
+        assert r.headers["content-type"] == "text/markdown; charset=utf-8"
+        md = r.text
+        assert md.startswith(f"# Claude Code session `{sid}`\n"), md
+        assert f"- Chat: `{chat}`\n" in md and "- Model: `" in md, md
+        assert re.search(r"\n## User · \d\d:\d\d:\d\d\n\nshow it \[\[bash: ", md), md
+        summary = command.replace("'", "&#39;")
+        assert f"<details>\n<summary>Bash: {summary}</summary>\n\n````sh\n{command}\n````\n" in md, md
+        assert f"Output:\n\n````text\nout-{m}\n```\nend\n````\n\n</details>\n" in md, md
+        assert f"done: out-{m}" in md, md
+        # The JSON form is what it was, also when asked for by name; another format is refused.
+        plain = c.get(f"/agent/sessions/{sid}")
+        assert plain.headers["content-type"].startswith("application/json")
+        assert plain.json() == c.get(f"/agent/sessions/{sid}", params={"format": "json"}).json()
+        assert any(f"out-{m}" in json.dumps(x["content"]) for x in plain.json()["messages"])
+        bad = c.get(f"/agent/sessions/{sid}", params={"format": "html"})
+        assert bad.status_code == 422 and "markdown" in bad.json()["detail"], bad.text
+    with client(adaemon, user=new_user()) as other:
+        assert other.get(f"/agent/sessions/{sid}", params={"format": "markdown"}).status_code == 404
