@@ -2,7 +2,7 @@
 // Pieces of Markdown (CommonMark, as GitHub and Open WebUI render it) that hold text of unknown
 // content without letting it change the document around them: a tool's output with ``` in it
 // stays inside its fenced block, a path with a backtick inside its code span, an answer that
-// opens a fence and never closes it does not turn the rest of the transcript into code.
+// opens a fence (or an HTML comment) and never closes it does not swallow the rest.
 // Pure functions on strings (agent/transcript_markdown uses them).
 #include <cstddef>
 #include <string>
@@ -22,8 +22,10 @@ std::string inline_code(std::string_view text);
 // <summary>, where Markdown is not parsed.
 std::string html_text(std::string_view text);
 
-// markdown followed by the fence that closes the fenced block it leaves open, if it does.
-std::string close_open_fence(std::string_view markdown);
+// markdown followed by what ends the block it leaves open, if it does: the fence of a fenced
+// code block, or the end marker of an HTML block that only a marker ends (<!--, <pre>,
+// <script>, <style>, <textarea>, <?, <!X, <![CDATA[), which would otherwise take in the rest.
+std::string close_open_blocks(std::string_view markdown);
 
 // Every line of text prefixed with "> ": a blockquote, which also ends any HTML the text opens.
 std::string blockquote(std::string_view text);

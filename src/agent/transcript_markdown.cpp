@@ -160,7 +160,7 @@ class Renderer {
 
   void text(const std::string& said, bool api_error) {
     if (said.find_first_not_of(" \t\r\n") == std::string::npos) return;
-    out_ += api_error ? blockquote("**Error:** " + said) : close_open_fence(said);
+    out_ += api_error ? blockquote("**Error:** " + said) : close_open_blocks(said);
     if (out_.back() != '\n') out_ += '\n';
     out_ += '\n';
   }
@@ -168,7 +168,7 @@ class Renderer {
   // A blockquote: Markdown still reads well there, and any HTML the text opens ends with it.
   void thinking(const std::string& thought) {
     if (thought.find_first_not_of(" \t\r\n") == std::string::npos) return;
-    out_ += "> **Thinking**\n>\n" + blockquote(close_open_fence(thought)) + "\n";
+    out_ += "> **Thinking**\n>\n" + blockquote(close_open_blocks(thought)) + "\n";
   }
 
   const json* result_of(const std::string& id) const {

@@ -25,15 +25,30 @@ TEST(HtmlText, EscapesMarkupAndJoinsLines) {
   EXPECT_EQ(html_text("</summary><b a='1'>&\"\nnext"), "&lt;/summary&gt;&lt;b a=&#39;1&#39;&gt;&amp;&quot; next");
 }
 
-TEST(CloseOpenFence, ClosesWhatTheTextLeavesOpenAndNothingElse) {
-  EXPECT_EQ(close_open_fence("done: a\n```\nb"), "done: a\n```\nb\n```\n");
-  EXPECT_EQ(close_open_fence("x\n````py\ncode\n```\n"), "x\n````py\ncode\n```\n````\n");  // ``` does not close ````
-  EXPECT_EQ(close_open_fence("~~~\n```\n"), "~~~\n```\n~~~\n");
-  EXPECT_EQ(close_open_fence("```sh\nls\n```\ntext"), "```sh\nls\n```\ntext");
-  EXPECT_EQ(close_open_fence("   ```\nx\n   ```  \n"), "   ```\nx\n   ```  \n");
-  EXPECT_EQ(close_open_fence("```a` is code, not a fence"), "```a` is code, not a fence");
-  EXPECT_EQ(close_open_fence("    ```\nindented code, not a fence"), "    ```\nindented code, not a fence");
-  EXPECT_EQ(close_open_fence(""), "");
+TEST(CloseOpenBlocks, ClosesWhatTheTextLeavesOpenAndNothingElse) {
+  EXPECT_EQ(close_open_blocks("done: a\n```\nb"), "done: a\n```\nb\n```\n");
+  EXPECT_EQ(close_open_blocks("x\n````py\ncode\n```\n"), "x\n````py\ncode\n```\n````\n");  // ``` does not close ````
+  EXPECT_EQ(close_open_blocks("~~~\n```\n"), "~~~\n```\n~~~\n");
+  EXPECT_EQ(close_open_blocks("```sh\nls\n```\ntext"), "```sh\nls\n```\ntext");
+  EXPECT_EQ(close_open_blocks("   ```\nx\n   ```  \n"), "   ```\nx\n   ```  \n");
+  EXPECT_EQ(close_open_blocks("```a` is code, not a fence"), "```a` is code, not a fence");
+  EXPECT_EQ(close_open_blocks("    ```\nindented code, not a fence"), "    ```\nindented code, not a fence");
+  EXPECT_EQ(close_open_blocks(""), "");
+}
+
+TEST(CloseOpenBlocks, EndsAnHtmlBlockThatWouldTakeInTheRest) {
+  EXPECT_EQ(close_open_blocks("see\n<!-- note\nmore"), "see\n<!-- note\nmore\n-->\n");
+  EXPECT_EQ(close_open_blocks("<!-- a -->\nafter"), "<!-- a -->\nafter");
+  EXPECT_EQ(close_open_blocks("<!--\nx\n-->\n"), "<!--\nx\n-->\n");
+  EXPECT_EQ(close_open_blocks("<PRE class=x>\ncode"), "<PRE class=x>\ncode\n</pre>\n");
+  EXPECT_EQ(close_open_blocks("<script>\nx</STYLE>\nafter"), "<script>\nx</STYLE>\nafter");  // any of the four ends it
+  EXPECT_EQ(close_open_blocks("<?php\necho"), "<?php\necho\n?>\n");
+  EXPECT_EQ(close_open_blocks("<!DOCTYPE html\n"), "<!DOCTYPE html\n>\n");
+  EXPECT_EQ(close_open_blocks("<![CDATA[ x"), "<![CDATA[ x\n]]>\n");
+  EXPECT_EQ(close_open_blocks("<preview> is a tag, a blank line ends it\n"),
+            "<preview> is a tag, a blank line ends it\n");
+  EXPECT_EQ(close_open_blocks("```\n<!--\n```\n"), "```\n<!--\n```\n");  // in code, not HTML
+  EXPECT_EQ(close_open_blocks("<!--\n```\n"), "<!--\n```\n-->\n");       // in HTML, not a fence
 }
 
 TEST(Blockquote, EveryLineIsInTheQuote) {

@@ -128,7 +128,7 @@ constexpr const char* kHostile =
 {"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t3","content":"edited","is_error":"yes"}]},"timestamp":"2026-12-06T10:00:06.000Z"}
 {"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"nobody","content":"ORPHAN-RESULT"}]},"timestamp":"2026-12-06T10:00:07.000Z"}
 {"type":"assistant","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hmm\n<details>\n```\nTHOUGHT-CODE"},{"type":"text","text":"here:\n~~~\nUNCLOSED-TILDE"}]},"timestamp":"not a time"}
-{"type":"user","message":{"role":"user","content":"last"},"timestamp":"2026-12-06T10:00:09.000Z"}
+{"type":"user","message":{"role":"user","content":"last\n<!-- UNCLOSED-COMMENT"},"timestamp":"2026-12-06T10:00:09.000Z"}
 )";
 
 TEST(TranscriptMarkdown, TextCannotBreakOutOfItsBlock) {
@@ -138,6 +138,8 @@ TEST(TranscriptMarkdown, TextCannotBreakOutOfItsBlock) {
   // What tool input and output say is code, never structure.
   for (const char* inside : {"FAKE-IN-INPUT", "FAKE-IN-OUTPUT", "UNCLOSED-TILDE"})
     EXPECT_FALSE(in_structure(l, inside)) << inside << "\n" << md;
+  // A comment left open would hide the rest of the document: it is ended.
+  EXPECT_NE(md.find("last\n<!-- UNCLOSED-COMMENT\n-->\n"), std::string::npos) << md;
   // Thinking is a quote (its HTML ends with it), and the fence it opens is closed inside it.
   EXPECT_NE(md.find("> **Thinking**\n>\n> hmm\n> <details>\n> ```\n> THOUGHT-CODE\n> ```\n\n"), std::string::npos)
       << md;
