@@ -28,8 +28,7 @@ constexpr unsigned kFileThreads = 4;
 // use; a few are made ahead for new accounts (volumes/spare_volumes.hpp).
 std::shared_ptr<AccountVolumes> make_volumes(const ServerConfig& config, AccountStore& accounts) {
   SparePolicy spares{.count = config.accounts.spare_volumes,
-                     .quota = {config.storage.quota.disk_bytes, config.storage.quota.inodes},
-                     .log = [](const std::string& message) { log::warn("daemon", "{}", message); }};
+                     .quota = {config.storage.quota.disk_bytes, config.storage.quota.inodes}};
   auto volumes = std::make_shared<AccountVolumes>(
       config.state_dir, make_volume_backend(config.storage.quotas(), std::move(spares)),
       [&accounts, storage = config.storage](const std::string& name) {
@@ -124,7 +123,6 @@ std::unique_ptr<backup::MirrorService> mirror_of(const ServerConfig& config, Acc
   };
   // Only what this node deleted is put away: after a lost disk the mirror waits for a restore.
   m.deleted_here = [&accounts](const std::string& name) { return accounts.was_deleted(name); };
-  m.log = [](const std::string& message) { log::warn("daemon", "{}", message); };
   auto mirror = std::make_unique<backup::MirrorService>(std::move(m));
   mirror->start();
   std::cout << "backup: mirror of homes in " << config.backup.dir << " every " << config.backup.interval.count()
@@ -138,7 +136,6 @@ exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_
   o.log_dir_of = [volumes](const std::string& account) { return volumes->paths(account).daemon + "/logs"; };
   o.output_cap = config.exec.output_cap;
   o.retention = config.exec.retention;
-  o.on_error = [](const std::string& message) { log::warn("daemon", "{}", message); };
   return o;
 }
 
