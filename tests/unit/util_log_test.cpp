@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/log_capture.hpp"
+#include "util/unhandled.hpp"
 
 namespace {
 
@@ -119,6 +120,29 @@ TEST(Log, AThrowingSinkNeitherEscapesNorLosesTheLine) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   log::set_sink(before);
   EXPECT_NE(err.find("[exec] [error] process store: update: database is locked\n"), std::string::npos) << err;
+}
+
+TEST(Log, AThrowingSinkDoesNotEscapeReportUnhandled) {
+  static_assert(noexcept(report_unhandled("x", nullptr)));
+  const log::Sink before = log::set_sink(&throwing_sink);
+  ::testing::internal::CaptureStderr();
+  report_unhandled("box-loop", std::make_exception_ptr(std::runtime_error("a handler's bug")));
+  report_unhandled("box-loop", std::make_exception_ptr(42));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  log::set_sink(before);  // reached: nothing escaped (noexcept would have terminated)
+  EXPECT_NE(err.find("[box-loop] [error] unhandled exception: a handler's bug\n"), std::string::npos) << err;
+  EXPECT_NE(err.find("[box-loop] [error] unhandled exception: an exception of unknown type\n"), std::string::npos)
+      << err;
+}
+
+TEST(Log, ReportUnhandledIsAnErrorLineNamedForWhereItWasCaught) {
+  testing::LogCapture capture;
+  report_unhandled("terminals callback", std::make_exception_ptr(std::logic_error("double close")));
+  const auto lines = capture.lines_now();
+  ASSERT_EQ(lines.size(), 1u) << capture.text();
+  EXPECT_EQ(lines[0].level, log::Level::error);
+  EXPECT_EQ(lines[0].component, "terminals callback");
+  EXPECT_EQ(lines[0].message, "unhandled exception: double close");
 }
 
 TEST(Log, AFormatThatThrowsWritesTheFormatInstead) {
