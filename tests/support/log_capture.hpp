@@ -1,6 +1,8 @@
 #pragma once
 // What the code under test logs (util/log.hpp): while a LogCapture lives, every line goes to it
 // instead of stderr. One at a time (the sink is process-wide); lines of every thread are kept.
+//
+// Runs on: made and read on the test's thread; its sink on whichever thread logs (one mutex).
 #include <mutex>
 #include <string>
 #include <string_view>
