@@ -66,15 +66,17 @@ if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]] && command -v npm >/dev/null; then
   fi
 fi
 
-# Kubernetes schemas and a YAML parser for the offline manifest check (tests/deploy), pinned in
-# tests/deploy/package.json, into tests/deploy/node_modules (git-ignored). The copy of the
+# JavaScript the tests run, each set pinned in its package.json, into node_modules beside it
+# (git-ignored): Kubernetes schemas and a YAML parser for the offline manifest check
+# (tests/deploy), the official OpenAI client for /v1 (tests/e2e/openai_client). The copy of the
 # package.json they were installed from keeps a run with them present instant.
 if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]]; then
   here=$(cd "$(dirname "$0")/.." && pwd)
-  deploy_tests=$here/tests/deploy
-  if ! cmp -s "$deploy_tests/package.json" "$deploy_tests/node_modules/.installed-from.json"; then
-    command -v npm >/dev/null || { echo "install-deps: npm is needed for tests/deploy" >&2; exit 1; }
-    npm install --prefix "$deploy_tests" --silent --no-audit --no-fund --no-save >/dev/null
-    cp "$deploy_tests/package.json" "$deploy_tests/node_modules/.installed-from.json"
-  fi
+  for tests_dir in "$here/tests/deploy" "$here/tests/e2e/openai_client"; do
+    if ! cmp -s "$tests_dir/package.json" "$tests_dir/node_modules/.installed-from.json"; then
+      command -v npm >/dev/null || { echo "install-deps: npm is needed for $tests_dir" >&2; exit 1; }
+      npm install --prefix "$tests_dir" --silent --no-audit --no-fund --no-save >/dev/null
+      cp "$tests_dir/package.json" "$tests_dir/node_modules/.installed-from.json"
+    fi
+  done
 fi

@@ -39,6 +39,10 @@ struct TurnOptions {
   std::string network;     // the box's network, for the system prompt (per user: below)
   std::function<std::string(const std::string& user)> network_of;
   std::string unavailable;  // why turns cannot run here (no CLI, no credential): 503 with it
+  // Open WebUI's background tasks (api/agent_tasks.hpp): one plain Messages call each.
+  std::string task_model = "claude-haiku-4-5";  // [agent] task_model
+  int task_max_tokens = 1024;                   // a title, tags, follow-ups: short
+  std::chrono::milliseconds task_timeout{60'000};
 };
 
 // A file of the chat directory as it was: what tells a changed file from an untouched one.

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "agent/background_task.hpp"
 #include "agent/chat_request.hpp"
 #include "agent/native_events.hpp"
 #include "agent/openai_stream.hpp"
@@ -18,6 +19,7 @@
 #include "agent/sse_frames.hpp"
 #include "agent/stream_json_parser.hpp"
 #include "agent/turn.hpp"
+#include "api/agent_tasks.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "fs/content_type.hpp"
@@ -62,14 +64,27 @@ std::string box_prompt(const accounts::Caller& caller, const std::string& chat_d
   return p;
 }
 
+// The CLI's --model for the model a request names: "claude-code" (or none) runs the configured
+// model; "claude-code/NAME" asks the CLI for NAME; anything else is a 404.
+std::string claude_model_for(const std::string& asked, const AgentRoutesOptions& options) {
+  if (asked.empty() || asked == options.model_id) return options.claude_model;
+  const std::string prefix = options.model_id + "/";
+  if (!asked.starts_with(prefix) || asked.size() == prefix.size())
+    throw HttpError(
+        http::status::not_found,
+        "Model '" + asked + "' not found; this server offers '" + options.model_id + "' (or '" + prefix + "MODEL')",
+        "model_not_found");
+  return asked.substr(prefix.size());
+}
+
 // Everything a turn needs before it runs, read from the request and prepared on disk (on a pool
 // thread): the chat directory, the attachments in it, what it held before.
-agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::AccountDirectory& callers,
-                         exec::AccountBoxes& boxes, ChatSessions& chats, const AgentRoutesOptions& options) {
+agent::TurnSetup prepare(const Request& req, const json& body, agent::TurnMode mode,
+                         accounts::AccountDirectory& callers, exec::AccountBoxes& boxes, ChatSessions& chats,
+                         const AgentRoutesOptions& options) {
   agent::TurnSetup s;
   s.mode = mode;
   s.caller = callers.resolve(req);
-  json body = parse_json_object(req);
   agent::ChatRequest chat;
   try {
     if (mode == agent::TurnMode::native) {
@@ -88,19 +103,11 @@ agent::TurnSetup prepare(const Request& req, agent::TurnMode mode, accounts::Acc
   } catch (const nlohmann::json::exception& e) {  // a ChatRequestError goes on: the error map makes it a 400
     throw HttpError(http::status::bad_request, std::string("Malformed request: ") + e.what());
   }
-  // "claude-code" runs the configured model; "claude-code/NAME" asks the CLI for NAME.
-  std::string claude_model = options.claude_model;
-  if (!chat.model.empty() && chat.model != options.model_id) {
-    const std::string prefix = options.model_id + "/";
-    if (!chat.model.starts_with(prefix) || chat.model.size() == prefix.size())
-      throw HttpError(http::status::not_found, "Model '" + chat.model + "' not found; this server offers '" +
-                                                   options.model_id + "' (or '" + prefix + "MODEL')");
-    claude_model = chat.model.substr(prefix.size());
-  }
+  const std::string claude_model = claude_model_for(chat.model, options);
   s.model_name = chat.model.empty() ? options.model_id : chat.model;
   s.chat = chat_of(req);
-  // Open WebUI asks the chat's model for a title, tags and follow-ups with a "### Task:" prompt
-  // in the same chat: a one-shot turn, so the chat's own session never sees them.
+  // A "### Task:" prompt that is no background task (one asked as a stream without the task
+  // header): a one-shot turn, so the chat's own session never sees it.
   if (chat.prompt.starts_with("### Task:")) s.chat.clear();
   const std::string dir_name = s.chat.empty() ? "once-" + random_hex(8) : agent::chat_dir_name(s.chat);
   s.dir = s.caller.home->path("chats/" + dir_name, s.caller.box_home);
@@ -172,12 +179,24 @@ void add_agent_routes(Router& router, const Services& s) {
     return Response::json({{"object", "list"}, {"data", json::array({model})}});
   });
 
-  auto turn_route = [&callers, &boxes, &runner, &chats, links, pool, opts](agent::TurnMode mode) {
-    return offload(pool, BlockingWork([&callers, &boxes, &runner, &chats, links, pool, opts, mode](
+  net::InferenceGateway* gateway = s.gateway;
+  auto turn_route = [&callers, &boxes, &runner, &chats, links, pool, opts, gateway](agent::TurnMode mode) {
+    return offload(pool, BlockingWork([&callers, &boxes, &runner, &chats, links, pool, opts, gateway, mode](
                                           const Request& req, const Writer& writer) {
+                     const json body = parse_json_object(req);
+                     // Open WebUI's background tasks need no agent (and no CLI): answered first.
+                     if (mode != agent::TurnMode::native)
+                       if (auto task = agent::background_task(body, req.header("X-OpenWebUI-Task"))) {
+                         const auto named = body.find("model");
+                         const std::string model =
+                             named != body.end() && named->is_string() ? named->get<std::string>() : "";
+                         claude_model_for(model, *opts);  // an unknown model is a 404 here too
+                         return answer_task(req, body, *task, model.empty() ? opts->model_id : model, callers, gateway,
+                                            *opts, writer);
+                       }
                      if (!opts->unavailable.empty())
                        throw HttpError(http::status::service_unavailable, opts->unavailable);
-                     agent::TurnSetup setup = prepare(req, mode, callers, boxes, chats, *opts);
+                     agent::TurnSetup setup = prepare(req, body, mode, callers, boxes, chats, *opts);
                      agent::start_turn(std::move(setup), runner, chats, links, pool, *opts, writer);
                    }));
   };

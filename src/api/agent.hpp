@@ -8,6 +8,9 @@
 // X-Session-Id (else the turn is one-shot). A chat's turns run in ~/chats/<chat> and resume
 // the chat's Claude session (store/chat_sessions.hpp). Files the turn created or changed there
 // come back as download links signed for this user and path (http/signed_links.hpp).
+// Open WebUI's background tasks (a title, tags, follow-ups) sent to /v1/chat/completions run no
+// turn: api/agent_tasks.hpp answers them with one plain model call. Errors under /v1 are
+// OpenAI-shaped (api/openai_errors.hpp).
 #include <chrono>
 #include <memory>
 #include <optional>

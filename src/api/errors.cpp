@@ -38,7 +38,7 @@ Response error_response_for(std::exception_ptr error, std::string_view context, 
   try {
     std::rethrow_exception(error);
   } catch (const HttpError& e) {
-    return error_response(e.status(), e.detail());
+    return error_response(e.status(), e.detail(), e.code());
   } catch (const FsError& e) {  // its message names paths only as the box sees them
     return error_response(status_of(e.kind()), e.what());
   } catch (const BoxUnavailable& e) {  // the caller's own box: says what and when to retry

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "accounts/caller_routes.hpp"
+#include "accounts/user_id.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "box/box_error.hpp"
@@ -225,6 +226,90 @@ class OutputStream : public std::enable_shared_from_this<OutputStream> {
   std::shared_ptr<exec::ProcessTable::Wait> handle_;
 };
 
+// ---------------------------------------------------------------- requests checked first
+//
+// Every route that takes input checks all of it before its caller is resolved: a malformed
+// request is answered (400, 413, 422) without making an account, a volume or a box for it. A
+// request naming no user is still a 400 for that first, as before.
+
+using Writer = std::shared_ptr<ResponseWriter>;
+
+// POST /execute: the command, how long to wait for it and what of its output to answer with.
+struct StartCheck {
+  ExecBody body;
+  std::chrono::milliseconds wait;
+  exec::ReadSpec read;
+};
+StartCheck check_start(const Request& req) {
+  StartCheck c{parse_exec_body(req), wait_of(req), read_spec(req)};  // in this order (braces)
+  c.read.offset = 0;
+  return c;
+}
+
+// GET /execute/{id}/status. With an explicit offset a poll also ends when new output arrives
+// (paging a live log); without one it waits for the end, as Open Terminal's does.
+struct PollCheck {
+  std::string id;
+  exec::ReadSpec read;
+  bool until_output;
+  std::chrono::milliseconds wait;
+};
+PollCheck check_poll(const Request& req) {
+  return {req.param("id"), read_spec(req), req.query_param("offset").has_value(), wait_of(req)};
+}
+
+// POST /execute/{id}/input: the input with its escapes decoded.
+struct InputCheck {
+  std::string id;
+  std::string input;
+};
+InputCheck check_input(const Request& req) {
+  json body = parse_json_object(req);
+  return {req.param("id"), exec::decode_input_escapes(required_string(body, "input"))};
+}
+
+Response answer_input(exec::InputResult result) {
+  switch (result) {
+    case exec::InputResult::ok: return Response::json({{"status", "ok"}});
+    case exec::InputResult::not_found: process_not_found();
+    case exec::InputResult::exited: throw HttpError(http::status::bad_request, "Process has already exited");
+    case exec::InputResult::closed: throw HttpError(http::status::bad_request, "Process stdin is closed");
+  }
+  process_not_found();
+}
+
+// DELETE /execute/{id}?force=
+struct KillCheck {
+  std::string id;
+  bool force;
+};
+KillCheck check_kill(const Request& req) { return {req.param("id"), query_bool(req, "force").value_or(false)}; }
+
+// GET /execute/{id}/stream: where to resume, from the offset query or else Last-Event-ID.
+struct StreamCheck {
+  std::string id;
+  uint64_t offset;
+};
+StreamCheck check_stream(const Request& req) {
+  uint64_t offset = read_spec(req).offset;
+  if (auto last = req.header("Last-Event-ID"); last && !req.query_param("offset")) offset = last_event_offset(*last);
+  return {req.param("id"), offset};
+}
+
+// The route's handler: the user named (user_id_of), the request checked (check), then the
+// caller resolved (with_caller) and handed with what was checked to act.
+template <class Checked, class Act>
+AsyncHandler checked_first(accounts::AccountDirectory& callers, Checked (*check)(const Request&), Act act) {
+  return [&callers, check, act](const Request& req, Writer writer) {
+    accounts::user_id_of(req);  // throws the 400 of a request naming no user
+    auto checked = std::make_shared<Checked>(check(req));
+    auto resolved =
+        with_caller(callers, accounts::CallerAsyncHandler([checked, act](const Request&, const Caller& caller,
+                                                                         Writer w) { act(caller, *checked, w); }));
+    resolved(req, std::move(writer));
+  };
+}
+
 }  // namespace
 
 json process_json(const exec::ProcessView& view) {
@@ -243,14 +328,15 @@ json process_json(const exec::ProcessView& view) {
 
 void add_execute_routes(Router& router, const Services& s) {
   accounts::AccountDirectory& callers = *s.callers;
-  exec::AccountBoxes& boxes = *s.boxes;
-  exec::ProcessTable& table = *s.processes;
+  // Reached only by requests found valid: pointers, so a test of the checks needs no table.
+  exec::AccountBoxes* boxes = s.boxes;
+  exec::ProcessTable* table = s.processes;
   const ExecuteRoutesOptions options = s.execute_options;
   // Each handler is given its caller, resolved off the io thread when that is slow
-  // (accounts/caller_routes.hpp).
-  router.add_async(http::verb::get, "/execute", with_caller(callers, [&table](const Request&, const Caller& caller) {
+  // (accounts/caller_routes.hpp); those with a request to check check it before that.
+  router.add_async(http::verb::get, "/execute", with_caller(callers, [table](const Request&, const Caller& caller) {
                      json list = json::array();
-                     for (const auto& p : table.list(caller.account.name))
+                     for (const auto& p : table->list(caller.account.name))
                        list.push_back({{"id", p.id},
                                        {"command", p.command},
                                        {"status", status_name(p.status)},
@@ -260,64 +346,48 @@ void add_execute_routes(Router& router, const Services& s) {
 
   router.add_async(
       http::verb::post, "/execute",
-      with_caller(callers, [&boxes, &table](const Request& req, const Caller& caller,
-                                            std::shared_ptr<ResponseWriter> writer) {
-        ExecBody body = parse_exec_body(req);
-        auto wait = wait_of(req);
-        exec::ReadSpec read = read_spec(req);
-        read.offset = 0;
+      checked_first(
+          callers, check_start, [boxes, table](const Caller& caller, StartCheck& checked, const Writer& writer) {
+            ExecBody& body = checked.body;
+            HomePath cwd = caller.home->path(body.cwd.value_or(""), caller.cwd);
+            if (!is_directory(*caller.home, cwd))
+              throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
 
-        HomePath cwd = caller.home->path(body.cwd.value_or(""), caller.cwd);
-        if (!is_directory(*caller.home, cwd))
-          throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
-
-        exec::StartRequest start;
-        start.box = boxes.spec_for(caller.account);
-        start.command = body.command;
-        start.spawn = exec::shell_spawn_request(start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
-        start.stdin_data = std::move(body.stdin_data);
-        if (body.timeout) start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
-        // The box answers on the loop; the request waits there, holding no thread.
-        table.start(std::move(start),
-                    [&table, account = caller.account.name, read, wait, writer](exec::StartOutcome started) {
-                      if (started.error) {
-                        writer->send(error_response_for(started.error, "POST /execute", "Command"));
-                        return;
-                      }
-                      wait_and_answer(table, account, started.id, read, /*until_output=*/false, wait, writer);
-                    });
-      }));
+            exec::StartRequest start;
+            start.box = boxes->spec_for(caller.account);
+            start.command = body.command;
+            start.spawn =
+                exec::shell_spawn_request(start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
+            start.stdin_data = std::move(body.stdin_data);
+            if (body.timeout) start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
+            // The box answers on the loop; the request waits there, holding no thread.
+            table->start(std::move(start), [table, account = caller.account.name, read = checked.read,
+                                            wait = checked.wait, writer](exec::StartOutcome started) {
+              if (started.error) {
+                writer->send(error_response_for(started.error, "POST /execute", "Command"));
+                return;
+              }
+              wait_and_answer(*table, account, started.id, read, /*until_output=*/false, wait, writer);
+            });
+          }));
 
   router.add_async(
       http::verb::get, "/execute/{id}/status",
-      with_caller(callers, [&table](const Request& req, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
-        exec::ReadSpec read = read_spec(req);
-        // With an explicit offset a poll also ends when new output arrives (paging a live log);
-        // without one it waits for the end, as Open Terminal's does.
-        bool until_output = req.query_param("offset").has_value();
-        wait_and_answer(table, caller.account.name, req.param("id"), read, until_output, wait_of(req), writer);
+      checked_first(callers, check_poll, [table](const Caller& caller, PollCheck& checked, const Writer& writer) {
+        wait_and_answer(*table, caller.account.name, checked.id, checked.read, checked.until_output, checked.wait,
+                        writer);
       }));
 
-  router.add_async(http::verb::post, "/execute/{id}/input",
-                   with_caller(callers, [&table](const Request& req, const Caller& caller) {
-                     json body = parse_json_object(req);
-                     switch (table.input(caller.account.name, req.param("id"),
-                                         exec::decode_input_escapes(required_string(body, "input")))) {
-                       case exec::InputResult::ok: return Response::json({{"status", "ok"}});
-                       case exec::InputResult::not_found: process_not_found();
-                       case exec::InputResult::exited:
-                         throw HttpError(http::status::bad_request, "Process has already exited");
-                       case exec::InputResult::closed:
-                         throw HttpError(http::status::bad_request, "Process stdin is closed");
-                     }
-                     process_not_found();
-                   }));
+  router.add_async(
+      http::verb::post, "/execute/{id}/input",
+      checked_first(callers, check_input, [table](const Caller& caller, InputCheck& checked, const Writer& writer) {
+        writer->send(answer_input(table->input(caller.account.name, checked.id, std::move(checked.input))));
+      }));
 
   router.add_async(
       http::verb::delete_, "/execute/{id}",
-      with_caller(callers, [&table](const Request& req, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
-        bool force = query_bool(req, "force").value_or(false);
-        table.kill(caller.account.name, req.param("id"), force, [writer](bool found) {
+      checked_first(callers, check_kill, [table](const Caller& caller, KillCheck& checked, const Writer& writer) {
+        table->kill(caller.account.name, checked.id, checked.force, [writer](bool found) {
           if (!found) {
             writer->send(error_response(http::status::not_found, "Process not found"));
             return;
@@ -326,23 +396,21 @@ void add_execute_routes(Router& router, const Services& s) {
         });
       }));
 
-  router.add_async(http::verb::get, "/execute/{id}/stream",
-                   with_caller(callers, [&table, options](const Request& req, const Caller& caller,
-                                                          std::shared_ptr<ResponseWriter> writer) {
-                     uint64_t offset = read_spec(req).offset;
-                     if (auto last = req.header("Last-Event-ID"); last && !req.query_param("offset"))
-                       offset = last_event_offset(*last);
-                     if (!table.get(caller.account.name, req.param("id"), exec::ReadSpec{offset, std::nullopt, 0}))
-                       process_not_found();
-                     Response head;
-                     head.headers.set(http::field::content_type, "text/event-stream");
-                     head.headers.set(http::field::cache_control, "no-cache");
-                     if (!writer->begin_chunked(std::move(head))) return;
-                     auto stream = std::make_shared<OutputStream>(table, caller.account.name, req.param("id"), offset,
-                                                                  options.stream_keepalive, writer);
-                     writer->on_close([stream] { stream->cancel(); });
-                     stream->next();
-                   }));
+  router.add_async(
+      http::verb::get, "/execute/{id}/stream",
+      checked_first(callers, check_stream,
+                    [table, options](const Caller& caller, StreamCheck& checked, const Writer& writer) {
+                      if (!table->get(caller.account.name, checked.id, exec::ReadSpec{checked.offset, std::nullopt, 0}))
+                        process_not_found();
+                      Response head;
+                      head.headers.set(http::field::content_type, "text/event-stream");
+                      head.headers.set(http::field::cache_control, "no-cache");
+                      if (!writer->begin_chunked(std::move(head))) return;
+                      auto stream = std::make_shared<OutputStream>(*table, caller.account.name, checked.id,
+                                                                   checked.offset, options.stream_keepalive, writer);
+                      writer->on_close([stream] { stream->cancel(); });
+                      stream->next();
+                    }));
 }
 
 }  // namespace agentbox::api

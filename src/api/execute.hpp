@@ -2,6 +2,10 @@
 // /execute: run_command, list_processes, get_process_status, send_process_input, kill_process
 // (API.md Part A) and the live stream GET /execute/{id}/stream (Part B). Long-polls and the
 // stream wait inside exec::ProcessTable; no io thread blocks.
+//
+// Each route checks its request whole (400, 413, 422) before it resolves its caller, and only
+// then touches a box: a malformed request makes no account, volume or box (the checks are
+// tested without any: tests/unit/api_execute_test.cpp). A request naming no user is a 400 first.
 #include "accounts/directory.hpp"
 #include "exec/account_boxes.hpp"
 #include "exec/process_table.hpp"
@@ -16,6 +20,7 @@ struct ExecuteRoutesOptions {
 };
 
 struct Services;
+// Uses services.callers at once; services.boxes and .processes only for requests past their checks.
 void add_execute_routes(Router& router, const Services& services);
 
 // The process object of API.md, as JSON.

@@ -13,6 +13,7 @@
 #include "api/meta.hpp"
 #include "api/moves.hpp"
 #include "api/network.hpp"
+#include "api/openai_errors.hpp"
 #include "api/proxy.hpp"
 #include "api/terminals.hpp"
 #include "api/trash.hpp"
@@ -22,6 +23,8 @@ namespace agentbox::api {
 
 void register_routes(http::Router& router, const Services& s) {
   router.map_errors(error_map);  // the domain's exceptions as statuses, for every route (api/errors.hpp)
+  // OpenAI's clients read {"error": {...}}: every error under /v1, 401 and 404 included.
+  router.shape_errors("/v1", shape_openai_error);
   // GET /health, /api/config, /openapi.json (public); GET /system
   add_meta_routes(router, s);
   // GET, POST /execute; GET /execute/{id}/status, /execute/{id}/stream;

@@ -48,6 +48,9 @@ class Terminals;
 namespace http {
 class SignedLinks;
 }
+namespace net {
+class InferenceGateway;
+}
 }  // namespace agentbox
 
 namespace agentbox::api {
@@ -73,6 +76,7 @@ struct Services {
   std::shared_ptr<TokenLedger> tokens;                             // null when off (no model gateway)
   std::function<std::string(const std::string& user)> network_of;  // net::describe_for_box of a user's policy
   std::shared_ptr<const http::SignedLinks> links;                  // the agent's download links
+  net::InferenceGateway* gateway = nullptr;                        // null when off (no model credential)
 
   // Backup, restore and the cluster.
   backup::MirrorService* mirror = nullptr;  // null when off (no [backup] dir)

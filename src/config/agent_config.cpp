@@ -49,7 +49,10 @@ bool apply_agent_key(AgentConfig& config, std::string_view key, const toml::node
     while (config.public_url.ends_with('/')) config.public_url.pop_back();
   } else if (key == "agent.link_days")
     config.link_days = static_cast<int>(toml_integer(value, 1, 365));
-  else
+  else if (key == "agent.task_model") {
+    config.task_model = toml_string(value);
+    if (config.task_model.empty()) throw Error("must name a model");
+  } else
     return false;
   return true;
 }

@@ -11,6 +11,8 @@
 //   allowed_tools = ["Read", "Bash"]  # only these tools; default: all (the box is the sandbox)
 //   public_url = "https://agentbox.example.com"  # links to a turn's files; default: Host header
 //   link_days = 7                     # how long those links work
+//   task_model = "claude-haiku-4-5"   # Open WebUI's background tasks (titles, tags, follow-ups):
+//                                     # one plain Messages call each, no agent (api/agent_tasks.hpp)
 //
 // Relative paths in a file are the file's directory's. A claude that is not there means no agent
 // (said once in the log and by `agentbox doctor`), never a daemon that does not start.
@@ -25,14 +27,15 @@
 namespace agentbox {
 
 struct AgentConfig {
-  std::optional<std::string> claude;       // unset: the first of default_claude_paths() that exists
-  std::optional<std::string> skills_dir;   // unset: no operator skills
-  std::string model;                       // --model for claude-code; "": the CLI's default
-  int max_turns = 0;                       // --max-turns; 0: the CLI's default
-  std::optional<int> max_retries;          // CLAUDE_CODE_MAX_RETRIES of agent turns; unset: the CLI's
-  std::vector<std::string> allowed_tools;  // only these tools; empty: all (the box is the sandbox)
-  std::string public_url;                  // download links start with it; "": the request's Host
-  int link_days = 7;                       // download links of a turn's files work this long
+  std::optional<std::string> claude;            // unset: the first of default_claude_paths() that exists
+  std::optional<std::string> skills_dir;        // unset: no operator skills
+  std::string model;                            // --model for claude-code; "": the CLI's default
+  int max_turns = 0;                            // --max-turns; 0: the CLI's default
+  std::optional<int> max_retries;               // CLAUDE_CODE_MAX_RETRIES of agent turns; unset: the CLI's
+  std::vector<std::string> allowed_tools;       // only these tools; empty: all (the box is the sandbox)
+  std::string public_url;                       // download links start with it; "": the request's Host
+  int link_days = 7;                            // download links of a turn's files work this long
+  std::string task_model = "claude-haiku-4-5";  // answers Open WebUI's background tasks
 };
 
 inline constexpr std::array<std::string_view, 1> kAgentSections = {"agent"};

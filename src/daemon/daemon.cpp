@@ -139,8 +139,9 @@ exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_
   return o;
 }
 
+// network_of: what the agent's system prompt says of a user's network (Services::network_of).
 api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, bool gateway,
-                                      std::shared_ptr<net::EgressContext> egress) {
+                                      std::function<std::string(const std::string& user)> network_of) {
   api::AgentRoutesOptions o;
   o.claude_model = config.agent.model;
   o.max_turns = config.agent.max_turns;
@@ -148,14 +149,13 @@ api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, b
   o.allowed_tools = config.agent.allowed_tools;
   o.public_url = config.agent.public_url;
   o.link_ttl = std::chrono::hours(24) * config.agent.link_days;
+  o.task_model = config.agent.task_model;
   if (!claude)
     o.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
   else if (!gateway)
     o.unavailable =
         "no model credential is configured on this server ([inference.anthropic], AGENTBOX_ANTHROPIC_API_KEY)";
-  o.network_of = [egress](const std::string& user) {
-    return net::describe_for_box(egress->config()->policy_for(user));
-  };
+  o.network_of = std::move(network_of);
   return o;
 }
 
@@ -297,6 +297,7 @@ api::Services Daemon::services_of() {
   s.file_pool = file_pool_;
   s.network_log = network_log_;
   s.tokens = token_ledger_;
+  s.gateway = gateway_ ? &*gateway_ : nullptr;
   s.network_of = [egress = egress_context_](const std::string& user) {
     return net::describe_for_box(egress->config()->policy_for(user));
   };
@@ -316,8 +317,7 @@ api::Services Daemon::services_of() {
   s.terminal_options.api_key = startup_.api_key;
   s.proxy_options = api::proxy_options(config_.proxy);
   if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
-  s.agent_options =
-      agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), egress_context_);
+  s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), s.network_of);
   return s;
 }
 

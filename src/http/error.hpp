@@ -18,13 +18,18 @@ namespace agentbox::http {
 
 class HttpError : public Error {
  public:
-  HttpError(http::status status, std::string detail) : Error(std::move(detail)), status_(status) {}
+  // code: a machine-readable name for the error, for route tables whose clients read one
+  // (ErrorFacts::code); the {"detail": ...} body does not carry it.
+  HttpError(http::status status, std::string detail, std::string code = {})
+      : Error(std::move(detail)), status_(status), code_(std::move(code)) {}
 
   http::status status() const noexcept { return status_; }
   std::string_view detail() const noexcept { return what(); }
+  const std::string& code() const noexcept { return code_; }
 
  private:
   http::status status_;
+  std::string code_;
 };
 
 // The response for an exception a handler let escape; context ("GET /files/read") names the
@@ -34,8 +39,13 @@ using ErrorMap = Response (*)(std::exception_ptr error, std::string_view context
 // Throws HttpError 422: a well-formed request with a field or parameter of the wrong shape.
 [[noreturn]] void unprocessable(std::string detail);
 
-// {"detail": detail} with that status, as JSON.
-Response error_response(http::status status, std::string_view detail);
+// {"detail": detail} with that status, as JSON; Response::error holds detail and code.
+Response error_response(http::status status, std::string_view detail, std::string_view code = {});
+
+// How a route table answers errors under a path prefix when its clients expect another shape
+// than {"detail": ...} (Router::shape_errors): rewrites an error answer's status and body from
+// its ErrorFacts, keeping its headers (Allow, Retry-After, WWW-Authenticate).
+using ErrorShape = void (*)(Response& error);
 
 // The library's ErrorMap: HttpError → its status and detail; anything else → 500
 // {"detail":"Internal Server Error"}, with the real message logged under `context`.

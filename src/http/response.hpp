@@ -5,6 +5,7 @@
 #include <boost/beast/http/status.hpp>
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 namespace agentbox::http {
@@ -13,10 +14,18 @@ namespace agentbox::http {
 // library's: agentbox::http::status is boost::beast::http::status.
 using namespace boost::beast::http;
 
+// What an error answer says, kept beside its {"detail": ...} body (http/error.hpp) so that a
+// route table that answers errors in another shape can rebuild the body (Router::shape_errors).
+struct ErrorFacts {
+  std::string detail;
+  std::string code;  // machine-readable, when the thrower named one ("model_not_found"); else ""
+};
+
 struct Response {
   http::status status = http::status::ok;
   http::fields headers;  // Content-Type among them
   std::string body;
+  std::optional<ErrorFacts> error;  // set by error_response(): this is an error answer
 
   // JSON body; invalid UTF-8 in strings is replaced (U+FFFD), never a throw.
   static Response json(const nlohmann::json& value, http::status status = http::status::ok);

@@ -112,6 +112,19 @@ RouteMatch Router::match(http::verb method, const std::vector<std::string>& segm
   return result;
 }
 
+Router& Router::shape_errors(std::string prefix, ErrorShape shape) {
+  if (prefix.size() < 2 || prefix.front() != '/' || prefix.back() == '/')
+    throw std::invalid_argument("an error shape's prefix is a path without a trailing slash: " + prefix);
+  shapes_.emplace_back(std::move(prefix), shape);
+  return *this;
+}
+
+ErrorShape Router::error_shape(std::string_view path) const {
+  for (const auto& [prefix, shape] : shapes_)
+    if (path.starts_with(prefix) && (path.size() == prefix.size() || path[prefix.size()] == '/')) return shape;
+  return nullptr;
+}
+
 std::string allow_header(const std::vector<http::verb>& methods) {
   std::string out;
   for (auto m : methods) {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -100,11 +101,19 @@ class Router {
   }
   ErrorMap error_map() const { return map_; }
 
+  // Error answers to requests under `prefix` ("/v1": /v1 and /v1/...), whoever made them (a
+  // handler, the error map, the session's 401/404/405/413), leave in `shape`; elsewhere they
+  // stay {"detail": ...}. The session applies it as it sends, the one place every answer passes.
+  Router& shape_errors(std::string prefix, ErrorShape shape);
+  // The shape for a request's path; null: {"detail": ...}.
+  ErrorShape error_shape(std::string_view path) const;
+
  private:
   Router& add_route(http::verb method, std::string pattern,
                     std::variant<Handler, AsyncHandler, TakeoverHandler> handler, RouteOptions options);
   std::vector<Route> routes_;
   ErrorMap map_ = &response_for_exception;
+  std::vector<std::pair<std::string, ErrorShape>> shapes_;
 };
 
 // "GET, POST": the Allow header of a 405.

@@ -42,6 +42,8 @@ http::response<Body> Session<Stream>::make_message(Response& response) {
 template <class Stream>
 void Session<Stream>::respond(Response response) {
   if (state_ == State::closed || response_started_) return;
+  if (response.error && !request_.path.empty())
+    if (ErrorShape shape = ctx_->router.error_shape(request_.path)) shape(response);
   auto msg = make_message<http::string_body>(response);
   if (http::to_status_class(response.status) != http::status_class::informational &&
       response.status != http::status::no_content && response.status != http::status::not_modified)

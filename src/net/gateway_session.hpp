@@ -2,6 +2,8 @@
 // One connection from a box to its inference gateway (net/inference_gateway.hpp): requests
 // read one after another (keep-alive), each forwarded with the operator's credential over one
 // upstream connection kept while both sides allow it.
+// The daemon's own requests for an account (net/gateway_call.hpp) arrive the same way, over a
+// socketpair: the session cannot tell them from a box's.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>

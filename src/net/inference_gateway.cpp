@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "net/gateway_call.hpp"
 #include "net/gateway_session.hpp"
 #include "util/error.hpp"
 
@@ -57,8 +58,14 @@ void GatewayContext::unhold(const std::string& account, size_t bytes) {
 }
 
 InferenceGateway::InferenceGateway(asio::io_context& io, std::shared_ptr<GatewayContext> context)
-    : context_(context), listeners_(io, [context](asio::ip::tcp::socket s, const std::shared_ptr<BoxAccount>& who) {
+    : io_(io),
+      context_(context),
+      listeners_(io, [context](asio::ip::tcp::socket s, const std::shared_ptr<BoxAccount>& who) {
         std::make_shared<GatewaySession>(std::move(s), who, context)->start();
       }) {}
+
+void InferenceGateway::call(GatewayCall request, std::function<void(GatewayAnswer)> done) {
+  call_gateway(io_, context_, std::move(request), std::move(done));
+}
 
 }  // namespace agentbox::net

@@ -24,6 +24,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -86,6 +87,9 @@ class GatewayContext {
   FairPool scans_{2, 1, "gateway-scan"};  // last: its jobs may use the rest
 };
 
+struct GatewayCall;
+struct GatewayAnswer;
+
 class InferenceGateway {
  public:
   InferenceGateway(boost::asio::io_context& io, std::shared_ptr<GatewayContext> context);
@@ -97,7 +101,12 @@ class InferenceGateway {
   void stop_all() { listeners_.stop_all(); }
   size_t listeners() const { return listeners_.size(); }
 
+  // One request of the daemon's own on an account's behalf, through the same sessions as a
+  // box's (net/gateway_call.hpp); done runs on the box loop.
+  void call(GatewayCall request, std::function<void(GatewayAnswer)> done);
+
  private:
+  boost::asio::io_context& io_;
   std::shared_ptr<GatewayContext> context_;
   AccountListeners listeners_;  // last: its loops call into context_
 };

@@ -10,6 +10,7 @@ import json
 import pathlib
 import re
 import secrets
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -273,14 +274,49 @@ def test_native_runs_stream_the_clis_own_events_and_an_exit(adaemon):
     assert events[-1][0] == "exit", events[-1]
 
 
-def test_bad_requests_get_a_detail(adaemon):
+def openai_error(r, status):
+    """The error as OpenAI's clients read it: the status picks the error class, the body's
+    {"error": {...}} gives message, type and code (and nothing else is there)."""
+    assert r.status_code == status, (r.status_code, r.text)
+    assert r.headers["content-type"].startswith("application/json")
+    body = r.json()
+    assert list(body) == ["error"], body
+    e = body["error"]
+    assert set(e) == {"message", "type", "param", "code"}, e
+    assert isinstance(e["message"], str) and e["message"], e
+    assert isinstance(e["type"], str) and isinstance(e["code"], str), e
+    return e
+
+
+def test_errors_under_v1_are_shaped_as_openais_and_the_rest_keep_a_detail(adaemon):
+    one = [{"role": "user", "content": "x"}]
     with client(adaemon, user=new_user()) as c:
-        r = c.post("/v1/chat/completions", json={"model": "claude-code", "messages": []})
-        assert r.status_code == 400 and r.json()["detail"]
-        r = c.post("/v1/chat/completions", json={"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]})
-        assert r.status_code == 404 and "claude-code" in r.json()["detail"]
+        e = openai_error(c.post("/v1/chat/completions", json={"model": "claude-code", "messages": []}), 400)
+        assert e["type"] == "invalid_request_error"
+        e = openai_error(c.post("/v1/chat/completions", json={"model": "gpt-9", "messages": one}), 404)
+        assert e["code"] == "model_not_found" and "claude-code" in e["message"]
+        e = openai_error(c.post("/v1/chat/completions", content=b"{not json",
+                                headers={"Content-Type": "application/json"}), 400)
+        assert e["type"] == "invalid_request_error"
+        e = openai_error(c.post("/v1/chat/completions", json=["a list"]), 400)  # a 422 elsewhere
+        assert "object" in e["message"]
+        e = openai_error(c.post("/v1/chat/completions", json={"model": "claude-code", "messages": one,
+                                                               "max_turns": 0}), 400)
+        assert "max_turns" in e["message"]
+        openai_error(c.get("/v1/no-such-thing"), 404)
+        e = openai_error(c.delete("/v1/models"), 405)
+        assert e["code"] == "method_not_allowed"
+        # The rest of the API is unchanged.
+        r = c.get("/files/read", params={"path": "no-such-file"})
+        assert r.status_code == 404 and list(r.json()) == ["detail"]
     with adaemon.client() as c:  # no user
-        assert c.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]}).status_code == 400
+        openai_error(c.post("/v1/chat/completions", json={"messages": one}), 400)
+    with adaemon.client(key="not-the-key") as c:
+        for r in (c.get("/v1/models"), c.post("/v1/chat/completions", json={"messages": one})):
+            e = openai_error(r, 401)
+            assert e["code"] == "invalid_api_key" and r.headers["www-authenticate"] == "Bearer"
+        r = c.get("/files/list")
+        assert r.status_code == 401 and list(r.json()) == ["detail"]
 
 
 def test_a_chat_resumes_after_a_daemon_restart(make_daemon, fake):
@@ -316,7 +352,7 @@ def test_the_callers_sessions_and_transcripts_and_no_one_elses(adaemon):
         assert other.get("/agent/sessions/..%2F..%2Fetc%2Fpasswd").status_code == 404
 
 
-def test_open_webuis_title_task_does_not_enter_the_chats_session(adaemon, fake):
+def test_open_webuis_title_task_is_no_agent_turn_and_does_not_enter_the_chats_session(adaemon, fake):
     user, chat = new_user(), str(uuid.uuid4())
     first, task, later = ("topic-" + uuid.uuid4().hex[:6], "title-" + uuid.uuid4().hex[:6],
                           "later-" + uuid.uuid4().hex[:6])
@@ -324,7 +360,7 @@ def test_open_webuis_title_task_does_not_enter_the_chats_session(adaemon, fake):
         assert ask(c, f"talk about {first}").status_code == 200
         assert ask(c, f"### Task:\nGenerate a concise title {task}").status_code == 200
         assert ask(c, f"go on {later}").status_code == 200
-    assert first not in turns_with(fake, task)[-1].all_text()  # the task ran one-shot
+    assert turns_with(fake, task) == []  # no agent turn: one plain call (test_agent_tasks.py)
     resumed = turns_with(fake, later)[-1].all_text()
     assert first in resumed and task not in resumed
 
@@ -380,3 +416,32 @@ def test_an_attached_file_is_written_into_the_chat_under_a_plain_name(adaemon, f
         assert code == 0 and out.startswith("region,total\n"), out
         assert out.strip().endswith("0")  # nothing landed outside the chat's directory
     assert "1-q3_sales.csv" in turns_with(fake, m)[-1].all_text()
+
+
+OPENAI_CLIENT = pathlib.Path(__file__).parent / "openai_client"
+
+
+def test_the_official_openai_client_reads_answers_and_errors(adaemon):
+    """What an OpenAI-compatible tool sees, through the official `openai` npm client: the model
+    list, a whole and a streamed answer, and each error as the APIError subclass its status
+    names, with the message, type and code agentbox sent."""
+    assert (OPENAI_CLIENT / "node_modules" / "openai").is_dir(), "scripts/install-deps.sh installs it"
+    run = subprocess.run(["node", str(OPENAI_CLIENT / "calls.mjs"), adaemon.url, adaemon.api_key, new_user()],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    got = {c["name"]: c for c in map(json.loads, run.stdout.splitlines())}
+    assert got["models"]["data"] == ["claude-code"], got["models"]
+    for name in ("answer", "streamed"):
+        assert got[name]["ok"] and "fake answer to: say hello from the official client" in got[name]["content"], got[name]
+    expected = {
+        "empty_messages": ("BadRequestError", 400, "invalid_request_error"),
+        "unknown_model": ("NotFoundError", 404, "invalid_request_error"),
+        "bad_key": ("AuthenticationError", 401, "invalid_request_error"),
+    }
+    for name, (cls, status, kind) in expected.items():
+        e = got[name]
+        assert not e["ok"] and e["api_error"], e
+        assert (e["class"], e["status"], e["type"]) == (cls, status, kind), e
+        assert e["message"].startswith(f"{status} "), e  # the client's "<status> <our message>"
+    assert got["unknown_model"]["code"] == "model_not_found"
+    assert got["bad_key"]["code"] == "invalid_api_key"

@@ -76,6 +76,14 @@ TEST_F(AgentConfigTest, TheTurnKeysAreRead) {
   EXPECT_EQ(config.agent.allowed_tools, (std::vector<std::string>{"Read", "Bash"}));
   EXPECT_EQ(config.agent.public_url, "https://a.example.com");
   EXPECT_EQ(config.agent.link_days, 2);
+  EXPECT_EQ(config.agent.task_model, "claude-haiku-4-5");  // the default
+}
+
+TEST_F(AgentConfigTest, TheTaskModelIsReadAndMayNotBeEmpty) {
+  EXPECT_EQ(load("[agent]\ntask_model = \"claude-sonnet-4-5\"\n").agent.task_model, "claude-sonnet-4-5");
+  std::vector<std::string> problems = validate_config_file(write("empty.toml", "[agent]\ntask_model = \"\"\n"));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("agent.task_model"));
 }
 
 TEST_F(AgentConfigTest, FindsTheExecutableBehindItsSymlink) {

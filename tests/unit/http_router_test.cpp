@@ -230,6 +230,20 @@ http::fields origin_headers(std::string_view origin) {
   return f;
 }
 
+TEST(Router, AnErrorShapeCoversItsPrefixAsAWholeSegmentOnly) {
+  Router r;
+  const ErrorShape shape = [](Response& e) { e.body = "shaped"; };
+  r.shape_errors("/v1", shape);
+  EXPECT_EQ(r.error_shape("/v1"), shape);
+  EXPECT_EQ(r.error_shape("/v1/chat/completions"), shape);
+  EXPECT_EQ(r.error_shape("/v10/x"), nullptr);
+  EXPECT_EQ(r.error_shape("/files/v1"), nullptr);
+  EXPECT_EQ(r.error_shape("/"), nullptr);
+  EXPECT_THROW(r.shape_errors("/v1/", shape), std::invalid_argument);
+  EXPECT_THROW(r.shape_errors("v1", shape), std::invalid_argument);
+  EXPECT_THROW(r.shape_errors("/", shape), std::invalid_argument);
+}
+
 TEST(ServerCors, WildcardAllowsAnyOrigin) {
   CorsPolicy cors({"*"});
   auto r = cors.preflight(origin_headers("https://webui.example"));

@@ -353,6 +353,36 @@ TEST(HttpSession, AHandlersExceptionGoesThroughTheRoutersErrorMap) {
   EXPECT_EQ(c.answers()[0].body, R"({"detail":"mapped GET /boom"})");
 }
 
+// A route table's error shape under a prefix reaches every error answer there, whoever made it
+// (the error map, the 401, the 404 of no route, the 405), and no answer elsewhere.
+TEST(HttpSession, ErrorsUnderAShapedPrefixLeaveInThatShapeAndOthersDoNot) {
+  Router r;
+  r.add(verb::get, "/v1/boom", [](const Request&) -> Response { throw HttpError(status::not_found, "no", "gone"); });
+  r.add(verb::get, "/v1/ok", [](const Request&) { return Response::json({{"detail", "not an error"}}); });
+  r.add(verb::get, "/v1x/boom", [](const Request&) -> Response { throw HttpError(status::not_found, "no"); });
+  r.shape_errors("/v1", [](Response& e) {
+    e.status = status::gone;
+    e.body = "shaped " + e.error->detail + " " + e.error->code;
+  });
+  Connection c(std::move(r));
+  c.send(get("/v1/boom") + get("/v1/ok") + get("/v1x/boom") + get("/v1/nothing") +
+         "POST /v1/ok HTTP/1.1\r\nHost: t\r\n" + kAuth + "Content-Length: 0\r\n\r\n" +
+         "GET /v1/ok HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(c.answered(6));
+  const auto a = c.answers();
+  EXPECT_EQ(a[0].status, 410u);
+  EXPECT_EQ(a[0].body, "shaped no gone");
+  EXPECT_EQ(a[1].status, 200u);  // a handler's own JSON is no error, whatever its keys
+  EXPECT_EQ(a[1].body, R"({"detail":"not an error"})");
+  EXPECT_EQ(a[2].status, 404u);  // "/v1x" is not under "/v1"
+  EXPECT_EQ(a[2].body, R"({"detail":"no"})");
+  EXPECT_EQ(a[3].body, "shaped Not Found ");
+  EXPECT_EQ(a[4].body, "shaped Method Not Allowed ");
+  EXPECT_EQ(a[4].headers[field::allow], "GET");  // headers kept
+  EXPECT_EQ(a[5].body, "shaped Invalid API key ");
+  EXPECT_EQ(a[5].headers[field::www_authenticate], "Bearer");
+}
+
 TEST(HttpSession, StreamedAndFileBodiesArriveWhole) {
   Routes routes;
   Connection c(routes);
