@@ -50,8 +50,15 @@ while IFS= read -r -d '' file; do
   done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file" || true)
 done < <(find src \( -name '*.cpp' -o -name '*.hpp' \) -print0 | sort -z)
 
+# spdlog is the daemon's log sink and nobody else's: every room logs through util/log.hpp, and
+# the static `agentbox` links no logging library (docs/ARCHITECTURE.md "Logging").
+while IFS= read -r file; do
+  echo "check-layout: $file includes spdlog: only src/daemon/spdlog_sink.cpp may (log through util/log.hpp)" >&2
+  bad=1
+done < <(grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<spdlog/' src | sort | grep -vx 'src/daemon/spdlog_sink.cpp' || true)
+
 if [[ $bad -ne 0 ]]; then
   echo "check-layout: FAILED (the arrows are in scripts/check-layout.sh and docs/ARCHITECTURE.md)" >&2
   exit 1
 fi
-echo "check-layout: every include follows the rooms' arrows"
+echo "check-layout: every include follows the rooms' arrows; spdlog only in the daemon's sink"

@@ -1,10 +1,9 @@
 #include "accounts/trash_upkeep.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <ctime>
 
 #include "fs/trash.hpp"
+#include "util/log.hpp"
 #include "util/thread_name.hpp"
 
 namespace agentbox::accounts {
@@ -58,15 +57,17 @@ void TrashUpkeep::run_once() {
       Trash trash(volumes.paths(name).trash, *home);
       size_t purged = trash.purge_before(cutoff);
       while (nearly_full(volumes.usage(name)) && trash.purge_oldest()) ++purged;
-      if (purged) spdlog::info("trash of {}: {} item(s) deleted for good (retention or a full disk)", name, purged);
+      if (purged)
+        log::info("accounts", "trash of {}: {} item(s) deleted for good (retention or a full disk)", name, purged);
     } catch (const std::exception& e) {
-      spdlog::warn("trash of {}: {}", name, e.what());
+      log::warn("accounts", "trash of {}: {}", name, e.what());
     }
   }
   try {
-    if (size_t n = volumes.purge_retired(cutoff)) spdlog::info("{} deleted account volume(s) purged for good", n);
+    if (size_t n = volumes.purge_retired(cutoff))
+      log::info("accounts", "{} deleted account volume(s) purged for good", n);
   } catch (const std::exception& e) {
-    spdlog::warn("deleted account volumes: {}", e.what());
+    log::warn("accounts", "deleted account volumes: {}", e.what());
   }
 }
 

@@ -7,7 +7,7 @@
 #include <exception>
 #include <iostream>
 
-#include <spdlog/spdlog.h>
+#include "util/log.hpp"
 
 namespace agentbox::agent {
 
@@ -35,7 +35,8 @@ AgentImages::AgentImages(const exec::AgentMounts& found, const std::string& stat
       }
       path = images_.back()->path();
     } catch (const std::exception& e) {  // Error, or std::filesystem's walking the source
-      spdlog::warn("agent: {} bound from its host path, which boxes can read in their mountinfo: {}", what, e.what());
+      log::warn("agent", "agent: {} bound from its host path, which boxes can read in their mountinfo: {}", what,
+                e.what());
     }
   };
   seal(mounts_.claude, "claude", "the CLI");

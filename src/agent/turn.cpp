@@ -14,7 +14,7 @@
 #include "agent/stream_json_parser.hpp"
 #include "fs/content_type.hpp"
 #include "fs/glob_search.hpp"
-#include "http/access_log.hpp"
+#include "util/log.hpp"
 #include "util/random_hex.hpp"
 
 namespace agentbox::agent {
@@ -147,7 +147,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
     try {
       chats_.remember(s_.box.name, s_.chat, session_id, std::time(nullptr));
     } catch (const std::exception& e) {
-      http_logger()->warn("agent: remembering the session of chat {} of {}: {}", s_.chat, s_.box.name, e.what());
+      log::warn("agent", "agent: remembering the session of chat {} of {}: {}", s_.chat, s_.box.name, e.what());
     }
   }
 
@@ -163,8 +163,8 @@ class Turn : public std::enable_shared_from_this<Turn> {
     // rather than fail, once.
     if (s_.claude.resume && !started_ && !exit.start_error && !exit.killed && !retried_) {
       retried_ = true;
-      http_logger()->info("agent: chat {} of {}: session {} is unknown to the CLI, starting afresh", s_.chat,
-                          s_.box.name, *s_.claude.resume);
+      log::info("agent", "agent: chat {} of {}: session {} is unknown to the CLI, starting afresh", s_.chat,
+                s_.box.name, *s_.claude.resume);
       try {
         chats_.forget(s_.box.name, s_.chat);
       } catch (...) {
@@ -204,7 +204,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
     try {
       after = snapshot(s_.caller, s_.dir);
     } catch (const std::exception& e) {
-      http_logger()->warn("agent: listing {} after a turn: {}", s_.dir.shown, e.what());
+      log::warn("agent", "agent: listing {} after a turn: {}", s_.dir.shown, e.what());
       return out;
     }
     const int64_t expires = std::time(nullptr) + options_.link_ttl.count();

@@ -1,7 +1,5 @@
 #include "api/accounts.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <chrono>
 #include <ctime>
 #include <future>
@@ -9,6 +7,7 @@
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "http/error.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::api {
 
@@ -70,7 +69,8 @@ Response remove(AccountStore& accounts, accounts::AccountDirectory& callers, Box
   if (!accounts.remove(account.name, now)) throw HttpError(http::status::not_found, "Unknown user: " + user);
   const std::string kept = callers.volumes().retire(account.name);
   callers.end_delete(account);
-  spdlog::info("account {} ({}) deleted by the operator; its volume is in {}", account.name, account.external_id, kept);
+  log::info("accounts", "account {} ({}) deleted by the operator; its volume is in {}", account.name,
+            account.external_id, kept);
   return Response::json({{"user", account.external_id},
                          {"name", account.name},
                          {"uid", account.uid},

@@ -1,6 +1,5 @@
 #include "api/agent_tasks.hpp"
 
-#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include <ctime>
@@ -8,6 +7,7 @@
 #include "agent/sse_frames.hpp"
 #include "net/gateway_call.hpp"
 #include "net/inference_gateway.hpp"
+#include "util/log.hpp"
 #include "util/random_hex.hpp"
 
 namespace agentbox::api {
@@ -57,8 +57,8 @@ void answer_task(const http::Request& req, const json& body, const agent::Backgr
       if (text && answer.is_object()) usage = answer.value("usage", json());
     }
     if (!text) {
-      spdlog::warn("{}: the model did not answer background task {} ({}): answered without it", account, task.name,
-                   a.status ? "status " + std::to_string(a.status) + ": " + a.body.substr(0, 200) : a.error);
+      log::warn("agent", "{}: the model did not answer background task {} ({}): answered without it", account,
+                task.name, a.status ? "status " + std::to_string(a.status) + ": " + a.body.substr(0, 200) : a.error);
       text = agent::fallback_reply(task, body);
     }
     send_reply(*writer, task.stream, model, *text, usage);

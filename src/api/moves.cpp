@@ -4,8 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
-
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -26,6 +24,7 @@
 #include "moves/transfer.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
+#include "util/log.hpp"
 #include "util/random_hex.hpp"
 #include "util/unique_fd.hpp"
 
@@ -125,9 +124,10 @@ class Mover {
           random_hex(kMoveIdBytes), account->external_id, account->name, to, target->server, "moving", unix_now()};
       s_.moves->insert_out(*move);
       s_.move_gate->reload();  // from here the user's requests get the 503
-      spdlog::info("move {}: account {} ({}) to node {} begins", move->id, account->name, account->external_id, to);
+      log::info("moves", "move {}: account {} ({}) to node {} begins", move->id, account->name, account->external_id,
+                to);
     } else {
-      spdlog::info("move {}: account {} to node {} resumes ({})", move->id, move->name, to, move->state);
+      log::info("moves", "move {}: account {} to node {} resumes ({})", move->id, move->name, to, move->state);
     }
     if (move->state == "moving") send(*move, account, *target);
     if (move->state == "sent") tombstone(*move);
@@ -163,7 +163,7 @@ class Mover {
         throw HttpError(http::status::conflict, "user " + *user + " already has an account on node " + self +
                                                     ": an account is never on two nodes");
       }
-      spdlog::info("move {}: receiving {} from node {}", id, *user, *from);
+      log::info("moves", "move {}: receiving {} from node {}", id, *user, *from);
     }
     // Made by this move (or by its earlier, interrupted attempt): a uid of this node's range.
     const Account account = s_.accounts->get_or_create(*user);
@@ -193,7 +193,7 @@ class Mover {
     for (const char* part : {"home", "trash"})
       if (exists(staging + "/" + part)) moves::reown_tree(staging + "/" + part, account.uid, account.gid);
     s_.moves->commit_in(id, account.name, records);  // the commit point
-    spdlog::info("move {}: {} committed as {} (uid {})", id, *user, account.name, account.uid);
+    log::info("moves", "move {}: {} committed as {} (uid {})", id, *user, account.name, account.uid);
     moves::move_test_pause("committed");
     move->name = account.name;
     move->state = "committed";
@@ -212,7 +212,7 @@ class Mover {
     if (move->state != "active") {
       s_.moves->set_in_state(id, "active", unix_now());
       s_.move_gate->reload();
-      spdlog::info("move {}: {} is served here from now on", id, move->external_id);
+      log::info("moves", "move {}: {} is served here from now on", id, move->external_id);
     }
     return answer_in(account, "active");
   }
@@ -253,7 +253,7 @@ class Mover {
     const VolumePaths v = s_.callers->volumes().paths(m.name);
     if (exists(v.root) || exists(v.root + ".img")) {
       const std::string kept = s_.callers->volumes().retire(m.name);
-      spdlog::info("move {}: the volume of {} is in {}", m.id, m.name, kept);
+      log::info("moves", "move {}: the volume of {} is in {}", m.id, m.name, kept);
     }
     Account gone;
     gone.external_id = m.external_id;
@@ -275,7 +275,7 @@ class Mover {
       m.state = "moved";
       s_.move_gate->reload();
     }
-    spdlog::info("move {}: {} is on node {} now", m.id, m.external_id, m.to_node);
+    log::info("moves", "move {}: {} is on node {} now", m.id, m.external_id, m.to_node);
     return Response::json({{"id", m.id},
                            {"user", m.external_id},
                            {"from", s_.placement->node()},

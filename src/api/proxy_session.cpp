@@ -19,6 +19,7 @@
 #include "http/access_log.hpp"
 #include "http/error.hpp"
 #include "net/hop_by_hop.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::api {
 
@@ -366,9 +367,8 @@ void ProxySession::on_watch_client(error_code ec) {
 
 void ProxySession::fail(http::status status, std::string detail) {
   if (state_ == State::answering || state_ == State::lingering || state_ == State::closed) return;
-  http_logger()->info("{} \"{} {}\": {}", conn_.request.remote_address,
-                      std::string_view(conn_.parser->get().method_string()), loggable_target(conn_.request.target),
-                      detail);
+  log::info("http", "{} \"{} {}\": {}", conn_.request.remote_address,
+            std::string_view(conn_.parser->get().method_string()), loggable_target(conn_.request.target), detail);
   // Once a response is on its way the only honest signal left is a cut connection.
   if (head_started_ || client_writing_ || state_ == State::tunnel) return do_close();
   do_answer(error_response(status, detail));

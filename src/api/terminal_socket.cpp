@@ -10,9 +10,9 @@
 
 #include <algorithm>
 
-#include "http/access_log.hpp"
 #include "http/error.hpp"
 #include "http/takeover_response.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::api {
 
@@ -242,7 +242,7 @@ void TerminalSocket::on_caller(const accounts::Resolved& resolved) {
   } catch (const HttpError& e) {
     return do_close(kCloseNotFound, std::string(e.detail()));
   } catch (const std::exception& e) {
-    http_logger()->error("WS /api/terminals/{}: {}", terminal_id_, e.what());
+    log::error("http", "WS /api/terminals/{}: {}", terminal_id_, e.what());
     return do_close(kCloseInternal, "Internal Server Error");
   }
   std::weak_ptr<TerminalSocket> weak = weak_from_this();
@@ -258,7 +258,7 @@ void TerminalSocket::on_caller(const accounts::Resolved& resolved) {
   };
   client_ = ctx_->terminals.attach(account, terminal_id_, std::move(sink));
   if (!client_) return do_close(kCloseNotFound, "Session not found");
-  http_logger()->info("{} WS /api/terminals/{} attached ({})", request_.remote_address, terminal_id_, account);
+  log::info("http", "{} WS /api/terminals/{} attached ({})", request_.remote_address, terminal_id_, account);
   for (auto& [text, payload] : std::exchange(early_, {})) on_message(text, payload);
   early_bytes_ = 0;
   if (!gone_) update_interest();  // reading again
@@ -299,8 +299,8 @@ void TerminalSocket::on_input_taken(std::size_t bytes) {
 void TerminalSocket::on_output(std::string_view bytes) {
   if (gone_ || closing_) return;
   if (frames_.queued_bytes() + bytes.size() > ctx_->options.max_queued_bytes) {
-    http_logger()->warn("{} WS /api/terminals/{}: client too slow, {} bytes of output waiting; dropped",
-                        request_.remote_address, terminal_id_, frames_.queued_bytes());
+    log::warn("http", "{} WS /api/terminals/{}: client too slow, {} bytes of output waiting; dropped",
+              request_.remote_address, terminal_id_, frames_.queued_bytes());
     return tear_down();
   }
   frames_.queue_binary(bytes);
@@ -354,7 +354,7 @@ void TerminalSocket::do_close(std::uint16_t code, std::string reason) {
     client_->detach();
     client_.reset();
   }
-  http_logger()->info("{} WS /api/terminals/{} closed: {} {}", request_.remote_address, terminal_id_, code, reason);
+  log::info("http", "{} WS /api/terminals/{} closed: {} {}", request_.remote_address, terminal_id_, code, reason);
   frames_.queue_close(code, reason);
   std::weak_ptr<TerminalSocket> weak = weak_from_this();
   close_timer_ = loop().after(kHandshakeTimeout, [weak] {

@@ -14,6 +14,7 @@
 #include "backup/mirror_record.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
+#include "util/log.hpp"
 #include "util/thread_name.hpp"
 #include "util/thread_priority.hpp"
 #include "util/unique_fd.hpp"
@@ -98,7 +99,7 @@ void MirrorService::thread_main() {
     try {
       run_pass();
     } catch (const std::exception& e) {
-      if (options_.log) options_.log(fmt::format("backup: pass failed: {}", e.what()));
+      log::warn("backup", "backup: pass failed: {}", e.what());
     }
     lock.lock();
     wake_.wait_for(lock, options_.interval, [this] { return stopping_ || requested_; });
@@ -168,11 +169,11 @@ PassReport MirrorService::run_pass() {
   try {
     write_status_file(last);
   } catch (const std::exception& e) {
-    if (options_.log) options_.log(fmt::format("backup: status file {}: {}", options_.status_file, e.what()));
+    log::warn("backup", "backup: status file {}: {}", options_.status_file, e.what());
   }
-  if (options_.log && report.total.errors > 0)
-    options_.log(fmt::format("backup: pass ended with {} errors, the first: {}", report.total.errors,
-                             report.total.error_messages.empty() ? "" : report.total.error_messages.front()));
+  if (report.total.errors > 0)
+    log::warn("backup", "backup: pass ended with {} errors, the first: {}", report.total.errors,
+              report.total.error_messages.empty() ? "" : report.total.error_messages.front());
   return report;
 }
 

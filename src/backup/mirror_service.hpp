@@ -46,8 +46,7 @@ struct MirrorServiceOptions {
   // deleted none of them: their copies wait, whole, for `backup restore --all`.
   std::function<bool(const std::string& name)> deleted_here;
   std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
-  std::function<void(const std::string&)> log;  // a pass's summary and failures; none: silent
-  MirrorTreeOptions tree;                       // test hooks
+  MirrorTreeOptions tree;  // test hooks
 };
 
 struct AccountPass {

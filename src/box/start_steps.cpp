@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace agentbox {
 namespace {
@@ -60,7 +61,7 @@ void step_failed(StartStep step, std::string_view reason) {
   if (sink) {
     sink(info, reason);
   } else {
-    fmt::print(stderr, "agentbox: {} unavailable ({}); instead {}\n", info.name, reason, info.without);
+    log::warn("box", "{} unavailable ({}); instead {}", info.name, reason, info.without);
   }
 }
 

@@ -50,7 +50,8 @@ const StartStepInfo& step_info(StartStep step);
 // A required step's failure is thrown as agentbox::Error naming the step.
 void step_failed(StartStep step, std::string_view reason);
 
-// Where reports go: the daemon logs them; the default writes one line to stderr.
+// Where reports go instead of the log (util/log.hpp, a warning of "box"): doctor collects them
+// for its table. None (the default): the log.
 using StepReportSink = std::function<void(const StartStepInfo&, std::string_view reason)>;
 void set_step_report_sink(StepReportSink sink);
 

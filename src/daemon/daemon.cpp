@@ -7,8 +7,6 @@
 #include <iostream>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
 #include "api/proxy.hpp"
 #include "api/routes.hpp"
 #include "config/units.hpp"
@@ -16,6 +14,7 @@
 #include "net/egress_listener.hpp"
 #include "store/schema.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::daemon {
 
@@ -29,8 +28,7 @@ constexpr unsigned kFileThreads = 4;
 // use; a few are made ahead for new accounts (volumes/spare_volumes.hpp).
 std::shared_ptr<AccountVolumes> make_volumes(const ServerConfig& config, AccountStore& accounts) {
   SparePolicy spares{.count = config.accounts.spare_volumes,
-                     .quota = {config.storage.quota.disk_bytes, config.storage.quota.inodes},
-                     .log = [](const std::string& message) { spdlog::warn("{}", message); }};
+                     .quota = {config.storage.quota.disk_bytes, config.storage.quota.inodes}};
   auto volumes = std::make_shared<AccountVolumes>(
       config.state_dir, make_volume_backend(config.storage.quotas(), std::move(spares)),
       [&accounts, storage = config.storage](const std::string& name) {
@@ -125,7 +123,6 @@ std::unique_ptr<backup::MirrorService> mirror_of(const ServerConfig& config, Acc
   };
   // Only what this node deleted is put away: after a lost disk the mirror waits for a restore.
   m.deleted_here = [&accounts](const std::string& name) { return accounts.was_deleted(name); };
-  m.log = [](const std::string& message) { spdlog::warn("{}", message); };
   auto mirror = std::make_unique<backup::MirrorService>(std::move(m));
   mirror->start();
   std::cout << "backup: mirror of homes in " << config.backup.dir << " every " << config.backup.interval.count()
@@ -139,7 +136,6 @@ exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_
   o.log_dir_of = [volumes](const std::string& account) { return volumes->paths(account).daemon + "/logs"; };
   o.output_cap = config.exec.output_cap;
   o.retention = config.exec.retention;
-  o.on_error = [](const std::string& message) { spdlog::warn("{}", message); };
   return o;
 }
 
@@ -278,13 +274,13 @@ void Daemon::serve_netns(const std::string& account, int netns_fd) {
   try {
     egress_.serve(net::listen_in_netns(netns_fd, config_.egress_proxy.port), account, user);
   } catch (const std::exception& e) {
-    spdlog::warn("egress proxy for {}: {} (its box has no network)", account, e.what());
+    log::warn("daemon", "egress proxy for {}: {} (its box has no network)", account, e.what());
   }
   if (!gateway_) return;
   try {
     gateway_->serve(net::listen_in_netns(netns_fd, config_.inference.port), account, user);
   } catch (const std::exception& e) {
-    spdlog::warn("model gateway for {}: {} (its box cannot reach the model)", account, e.what());
+    log::warn("daemon", "model gateway for {}: {} (its box cannot reach the model)", account, e.what());
   }
 }
 
@@ -365,7 +361,7 @@ void Daemon::run() {
             << config_.state_dir << ", cgroup " << cgroups_->kind() << ")" << std::endl;
   int sig = 0;
   while ((sig = signals_.wait()) == SIGHUP) reload();
-  spdlog::info("signal {}: stopping (finishing requests in flight)", sig);
+  log::info("daemon", "signal {}: stopping (finishing requests in flight)", sig);
 }
 
 // SIGHUP: the policy is read again from the same file and environment; a file with an error
@@ -374,13 +370,14 @@ void Daemon::reload() {
   try {
     ServerConfig fresh = load_config(options_);
     egress_.set_config(std::make_shared<const net::EgressConfig>(std::move(fresh.egress)));
-    spdlog::info("SIGHUP: egress policy reloaded");
+    log::info("daemon", "SIGHUP: egress policy reloaded");
     if (startup_.placement) {
       startup_.placement->reload();
-      spdlog::info("SIGHUP: cluster file reloaded ({} pins)", startup_.placement->placement()->config().pins.size());
+      log::info("daemon", "SIGHUP: cluster file reloaded ({} pins)",
+                startup_.placement->placement()->config().pins.size());
     }
   } catch (const std::exception& e) {
-    spdlog::error("SIGHUP: the configuration has errors, the policy stays as it was:\n{}", e.what());
+    log::error("daemon", "SIGHUP: the configuration has errors, the policy stays as it was:\n{}", e.what());
   }
 }
 

@@ -9,11 +9,13 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/serve.hpp"
+#include "daemon/spdlog_sink.hpp"
 #include "util/crash_report.hpp"
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
   agentbox::install_crash_report("agentbox serve");
+  agentbox::daemon::install_spdlog_sink();  // before any thread: every log line through spdlog
   // Once, for every thread the daemon starts: a write to a pipe or socket whose reader is gone
   // (a command's stdin, a client that left) answers EPIPE where it is made, instead of a
   // SIGPIPE that would end the daemon. What the daemon execs gets the default back

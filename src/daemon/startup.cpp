@@ -11,10 +11,7 @@
 #include <cstring>
 #include <iostream>
 
-#include <spdlog/spdlog.h>
-
 #include "box/agent_paths.hpp"
-#include "box/start_steps.hpp"
 #include "config/inference_config.hpp"
 #include "util/capabilities.hpp"
 #include "util/error.hpp"
@@ -160,10 +157,6 @@ Startup settle(const ServerConfig& config, const ServeOptions& options) {
     if (auto warning = short_key_warning(what, *key)) std::cout << "warning: " << *warning << "\n";
   }
   for (const std::string& warning : config_warnings(config)) std::cout << "warning: " << warning << "\n";
-  // Optional steps of a box start that fall back (box/start_steps.hpp) say so once, in the log.
-  set_step_report_sink([](const StartStepInfo& step, std::string_view reason) {
-    spdlog::warn("{} unavailable ({}); instead {}", step.name, reason, step.without);
-  });
   return Startup{std::move(address),   std::move(uid_range), std::move(placement),       std::move(api_key),
                  std::move(admin_key), std::move(agent),     std::move(model_credential)};
 }

@@ -92,8 +92,6 @@ struct ProcessTableOptions {
   std::chrono::milliseconds kill_grace{3000};       // TERM → KILL after this
   std::chrono::milliseconds drain_grace{200};       // after exit, wait this long for output EOF
   std::chrono::milliseconds purge_interval{60000};  // how often expired records and logs go
-  // Where a failure of the store that loses no answer is reported (once each): the daemon's log.
-  std::function<void(const std::string&)> on_error;
 };
 
 enum class InputResult { ok, not_found, exited, closed };

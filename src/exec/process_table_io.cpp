@@ -1,6 +1,8 @@
 // A process's strand: its output read into the log, its end, kill escalation and input.
 #include "exec/process_table_impl.hpp"
 
+#include "util/log.hpp"
+
 namespace agentbox::exec {
 
 using namespace ptable;
@@ -161,7 +163,7 @@ void ProcessTable::Impl::report_store_failure(const char* what, const std::excep
     std::lock_guard lock(mu);
     if (!reported.insert(message).second) return;
   }
-  if (opts.on_error) opts.on_error(message);
+  log::warn("exec", "{}", message);
 }
 
 void ProcessTable::Impl::send_signal(const Proc& p, int sig) {

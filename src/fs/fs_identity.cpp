@@ -4,11 +4,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace agentbox {
 namespace {
@@ -43,7 +43,7 @@ std::vector<gid_t> thread_groups() {
 // A thread that cannot get its identity back would go on serving other accounts with this
 // one's: stopping the daemon is the only safe answer.
 [[noreturn]] void die_restoring(const char* what) {
-  std::fprintf(stderr, "agentbox: cannot restore the thread's %s after a file operation\n", what);
+  log::error("fs", "cannot restore the thread's {} after a file operation; stopping", what);
   std::abort();
 }
 

@@ -6,23 +6,11 @@
 #include <array>
 #include <cctype>
 
+#include "util/log.hpp"
+
 namespace agentbox::http {
 
 namespace urls = boost::urls;
-
-std::shared_ptr<spdlog::logger> http_logger() {
-  static const std::shared_ptr<spdlog::logger> logger = [] {
-    if (auto existing = spdlog::get("http")) return existing;
-    auto made = spdlog::default_logger()->clone("http");
-    try {
-      spdlog::register_logger(made);
-    } catch (const spdlog::spdlog_ex&) {  // another room registered it first
-      if (auto existing = spdlog::get("http")) return existing;
-    }
-    return made;
-  }();
-  return logger;
-}
 
 namespace {
 
@@ -63,8 +51,8 @@ std::string loggable_target(std::string_view target) {
 
 void log_access(const AccessRecord& r) {
   auto ms = std::chrono::duration<double, std::milli>(r.duration).count();
-  http_logger()->info("{} \"{} {}\" {} {}B {:.1f}ms", r.remote, r.method, loggable_target(r.target), r.status,
-                      r.body_bytes, ms);
+  log::info("http", "{} \"{} {}\" {} {}B {:.1f}ms", r.remote, r.method, loggable_target(r.target), r.status,
+            r.body_bytes, ms);
 }
 
 }  // namespace agentbox::http

@@ -1,19 +1,13 @@
 #pragma once
-// The HTTP layer's logger and its access log line. The line holds method, path and query (with
-// secret-looking query values redacted), status, bytes and duration; never a header, so the
-// Authorization header and cookies cannot reach a log.
-#include <spdlog/spdlog.h>
-
+// The HTTP server's access log line (component "http" of util/log.hpp). The line holds method,
+// path and query (with secret-looking query values redacted), status, bytes and duration; never
+// a header, so the Authorization header and cookies cannot reach a log.
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 
 namespace agentbox::http {
-
-// The "http" logger (a clone of the default logger, made on first use).
-std::shared_ptr<spdlog::logger> http_logger();
 
 // The target with values of query parameters whose name suggests a secret (token, key,
 // signature, password, ...) replaced by "REDACTED". Unparseable targets are replaced whole.

@@ -1,6 +1,6 @@
 #include "http/error.hpp"
 
-#include "http/access_log.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::http {
 
@@ -18,9 +18,9 @@ Response response_for_exception(std::exception_ptr error, std::string_view conte
   } catch (const HttpError& e) {
     return error_response(e.status(), e.detail(), e.code());
   } catch (const std::exception& e) {
-    http_logger()->error("{}: unhandled exception: {}", context, e.what());
+    log::error("http", "{}: unhandled exception: {}", context, e.what());
   } catch (...) {
-    http_logger()->error("{}: unhandled non-standard exception", context);
+    log::error("http", "{}: unhandled non-standard exception", context);
   }
   return error_response(http::status::internal_server_error, "Internal Server Error");
 }

@@ -8,9 +8,9 @@
 
 #include <array>
 
-#include "http/access_log.hpp"
 #include "http/error.hpp"
 #include "http/session.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::http {
 
@@ -103,7 +103,7 @@ void HttpListener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   if (!acceptor_.is_open() || ec == asio::error::operation_aborted) return;
   if (ec) {
     // Out of descriptors or memory: the backlog waits while we pause instead of spinning.
-    http_logger()->warn("accept on port {}: {}", port_, ec.message());
+    log::warn("http", "accept on port {}: {}", port_, ec.message());
     retry_timer_.expires_after(kAcceptRetryDelay);
     retry_timer_.async_wait([self = shared_from_this()](auto wait_ec) {
       if (!wait_ec) self->do_accept();
@@ -129,7 +129,7 @@ void HttpListener::admit(tcp::socket socket) {
   }
   count(ctx_->counters.connections_rejected);
   const std::string detail = refusal_detail(admission.refused, ctx_->connections->limits());
-  http_logger()->warn("{}:{}: {}", peer.address().to_string(), peer.port(), detail);
+  log::warn("http", "{}:{}: {}", peer.address().to_string(), peer.port(), detail);
   if (refusing_->fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
     refusing_->fetch_sub(1, std::memory_order_relaxed);
     socket.close(ec);

@@ -1,8 +1,8 @@
 #include "http/response_writer.hpp"
 
-#include "http/access_log.hpp"
 #include "http/error.hpp"
 #include "http/session.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::http {
 
@@ -15,10 +15,10 @@ ResponseWriter::~ResponseWriter() {
   auto session = session_.lock();
   if (!session) return;
   if (state_ == State::fresh) {
-    http_logger()->error("{}: async handler dropped its response writer without answering", context_);
+    log::error("http", "{}: async handler dropped its response writer without answering", context_);
     session->post_send(error_response(http::status::internal_server_error, "Internal Server Error"));
   } else {
-    http_logger()->error("{}: async handler dropped its response writer mid-stream", context_);
+    log::error("http", "{}: async handler dropped its response writer mid-stream", context_);
     session->post_abort();
   }
 }

@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <future>
 
-#include "http/access_log.hpp"
 #include "http/listener.hpp"
 #include "http/server_context.hpp"
 #include "http/session.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::http {
 
@@ -148,10 +148,10 @@ void HttpServer::stop() {
   for (const auto& session : ctx_->sessions.snapshot()) session->begin_shutdown();
   if (!ctx_->sessions.wait_empty_until(deadline)) {
     const auto left = ctx_->sessions.size();
-    http_logger()->warn("shutdown: {} connection(s) still busy after the grace period, closing them", left);
+    log::warn("http", "shutdown: {} connection(s) still busy after the grace period, closing them", left);
     for (const auto& session : ctx_->sessions.snapshot()) session->force_close();
     if (!ctx_->sessions.wait_empty_until(std::chrono::steady_clock::now() + kForcedCloseWait))
-      http_logger()->warn("shutdown: {} connection(s) held by handlers after close", ctx_->sessions.size());
+      log::warn("http", "shutdown: {} connection(s) held by handlers after close", ctx_->sessions.size());
   }
   if (threads_) {
     threads_->stop();  // stops ioc_ too

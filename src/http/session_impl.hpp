@@ -18,12 +18,12 @@
 #include <cstring>
 #include <ctime>
 
-#include "http/access_log.hpp"
 #include "http/authorize.hpp"
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
 #include "http/session.hpp"
 #include "http/session_responses.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::http {
 
@@ -233,7 +233,7 @@ void Session<Stream>::route_request() {
     }
     UniqueFd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
     if (!file) {
-      http_logger()->error("{}: open(O_TMPFILE in {}): {}", context(), dir, std::strerror(errno));
+      log::error("http", "{}: open(O_TMPFILE in {}): {}", context(), dir, std::strerror(errno));
       return respond_early(error_response(http::status::internal_server_error, "Internal Server Error"));
     }
     body_parser_->get().body().file = std::move(file);
@@ -290,7 +290,7 @@ void Session<Stream>::on_read_body(error_code ec) {
       if (err == ENOSPC || err == EDQUOT)
         return respond_early(error_response(http::status::insufficient_storage,
                                             "Disk quota exceeded: the request body does not fit in your storage"));
-      http_logger()->error("{}: writing request body to spool file: {}", context(), std::strerror(err));
+      log::error("http", "{}: writing request body to spool file: {}", context(), std::strerror(err));
       return respond_early(error_response(http::status::internal_server_error, "Internal Server Error"));
     }
     if (is_disconnect(ec)) return do_close();
@@ -329,12 +329,12 @@ void Session<Stream>::dispatch() {
 template <class Stream>
 void Session<Stream>::hand_over(const TakeoverHandler& handler, bool key_accepted) {
   if constexpr (!Io::can_take_over) {  // a Takeover holds a TCP socket
-    http_logger()->error("{}: a takeover route needs a TCP connection", context());
+    log::error("http", "{}: a takeover route needs a TCP connection", context());
     return respond_early(error_response(http::status::internal_server_error, "Internal Server Error"));
   } else {
     disarm();
     state_ = State::closed;
-    http_logger()->info("{} \"{}\" taken over by its handler", remote_, context());
+    log::info("http", "{} \"{}\" taken over by its handler", remote_, context());
     slot_.on_evict(nullptr);  // busy from here on; a handler that waits may set its own
     Takeover t{std::move(request_), std::make_unique<Takeover::Parser>(std::move(*header_parser_)),
                std::move(socket_),  std::move(buffer_),
@@ -344,7 +344,7 @@ void Session<Stream>::hand_over(const TakeoverHandler& handler, bool key_accepte
     try {
       handler(std::move(t));
     } catch (const std::exception& e) {
-      http_logger()->error("{}: takeover handler failed: {}", context(), e.what());
+      log::error("http", "{}: takeover handler failed: {}", context(), e.what());
     }
   }
 }

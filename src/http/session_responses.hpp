@@ -16,6 +16,7 @@
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
 #include "http/session.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::http {
 
@@ -102,7 +103,7 @@ void Session<Stream>::post_chunk(std::string data) {
     self->queued_chunk_bytes_ += d.size();
     if (self->queued_chunk_bytes_ > self->ctx_->options.stream_queue_limit) {
       count(self->ctx_->counters.stream_overflows);
-      http_logger()->warn("{}: client reads too slowly, dropping the stream", self->context());
+      log::warn("http", "{}: client reads too slowly, dropping the stream", self->context());
       return self->do_close();
     }
     self->enqueue(ChunkJob{std::move(d)});
@@ -183,8 +184,8 @@ void Session<Stream>::do_write_file_piece() {
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(job.remaining, io_buffer_.size()));
     const ssize_t n = ::pread(job.fd.get(), io_buffer_.data(), want, static_cast<off_t>(job.offset));
     if (n <= 0) {
-      http_logger()->error("{}: reading response body at {}: {}", context(), job.offset,
-                           n == 0 ? "file shorter than announced" : std::strerror(errno));
+      log::error("http", "{}: reading response body at {}: {}", context(), job.offset,
+                 n == 0 ? "file shorter than announced" : std::strerror(errno));
       return do_close();
     }
     arm(Timeout::write, Clock::now() + ctx_->options.write_timeout);
@@ -212,8 +213,8 @@ void Session<Stream>::do_write_file_piece() {
     if (n < 0 && (errno == EPIPE || errno == ECONNRESET))  // the client left
       return do_close();
     // The Content-Length is already on the wire: the only honest end is a cut connection.
-    http_logger()->error("{}: sendfile of response body at {}: {}", context(), job.offset,
-                         n == 0 ? "file shorter than announced" : std::strerror(errno));
+    log::error("http", "{}: sendfile of response body at {}: {}", context(), job.offset,
+               n == 0 ? "file shorter than announced" : std::strerror(errno));
     return do_close();
   }
 }

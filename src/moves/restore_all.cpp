@@ -8,12 +8,12 @@
 #include <chrono>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "backup/mirror_layout.hpp"
 #include "backup/mirror_tree.hpp"
 #include "moves/transfer.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::moves {
@@ -146,8 +146,8 @@ nlohmann::json restore_all(RestoreAllContext& c) {
       }
       Restored r = restore_one(c, root.get(), m);
       c.gate.end(m.dir);
-      spdlog::info("backup: restored {} as {} (uid {}): {} files, {} bytes", user, r.account.name, r.account.uid,
-                   r.stats.files_copied, r.stats.bytes_copied);
+      log::info("backup", "backup: restored {} as {} (uid {}): {} files, {} bytes", user, r.account.name, r.account.uid,
+                r.stats.files_copied, r.stats.bytes_copied);
       restored.push_back({{"user", user},
                           {"name", r.account.name},
                           {"uid", r.account.uid},
@@ -155,7 +155,7 @@ nlohmann::json restore_all(RestoreAllContext& c) {
                           {"bytes", r.stats.bytes_copied},
                           {"resumed", facts.resuming}});
     } catch (const std::exception& e) {
-      spdlog::warn("backup: restore of {} ({}) failed: {}", m.dir, user, e.what());
+      log::warn("backup", "backup: restore of {} ({}) failed: {}", m.dir, user, e.what());
       errors.push_back({{"user", user}, {"name", m.dir}, {"detail", e.what()}});
     }
   }

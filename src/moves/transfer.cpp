@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -30,6 +28,7 @@
 #include "fs/dir_entries.hpp"
 #include "http/error.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/run_program.hpp"
 #include "util/unique_fd.hpp"
 
@@ -370,7 +369,7 @@ void move_test_pause(std::string_view point) {
   if (eq == std::string_view::npos || h.substr(0, eq) != point) return;
   int seconds = 0;
   std::from_chars(h.data() + eq + 1, h.data() + h.size(), seconds);
-  spdlog::warn("test hook: move paused at {} for {} s", point, seconds);
+  log::warn("moves", "test hook: move paused at {} for {} s", point, seconds);
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
 }
 

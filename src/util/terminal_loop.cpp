@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <exception>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/thread_name.hpp"
 #include "util/unhandled.hpp"
 
@@ -131,7 +133,7 @@ void TerminalLoop::arm_timer() {
     when.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
   }
   if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &when, nullptr) != 0) {
-    std::fprintf(stderr, "agentbox: epoll loop: timerfd_settime failed: errno %d\n", errno);
+    log::error(name_, "timerfd_settime: {}", std::strerror(errno));
     return;  // tried again on the next pass
   }
   armed_ = next;
@@ -174,7 +176,7 @@ void TerminalLoop::run() {
     arm_timer();
     const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, -1);
     if (n < 0 && errno != EINTR) {
-      std::fprintf(stderr, "agentbox: epoll loop: epoll_wait failed: errno %d\n", errno);
+      log::error(name_, "epoll_wait: {}; the loop stops", std::strerror(errno));
       return;
     }
     try {

@@ -1,21 +1,24 @@
 #include "util/unhandled.hpp"
 
-#include <cstdio>
 #include <string>
+
+#include "util/log.hpp"
 
 namespace agentbox {
 
 void report_unhandled(std::string_view where, std::exception_ptr error) noexcept {
-  std::string what = "an exception of unknown type";
+  std::string message;
+  std::string_view what = "an exception of unknown type";
   try {
-    if (error) std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      message = e.what();  // copied: the object caught may be a copy that dies with this handler
+      what = message;
+    }
+  } catch (...) {  // not a std::exception, or no memory to copy its message
   }
-  // One write, so lines of two threads never interleave.
-  std::fprintf(stderr, "agentbox: %.*s: unhandled exception: %s\n", static_cast<int>(where.size()), where.data(),
-               what.c_str());
+  log::error(where, "unhandled exception: {}", what);  // never throws, whatever the sink does
 }
 
 }  // namespace agentbox

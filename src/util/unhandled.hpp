@@ -1,7 +1,8 @@
 #pragma once
-// The last catch of a loop or a guard: an exception no handler caught is reported in one line
-// on stderr, naming where it was caught ("agentbox: box-loop: unhandled exception: ..."), and
-// the loop goes on. Never silent: a handler that throws is a bug to find, not to swallow.
+// The last catch of a loop or a guard: an exception no handler caught is reported as an error
+// line of the log (util/log.hpp), its component where it was caught ("[box-loop] [error]
+// unhandled exception: ..."), and the loop goes on. Never silent: a handler that throws is a
+// bug to find, not to swallow.
 #include <exception>
 #include <string_view>
 #include <utility>

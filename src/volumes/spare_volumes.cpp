@@ -15,6 +15,7 @@
 
 #include "fs/dir_entries.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/thread_priority.hpp"
 #include "volumes/ext4_image.hpp"
 
@@ -74,7 +75,7 @@ SpareVolumes::Taken SpareVolumes::take(const DiskQuota& quota, const std::string
   }
   wake_.notify_all();  // one to make
   if (::rename(spare.image.c_str(), image.c_str()) != 0) {
-    log("spare volume " + spare.image + ": rename to " + image + ": " + std::strerror(errno));
+    log::warn("volumes", "spare volume {}: rename to {}: {}", spare.image, image, std::strerror(errno));
     spare.mount.reset();
     ::unlink(spare.image.c_str());
     return Taken::none;
@@ -84,7 +85,7 @@ SpareVolumes::Taken SpareVolumes::take(const DiskQuota& quota, const std::string
     attach_mount(spare.mount, dir);
     return Taken::mounted;
   } catch (const Error& e) {
-    log("spare volume " + image + ": " + e.what() + " (mounted the usual way instead)");
+    log::warn("volumes", "spare volume {}: {} (mounted the usual way instead)", image, e.what());
     return Taken::image;  // its descriptor closes here: the usual mount takes the image
   }
 }
@@ -106,7 +107,7 @@ void SpareVolumes::refill() {
       lock.lock();
       spares_.push_back(std::move(spare));
     } catch (const std::exception& e) {
-      log(std::string("spare volume: ") + e.what() + "; new accounts make their own for now");
+      log::warn("volumes", "spare volume: {}; new accounts make their own for now", e.what());
       lock.lock();
       wake_.wait_for(lock, kRetryAfterFailure, [this] { return stopping_; });
     }
@@ -143,12 +144,12 @@ SpareVolumes::Spare SpareVolumes::make() {
 // (spares of another quota, half-made images).
 void SpareVolumes::adopt_leftovers() {
   UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir) return log("spare volumes: open(" + dir_ + "): " + std::strerror(errno));
+  if (!dir) return log::warn("volumes", "spare volumes: open({}): {}", dir_, std::strerror(errno));
   std::vector<DirEntry> entries;
   try {
     entries = read_dir_entries(dir.get(), dir_);
   } catch (const std::exception& e) {
-    return log(std::string("spare volumes: ") + e.what());
+    return log::warn("volumes", "spare volumes: {}", e.what());
   }
   for (const DirEntry& e : entries) {
     const std::string path = dir_ + "/" + e.name;
@@ -166,7 +167,7 @@ void SpareVolumes::adopt_leftovers() {
       spare.mount = mount_image_detached(path);
     } catch (const Error& err) {
       if (err.code() != ENOSYS) {
-        log("spare volume " + path + ": " + err.what() + " (deleted)");
+        log::warn("volumes", "spare volume {}: {} (deleted)", path, err.what());
         ::unlink(path.c_str());
         continue;
       }
@@ -176,10 +177,6 @@ void SpareVolumes::adopt_leftovers() {
     std::lock_guard lock(mu_);
     spares_.push_back(std::move(spare));
   }
-}
-
-void SpareVolumes::log(const std::string& message) const {
-  if (policy_.log) policy_.log(message);
 }
 
 }  // namespace agentbox

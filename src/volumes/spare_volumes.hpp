@@ -59,7 +59,6 @@ class SpareVolumes {
   void refill();
   void adopt_leftovers();
   Spare make();
-  void log(const std::string& message) const;
 
   const std::string dir_;  // VOLUMES/.spare
   const SparePolicy policy_;

@@ -15,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -43,7 +42,6 @@ class SpareVolumes;
 struct SparePolicy {
   size_t count = 0;  // spares kept ready; 0: none ([accounts] spare_volumes)
   DiskQuota quota;   // theirs: the default quota (an account with another makes its own)
-  std::function<void(const std::string& message)> log;  // a spare that could not be made, and why
 };
 
 // Runs on: open_root() and close_root() on the daemon's main thread at start and stop;

@@ -253,6 +253,17 @@ def test_the_cli_links_no_crypto_library():
     assert not crypto, crypto[:10]
 
 
+def test_the_cli_links_no_logging_library():
+    """spdlog is agentbox-serve's log sink (daemon/spdlog_sink); the static `agentbox` logs
+    through util/log's default sink and maps nothing of spdlog's."""
+    r = subprocess.run(["nm", agentbox_bin()], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    symbols = [line.split()[-1] for line in r.stdout.splitlines() if line.strip()]
+    assert "main" in symbols  # a symbol table to look at: the check below cannot pass vacuously
+    spdlog = sorted(s for s in symbols if "spdlog" in s)
+    assert not spdlog, spdlog[:10]
+
+
 def test_run_never_hands_the_callers_terminal_to_the_box(workdir):
     """stdin piped, stdout and stderr a terminal: the box gets pipes (its output is relayed to
     the terminal), and whatever it does to its stdout cannot reach the caller's terminal: here

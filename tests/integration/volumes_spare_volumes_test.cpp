@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "support/log_capture.hpp"
 #include "support/scratch_dir.hpp"
 #include "util/file_io.hpp"
 #include "util/loop_image_probe.hpp"
@@ -74,18 +75,16 @@ class SpareVolumesTest : public ::testing::Test {
     ASSERT_EQ(::mkdir(volumes_.c_str(), 0711), 0);
     spare_dir_ = volumes_ + "/.spare";
   }
-  SparePolicy policy(size_t count, DiskQuota quota = kQuota) {
-    return {count, quota, [this](const std::string& m) { logged_.push_back(m); }};
-  }
+  SparePolicy policy(size_t count, DiskQuota quota = kQuota) { return {count, quota}; }
 
   testing::ScratchDir scratch_{"agentbox-spares"};
   std::string volumes_, spare_dir_;
-  std::vector<std::string> logged_;
+  testing::LogCapture log_;  // what the spares say went wrong (util/log.hpp)
 };
 
 TEST_F(SpareVolumesTest, TheBoundIsKeptAndATakenSpareIsAMountedVolumeAtOnce) {
   SpareVolumes spares(volumes_, policy(2));
-  ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << ::testing::PrintToString(logged_);
+  ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << log_.text();
   EXPECT_EQ(images_in(spare_dir_).size(), 2u);
   EXPECT_EQ(loops_backing(spare_dir_), 2) << "each spare is mounted already (a loop device each)";
 
@@ -109,7 +108,7 @@ TEST_F(SpareVolumesTest, TheBoundIsKeptAndATakenSpareIsAMountedVolumeAtOnce) {
   EXPECT_EQ(spares.take({64ull << 20, 2000}, volumes_ + "/b.img", volumes_ + "/b"), SpareVolumes::Taken::none)
       << "another quota makes its own";
   EXPECT_EQ(spares.ready(), 2u);
-  EXPECT_TRUE(logged_.empty()) << ::testing::PrintToString(logged_);
+  EXPECT_TRUE(log_.lines_now().empty()) << log_.text();
   ASSERT_EQ(::umount2(dir.c_str(), 0), 0);
 }
 
@@ -142,7 +141,7 @@ TEST_F(SpareVolumesTest, ARestartMountsTheOldSparesAgainAndDeletesWhatIsNotItsOw
   std::set<std::string> made;
   {
     SpareVolumes spares(volumes_, policy(2));
-    ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << ::testing::PrintToString(logged_);
+    ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << log_.text();
     made = images_in(spare_dir_);
   }
   EXPECT_EQ(images_in(spare_dir_), made) << "a stop keeps the images";
@@ -152,12 +151,12 @@ TEST_F(SpareVolumesTest, ARestartMountsTheOldSparesAgainAndDeletesWhatIsNotItsOw
   { std::ofstream(spare_dir_ + "/" + *made.begin() + ".new") << "half made"; }
   {
     SpareVolumes spares(volumes_, policy(2));
-    ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << ::testing::PrintToString(logged_);
+    ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << log_.text();
     EXPECT_EQ(images_in(spare_dir_), made) << "the same spares, mounted again: no mkfs";
   }
   {
     SpareVolumes spares(volumes_, policy(1, {48ull << 20, 2000}));
-    ASSERT_TRUE(eventually([&] { return spares.ready() == 1; })) << ::testing::PrintToString(logged_);
+    ASSERT_TRUE(eventually([&] { return spares.ready() == 1; })) << log_.text();
     const std::set<std::string> now = images_in(spare_dir_);
     ASSERT_EQ(now.size(), 1u) << "the old quota's spares are gone";
     EXPECT_TRUE(now.begin()->starts_with(std::to_string(48ull << 20) + "-2000-")) << *now.begin();
@@ -172,7 +171,7 @@ TEST_F(SpareVolumesTest, ANewAccountOfTheDefaultQuotaGetsASpare) {
     });
     const SpareVolumes* spares = volumes.backend().spares();
     ASSERT_NE(spares, nullptr);
-    ASSERT_TRUE(eventually([&] { return spares->ready() == 1; })) << ::testing::PrintToString(logged_);
+    ASSERT_TRUE(eventually([&] { return spares->ready() == 1; })) << log_.text();
     for (const std::string& name : images_in(spare_dir_)) {
       struct stat st {};
       ASSERT_EQ(::stat((spare_dir_ + "/" + name).c_str(), &st), 0);
@@ -197,7 +196,7 @@ TEST_F(SpareVolumesTest, ANewAccountOfTheDefaultQuotaGetsASpare) {
   }
   EXPECT_FALSE(mounted(scratch_.path() + "/volumes/carol-1a2b3c")) << "unmounted when the daemon lets go";
   EXPECT_TRUE(eventually([&] { return loops_backing(scratch_.path()) == 0; }, 10s));
-  EXPECT_TRUE(logged_.empty()) << ::testing::PrintToString(logged_);
+  EXPECT_TRUE(log_.lines_now().empty()) << log_.text();
 }
 
 }  // namespace

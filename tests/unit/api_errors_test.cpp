@@ -3,12 +3,10 @@
 #include "api/errors.hpp"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <functional>
-#include <sstream>
 #include <string>
 
 #include "agent/chat_request.hpp"
@@ -16,7 +14,7 @@
 #include "box/spawn_result.hpp"
 #include "exec/terminals.hpp"
 #include "fs/fs_error.hpp"
-#include "http/access_log.hpp"
+#include "support/log_capture.hpp"
 
 namespace agentbox::api {
 namespace {
@@ -150,17 +148,15 @@ TEST(ApiErrors, TheRouteTablesMapIsTheSameFunction) {
 }
 
 TEST(ApiErrors, A500IsLoggedWithItsContextAndRealMessage) {
-  auto log = std::make_shared<std::ostringstream>();
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*log);
-  http_logger()->sinks().push_back(sink);
+  testing::LogCapture log;
   const Response r =
       error_response_for(caught([] { throw Error("open(/var/lib/agentbox/secret): EACCES"); }), "GET /files/read");
-  http_logger()->sinks().pop_back();
   EXPECT_EQ(r.status, http::status::internal_server_error);
   EXPECT_EQ(r.body.find("secret"), std::string::npos);
-  EXPECT_NE(log->str().find("GET /files/read: unhandled exception: open(/var/lib/agentbox/secret): EACCES"),
-            std::string::npos)
-      << log->str();
+  EXPECT_NE(
+      log.text().find("[http] [error] GET /files/read: unhandled exception: open(/var/lib/agentbox/secret): EACCES"),
+      std::string::npos)
+      << log.text();
 }
 
 }  // namespace

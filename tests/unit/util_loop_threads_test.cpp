@@ -47,7 +47,7 @@ TEST(LoopThreads, AnEscapedExceptionIsReportedWithTheLoopsNameAndTheLoopRunsOn) 
     threads.stop();
   }
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("agentbox: thrower: unhandled exception: a handler's bug"), std::string::npos) << err;
+  EXPECT_NE(err.find("[thrower] [error] unhandled exception: a handler's bug"), std::string::npos) << err;
 }
 
 TEST(LoopThreads, StopJoinsAndIsIdempotentAndAnIdleLoopWaitsForWork) {

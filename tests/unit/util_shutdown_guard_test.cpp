@@ -52,8 +52,8 @@ TEST(ShutdownGuard, WhatAHandlerThrowsIsReportedWithTheGuardsName) {
   EXPECT_TRUE(guard.run([] { throw std::runtime_error("store is full"); }));
   EXPECT_TRUE(guard.run([] { throw 42; }));
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("agentbox: process-table: unhandled exception: store is full"), std::string::npos) << err;
-  EXPECT_NE(err.find("agentbox: process-table: unhandled exception: an exception of unknown type"), std::string::npos)
+  EXPECT_NE(err.find("[process-table] [error] unhandled exception: store is full"), std::string::npos) << err;
+  EXPECT_NE(err.find("[process-table] [error] unhandled exception: an exception of unknown type"), std::string::npos)
       << err;
   int ran = 0;
   EXPECT_TRUE(guard.run([&] { ++ran; }));  // and it goes on guarding
