@@ -56,7 +56,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
   using Setup = TurnSetup;
 
   Turn(Setup setup, agent::ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
-       std::shared_ptr<FairPool> pool, const TurnOptions& options, Writer writer)
+       std::shared_ptr<FairPool> pool, const TurnOptions& options, Writer writer, std::shared_ptr<ChatQueue::Hold> hold)
       : s_(std::move(setup)),
         runner_(runner),
         chats_(chats),
@@ -64,6 +64,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
         pool_(std::move(pool)),
         options_(options),
         writer_(std::move(writer)),
+        hold_(std::move(hold)),
         render_(s_.model_name, "chatcmpl-" + random_hex(12), std::time(nullptr)) {}
 
   void start() {
@@ -262,6 +263,9 @@ class Turn : public std::enable_shared_from_this<Turn> {
   std::shared_ptr<FairPool> pool_;
   const TurnOptions& options_;
   Writer writer_;
+  // The chat, held while this turn lives: its next turn starts when the last owner of this
+  // turn lets go (after finish(), or after the client left and the run exited).
+  std::shared_ptr<ChatQueue::Hold> hold_;
 
   // The run's sink only (one call at a time), then finish() after it.
   agent::StreamJsonParser parser_;
@@ -289,8 +293,10 @@ Snapshot snapshot(const accounts::Caller& caller, const HomePath& dir) {
 }
 
 void start_turn(TurnSetup setup, ClaudeRunner& runner, ChatSessions& chats, std::shared_ptr<const SignedLinks> links,
-                std::shared_ptr<FairPool> pool, const TurnOptions& options, std::shared_ptr<ResponseWriter> writer) {
-  std::make_shared<Turn>(std::move(setup), runner, chats, std::move(links), std::move(pool), options, std::move(writer))
+                std::shared_ptr<FairPool> pool, const TurnOptions& options, std::shared_ptr<ResponseWriter> writer,
+                std::shared_ptr<ChatQueue::Hold> hold) {
+  std::make_shared<Turn>(std::move(setup), runner, chats, std::move(links), std::move(pool), options, std::move(writer),
+                         std::move(hold))
       ->start();
 }
 

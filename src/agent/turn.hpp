@@ -4,6 +4,7 @@
 // or as agentbox's native events, the chat's session remembered, and the files the turn made in
 // the chat directory offered as signed download links at the end.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "accounts/directory.hpp"
+#include "agent/chat_queue.hpp"
 #include "agent/claude_runner.hpp"
 #include "box/box_spec.hpp"
 #include "fs/home_path.hpp"
@@ -43,6 +45,8 @@ struct TurnOptions {
   std::string task_model = "claude-haiku-4-5";  // [agent] task_model
   int task_max_tokens = 1024;                   // a title, tags, follow-ups: short
   std::chrono::milliseconds task_timeout{60'000};
+  // One run per chat (agent/chat_queue.hpp): turns that may wait for a chat's running turn.
+  std::size_t queued_turns_per_chat = 4;  // [agent] queued_turns_per_chat; one more: 429
 };
 
 // A file of the chat directory as it was: what tells a changed file from an untouched one.
@@ -72,9 +76,11 @@ struct TurnSetup {
 
 // Starts the turn: it answers through writer (streamed or whole, as setup.mode says) and lives
 // as long as the run or the client needs it. Its last step (the chat directory compared) runs
-// on pool.
+// on pool. hold: its chat, held until the turn is over (its answer's last byte handed to the
+// writer), then the chat's next turn starts; null for a one-shot turn.
 void start_turn(TurnSetup setup, ClaudeRunner& runner, ChatSessions& chats,
                 std::shared_ptr<const http::SignedLinks> links, std::shared_ptr<FairPool> pool,
-                const TurnOptions& options, std::shared_ptr<http::ResponseWriter> writer);
+                const TurnOptions& options, std::shared_ptr<http::ResponseWriter> writer,
+                std::shared_ptr<ChatQueue::Hold> hold = nullptr);
 
 }  // namespace agentbox::agent

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "agent/background_task.hpp"
+#include "agent/chat_queue.hpp"
 #include "agent/chat_request.hpp"
 #include "agent/native_events.hpp"
 #include "agent/openai_stream.hpp"
@@ -77,12 +78,18 @@ std::string claude_model_for(const std::string& asked, const AgentRoutesOptions&
   return asked.substr(prefix.size());
 }
 
-// Everything a turn needs before it runs, read from the request and prepared on disk (on a pool
-// thread): the chat directory, the attachments in it, what it held before.
-agent::TurnSetup prepare(const Request& req, const json& body, agent::TurnMode mode,
-                         accounts::AccountDirectory& callers, exec::AccountBoxes& boxes, ChatSessions& chats,
-                         const AgentRoutesOptions& options) {
-  agent::TurnSetup s;
+// What a turn asks, read and checked from the request before it waits for its chat (a bad request
+// is answered at once): everything of the turn but what the disk and the chat's session give.
+struct AskedTurn {
+  agent::TurnSetup setup;
+  std::vector<agent::ChatAttachment> attachments;
+  std::string system;  // the request's system messages
+};
+
+AskedTurn read_turn(const Request& req, const json& body, agent::TurnMode mode, accounts::AccountDirectory& callers,
+                    exec::AccountBoxes& boxes, const AgentRoutesOptions& options) {
+  AskedTurn asked;
+  agent::TurnSetup& s = asked.setup;
   s.mode = mode;
   s.caller = callers.resolve(req);
   agent::ChatRequest chat;
@@ -109,12 +116,6 @@ agent::TurnSetup prepare(const Request& req, const json& body, agent::TurnMode m
   // A "### Task:" prompt that is no background task (one asked as a stream without the task
   // header): a one-shot turn, so the chat's own session never sees it.
   if (chat.prompt.starts_with("### Task:")) s.chat.clear();
-  const std::string dir_name = s.chat.empty() ? "once-" + random_hex(8) : agent::chat_dir_name(s.chat);
-  s.dir = s.caller.home->path("chats/" + dir_name, s.caller.box_home);
-  make_dir(*s.caller.home, s.dir);
-  for (const auto& a : chat.attachments)
-    write_atomic(*s.caller.home, s.dir.child(a.name), a.bytes, /*create_parents=*/false);
-  s.before = agent::snapshot(s.caller, s.dir);
   s.box = boxes.spec_for(s.caller.account);
 
   // Never from a header: whoever sends the request (or sits between it and us) would choose
@@ -126,12 +127,7 @@ agent::TurnSetup prepare(const Request& req, const json& body, agent::TurnMode m
 
   agent::ClaudeTurn& t = s.claude;
   t.box = s.box;
-  t.cwd = s.dir.shown;
   t.prompt = std::move(chat.prompt);
-  if (!s.chat.empty()) t.resume = chats.find(s.box.name, s.chat);
-  const std::string network = options.network_of ? options.network_of(s.caller.account.external_id) : options.network;
-  t.append_system_prompt = box_prompt(s.caller, s.dir.shown, network);
-  if (!chat.system.empty()) t.append_system_prompt += "\n\n" + chat.system;
   t.model = claude_model;
   t.max_turns = options.max_turns;
   t.allowed_tools = options.allowed_tools;
@@ -139,26 +135,106 @@ agent::TurnSetup prepare(const Request& req, const json& body, agent::TurnMode m
   if (auto it = body.find("max_turns"); it != body.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1000)
       throw HttpError(http::status::bad_request, "max_turns must be an integer from 1 to 1000");
-    const int asked = static_cast<int>(it->get<int64_t>());
-    t.max_turns = t.max_turns > 0 ? std::min(t.max_turns, asked) : asked;
+    const int want = static_cast<int>(it->get<int64_t>());
+    t.max_turns = t.max_turns > 0 ? std::min(t.max_turns, want) : want;
   }
   if (auto it = body.find("allowed_tools"); it != body.end()) {
     if (!it->is_array()) throw HttpError(http::status::bad_request, "allowed_tools must be a list of tool names");
-    std::vector<std::string> asked;
+    std::vector<std::string> want;
     for (const json& tool : *it) {
       if (!tool.is_string() || tool.get<std::string>().empty())
         throw HttpError(http::status::bad_request, "allowed_tools must be a list of tool names");
       const std::string name = tool.get<std::string>();
       if (t.allowed_tools.empty() ||
           std::find(t.allowed_tools.begin(), t.allowed_tools.end(), name) != t.allowed_tools.end())
-        asked.push_back(name);
+        want.push_back(name);
     }
-    if (asked.empty()) throw HttpError(http::status::bad_request, "allowed_tools names no tool this server allows");
-    t.allowed_tools = std::move(asked);
+    if (want.empty()) throw HttpError(http::status::bad_request, "allowed_tools names no tool this server allows");
+    t.allowed_tools = std::move(want);
   }
   t.extra_args = options.extra_args;
   if (options.max_retries) t.env["CLAUDE_CODE_MAX_RETRIES"] = std::to_string(*options.max_retries);
+  asked.attachments = std::move(chat.attachments);
+  asked.system = std::move(chat.system);
+  return asked;
+}
+
+// The rest of the turn, once it may run (its chat's turn before it is over; on a pool thread):
+// the chat directory with the attachments in it and what it held before, and the chat's
+// session as the turn before left it.
+agent::TurnSetup prepare(AskedTurn asked, ChatSessions& chats, const AgentRoutesOptions& options) {
+  agent::TurnSetup s = std::move(asked.setup);
+  const std::string dir_name = s.chat.empty() ? "once-" + random_hex(8) : agent::chat_dir_name(s.chat);
+  s.dir = s.caller.home->path("chats/" + dir_name, s.caller.box_home);
+  make_dir(*s.caller.home, s.dir);
+  for (const auto& a : asked.attachments)
+    write_atomic(*s.caller.home, s.dir.child(a.name), a.bytes, /*create_parents=*/false);
+  s.before = agent::snapshot(s.caller, s.dir);
+
+  agent::ClaudeTurn& t = s.claude;
+  t.cwd = s.dir.shown;
+  if (!s.chat.empty()) t.resume = chats.find(s.box.name, s.chat);
+  const std::string network = options.network_of ? options.network_of(s.caller.account.external_id) : options.network;
+  t.append_system_prompt = box_prompt(s.caller, s.dir.shown, network);
+  if (!asked.system.empty()) t.append_system_prompt += "\n\n" + asked.system;
   return s;
+}
+
+// What a turn needs to run, shared by every turn of the routes.
+struct TurnContext {
+  agent::ClaudeRunner& runner;
+  ChatSessions& chats;
+  std::shared_ptr<const SignedLinks> links;
+  std::shared_ptr<FairPool> pool;
+  std::shared_ptr<const AgentRoutesOptions> opts;
+  std::shared_ptr<agent::ChatQueue> queue;
+};
+
+// What a waiting turn does when its time comes: the rest goes on the pool (disk and SQLite),
+// never on the thread that ended the turn before.
+agent::ChatQueue::Start on_its_turn(std::shared_ptr<TurnContext> ctx, std::shared_ptr<AskedTurn> asked, Writer writer) {
+  return [ctx, asked, writer](std::shared_ptr<agent::ChatQueue::Hold> hold) {
+    const std::string account = asked->setup.box.name;
+    ctx->pool->post(account, [ctx, asked, writer, hold = std::move(hold)]() mutable {
+      if (!writer->is_open()) return;  // its client left: the chat goes on to its next turn
+      try {
+        agent::TurnSetup setup = prepare(std::move(*asked), ctx->chats, *ctx->opts);
+        agent::start_turn(std::move(setup), ctx->runner, ctx->chats, ctx->links, ctx->pool, *ctx->opts, writer,
+                          std::move(hold));
+      } catch (...) {
+        writer->fail(std::current_exception());
+      }
+    });
+  };
+}
+
+// Runs a checked turn now (one-shot), or when its chat's turn before it is over. A turn whose
+// client left while it waited never starts; one too many waiting is a 429.
+void run_in_turn(AskedTurn asked, const std::shared_ptr<TurnContext>& ctx, const Writer& writer) {
+  if (asked.setup.chat.empty()) {
+    agent::TurnSetup setup = prepare(std::move(asked), ctx->chats, *ctx->opts);
+    return agent::start_turn(std::move(setup), ctx->runner, ctx->chats, ctx->links, ctx->pool, *ctx->opts, writer);
+  }
+  const std::string account = asked.setup.box.name;
+  const std::string chat = asked.setup.chat;
+  auto ticket = ctx->queue->ticket(account + '\n' + chat,
+                                   on_its_turn(ctx, std::make_shared<AskedTurn>(std::move(asked)), writer));
+  // Wired before the ticket can start, so that the turn's own on_close (set when it starts)
+  // replaces this one and never the other way round.
+  writer->on_close([queue = ctx->queue, weak = std::weak_ptr(ticket), account, chat] {
+    if (auto t = weak.lock(); t && queue->leave(t))
+      http_logger()->info("agent: chat {} of {}: a waiting turn's client left; it will not run", chat, account);
+  });
+  const agent::ChatQueue::Entry entry = ctx->queue->enter(ticket);
+  if (entry.how == agent::ChatQueue::Entered::full)
+    throw HttpError(http::status::too_many_requests,
+                    "This chat already has a turn running and " + std::to_string(entry.waiting) + " waiting (at most " +
+                        std::to_string(ctx->queue->max_waiting()) +
+                        "); send this message once the answers before it are done",
+                    "chat_busy");
+  if (entry.how == agent::ChatQueue::Entered::waiting)
+    http_logger()->info("agent: chat {} of {}: a turn waits for the one running ({} waiting)", chat, account,
+                        entry.waiting);
 }
 
 }  // namespace
@@ -171,6 +247,8 @@ void add_agent_routes(Router& router, const Services& s) {
   const std::shared_ptr<const SignedLinks>& links = s.links;
   const std::shared_ptr<FairPool>& pool = s.file_pool;
   auto opts = std::make_shared<const AgentRoutesOptions>(s.agent_options);
+  auto turns = std::make_shared<TurnContext>(
+      TurnContext{runner, chats, links, pool, opts, std::make_shared<agent::ChatQueue>(opts->queued_turns_per_chat)});
 
   router.add(http::verb::get, "/v1/models", [opts](const Request&) {
     json model = {{"id", opts->model_id},  {"object", "model"},
@@ -180,25 +258,22 @@ void add_agent_routes(Router& router, const Services& s) {
   });
 
   net::InferenceGateway* gateway = s.gateway;
-  auto turn_route = [&callers, &boxes, &runner, &chats, links, pool, opts, gateway](agent::TurnMode mode) {
-    return offload(pool, BlockingWork([&callers, &boxes, &runner, &chats, links, pool, opts, gateway, mode](
-                                          const Request& req, const Writer& writer) {
-                     const json body = parse_json_object(req);
-                     // Open WebUI's background tasks need no agent (and no CLI): answered first.
-                     if (mode != agent::TurnMode::native)
-                       if (auto task = agent::background_task(body, req.header("X-OpenWebUI-Task"))) {
-                         const auto named = body.find("model");
-                         const std::string model =
-                             named != body.end() && named->is_string() ? named->get<std::string>() : "";
-                         claude_model_for(model, *opts);  // an unknown model is a 404 here too
-                         return answer_task(req, body, *task, model.empty() ? opts->model_id : model, callers, gateway,
-                                            *opts, writer);
-                       }
-                     if (!opts->unavailable.empty())
-                       throw HttpError(http::status::service_unavailable, opts->unavailable);
-                     agent::TurnSetup setup = prepare(req, body, mode, callers, boxes, chats, *opts);
-                     agent::start_turn(std::move(setup), runner, chats, links, pool, *opts, writer);
-                   }));
+  auto turn_route = [&callers, &boxes, pool, opts, gateway, turns](agent::TurnMode mode) {
+    return offload(
+        pool, BlockingWork([&callers, &boxes, opts, gateway, turns, mode](const Request& req, const Writer& writer) {
+          const json body = parse_json_object(req);
+          // Open WebUI's background tasks need no agent (and no CLI): answered first.
+          if (mode != agent::TurnMode::native)
+            if (auto task = agent::background_task(body, req.header("X-OpenWebUI-Task"))) {
+              const auto named = body.find("model");
+              const std::string model = named != body.end() && named->is_string() ? named->get<std::string>() : "";
+              claude_model_for(model, *opts);  // an unknown model is a 404 here too
+              return answer_task(req, body, *task, model.empty() ? opts->model_id : model, callers, gateway, *opts,
+                                 writer);
+            }
+          if (!opts->unavailable.empty()) throw HttpError(http::status::service_unavailable, opts->unavailable);
+          run_in_turn(read_turn(req, body, mode, callers, boxes, *opts), turns, writer);
+        }));
   };
   router.add_async(http::verb::post, "/v1/chat/completions", turn_route(agent::TurnMode::openai_whole));
   router.add_async(http::verb::post, "/agent/runs", turn_route(agent::TurnMode::native));

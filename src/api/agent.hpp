@@ -6,11 +6,12 @@
 //                                 agentbox's events (artifact, exit)
 // The user is X-User-Id or X-OpenWebUI-User-Id; the chat is X-OpenWebUI-Chat-Id or
 // X-Session-Id (else the turn is one-shot). A chat's turns run in ~/chats/<chat> and resume
-// the chat's Claude session (store/chat_sessions.hpp). Files the turn created or changed there
-// come back as download links signed for this user and path (http/signed_links.hpp).
-// Open WebUI's background tasks (a title, tags, follow-ups) sent to /v1/chat/completions run no
-// turn: api/agent_tasks.hpp answers them with one plain model call. Errors under /v1 are
-// OpenAI-shaped (api/openai_errors.hpp).
+// the chat's Claude session (store/chat_sessions.hpp), one at a time: a turn of a chat whose
+// turn before still runs waits for it (agent/chat_queue.hpp; too many waiting: 429). Files the
+// turn created or changed there come back as download links signed for this user and path
+// (http/signed_links.hpp). Open WebUI's background tasks (a title, tags, follow-ups) sent to
+// /v1/chat/completions run no turn: api/agent_tasks.hpp answers them with one plain model call.
+// Errors under /v1 are OpenAI-shaped (api/openai_errors.hpp).
 #include <chrono>
 #include <memory>
 #include <optional>

@@ -52,7 +52,9 @@ bool apply_agent_key(AgentConfig& config, std::string_view key, const toml::node
   else if (key == "agent.task_model") {
     config.task_model = toml_string(value);
     if (config.task_model.empty()) throw Error("must name a model");
-  } else
+  } else if (key == "agent.queued_turns_per_chat")
+    config.queued_turns_per_chat = static_cast<int>(toml_integer(value, 0, 64));
+  else
     return false;
   return true;
 }

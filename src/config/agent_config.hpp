@@ -13,6 +13,7 @@
 //   link_days = 7                     # how long those links work
 //   task_model = "claude-haiku-4-5"   # Open WebUI's background tasks (titles, tags, follow-ups):
 //                                     # one plain Messages call each, no agent (api/agent_tasks.hpp)
+//   queued_turns_per_chat = 4         # turns that may wait for a chat's running turn; one more: 429
 //
 // Relative paths in a file are the file's directory's. A claude that is not there means no agent
 // (said once in the log and by `agentbox doctor`), never a daemon that does not start.
@@ -36,6 +37,7 @@ struct AgentConfig {
   std::string public_url;                       // download links start with it; "": the request's Host
   int link_days = 7;                            // download links of a turn's files work this long
   std::string task_model = "claude-haiku-4-5";  // answers Open WebUI's background tasks
+  int queued_turns_per_chat = 4;                // turns waiting for a chat's running turn (0..64)
 };
 
 inline constexpr std::array<std::string_view, 1> kAgentSections = {"agent"};

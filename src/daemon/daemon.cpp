@@ -150,6 +150,7 @@ api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, b
   o.public_url = config.agent.public_url;
   o.link_ttl = std::chrono::hours(24) * config.agent.link_days;
   o.task_model = config.agent.task_model;
+  o.queued_turns_per_chat = static_cast<std::size_t>(config.agent.queued_turns_per_chat);
   if (!claude)
     o.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
   else if (!gateway)

@@ -16,12 +16,14 @@ Which answer a request gets, first match wins:
   3. directives in the last user text: `[[bash: CMD]]` (a Bash tool call, then on the request
      that carries its tool_result the text "done: <the tool's output>"), `[[think]]` (a thinking
      block, then text), `[[error 529]]`, `[[slow 0.2]]` (each delta that many seconds apart),
-     `[[hold]]` (stops after the first delta until `fake.release()`); without any, a short text
-     answer quoting the prompt. This is what the standalone server gives a benchmark.
+     `[[hold]]` (stops after the first delta until `fake.release()`), `[[hold NAME]]` (the same
+     until `fake.release("NAME")`, so one test can hold several runs and let them go one by
+     one); without any, a short text answer quoting the prompt. This is what the standalone server gives a benchmark.
 
 Every request is recorded (`fake.requests`, a list of Request) with its path, query, lower-case
 headers, raw and parsed JSON body, the name of the reply it got and whether the client hung up
-before the answer ended (`client_closed`, for interrupt tests). `fake.wait_for(predicate)`
+before the answer ended (`client_closed`, for interrupt tests), and when it arrived and when its
+answer ended (`arrived`, `answered`: time.monotonic(), for tests of what ran after what). `fake.wait_for(predicate)`
 waits for a request without sleeping in the test.
 
     from fake_anthropic import FakeAnthropic, text, bash, thinking, error
@@ -82,6 +84,7 @@ class Reply:
     chunk_delay: float = 0.0
     chunk_size: int = 16
     hold: bool = False
+    gate: str = ""                   # hold: released by fake.release(gate) ("": by fake.release())
     usage: dict = dataclasses.field(default_factory=lambda: dict(DEFAULT_USAGE))
     times: "int | None" = 1
     should_retry: bool = False       # error: the x-should-retry header (false: the CLI gives up at once)
@@ -135,9 +138,9 @@ def slow(reply, chunk_delay=0.2, chunk_size=4):
     return dataclasses.replace(reply, chunk_delay=chunk_delay, chunk_size=chunk_size)
 
 
-def held(reply):
-    """The same reply, stopped after its first delta until fake.release()."""
-    return dataclasses.replace(reply, hold=True)
+def held(reply, gate=""):
+    """The same reply, stopped after its first delta until fake.release() (fake.release(gate))."""
+    return dataclasses.replace(reply, hold=True, gate=gate)
 
 
 # ---- what a request was ----------------------------------------------------------------------
@@ -152,6 +155,8 @@ class Request:
     body: "dict | None"              # the JSON body, None if it was not JSON
     reply_name: str = ""
     client_closed: bool = False      # the client went away before the answer ended
+    arrived: float = dataclasses.field(default_factory=time.monotonic)
+    answered: "float | None" = None  # when the answer ended (or the client left)
     done: threading.Event = dataclasses.field(default_factory=threading.Event, repr=False)
 
     @property
@@ -249,6 +254,7 @@ class FakeAnthropic:
         self._routes = []            # [predicate, [Reply, ...]]
         self._queue = []
         self._release = threading.Event()
+        self._gates = {}             # name -> Event, for [[hold NAME]]
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -295,15 +301,28 @@ class FakeAnthropic:
         with self._lock:
             self._routes.append([predicate, list(replies)])
 
-    def release(self):
-        """Lets held streams go on."""
+    def release(self, gate=None):
+        """Lets held streams go on: all of them, or those held by [[hold GATE]]."""
+        if gate is not None:
+            self._gate(gate).set()
+            return
         self._release.set()
+        with self._lock:
+            for event in self._gates.values():
+                event.set()
+
+    def _gate(self, name):
+        if not name:
+            return self._release
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
 
     def reset(self):
         """Forgets the script and the recorded requests (between tests sharing one fake)."""
         with self._lock:
             self._routes, self._queue, self.requests = [], [], []
             self._release = threading.Event()
+            self._gates = {}
 
     # -- reading what arrived
 
@@ -388,6 +407,8 @@ class FakeAnthropic:
             reply = slow(reply, float(m.group(1)))
         if "[[hold]]" in prompt:
             reply = held(reply)
+        elif (m := re.search(r"\[\[hold ([\w.-]+)\]\]", prompt)):
+            reply = held(reply, m.group(1))
         return reply
 
     def _handle(self, handler, method):
@@ -409,6 +430,7 @@ class FakeAnthropic:
             request.client_closed = True
             handler.close_connection = True
         finally:
+            request.answered = time.monotonic()
             request.done.set()
             with self._lock:
                 self._lock.notify_all()
@@ -466,7 +488,7 @@ class FakeAnthropic:
                     time.sleep(reply.chunk_delay)
                 event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
                 if first_delta and reply.hold:
-                    self._release.wait(HOLD_LIMIT)
+                    self._gate(reply.gate).wait(HOLD_LIMIT)
                 first_delta = False
             event("content_block_stop", {"type": "content_block_stop", "index": index})
         event("message_delta", {"type": "message_delta",

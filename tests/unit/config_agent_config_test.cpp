@@ -86,6 +86,14 @@ TEST_F(AgentConfigTest, TheTaskModelIsReadAndMayNotBeEmpty) {
   EXPECT_THAT(problems[0], HasSubstr("agent.task_model"));
 }
 
+TEST_F(AgentConfigTest, TheTurnsThatMayWaitPerChatAreBounded) {
+  EXPECT_EQ(load("").agent.queued_turns_per_chat, 4);  // the default
+  EXPECT_EQ(load("[agent]\nqueued_turns_per_chat = 0\n").agent.queued_turns_per_chat, 0);
+  std::vector<std::string> problems = validate_config_file(write("many.toml", "[agent]\nqueued_turns_per_chat = 65\n"));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("agent.queued_turns_per_chat"));
+}
+
 TEST_F(AgentConfigTest, FindsTheExecutableBehindItsSymlink) {
   std::string real = write("pkg/claude.exe", "#!/bin/sh\necho 1.0\n", 0755);
   std::string link = scratch_.path() + "/bin-claude";
