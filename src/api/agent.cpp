@@ -27,10 +27,10 @@
 #include "fs/entry_ops.hpp"
 #include "fs/file_write.hpp"
 #include "fs/glob_search.hpp"
-#include "http/access_log.hpp"
 #include "http/error.hpp"
 #include "http/json_body.hpp"
 #include "http/response_writer.hpp"
+#include "util/log.hpp"
 #include "util/random_hex.hpp"
 
 namespace agentbox::api {
@@ -223,7 +223,7 @@ void run_in_turn(AskedTurn asked, const std::shared_ptr<TurnContext>& ctx, const
   // replaces this one and never the other way round.
   writer->on_close([queue = ctx->queue, weak = std::weak_ptr(ticket), account, chat] {
     if (auto t = weak.lock(); t && queue->leave(t))
-      http_logger()->info("agent: chat {} of {}: a waiting turn's client left; it will not run", chat, account);
+      log::info("agent", "agent: chat {} of {}: a waiting turn's client left; it will not run", chat, account);
   });
   const agent::ChatQueue::Entry entry = ctx->queue->enter(ticket);
   if (entry.how == agent::ChatQueue::Entered::full)
@@ -233,8 +233,8 @@ void run_in_turn(AskedTurn asked, const std::shared_ptr<TurnContext>& ctx, const
                         "); send this message once the answers before it are done",
                     "chat_busy");
   if (entry.how == agent::ChatQueue::Entered::waiting)
-    http_logger()->info("agent: chat {} of {}: a turn waits for the one running ({} waiting)", chat, account,
-                        entry.waiting);
+    log::info("agent", "agent: chat {} of {}: a turn waits for the one running ({} waiting)", chat, account,
+              entry.waiting);
 }
 
 }  // namespace
