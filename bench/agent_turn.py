@@ -10,7 +10,6 @@ the direct CLI nor anything else here can reach another machine.
 """
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 from fake_anthropic import FakeAnthropic  # noqa: E402
+from agent_daemon import agent_daemon  # noqa: E402
 
 PROMPT = "Say hello in five words."
 
@@ -75,26 +75,7 @@ def main():
     home = os.path.join(work, "home")
     os.mkdir(home)
     with FakeAnthropic() as fake:
-        config = os.path.join(work, "config.toml")
-        with open(config, "w") as f:
-            f.write(f'[inference.anthropic]\nupstream = "http://127.0.0.1:{fake.port}"\n'
-                    f'[agent]\nclaude = "{claude}"\n')
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
-        env["AGENTBOX_ANTHROPIC_API_KEY"] = "sk-ant-api03-bench"
-        env["AGENTBOX_UID_BASE"] = str(2_000_000 + 65536 * (12288 + os.getpid() % 4096))  # bench/lib.sh
-        log = open(os.path.join(work, "daemon.log"), "wb")
-        daemon = subprocess.Popen([agentbox, "serve", "--listen", "127.0.0.1:0", "--state", os.path.join(work, "state"),
-                                   "--config", config], stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            url = None
-            for _ in range(300):
-                m = re.search(r"serving on (http://127\.0\.0\.1:\d+)", open(log.name).read())
-                if m:
-                    url = m.group(1)
-                    break
-                time.sleep(0.05)
-            assert url, open(log.name).read()
-            key = open(os.path.join(work, "state", "api_key")).read().strip()
+        with agent_daemon(agentbox, claude, fake, work) as (url, key):
             user = "bench-user"
             # Warm both: the box starts, the CLI's first run in a home writes its config.
             agentbox_turn(url, key, user)
@@ -103,9 +84,6 @@ def main():
             for _ in range(runs):
                 results["direct"].append(direct_turn(claude, fake, home))
                 results["agentbox"].append(agentbox_turn(url, key, user))
-        finally:
-            daemon.terminate()
-            daemon.wait(30)
     med = {k: (statistics.median(f for f, _ in v), statistics.median(t for _, t in v)) for k, v in results.items()}
     print(f"one-turn chat, {runs} runs each, medians (seconds):")
     print(f"  {'':10} {'first token':>12} {'total':>8}")

@@ -11,9 +11,7 @@ Run by bench/task_turn_bench.sh inside a network namespace with loopback only.
 """
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +20,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 from fake_anthropic import FakeAnthropic  # noqa: E402
+from agent_daemon import agent_daemon  # noqa: E402
 
 TITLE = """### Task:
 Generate a concise, 3-5 word title with an emoji summarizing the chat history.
@@ -53,26 +52,7 @@ def main():
     agentbox, claude, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
     work = tempfile.mkdtemp(prefix="agentbox-taskbench-")
     with FakeAnthropic() as fake:
-        config = os.path.join(work, "config.toml")
-        with open(config, "w") as f:
-            f.write(f'[inference.anthropic]\nupstream = "http://127.0.0.1:{fake.port}"\n'
-                    f'[agent]\nclaude = "{claude}"\ntask_model = "bench-task-model"\n')
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
-        env["AGENTBOX_ANTHROPIC_API_KEY"] = "sk-ant-api03-bench"
-        env["AGENTBOX_UID_BASE"] = str(2_000_000 + 65536 * (12288 + os.getpid() % 4096))  # bench/lib.sh
-        log = open(os.path.join(work, "daemon.log"), "wb")
-        daemon = subprocess.Popen([agentbox, "serve", "--listen", "127.0.0.1:0", "--state", os.path.join(work, "state"),
-                                   "--config", config], stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            url = None
-            for _ in range(300):
-                m = re.search(r"serving on (http://127\.0\.0\.1:\d+)", open(log.name).read())
-                if m:
-                    url = m.group(1)
-                    break
-                time.sleep(0.05)
-            assert url, open(log.name).read()
-            key = open(os.path.join(work, "state", "api_key")).read().strip()
+        with agent_daemon(agentbox, claude, fake, work, 'task_model = "bench-task-model"\n') as (url, key):
             user, chat = "bench-user", "bench-chat"
             post(url, key, user, chat, "Say hello in five words.")  # warm: the box starts
             post(url, key, user, chat, TITLE)
@@ -82,9 +62,6 @@ def main():
                 tasks.append(post(url, key, user, chat, TITLE))
             plain = [r for r in fake.messages_requests() if r.model == "bench-task-model"]
             assert len(plain) == runs + 1 and all(not r.tools for r in plain), "a task ran as a turn"
-        finally:
-            daemon.terminate()
-            daemon.wait(30)
     turn, task = statistics.median(turns), statistics.median(tasks)
     load = os.getloadavg()[0]
     print(f"title task vs agent turn, {runs} runs each, one chat, medians (seconds), 1-min load {load:.1f}:")
