@@ -19,6 +19,7 @@
 #include "api/terminals.hpp"
 #include "api/trash.hpp"
 #include "api/usage.hpp"
+#include "api/user_terminal.hpp"
 
 namespace agentbox::api {
 
@@ -61,6 +62,8 @@ void register_routes(http::Router& router, const Services& s) {
   }
   // GET /skills, /skills/read, /skills/{name}
   add_skill_routes(router, s);
+  // GET /user-terminal/read; POST /user-terminal/input (the assistant in the user's terminal)
+  add_user_terminal_routes(router, s);
 }
 
 }  // namespace agentbox::api
