@@ -10,6 +10,8 @@ packages=(
   libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev libseccomp-dev libsqlite3-dev
   libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libre2-dev libssl-dev libzip-dev zlib1g-dev libwslay-dev
   libgtest-dev libgmock-dev
+  # skills' YAML front matter (fs/front_matter.cpp)
+  libyaml-dev
   # fuzzers (scripts/fuzz.sh): clang and its libFuzzer runtime
   clang libclang-rt-14-dev
   # the style every C++ file follows (.clang-format; scripts/check-format.sh in CI)

@@ -336,7 +336,8 @@ void add_execute_routes(Router& router, const Services& s) {
   // (accounts/caller_routes.hpp); those with a request to check check it before that.
   router.add_async(http::verb::get, "/execute", with_caller(callers, [table](const Request&, const Caller& caller) {
                      json list = json::array();
-                     for (const auto& p : table->list(caller.account.name))
+                     // The chat's when the request names one, else all of the account's.
+                     for (const auto& p : table->list(caller.account.name, caller.session_id))
                        list.push_back({{"id", p.id},
                                        {"command", p.command},
                                        {"status", status_name(p.status)},
@@ -356,6 +357,7 @@ void add_execute_routes(Router& router, const Services& s) {
             exec::StartRequest start;
             start.box = boxes->spec_for(caller.account);
             start.command = body.command;
+            start.chat = caller.session_id;
             start.spawn =
                 exec::shell_spawn_request(start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
             start.stdin_data = std::move(body.stdin_data);

@@ -8,6 +8,7 @@
 #include "fs/dir_list.hpp"
 #include "fs/entry_ops.hpp"
 #include "fs/file_write.hpp"
+#include "fs/fs_error.hpp"
 #include "fs/glob_search.hpp"
 #include "fs/grep_search.hpp"
 #include "fs/trash.hpp"
@@ -82,7 +83,9 @@ json write_json(const WriteResult& r) { return {{"path", r.path}, {"size", r.siz
 
 Response get_cwd(const FileContext& ctx, const Request& req) {
   accounts::Caller caller = ctx.callers.resolve(req);
-  return Response::json({{"cwd", caller.cwd}, {"home", caller.box_home}});
+  // root: the top of what the file navigator may browse, as Open Terminal 0.12 names it.
+  return Response::json(
+      {{"cwd", caller.cwd}, {"home", caller.box_home}, {"root", {{"path", caller.box_home}, {"label", "Home"}}}});
 }
 
 Response post_cwd(const FileContext& ctx, const Request& req) {
@@ -156,10 +159,25 @@ Response make_directory(const FileContext& ctx, const Request& req) {
 
 // Into the account's trash (fs/trash.hpp), not gone: `trash` is the item's id (null when the
 // volume was too full even for that and the entry was deleted outright).
+// Open WebUI deletes ~/chat_attachments/CHAT with each chat, whether or not the chat ever had
+// one: that delete answers 200 when the folder is not there (idempotent).
+bool is_chat_attachments(const HomePath& p) {
+  std::vector<std::string_view> parts = split_path(p.rel);
+  return parts.size() == 2 && parts[0] == "chat_attachments";
+}
+
 Response delete_entry(const FileContext& ctx, const Request& req) {
   accounts::Caller caller = ctx.callers.resolve(req);
   Trash trash(ctx.callers.volume_of(caller.account).trash, *caller.home);
-  TrashPut r = trash.put(path_of(caller, required_query(req, "path")));
+  HomePath p = path_of(caller, required_query(req, "path"));
+  std::optional<TrashPut> put;
+  try {
+    put = trash.put(p);
+  } catch (const FsError& e) {
+    if (e.kind() != FsErrorKind::not_found || !is_chat_attachments(p)) throw;
+    return Response::json({{"path", p.shown}, {"type", "directory"}, {"trash", nullptr}});
+  }
+  TrashPut& r = *put;
   return Response::json(
       {{"path", r.item.path}, {"type", r.item.type}, {"trash", r.trashed ? json(r.item.id) : json(nullptr)}});
 }

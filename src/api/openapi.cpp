@@ -125,6 +125,13 @@ json schemas() {
          {{"path", type("string", {{"description", "File to edit."}})},
           {"replacements",
            {{"type", "array"}, {"items", ref("Replacement")}, {"description", "Edits applied in order."}}}}}}},
+      {"UserTerminalInput",
+       {{"type", "object"},
+        {"required", {"text"}},
+        {"properties",
+         {{"text", type("string", {{"description", "Text to type, as it is (no escapes are decoded)."}})},
+          {"enter",
+           type("boolean", {{"default", true}, {"description", "Press Enter after the text (default true)."}})}}}}},
       {"OutputChunk", output_chunk},
       {"Process", process},
   };
@@ -243,7 +250,9 @@ json paths() {
 
   p["/execute"]["get"] = operation(
       "list_processes", "List your commands",
-      "Lists the commands you started (running and recently finished) with their status and exit code.", json::array(),
+      "Lists the commands you started in this chat (running and recently finished) with their status and exit "
+      "code.",
+      json::array(),
       with_ok(errors({}), json_response("The commands.", {{"type", "array"}, {"items", {{"type", "object"}}}})));
 
   p["/execute"]["post"] =
@@ -294,6 +303,31 @@ json paths() {
                 {param("id", "path", type("string"), "The command's id."),
                  param("force", "query", type("boolean", {{"default", false}}), "Send SIGKILL at once.")},
                 with_ok(errors({{"404", "Process not found."}}), json_response("Stopped.", {{"type", "object"}})));
+
+  p["/user-terminal/read"]["get"] = operation(
+      "read_user_terminal", "Read the user's terminal",
+      "Returns the last lines of the terminal the user has open beside this chat, as plain text (colours and "
+      "other escape sequences removed): what they ran and what it printed, or a prompt waiting for an answer. "
+      "Answers 404 when the user has no terminal open in this chat.",
+      {param("lines", "query", type("integer", {{"default", 100}, {"minimum", 1}, {"maximum", 10000}}),
+             "How many of the last lines to return (default 100).")},
+      with_ok(errors({{"404", "No terminal open in this chat."}}),
+              json_response(
+                  "The recent output.",
+                  {{"type", "object"},
+                   {"properties",
+                    {{"terminal_id", type("string")}, {"lines", type("integer")}, {"output", type("string")}}}})));
+
+  p["/user-terminal/input"]["post"] =
+      operation("send_user_terminal_input", "Type into the user's terminal",
+                "Types text into the terminal the user has open beside this chat, then presses Enter unless enter is "
+                "false: to answer a prompt of a program running there or run a command the user can watch. Read the "
+                "terminal first (read_user_terminal) to see what it waits for, and again afterwards for the result. "
+                "Answers 404 when the user has no terminal open in this chat.",
+                json::array(),
+                with_ok(errors({{"404", "No terminal open in this chat."}, {"422", "Invalid arguments."}}),
+                        json_response("Typed.", {{"type", "object"}})),
+                body("UserTerminalInput"));
   return p;
 }
 

@@ -15,9 +15,11 @@
 #include "api/network.hpp"
 #include "api/openai_errors.hpp"
 #include "api/proxy.hpp"
+#include "api/skills.hpp"
 #include "api/terminals.hpp"
 #include "api/trash.hpp"
 #include "api/usage.hpp"
+#include "api/user_terminal.hpp"
 
 namespace agentbox::api {
 
@@ -58,6 +60,10 @@ void register_routes(http::Router& router, const Services& s) {
     // POST /admin/moves; PUT /admin/moves/{id}; POST /admin/moves/{id}/activate
     add_move_routes(router, s);
   }
+  // GET /skills, /skills/read, /skills/{name}
+  add_skill_routes(router, s);
+  // GET /user-terminal/read; POST /user-terminal/input (the assistant in the user's terminal)
+  add_user_terminal_routes(router, s);
 }
 
 }  // namespace agentbox::api

@@ -96,6 +96,7 @@ struct Services {
   TerminalRoutesOptions terminal_options;  // with the API key a terminal's auth frame must carry
   ProxyOptions proxy_options;
   AgentRoutesOptions agent_options;
+  std::string skills_dir;  // the operator's skills ([agent] skills_dir, as sealed for the boxes); "" for none
 };
 
 }  // namespace agentbox::api

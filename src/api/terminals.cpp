@@ -46,8 +46,9 @@ void add_terminal_routes(Router& router, const Services& s) {
                      BoxSpec spec = boxes.spec_for(caller.account);
                      SpawnRequest shell = exec::login_shell_request(spec, caller.cwd);
                      // The box answers on the loop; the request waits there, holding no thread. At the
-                     // account's limit this throws TerminalLimitError (429).
-                     terminals.create(spec, std::move(shell), [writer](exec::CreateOutcome created) {
+                     // account's limit this throws TerminalLimitError (429). Made in a chat, it is
+                     // that chat's (the lists below, api/user_terminal.hpp).
+                     terminals.create(spec, std::move(shell), caller.session_id, [writer](exec::CreateOutcome created) {
                        writer->send(created.error ? error_response_for(created.error, "POST /api/terminals", "Terminal")
                                                   : Response::json(terminal_json(*created.terminal)));
                      });
@@ -56,7 +57,9 @@ void add_terminal_routes(Router& router, const Services& s) {
   router.add_async(http::verb::get, "/api/terminals",
                    with_caller(callers, [&terminals](const Request&, const Caller& caller) {
                      json list = json::array();
-                     for (const auto& t : terminals.list(caller.account.name)) list.push_back(terminal_json(t));
+                     // The chat's when the request names one, else all of the account's.
+                     for (const auto& t : terminals.list(caller.account.name, caller.session_id))
+                       list.push_back(terminal_json(t));
                      return Response::json(list);
                    }));
 

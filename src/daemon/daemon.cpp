@@ -319,6 +319,7 @@ api::Services Daemon::services_of() {
   s.proxy_options = api::proxy_options(config_.proxy);
   if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
   s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), s.network_of);
+  s.skills_dir = agent_images_.mounts().skills_dir;
   return s;
 }
 

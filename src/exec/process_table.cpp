@@ -164,6 +164,7 @@ void ProcessTable::Impl::started(const std::shared_ptr<Proc>& p, SpawnResult spa
   rec.command = p->command;
   rec.started = unix_now();
   rec.log_path = log_path;
+  rec.chat = p->chat;
   try {
     if (p->tty && !p->pty_fd) throw Error("spawn: no terminal for the command");
     for (int fd : {p->pty_fd.get(), p->stdout_fd.get(), p->stderr_fd.get(), p->stdin_fd.get()})
@@ -203,6 +204,7 @@ void ProcessTable::Impl::start(StartRequest req, std::function<void(StartOutcome
   p->id = id;
   p->account = req.box.name;
   p->command = req.command;
+  p->chat = req.chat;
   p->tty = req.spawn.tty;
   p->log = log;
   p->stdin_open = req.spawn.tty || !req.stdin_data;
@@ -248,13 +250,16 @@ void ProcessTable::start(StartRequest req, std::function<void(StartOutcome)> don
   impl_->start(std::move(req), std::move(done));
 }
 
-std::vector<ProcessSummary> ProcessTable::list(const std::string& account) {
+std::vector<ProcessSummary> ProcessTable::list(const std::string& account) { return list(account, {}); }
+
+std::vector<ProcessSummary> ProcessTable::list(const std::string& account, const std::string& chat) {
   Impl& im = *impl_;
   const auto records = im.store.list_by_account(account);
   std::vector<ProcessSummary> out;
   out.reserve(records.size());
   std::lock_guard lock(im.mu);
   for (const auto& r : records) {
+    if (!chat.empty() && r.chat != chat) continue;
     ProcessSummary s;
     s.id = r.id;
     s.command = r.command;

@@ -73,6 +73,7 @@ struct StartRequest {
   SpawnRequest spawn;                                // argv, env, cwd, tty: built by the caller
   std::optional<std::string> stdin_data;             // written to the command's input; pipes: then closed
   std::optional<std::chrono::milliseconds> timeout;  // then killed as kill(force=false)
+  std::string chat;                                  // the chat it runs for (X-Session-Id), "" for none
 };
 
 struct ReadSpec {
@@ -120,6 +121,8 @@ class ProcessTable {
 
   // The account's processes (running and retained), oldest first.
   std::vector<ProcessSummary> list(const std::string& account);
+  // Those run for chat `chat` only; all of the account's when chat is "".
+  std::vector<ProcessSummary> list(const std::string& account, const std::string& chat);
   // Now; nullopt when account has no process id.
   std::optional<ProcessView> get(const std::string& account, const std::string& id, const ReadSpec& read);
 

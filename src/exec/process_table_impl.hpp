@@ -98,6 +98,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     std::shared_ptr<const Strand> held;  // keeps it the account's (util/account_strands.hpp)
     Strand strand;                       // its account's: the one its box's owner runs on too
     std::string id, account, command;
+    std::string chat;  // the chat it runs for, "" for none
     bool tty = true;
     std::shared_ptr<OutputLog> log;
     UniqueFd pty_fd, stdout_fd, stderr_fd, stdin_fd;  // handed to the strand by setup()

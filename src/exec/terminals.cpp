@@ -15,7 +15,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "box/box_env.hpp"
 #include "exec/replay_buffer.hpp"
 #include "util/error.hpp"
 #include "util/random_hex.hpp"
@@ -61,20 +60,6 @@ TerminalLimitError::TerminalLimitError(size_t limit)
     : Error("Too many terminals: this account may have " + std::to_string(limit) + " open at once; close one first"),
       limit_(limit) {}
 
-SpawnRequest login_shell_request(const BoxSpec& spec, const std::string& cwd, uint16_t cols, uint16_t rows) {
-  auto env = base_env(spec, /*tty=*/true);
-  env["TERM"] = "xterm-256color";
-  env["PWD"] = cwd;
-  SpawnRequest req;
-  req.argv = {spec.shell, "-l"};
-  req.env = env_strings(env);
-  req.cwd = cwd;
-  req.tty = true;
-  req.cols = cols;
-  req.rows = rows;
-  return req;
-}
-
 struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   class Client;
 
@@ -90,6 +75,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
 
     // Set before the terminal is published, then constant.
     std::string id, account, created_at;
+    std::string chat;  // the chat it was made for, "" for none
     uint64_t seq = 0;  // creation order, for listings
     pid_t pid = 0;
     uint64_t spawn = 0;  // the box's id for the shell: what signals name
@@ -110,6 +96,10 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     bool closed = false;                             // out of the registry; clients told; being or been killed
     int kill_stage = 0;                              // 0: nothing sent, 1: SIGHUP sent, 2: SIGKILL sent
     std::vector<std::function<void(bool)>> removed;  // remove() callers waiting for the end
+
+    // Impl::mu only: clients attached now, and when the last one came (Impl::next_attach).
+    size_t attached = 0;
+    uint64_t attach_seq = 0;
   };
 
   // A client's handle. The terminal holds it weakly, so the client's owner decides its life.
@@ -156,6 +146,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
         detached_ = true;
         sink_.reset();
       }
+      gone();
       // The idle clock starts when the last client leaves. Posted, not run here: a sink may
       // detach from within its output(), while the terminal goes through its clients.
       auto impl = impl_.lock();
@@ -173,12 +164,15 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     }
     void ended(const std::string& why) {
       std::shared_ptr<TerminalSink> sink;
+      bool was_attached = false;
       {
         std::lock_guard lock(mu_);
         sink = std::move(sink_);
         sink_.reset();
+        was_attached = !detached_;
         detached_ = true;
       }
+      if (was_attached) gone();
       if (sink && sink->ended) sink->ended(why);
     }
     bool detached() {
@@ -187,6 +181,14 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     }
 
    private:
+    void gone() {  // no longer attached: one fewer for attached_in_chat(); once per client
+      auto impl = impl_.lock();
+      auto term = term_.lock();
+      if (!impl || !term) return;
+      std::lock_guard lock(impl->mu);
+      if (term->attached > 0) --term->attached;
+    }
+
     std::shared_ptr<TerminalSink> current_sink() {
       std::lock_guard lock(mu_);
       return sink_;
@@ -293,7 +295,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     }
     t->last_activity = Clock::now();
     arm_idle(t, t->last_activity + opts.idle_timeout);
-    call_quietly(done, CreateOutcome{TerminalInfo{t->id, t->created_at, t->pid}, nullptr});
+    call_quietly(done, CreateOutcome{TerminalInfo{t->id, t->created_at, t->pid, t->chat}, nullptr});
   }
 
   // The pty is readable (or hung up), or writable again for keystrokes that waited.
@@ -536,13 +538,14 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
     return it->second;
   }
 
-  void create(const BoxSpec& spec, SpawnRequest req, std::function<void(CreateOutcome)> done) {
+  void create(const BoxSpec& spec, SpawnRequest req, std::string chat, std::function<void(CreateOutcome)> done) {
     reserve(spec.name);
     std::shared_ptr<Term> t;
     try {
       t = std::make_shared<Term>(opts.replay_bytes);
       t->id = new_terminal_id();
       t->account = spec.name;
+      t->chat = std::move(chat);
       t->created_at = iso_utc_now();
     } catch (...) {
       std::lock_guard lock(mu);
@@ -585,6 +588,7 @@ struct Terminals::Impl : std::enable_shared_from_this<Terminals::Impl> {
   std::map<std::string, std::shared_ptr<Term>> terms;   // open terminals by id
   std::unordered_map<std::string, size_t> per_account;  // open and opening, by account
   uint64_t next_seq = 0;
+  uint64_t next_attach = 0;
 };
 
 Terminals::Terminals(TerminalLoop& loop, TerminalSpawner& boxes, TerminalOptions options)
@@ -595,15 +599,23 @@ Terminals::~Terminals() { shut_down(); }
 void Terminals::shut_down() { impl_->shut_down(); }
 
 void Terminals::create(const BoxSpec& spec, SpawnRequest req, std::function<void(CreateOutcome)> done) {
-  impl_->create(spec, std::move(req), std::move(done));
+  impl_->create(spec, std::move(req), {}, std::move(done));
 }
 
-std::vector<TerminalInfo> Terminals::list(const std::string& account) const {
+void Terminals::create(const BoxSpec& spec, SpawnRequest req, std::string chat,
+                       std::function<void(CreateOutcome)> done) {
+  impl_->create(spec, std::move(req), std::move(chat), std::move(done));
+}
+
+std::vector<TerminalInfo> Terminals::list(const std::string& account) const { return list(account, {}); }
+
+std::vector<TerminalInfo> Terminals::list(const std::string& account, const std::string& chat) const {
   std::vector<std::pair<uint64_t, TerminalInfo>> found;
   {
     std::lock_guard lock(impl_->mu);
     for (const auto& [id, t] : impl_->terms)
-      if (t->account == account) found.emplace_back(t->seq, TerminalInfo{t->id, t->created_at, t->pid});
+      if (t->account == account && (chat.empty() || t->chat == chat))
+        found.emplace_back(t->seq, TerminalInfo{t->id, t->created_at, t->pid, t->chat});
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<TerminalInfo> out;
@@ -615,7 +627,40 @@ std::vector<TerminalInfo> Terminals::list(const std::string& account) const {
 std::optional<TerminalInfo> Terminals::get(const std::string& account, const std::string& id) const {
   auto t = impl_->find(account, id);
   if (!t) return std::nullopt;
-  return TerminalInfo{t->id, t->created_at, t->pid};
+  return TerminalInfo{t->id, t->created_at, t->pid, t->chat};
+}
+
+std::optional<TerminalInfo> Terminals::attached_in_chat(const std::string& account, const std::string& chat) const {
+  if (chat.empty()) return std::nullopt;
+  std::lock_guard lock(impl_->mu);
+  const Impl::Term* best = nullptr;
+  for (const auto& [id, t] : impl_->terms)
+    if (t->account == account && t->chat == chat && t->attached > 0 && (!best || t->attach_seq > best->attach_seq))
+      best = t.get();
+  if (!best) return std::nullopt;
+  return TerminalInfo{best->id, best->created_at, best->pid, best->chat};
+}
+
+void Terminals::recent_output(const std::string& account, const std::string& id,
+                              std::function<void(std::optional<std::string>)> done) {
+  auto t = impl_->find(account, id);
+  if (!t) return Impl::call_quietly(done, std::nullopt);
+  impl_->post([t, done = std::move(done)]() mutable {
+    if (t->closed) return Impl::call_quietly(done, std::nullopt);
+    Impl::call_quietly(done, t->replay.contents());
+  });
+}
+
+void Terminals::type(const std::string& account, const std::string& id, std::string bytes,
+                     std::function<void(bool)> done) {
+  auto t = impl_->find(account, id);
+  if (!t) return Impl::call_quietly(done, false);
+  Impl& im = *impl_;
+  im.post([&im, t, bytes = std::move(bytes), done = std::move(done)]() mutable {
+    const bool open = t->pty && !t->closed && !t->pty_eof && t->input_bytes + bytes.size() <= im.opts.input_queue_bytes;
+    if (open) im.queue_input(t, {}, bytes);
+    Impl::call_quietly(done, open);
+  });
 }
 
 void Terminals::remove(const std::string& account, const std::string& id, std::function<void(bool)> done) {
@@ -634,6 +679,11 @@ std::shared_ptr<TerminalClient> Terminals::attach(const std::string& account, co
   auto t = impl_->find(account, id);
   if (!t) return nullptr;
   auto c = std::make_shared<Impl::Client>(impl_, t, std::move(sink));
+  {
+    std::lock_guard lock(impl_->mu);
+    ++t->attached;
+    t->attach_seq = ++impl_->next_attach;
+  }
   Impl& im = *impl_;
   im.post([&im, t, c] { im.attach_on_loop(t, c); });
   return c;

@@ -10,6 +10,9 @@
 // deleted (its whole session is signalled: the shell and every job started from it), or it has
 // had no client and no output for the idle timeout. Every lookup is scoped to one account:
 // another account's id is "not found", and ids are random, so they are not an oracle either.
+// A terminal made for a chat (X-Session-Id) belongs to it: lists can be narrowed to the chat,
+// and the assistant of that chat reaches the one its user has attached (attached_in_chat(),
+// recent_output(), type()).
 //
 // Runs on: the terminals' loop ("terminals", util/terminal_loop.hpp) for every pty and timer;
 // the boxes' answers arrive on the box loop and are posted there; every handler through one
@@ -58,6 +61,7 @@ struct TerminalInfo {
   std::string id;
   std::string created_at;  // ISO 8601 UTC, as Open Terminal gives it ("2026-01-02T03:04:05.678Z")
   pid_t pid = 0;           // the shell's pid in its box
+  std::string chat;        // the chat it was made for (X-Session-Id), "" for none
 };
 
 // The account already has max_per_account terminals.
@@ -121,9 +125,13 @@ class Terminals {
   // TerminalLimitError at once when the account is at its cap; else done runs once, on the
   // loop's thread or a box loop thread, with the new terminal or the error.
   void create(const BoxSpec& spec, SpawnRequest req, std::function<void(CreateOutcome)> done);
+  // The same, for chat `chat` ("" for none).
+  void create(const BoxSpec& spec, SpawnRequest req, std::string chat, std::function<void(CreateOutcome)> done);
 
   // The account's terminals, oldest first.
   std::vector<TerminalInfo> list(const std::string& account) const;
+  // Those of chat `chat` only; all of the account's when chat is "".
+  std::vector<TerminalInfo> list(const std::string& account, const std::string& chat) const;
   std::optional<TerminalInfo> get(const std::string& account, const std::string& id) const;
 
   // Ends the terminal and everything started from it: its session gets SIGHUP (the shell and
@@ -137,6 +145,20 @@ class Terminals {
   // Attaches sink: nullptr when the account has no such terminal. Else the sink gets the replay
   // and then live output; if the terminal ends meanwhile, ended() instead.
   std::shared_ptr<TerminalClient> attach(const std::string& account, const std::string& id, TerminalSink sink);
+
+  // The account's terminal of chat `chat` ("" never matches) that has a client attached now,
+  // the one attached last when there are several; nullopt when none has.
+  std::optional<TerminalInfo> attached_in_chat(const std::string& account, const std::string& chat) const;
+
+  // The newest output kept for replay (TerminalOptions::replay_bytes), raw; done(nullopt) when
+  // the account has no such open terminal. done runs once, on the loop's thread, or at once.
+  void recent_output(const std::string& account, const std::string& id,
+                     std::function<void(std::optional<std::string>)> done);
+
+  // Keystrokes typed into the terminal as a client's would be (queued when the pty is full);
+  // done(false) when there is no such open terminal or it could not take them (ended, or
+  // input_queue_bytes waiting already). Once, on the loop's thread, or at once.
+  void type(const std::string& account, const std::string& id, std::string bytes, std::function<void(bool)> done);
 
   size_t count() const;        // terminals open now (all accounts)
   TerminalLoop& loop() const;  // where the ptys are served, and their clients may be

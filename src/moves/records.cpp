@@ -13,7 +13,8 @@ nlohmann::json records_json(const MovedRecords& r) {
                          {"exit_code", p.exit_code ? nlohmann::json(*p.exit_code) : nlohmann::json()},
                          {"started", p.started},
                          {"ended", p.ended ? nlohmann::json(*p.ended) : nlohmann::json()},
-                         {"log_path", p.log_path}});
+                         {"log_path", p.log_path},
+                         {"chat", p.chat}});
   for (const ChatSessionRow& c : r.chats)
     chats.push_back({{"chat_id", c.chat_id}, {"session_id", c.session_id}, {"updated", c.updated}});
   for (const DailyTokens& d : r.tokens)
@@ -38,6 +39,7 @@ MovedRecords records_from_json(const nlohmann::json& v) {
       rec.started = p.at("started").get<int64_t>();
       if (!p.at("ended").is_null()) rec.ended = p.at("ended").get<int64_t>();
       rec.log_path = p.at("log_path").get<std::string>();
+      rec.chat = p.value("chat", "");  // absent from a node before chats were recorded
       r.processes.push_back(std::move(rec));
     }
     for (const auto& c : v.at("chats"))

@@ -58,7 +58,8 @@ MovedRecords MoveStore::records_of(std::string_view account) {
   std::lock_guard lock(mu_);
   MovedRecords r;
   Statement p = db_.prepare(
-      "SELECT id, account, command, status, exit_code, started, ended, log_path FROM processes WHERE account = ?1 "
+      "SELECT id, account, command, status, exit_code, started, ended, log_path, chat FROM processes "
+      "WHERE account = ?1 "
       "ORDER BY started, id");
   p.bind(1, account);
   while (p.step()) {
@@ -114,12 +115,12 @@ void MoveStore::commit_in(std::string_view id, std::string_view account, const M
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   Statement p = db_.prepare(
-      "INSERT INTO processes (id, account, command, status, exit_code, started, ended, log_path) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+      "INSERT INTO processes (id, account, command, status, exit_code, started, ended, log_path, chat) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   for (const ProcessRecord& rec : r.processes) {
     p.reset();
     p.bind(1, rec.id).bind(2, account).bind(3, rec.command).bind(4, to_string(rec.status)).bind(5, rec.exit_code);
-    p.bind(6, rec.started).bind(7, rec.ended).bind(8, rec.log_path);
+    p.bind(6, rec.started).bind(7, rec.ended).bind(8, rec.log_path).bind(9, rec.chat);
     p.step();
   }
   Statement c =

@@ -17,7 +17,7 @@ constexpr std::array<StatusName, 4> kStatusNames = {{
 }};
 
 constexpr std::string_view kSelectProcess =
-    "SELECT id, account, command, status, exit_code, started, ended, log_path FROM processes ";
+    "SELECT id, account, command, status, exit_code, started, ended, log_path, chat FROM processes ";
 
 }  // namespace
 
@@ -31,6 +31,7 @@ ProcessRecord process_record_from_row(const Statement& row) {
   r.started = row.column_int64(5);
   r.ended = row.column_optional_int64(6);
   r.log_path = row.column_text(7);
+  r.chat = row.column_text(8);
   return r;
 }
 
@@ -51,10 +52,10 @@ ProcessStore::ProcessStore(Db db) : db_(std::move(db)) {}
 void ProcessStore::insert(const ProcessRecord& r) {
   std::lock_guard lock(mu_);
   auto st = db_.prepare_cached(
-      "INSERT INTO processes (id, account, command, status, exit_code, started, ended, log_path) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+      "INSERT INTO processes (id, account, command, status, exit_code, started, ended, log_path, chat) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   st->bind(1, r.id).bind(2, r.account).bind(3, r.command).bind(4, to_string(r.status));
-  st->bind(5, r.exit_code).bind(6, r.started).bind(7, r.ended).bind(8, r.log_path);
+  st->bind(5, r.exit_code).bind(6, r.started).bind(7, r.ended).bind(8, r.log_path).bind(9, r.chat);
   st->step();
 }
 

@@ -27,9 +27,10 @@ struct ProcessRecord {
   int64_t started = 0;               // unix seconds
   std::optional<int64_t> ended;      // unix seconds
   std::string log_path;              // output log file
+  std::string chat;                  // the chat it ran for (X-Session-Id), "" for none
 };
 
-// A row of "SELECT id, account, command, status, exit_code, started, ended, log_path FROM
+// A row of "SELECT id, account, command, status, exit_code, started, ended, log_path, chat FROM
 // processes" (the moves of accounts read them too: store/move_store.hpp).
 ProcessRecord process_record_from_row(const Statement& row);
 

@@ -7,7 +7,7 @@ namespace {
 
 // Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
 // has shipped, add the next. Times are unix seconds.
-constexpr std::array<std::string_view, 6> kMigrations = {
+constexpr std::array<std::string_view, 7> kMigrations = {
     // 1: accounts, processes, chat sessions, audit.
     R"sql(
 CREATE TABLE accounts (
@@ -124,6 +124,11 @@ CREATE INDEX moves_in_by_user ON moves_in (external_id);
     R"sql(
 ALTER TABLE network_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1 CHECK (count >= 1);
 ALTER TABLE network_log ADD COLUMN last_ms INTEGER;
+)sql",
+    // 7: the chat a command ran for (X-Session-Id; '' for none), so GET /execute can list one
+    // chat's commands.
+    R"sql(
+ALTER TABLE processes ADD COLUMN chat TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

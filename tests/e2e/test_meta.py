@@ -36,6 +36,11 @@ PROTECTED = [
     ("GET", "/ports", None),
     ("GET", "/proxy/8124/", None),
     ("POST", "/proxy/8124/x", {"a": 1}),
+    ("GET", "/skills", None),
+    ("GET", "/skills/read?name=x", None),
+    ("GET", "/skills/x", None),
+    ("GET", "/user-terminal/read", None),
+    ("POST", "/user-terminal/input", {"text": "x"}),
 ]
 IDS = [f"{m} {p.split('?')[0]}" for m, p, _ in PROTECTED]
 

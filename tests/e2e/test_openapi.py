@@ -7,7 +7,9 @@ from conftest import text_of, wait_done
 
 EXPECTED_TOOLS = {"run_command", "list_processes", "get_process_status", "send_process_input",
                   "kill_process", "list_files", "read_file", "display_file", "write_file",
-                  "replace_file_content", "grep_search", "glob_search"}
+                  "replace_file_content", "grep_search", "glob_search",
+                  # the assistant in the user's terminal (Open Terminal 0.12.4)
+                  "read_user_terminal", "send_user_terminal_input"}
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 

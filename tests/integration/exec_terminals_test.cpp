@@ -224,6 +224,30 @@ class TerminalsTest : public ::testing::Test {
     EXPECT_EQ(f.wait_for(5s), std::future_status::ready);
     return f.get();
   }
+  TerminalInfo create(const std::string& account, const std::string& chat) {
+    std::promise<CreateOutcome> p;
+    auto f = p.get_future();
+    terminals_->create(spec(account), login_shell_request(spec(account), "/home/" + account), chat,
+                       [&p](CreateOutcome o) { p.set_value(std::move(o)); });
+    EXPECT_EQ(f.wait_for(5s), std::future_status::ready);
+    CreateOutcome o = f.get();
+    if (o.error) std::rethrow_exception(o.error);
+    return *o.terminal;
+  }
+  std::optional<std::string> recent(const std::string& account, const std::string& id) {
+    std::promise<std::optional<std::string>> p;
+    auto f = p.get_future();
+    terminals_->recent_output(account, id, [&p](std::optional<std::string> out) { p.set_value(std::move(out)); });
+    EXPECT_EQ(f.wait_for(5s), std::future_status::ready);
+    return f.get();
+  }
+  bool typed(const std::string& account, const std::string& id, std::string bytes) {
+    std::promise<bool> p;
+    auto f = p.get_future();
+    terminals_->type(account, id, std::move(bytes), [&p](bool ok) { p.set_value(ok); });
+    EXPECT_EQ(f.wait_for(5s), std::future_status::ready);
+    return f.get();
+  }
   TerminalInfo create(const std::string& account) {
     CreateOutcome o = create_outcome(account);
     if (o.error) std::rethrow_exception(o.error);
@@ -286,6 +310,53 @@ TEST_F(TerminalsTest, OnlyItsAccountSeesAttachesToOrRemovesATerminal) {
   port_.print(shell_of(t), "for alice");
   EXPECT_TRUE(alice.saw("for alice"));
   EXPECT_EQ(bob.output(), "");
+}
+
+TEST_F(TerminalsTest, AChatsTerminalIsListedFoundAttachedReadAndTypedIntoByItsChatOnly) {
+  make();
+  TerminalInfo a = create("alice", "chat-a");
+  TerminalInfo b = create("alice", "chat-b");
+  TerminalInfo none = create("alice");
+  EXPECT_EQ(a.chat, "chat-a");
+  ASSERT_EQ(terminals_->list("alice", "chat-a").size(), 1u);
+  EXPECT_EQ(terminals_->list("alice", "chat-a")[0].id, a.id);
+  EXPECT_EQ(terminals_->list("alice", "").size(), 3u);  // no chat named: all of them
+  EXPECT_TRUE(terminals_->list("bob", "chat-a").empty());
+
+  // Made in the chat is not enough: the user must have it attached.
+  EXPECT_FALSE(terminals_->attached_in_chat("alice", "chat-a"));
+  Recorder ra, rb, rn;
+  auto ca = terminals_->attach("alice", a.id, ra.sink());
+  auto cb = terminals_->attach("alice", b.id, rb.sink());
+  auto cn = terminals_->attach("alice", none.id, rn.sink());
+  ASSERT_TRUE(terminals_->attached_in_chat("alice", "chat-a"));
+  EXPECT_EQ(terminals_->attached_in_chat("alice", "chat-a")->id, a.id);
+  EXPECT_EQ(terminals_->attached_in_chat("alice", "chat-b")->id, b.id);
+  EXPECT_FALSE(terminals_->attached_in_chat("alice", ""));  // no chat: none, not the chatless one
+  EXPECT_FALSE(terminals_->attached_in_chat("bob", "chat-a"));
+
+  port_.print(shell_of(a), "\x1b[32mName? \x1b[0m");
+  ASSERT_TRUE(ra.saw("Name? "));
+  EXPECT_EQ(recent("alice", a.id), "\x1b[32mName? \x1b[0m");
+  EXPECT_FALSE(recent("bob", a.id));
+  EXPECT_TRUE(typed("alice", a.id, "Ada\r"));
+  EXPECT_EQ(port_.typed(shell_of(a), 4), "Ada\r");
+  EXPECT_FALSE(typed("bob", a.id, "x"));
+
+  // The last to attach is the one reached; when it leaves, the one still attached.
+  TerminalInfo a2 = create("alice", "chat-a");
+  Recorder ra2;
+  auto ca2 = terminals_->attach("alice", a2.id, ra2.sink());
+  EXPECT_EQ(terminals_->attached_in_chat("alice", "chat-a")->id, a2.id);
+  ca2->detach();
+  EXPECT_EQ(terminals_->attached_in_chat("alice", "chat-a")->id, a.id);
+  ca.reset();
+  EXPECT_FALSE(terminals_->attached_in_chat("alice", "chat-a"));
+  // An ended terminal is neither read nor typed into.
+  port_.end(shell_of(b), 0);
+  ASSERT_TRUE(eventually([&] { return !terminals_->attached_in_chat("alice", "chat-b"); }));
+  EXPECT_FALSE(recent("alice", b.id));
+  EXPECT_FALSE(typed("alice", b.id, "x"));
 }
 
 TEST_F(TerminalsTest, AnAccountAtItsCapIsRefusedUntilOneEnds) {

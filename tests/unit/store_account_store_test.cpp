@@ -206,9 +206,13 @@ TEST_F(AccountStoreTest, ADeletedAccountsNameAndUidAreNeverGivenAgain) {
   Account bob = accounts.get_or_create("bob");
   {
     Db db = open_state_db(dir_);
-    db.exec("INSERT INTO processes VALUES ('p1', '" + bob.name + "', 'sleep', 'done', 0, 1, 2, 'x')");
+    db.exec(
+        "INSERT INTO processes (id, account, command, status, exit_code, started, ended, log_path) VALUES ('p1', '" +
+        bob.name + "', 'sleep', 'done', 0, 1, 2, 'x')");
     db.exec("INSERT INTO chat_sessions VALUES ('" + bob.name + "', 'chat', 'claude', 1)");
-    db.exec("INSERT INTO processes VALUES ('p2', '" + alice.name + "', 'sleep', 'done', 0, 1, 2, 'x')");
+    db.exec(
+        "INSERT INTO processes (id, account, command, status, exit_code, started, ended, log_path) VALUES ('p2', '" +
+        alice.name + "', 'sleep', 'done', 0, 1, 2, 'x')");
   }
   std::optional<Account> removed = accounts.remove(bob.name, 1234);
   ASSERT_TRUE(removed);

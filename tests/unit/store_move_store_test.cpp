@@ -41,8 +41,8 @@ TEST_F(MoveStoreTest, AMoveOutIsOpenUntilMovedAndTheMovedOneIsATombstone) {
 TEST_F(MoveStoreTest, RecordsTravelThroughMoveJsonAndCommitWithTheMove) {
   Db db = open_state_db(source_dir_.path());
   ProcessStore processes(open_state_db(source_dir_.path()));
-  processes.insert(
-      {"p1", "alice-1a2b3c", "make", ProcessStatus::done, 0, 10, 12, "/s/volumes/alice-1a2b3c/daemon/logs/p1.log"});
+  processes.insert({"p1", "alice-1a2b3c", "make", ProcessStatus::done, 0, 10, 12,
+                    "/s/volumes/alice-1a2b3c/daemon/logs/p1.log", "chat-7"});
   processes.insert(
       {"p2", "alice-1a2b3c", "sleep 9", ProcessStatus::running, std::nullopt, 11, std::nullopt, "/x/p2.log"});
   processes.insert({"p3", "bob-000000", "ls", ProcessStatus::done, 0, 10, 12, "/x/p3.log"});
@@ -66,6 +66,7 @@ TEST_F(MoveStoreTest, RecordsTravelThroughMoveJsonAndCommitWithTheMove) {
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].command, "make");
   EXPECT_EQ(listed[0].exit_code, 0);
+  EXPECT_EQ(listed[0].chat, "chat-7");  // the chat it ran for travels with it
   EXPECT_EQ(listed[1].status, ProcessStatus::lost);
   EXPECT_EQ(ChatSessions(open_state_db(target_dir_.path())).find("alice-9f9f9f", "chat-1"), "sess-1");
   TokenLedger ledger(open_state_db(target_dir_.path()));

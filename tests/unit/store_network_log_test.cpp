@@ -264,6 +264,8 @@ CREATE TABLE network_log (
   bytes_down INTEGER NOT NULL
 ) STRICT;
 INSERT INTO network_log VALUES (1, 4242, 'alice', 'tunnel', 'old.example', 443, '', 0, 'refused', 0, 0);
+-- Step 1's processes table, which every real schema 5 has and step 7 alters.
+CREATE TABLE processes (id TEXT PRIMARY KEY) STRICT;
 PRAGMA user_version = 5;
 )sql");
   }

@@ -41,6 +41,19 @@ TEST_F(ProcessStoreTest, InsertThenGetReturnsTheSameRecord) {
   EXPECT_EQ(got->log_path, "logs/p1.log");
 }
 
+TEST_F(ProcessStoreTest, TheChatARecordRanForIsKept) {
+  ProcessStore procs(open_state_db(dir_));
+  ProcessRecord r = record("p1", "alice-2bd806", 100);
+  r.chat = "chat-1";
+  procs.insert(r);
+  procs.insert(record("p2", "alice-2bd806", 101));
+  EXPECT_EQ(procs.get("alice-2bd806", "p1")->chat, "chat-1");
+  EXPECT_EQ(procs.get("alice-2bd806", "p2")->chat, "");  // none named
+  auto all = procs.list_by_account("alice-2bd806");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].chat, "chat-1");
+}
+
 TEST_F(ProcessStoreTest, AnotherAccountCannotSeeTheRecord) {
   ProcessStore procs(open_state_db(dir_));
   procs.insert(record("p1", "alice-2bd806", 100));
