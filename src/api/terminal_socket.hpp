@@ -12,10 +12,11 @@
 //
 // The Bearer key on the upgrade authenticates at once; otherwise the first frame must be
 // {"type":"auth","token":KEY} (Open WebUI's way). The user is X-User-Id, X-OpenWebUI-User-Id or
-// ?user_id=. Limits where the bytes are read: a message over max_message_bytes closes with 1009,
-// no byte for idle_timeout (pings are sent at half of it) drops the connection, and a client
-// that lets more than max_queued_bytes of output wait is dropped rather than held in memory.
-// Input it sends faster than the shell takes it is not read until the terminal took most of it.
+// ?user_id=; with a user's key (http/user_keys.hpp), on the upgrade or in the auth frame, it is
+// the key's, and a request naming another user is refused (403 on the upgrade, 4003 after it). Limits where the bytes
+// are read: a message over max_message_bytes closes with 1009, no byte for idle_timeout (pings are sent at half of it)
+// drops the connection, and a client that lets more than max_queued_bytes of output wait is dropped rather than held in
+// memory. Input it sends faster than the shell takes it is not read until the terminal took most of it.
 //
 // Runs on: the terminals' loop (util/terminal_loop.hpp); serve() on the API's io thread, and a
 // caller that is slow to resolve on the callers' pool, whose answer is posted back to the loop.
@@ -32,6 +33,7 @@
 #include "exec/terminals.hpp"
 #include "http/api_key_auth.hpp"
 #include "http/router.hpp"
+#include "http/user_keys.hpp"
 #include "http/websocket_frames.hpp"
 #include "util/terminal_loop.hpp"
 #include "util/unique_fd.hpp"
@@ -52,8 +54,9 @@ struct TerminalSocketOptions {
 struct TerminalSocketContext {
   exec::Terminals& terminals;
   accounts::AccountDirectory& callers;
-  ApiKeyAuth auth;
+  ApiKeyAuth auth;  // the shared key, in an auth frame
   TerminalSocketOptions options;
+  std::shared_ptr<const UserKeys> user_keys;  // a user's key, in an auth frame, names its user; none: refused
 };
 
 class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
