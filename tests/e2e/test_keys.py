@@ -152,6 +152,18 @@ def test_a_revoked_key_is_401_at_once_and_the_list_never_shows_a_key(kd):
         assert c.get("/files/cwd").status_code == 200
 
 
+def test_under_v1_a_key_naming_another_user_is_openais_403(kd):
+    """The OpenAI connection's routes take a user's key too; their errors keep OpenAI's shape."""
+    alice = uid("alice")
+    key = create_key(kd, alice)["key"]
+    with keyed(kd, key) as c:
+        assert c.get("/v1/models").status_code == 200
+    with keyed(kd, key, **{"X-OpenWebUI-User-Id": uid("bob")}) as c:
+        r = c.get("/v1/models")
+        assert r.status_code == 403, r.text
+        assert list(r.json()) == ["error"] and "another user" in r.json()["error"]["message"], r.text
+
+
 def test_admin_key_routes_take_the_admin_key_only_and_check_the_body(kd):
     key = create_key(kd, uid("alice"))["key"]
     for credential, status in [(kd.api_key, 403), (key, 403), (None, 401), ("wrong", 401)]:
