@@ -12,11 +12,14 @@
 //
 // The Bearer key on the upgrade authenticates at once; otherwise the first frame must be
 // {"type":"auth","token":KEY} (Open WebUI's way). The user is X-User-Id, X-OpenWebUI-User-Id or
-// ?user_id=; with a user's key (http/user_keys.hpp), on the upgrade or in the auth frame, it is
-// the key's, and a request naming another user is refused (403 on the upgrade, 4003 after it). Limits where the bytes
-// are read: a message over max_message_bytes closes with 1009, no byte for idle_timeout (pings are sent at half of it)
-// drops the connection, and a client that lets more than max_queued_bytes of output wait is dropped rather than held in
-// memory. Input it sends faster than the shell takes it is not read until the terminal took most of it.
+// ?user_id=. Limits where the bytes are read: a message over max_message_bytes closes with 1009,
+// no byte for idle_timeout (pings are sent at half of it) drops the connection, and a client
+// that lets more than max_queued_bytes of output wait is dropped rather than held in memory.
+// Input it sends faster than the shell takes it is not read until the terminal took most of it.
+//
+// A user's own key (http/user_keys.hpp), on the upgrade or in the auth frame, names the user:
+// the upgrade then needs none, and one naming another user is refused (403 on the upgrade,
+// close 4003 after it).
 //
 // Runs on: the terminals' loop (util/terminal_loop.hpp); serve() on the API's io thread, and a
 // caller that is slow to resolve on the callers' pool, whose answer is posted back to the loop.

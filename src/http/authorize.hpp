@@ -3,13 +3,14 @@
 // (no socket, no server: tests call it directly). The session asks once the head is read,
 // before any of the body:
 //
-//   route            admin key       API key          a user's key       a valid signed link     nothing valid
-//   admin            pass            403              403                401 "Invalid admin key" 401 "Invalid admin
-//   key" ordinary         401             pass             pass, as its user  401                     401 "Invalid API
-//   key" signed_link      401             pass             pass, as its user  pass, as its user       401 "Invalid API
-//   key" is_public        pass            pass (by key)    pass, as its user  pass                    pass
-//   auth_in_handler  pass            pass (by key)    pass, as its user  pass                    pass (the handler
-//   checks)
+//   route            admin key   API key        a user's key       a valid signed link   nothing valid
+//   admin            pass        403            403                401 (a)               401 (a)
+//   ordinary         401         pass           pass, as its user  401                   401 (b)
+//   signed_link      401         pass           pass, as its user  pass, as its user     401 (b)
+//   is_public        pass        pass (by key)  pass, as its user  pass                  pass
+//   auth_in_handler  pass        pass (by key)  pass, as its user  pass                  pass (the handler checks)
+//
+//   (a) "Invalid admin key"   (b) "Invalid API key"
 //
 // (The admin key is no API key: on any other route it counts as nothing.) A signed link
 // rewrites the request: its user replaces whatever user the headers named. So does a user's
