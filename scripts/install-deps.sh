@@ -26,6 +26,8 @@ packages=(
   bubblewrap tinyproxy socat ripgrep hyperfine websocketd nginx-light wrk rsync
   # the scale-out router (tests/cluster): Debian nginx with set-misc (percent-decodes ?user_id=)
   libnginx-mod-http-set-misc
+  # the browser test (tests/e2e/test_browser.py): a real headless Chromium
+  chromium
 )
 
 missing=()
@@ -81,4 +83,16 @@ if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]]; then
       cp "$tests_dir/package.json" "$tests_dir/node_modules/.installed-from.json"
     fi
   done
+fi
+
+# The browser test's JavaScript (tests/e2e/browser: puppeteer-core drives Debian's chromium,
+# xterm.js renders the terminal), pinned in its package.json, the same way.
+if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]]; then
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  tests_dir=$here/tests/e2e/browser
+  if ! cmp -s "$tests_dir/package.json" "$tests_dir/node_modules/.installed-from.json"; then
+    command -v npm >/dev/null || { echo "install-deps: npm is needed for $tests_dir" >&2; exit 1; }
+    npm install --prefix "$tests_dir" --silent --no-audit --no-fund --no-save >/dev/null
+    cp "$tests_dir/package.json" "$tests_dir/node_modules/.installed-from.json"
+  fi
 fi

@@ -1,6 +1,7 @@
 // agentbox: the command line. Subcommands: serve (the HTTP API, run by execing agentbox-serve),
 // run (one-shot box), doctor (host support), config check (validate a server config file),
-// backup (the mirror of homes) and accounts (list, delete), through the running daemon.
+// backup (the mirror of homes), accounts (list, delete) and keys (per-user API keys), through
+// the running daemon.
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include "cli/cluster_command.hpp"
 #include "cli/config_check.hpp"
 #include "cli/doctor.hpp"
+#include "cli/keys_command.hpp"
 #include "cli/run_command.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
@@ -120,6 +122,9 @@ int main(int argc, char** argv) {
   agentbox::cli::AccountsOptions accounts_opts;
   auto* accounts = app.add_subcommand("accounts", "The accounts, through the running daemon (admin key)");
   if (wanted("accounts")) agentbox::cli::add_accounts_options(*accounts, accounts_opts);
+  agentbox::cli::KeysOptions keys_opts;
+  auto* keys = app.add_subcommand("keys", "Per-user API keys, through the running daemon (admin key)");
+  if (wanted("keys")) agentbox::cli::add_keys_options(*keys, keys_opts);
   agentbox::cli::ClusterOptions cluster_opts;
   auto* cluster = app.add_subcommand("cluster", "A cluster of agentbox nodes behind nginx (docs/SCALING.md)");
   if (wanted("cluster")) agentbox::cli::add_cluster_options(*cluster, cluster_opts);
@@ -150,6 +155,7 @@ int main(int argc, char** argv) {
     if (backup->parsed()) return agentbox::cli::run_backup(*backup, backup_opts);
     if (accounts->parsed()) return agentbox::cli::run_accounts(*accounts, accounts_opts);
     if (cluster->parsed()) return agentbox::cli::run_cluster(*cluster, cluster_opts);
+    if (keys->parsed()) return agentbox::cli::run_keys(*keys, keys_opts);
   } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return 2;

@@ -10,6 +10,7 @@
 #include "api/errors.hpp"
 #include "api/execute.hpp"
 #include "api/files.hpp"
+#include "api/keys.hpp"
 #include "api/meta.hpp"
 #include "api/moves.hpp"
 #include "api/network.hpp"
@@ -54,6 +55,8 @@ void register_routes(http::Router& router, const Services& s) {
   add_backup_routes(router, s);
   // GET /admin/accounts; DELETE /admin/accounts/{user}
   add_account_routes(router, s);
+  // POST, GET /admin/keys; DELETE /admin/keys/{id}
+  add_key_routes(router, s);
   if (s.placement) {
     // GET /admin/cluster; POST /admin/cluster/reload
     add_cluster_routes(router, s);

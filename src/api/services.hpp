@@ -23,6 +23,7 @@
 
 namespace agentbox {
 class AccountStore;
+class ApiKeyStore;
 class BoxManager;
 class ChatSessions;
 class MoveStore;
@@ -47,7 +48,8 @@ class Terminals;
 }  // namespace exec
 namespace http {
 class SignedLinks;
-}
+class UserKeys;
+}  // namespace http
 namespace net {
 class InferenceGateway;
 }
@@ -59,6 +61,8 @@ struct Services {
   // Who is calling: accounts, their homes and volumes (accounts/, store/).
   AccountStore* accounts = nullptr;
   accounts::AccountDirectory* callers = nullptr;
+  ApiKeyStore* api_keys = nullptr;            // per-user keys as stored (api/keys.hpp)
+  std::shared_ptr<http::UserKeys> user_keys;  // the same in memory, what requests are checked against
 
   // Boxes and what runs in them (box/, exec/, agent/).
   BoxManager* manager = nullptr;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "http/authorize.hpp"
 #include "http/error.hpp"
 #include "http/takeover_response.hpp"
 #include "util/log.hpp"
@@ -29,8 +30,15 @@ constexpr std::uint16_t kCloseEnded = 1000;            // the terminal ended (th
 constexpr std::uint16_t kCloseInternal = 1011;         // the daemon could not serve it
 constexpr std::uint16_t kCloseTryAgain = 1013;         // its place went to a new connection (RFC 6455 7.4.1)
 constexpr std::uint16_t kCloseBadAuth = 4001;          // no auth frame in time, or a wrong key
+constexpr std::uint16_t kCloseOtherUser = 4003;        // a user's key, and the request names someone else
 constexpr std::uint16_t kCloseNotFound = 4004;         // no such terminal of this user (or it ended)
 constexpr std::chrono::seconds kHandshakeTimeout{10};  // the opening and the closing handshake
+
+// Whether the request names a user itself (accounts/user_id.hpp's sources).
+bool names_user(const Request& req) {
+  return req.headers.count("X-User-Id") || req.headers.count("X-OpenWebUI-User-Id") ||
+         !req.query_params("user_id").empty();
+}
 
 // The upgrade, answered by Beast on the API's io thread; the socket then goes to the loop.
 class Upgrade : public std::enable_shared_from_this<Upgrade> {
@@ -86,8 +94,11 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
 void TerminalSocket::serve(Takeover takeover, std::shared_ptr<const TerminalSocketContext> ctx) {
   // Turned down before the upgrade, as HTTP: a client without a user is an error in the
   // request (API.md: 400), not something a WebSocket close should hide.
+  // A client that names no user and has not authenticated yet may be a browser with a user's
+  // key: its auth frame will name the user.
   try {
-    accounts::user_id_of(takeover.request, /*query_allowed=*/true);
+    if (names_user(takeover.request) || takeover.key_accepted)
+      accounts::user_id_of(takeover.request, /*query_allowed=*/true);
   } catch (const HttpError& e) {
     return respond_and_close(std::move(takeover), error_response(e.status(), e.detail()));
   }
@@ -198,9 +209,19 @@ void TerminalSocket::on_auth_frame(std::string_view text) {
   auto msg = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   const bool is_auth = msg.is_object() && msg.value("type", nlohmann::json()) == "auth";
   const auto token = is_auth ? msg.find("token") : msg.end();
-  if (!is_auth || token == msg.end() || !token->is_string() ||
-      !ctx_->auth.accepts("Bearer " + token->get<std::string>()))
-    return do_close(kCloseBadAuth, is_auth ? "Invalid API key" : "Auth timeout or invalid payload");
+  if (!is_auth || token == msg.end() || !token->is_string())
+    return do_close(kCloseBadAuth, "Auth timeout or invalid payload");
+  const std::string& key = token->get_ref<const std::string&>();
+  if (ctx_->auth.accepts("Bearer " + key)) {
+    if (!names_user(request_))  // the shared key names no one
+      return do_close(kCloseBadAuth, "Missing user: send X-User-Id or ?user_id=, or authenticate with a user's key");
+  } else {
+    const std::optional<std::string> user =
+        ctx_->user_keys && UserKeys::looks_like(key) ? ctx_->user_keys->user_of(key) : std::nullopt;
+    if (!user) return do_close(kCloseBadAuth, "Invalid API key");
+    if (!bind_user(request_, *user))
+      return do_close(kCloseOtherUser, "This API key belongs to another user than the one the request names");
+  }
   authenticated_ = true;
   slot_.on_evict(nullptr);
   slot_.busy();

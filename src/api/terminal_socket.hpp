@@ -17,6 +17,10 @@
 // that lets more than max_queued_bytes of output wait is dropped rather than held in memory.
 // Input it sends faster than the shell takes it is not read until the terminal took most of it.
 //
+// A user's own key (http/user_keys.hpp), on the upgrade or in the auth frame, names the user:
+// the upgrade then needs none, and one naming another user is refused (403 on the upgrade,
+// close 4003 after it).
+//
 // Runs on: the terminals' loop (util/terminal_loop.hpp); serve() on the API's io thread, and a
 // caller that is slow to resolve on the callers' pool, whose answer is posted back to the loop.
 #include <chrono>
@@ -32,6 +36,7 @@
 #include "exec/terminals.hpp"
 #include "http/api_key_auth.hpp"
 #include "http/router.hpp"
+#include "http/user_keys.hpp"
 #include "http/websocket_frames.hpp"
 #include "util/terminal_loop.hpp"
 #include "util/unique_fd.hpp"
@@ -52,8 +57,9 @@ struct TerminalSocketOptions {
 struct TerminalSocketContext {
   exec::Terminals& terminals;
   accounts::AccountDirectory& callers;
-  ApiKeyAuth auth;
+  ApiKeyAuth auth;  // the shared key, in an auth frame
   TerminalSocketOptions options;
+  std::shared_ptr<const UserKeys> user_keys;  // a user's key, in an auth frame, names its user; none: refused
 };
 
 class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {

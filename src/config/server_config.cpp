@@ -196,7 +196,7 @@ constexpr std::array<std::string_view, 8> kOwnSections = {"limits",    "accounts
                                                           "terminals", "proxy",    "egress", "backup"};
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size() +
-                                   kAgentSections.size() + kStorageSections.size()>
+                                   kAgentSections.size() + kStorageSections.size() + kAuthSections.size()>
       all{};
   size_t i = 0;
   for (std::string_view s : kOwnSections) all[i++] = s;
@@ -204,6 +204,7 @@ constexpr auto kSections = [] {
   for (std::string_view s : kInferenceSections) all[i++] = s;
   for (std::string_view s : kAgentSections) all[i++] = s;
   for (std::string_view s : kStorageSections) all[i++] = s;
+  for (std::string_view s : kAuthSections) all[i++] = s;
   return all;
 }();
 
@@ -249,6 +250,7 @@ std::vector<std::string> cross_checks(const ServerConfig& c, const std::string& 
   if (c.limits.per_address() > c.limits.connections)
     errors.push_back(file + ": limits.connections_per_address (" + std::to_string(c.limits.per_address()) +
                      ") is more than limits.connections (" + std::to_string(c.limits.connections) + ")");
+  if (std::string auth = check_auth_config(c.auth); !auth.empty()) errors.push_back(file + ": " + auth);
   if (c.inference.port == c.egress_proxy.port)
     errors.push_back(file + ": inference.port and egress.port are both " + std::to_string(c.egress_proxy.port) +
                      ": each needs its own port in the box");
@@ -271,7 +273,8 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
           }
         }
         return apply_egress_key(config.egress, key, value) || apply_inference_key(config.inference, key, value) ||
-               apply_agent_key(config.agent, key, value) || apply_storage_key(config.storage, key, value);
+               apply_agent_key(config.agent, key, value) || apply_storage_key(config.storage, key, value) ||
+               apply_auth_key(config.auth, key, value);
       });
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
   // A relative state_dir in a file means next to the file, wherever the daemon starts from.

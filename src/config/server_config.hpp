@@ -35,6 +35,7 @@
 //                                                             context_tokens
 //                                                             (config/inference_config.hpp)
 //   [agent]    claude = "PATH"  skills_dir = "PATH"           (config/agent_config.hpp)
+//   [auth]     openwebui_jwt_secret = "..."  require_jwt = false  (config/auth_config.hpp)
 //   [backup]   dir = "PATH"  interval = 300  keep_deleted_days = 7   (mirror of homes; no dir: off)
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
@@ -53,6 +54,7 @@
 
 #include "box/box_spec.hpp"
 #include "config/agent_config.hpp"
+#include "config/auth_config.hpp"
 #include "config/inference_config.hpp"
 #include "config/storage_config.hpp"
 #include "net/egress_policy.hpp"
@@ -143,6 +145,8 @@ struct ServerConfig {
     std::chrono::seconds interval{300};  // between passes
     uint32_t keep_deleted_days = 7;      // deleted and overwritten files are kept this many days
   } backup;
+
+  AuthConfig auth;  // [auth]: Open WebUI's signed user (config/auth_config.hpp)
 };
 
 struct ListenAddress {

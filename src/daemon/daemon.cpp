@@ -11,6 +11,7 @@
 #include "api/routes.hpp"
 #include "config/units.hpp"
 #include "http/signed_links.hpp"
+#include "http/user_keys.hpp"
 #include "net/egress_listener.hpp"
 #include "store/schema.hpp"
 #include "util/error.hpp"
@@ -106,6 +107,19 @@ std::optional<net::InferenceGateway> gateway_of(const ServerConfig& config, boos
 }
 
 // The mirror of homes, with [backup] dir: its thread starts here (the stop signals are blocked).
+// Every stored key, in the map requests are checked against; a row that is not a digest (a
+// hand-edited database) is skipped and said, never a daemon that does not start.
+std::shared_ptr<http::UserKeys> load_user_keys(ApiKeyStore& store) {
+  auto keys = std::make_shared<http::UserKeys>();
+  for (const ApiKeyRecord& k : store.list()) {
+    if (auto digest = http::UserKeys::digest_from_hex(k.digest_hex))
+      keys->add(k.id, k.user, *digest);
+    else
+      log::warn("keys", "API key {}: its stored digest is not 64 hex digits; the key is refused", k.id);
+  }
+  return keys;
+}
+
 std::unique_ptr<backup::MirrorService> mirror_of(const ServerConfig& config, AccountStore& accounts,
                                                  accounts::RestoreGate& restore_gate) {
   if (config.backup.dir.empty()) return nullptr;
@@ -188,6 +202,8 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
       chat_sessions_(open_state_db(config_.state_dir)),
       move_store_(startup_.placement ? std::optional<MoveStore>(std::in_place, open_state_db(config_.state_dir))
                                      : std::nullopt),
+      api_keys_(open_state_db(config_.state_dir)),
+      user_keys_(load_user_keys(api_keys_)),
       network_log_(std::make_shared<NetworkLog>(open_state_db(config_.state_dir),
                                                 std::chrono::hours(24) * config_.egress_proxy.log_days,
                                                 NetworkLog::kDefaultQueueLimit, config_.egress_proxy.log_rows)),
@@ -289,6 +305,8 @@ api::Services Daemon::services_of() {
   api::Services s;
   s.accounts = &accounts_;
   s.callers = &callers_;
+  s.api_keys = &api_keys_;
+  s.user_keys = user_keys_;
   s.manager = &manager_;
   s.boxes = &boxes_;
   s.processes = &processes_;
@@ -316,6 +334,9 @@ api::Services Daemon::services_of() {
   s.daily_tokens = config_.inference.anthropic.daily_tokens;
   s.file_options.upload_max_bytes = config_.limits.body_bytes;
   s.terminal_options.api_key = startup_.api_key;
+  s.terminal_options.user_keys = user_keys_;
+  // With require_jwt the shared key alone names no one: not in an auth frame either.
+  s.terminal_options.shared_key_in_frame = !config_.auth.require_jwt;
   s.proxy_options = api::proxy_options(config_.proxy);
   if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
   s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), s.network_of);
@@ -350,6 +371,9 @@ http::HttpServerOptions Daemon::http_options() {
     return callers_.volume_of(caller.account).daemon;
   };
   h.links = services_.links;
+  h.user_keys = user_keys_;
+  h.openwebui_jwt_secret = config_.auth.openwebui_jwt_secret;
+  h.require_jwt = config_.auth.require_jwt;
   if (startup_.placement) h.node_name = startup_.placement->node();
   return h;
 }

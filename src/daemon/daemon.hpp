@@ -38,6 +38,7 @@
 #include "net/inference_gateway.hpp"
 #include "net/name_resolver.hpp"
 #include "store/account_store.hpp"
+#include "store/api_key_store.hpp"
 #include "store/chat_sessions.hpp"
 #include "store/move_store.hpp"
 #include "store/network_log.hpp"
@@ -98,6 +99,9 @@ struct Daemon {
   ProcessStore process_store_;
   ChatSessions chat_sessions_;
   std::optional<MoveStore> move_store_;  // a cluster node's
+  // Per-user API keys: stored, and loaded once into the map requests are checked against.
+  ApiKeyStore api_keys_;
+  std::shared_ptr<http::UserKeys> user_keys_;
 
   // ---- Threads from here: each inherits the blocked stop signals -----------------------------
   StopSignals signals_;

@@ -26,14 +26,20 @@ bool iequals_ascii(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+std::optional<std::string_view> bearer_token(std::string_view authorization_header) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization_header.size() < kScheme.size() ||
+      !iequals_ascii(authorization_header.substr(0, kScheme.size()), kScheme))
+    return std::nullopt;
+  return authorization_header.substr(kScheme.size());
+}
+
 ApiKeyAuth::ApiKeyAuth(std::string_view api_key) : enabled_(!api_key.empty()), digest_(sha256(api_key)) {}
 
 bool ApiKeyAuth::accepts(std::string_view authorization_header) const {
-  constexpr std::string_view kScheme = "bearer ";
-  if (!enabled_ || authorization_header.size() < kScheme.size() ||
-      !iequals_ascii(authorization_header.substr(0, kScheme.size()), kScheme))
-    return false;
-  auto presented = sha256(authorization_header.substr(kScheme.size()));
+  const auto token = bearer_token(authorization_header);
+  if (!enabled_ || !token) return false;
+  auto presented = sha256(*token);
   return CRYPTO_memcmp(presented.data(), digest_.data(), digest_.size()) == 0;
 }
 

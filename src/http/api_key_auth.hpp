@@ -3,9 +3,13 @@
 // and the digests compared with CRYPTO_memcmp, so the comparison time depends on neither the
 // key's content nor its length, and the key itself never sits in this object (or a log).
 #include <array>
+#include <optional>
 #include <string_view>
 
 namespace agentbox::http {
+
+// The token of an Authorization header "Bearer <token>" (scheme case-insensitive), else nullopt.
+std::optional<std::string_view> bearer_token(std::string_view authorization_header);
 
 class ApiKeyAuth {
  public:

@@ -12,6 +12,7 @@ namespace agentbox::http {
 struct Request;
 
 class SignedLinks;
+class UserKeys;
 
 struct HttpServerOptions {
   unsigned threads = 0;                              // io threads; 0 = one per core
@@ -37,9 +38,12 @@ struct HttpServerOptions {
   // When set, the spool directory of this request (its head is complete): the daemon spools
   // each account's uploads in its own volume, charged to its quota. May throw HttpError.
   std::function<std::string(const Request&)> spool_dir_for;
-  std::string node_name;                     // a cluster node's name: X-Agentbox-Node on every
-                                             // answer (which node nginx chose); empty: none
-  std::shared_ptr<const SignedLinks> links;  // checks RouteOptions::signed_link tokens; none: refused
+  std::string node_name;                      // a cluster node's name: X-Agentbox-Node on every
+                                              // answer (which node nginx chose); empty: none
+  std::shared_ptr<const SignedLinks> links;   // checks RouteOptions::signed_link tokens; none: refused
+  std::shared_ptr<const UserKeys> user_keys;  // per-user keys (http/user_keys.hpp); none: no such key
+  std::string openwebui_jwt_secret;           // X-OpenWebUI-User-Jwt's HS256 secret; empty: the header is ignored
+  bool require_jwt = false;                   // the shared key is refused without a valid X-OpenWebUI-User-Jwt
 };
 
 }  // namespace agentbox::http

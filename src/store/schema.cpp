@@ -7,7 +7,7 @@ namespace {
 
 // Step N brings the schema from version N-1 to N. Steps are append-only: never edit one that
 // has shipped, add the next. Times are unix seconds.
-constexpr std::array<std::string_view, 7> kMigrations = {
+constexpr std::array<std::string_view, 8> kMigrations = {
     // 1: accounts, processes, chat sessions, audit.
     R"sql(
 CREATE TABLE accounts (
@@ -129,6 +129,17 @@ ALTER TABLE network_log ADD COLUMN last_ms INTEGER;
     // chat's commands.
     R"sql(
 ALTER TABLE processes ADD COLUMN chat TEXT NOT NULL DEFAULT '';
+)sql",
+    // 8: per-user API keys (store/api_key_store.hpp): the SHA-256 of each key, never the key.
+    // A revoked key's row is deleted.
+    R"sql(
+CREATE TABLE api_keys (
+  id      TEXT PRIMARY KEY,           -- public part of the key (abk_<id>_<secret>)
+  digest  TEXT NOT NULL,              -- hex SHA-256 of the whole key
+  user    TEXT NOT NULL,              -- the external user id the key acts as
+  name    TEXT NOT NULL,              -- the operator's label, may be ''
+  created INTEGER NOT NULL
+) STRICT;
 )sql",
 };
 

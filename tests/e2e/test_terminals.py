@@ -185,15 +185,20 @@ def test_user_id_in_the_query_names_the_user(clients, daemon):
     assert code == 4004
 
 
-def test_a_websocket_without_a_user_is_refused_before_the_upgrade(clients, daemon):
+def test_a_websocket_without_a_user_is_refused(clients, daemon):
     t = create(clients.user("term"))
 
     async def scenario():
+        # The Bearer key on the upgrade: refused before it (400), as HTTP.
         with pytest.raises(websockets.InvalidStatusCode) as e:
-            await connect(daemon, t["id"], None)
-        return e.value.status_code
+            await connect(daemon, t["id"], None, auth="header")
+        # The shared key in the auth frame names no one either (a user's key would: test_keys.py).
+        ws = await connect(daemon, t["id"], None)
+        return e.value.status_code, await closed_with(ws)
 
-    assert run(scenario()) == 400
+    status, (code, reason) = run(scenario())
+    assert status == 400
+    assert code == 4001 and "Missing user" in reason, reason
 
 
 # ---- auth and ownership --------------------------------------------------------------------
