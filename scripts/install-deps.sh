@@ -24,6 +24,15 @@ packages=(
   bubblewrap tinyproxy socat ripgrep hyperfine websocketd nginx-light wrk rsync
   # the scale-out router (tests/cluster): Debian nginx with set-misc (percent-decodes ?user_id=)
   libnginx-mod-http-set-misc
+  # notebooks: the kernel every box runs (src/exec/notebook_bridge.py drives it, inside the box)
+  python3-ipykernel python3-jupyter-client python3-matplotlib
+  # matplotlib needs fonttools, which needs scipy or munkres: scipy pulls libboost1.74-dev, which
+  # conflicts with the libboost1.81-dev above, so name munkres and apt takes it
+  python3-munkres
+  # office previews (GET /files/view?preview=true): LibreOffice headless, run in the box
+  libreoffice-writer-nogui libreoffice-impress-nogui libreoffice-calc-nogui
+  # tests of previews: pdfinfo reads what they return; python-docx makes a .docx
+  poppler-utils python3-docx
 )
 
 missing=()

@@ -13,6 +13,7 @@
 #include "api/meta.hpp"
 #include "api/moves.hpp"
 #include "api/network.hpp"
+#include "api/notebooks.hpp"
 #include "api/openai_errors.hpp"
 #include "api/proxy.hpp"
 #include "api/terminals.hpp"
@@ -58,6 +59,8 @@ void register_routes(http::Router& router, const Services& s) {
     // POST /admin/moves; PUT /admin/moves/{id}; POST /admin/moves/{id}/activate
     add_move_routes(router, s);
   }
+  // POST /notebooks, /notebooks/{id}/execute; GET, DELETE /notebooks/{id}
+  add_notebook_routes(router, s);
 }
 
 }  // namespace agentbox::api

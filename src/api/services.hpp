@@ -42,6 +42,7 @@ class MirrorService;
 }
 namespace exec {
 class AccountBoxes;
+class NotebookKernels;
 class ProcessTable;
 class Terminals;
 }  // namespace exec
@@ -67,6 +68,7 @@ struct Services {
   exec::Terminals* terminals = nullptr;
   agent::ClaudeRunner* claude = nullptr;
   ChatSessions* chats = nullptr;
+  exec::NotebookKernels* notebooks = nullptr;  // null when off: no /notebooks routes
 
   // Work that blocks (file I/O, SQLite, zips, moves) runs here, fair per account (http/offload.hpp).
   std::shared_ptr<FairPool> file_pool;
