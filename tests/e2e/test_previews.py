@@ -110,6 +110,18 @@ def test_docx_previews_as_pdf_made_in_the_box_and_cached(pv_daemon):
     c.close()
 
 
+def test_another_users_document_is_not_previewed(pv_daemon):
+    alice, bob = user(pv_daemon), user(pv_daemon)
+    path = upload(bob, "bob.docx", make_docx(["bob's words"]))
+    assert path.startswith("/home/")
+    r = alice.get("/files/view", params={"path": path, "preview": "true"})
+    assert r.status_code in (403, 404) and "bob's words" not in r.text
+    assert not any(p["command"].startswith("office preview:") for p in alice.get("/execute").json())
+    assert preview(bob, path).headers["content-type"].startswith("application/pdf")  # control: bob's own
+    alice.close()
+    bob.close()
+
+
 def test_pptx_previews_as_pdf(pv_daemon):
     c = user(pv_daemon)
     path = upload(c, "deck.pptx", make_pptx())
