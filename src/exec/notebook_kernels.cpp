@@ -57,14 +57,13 @@ struct NotebookKernels::State : std::enable_shared_from_this<State> {
     std::string account, process_id;
   };
 
-  Ending take_ending(Kernel& k, const std::string& why) {
+  Ending take_ending(Kernel& k) {
     Ending e{std::move(k.on_open), {}, k.account, k.process_id};
     k.on_open = nullptr;
     for (auto& c : k.cells) e.cells.push_back(std::move(c.done));
     k.cells.clear();
     k.closing = true;
     kernels.erase(k.id);
-    (void)why;
     return e;
   }
 
@@ -81,7 +80,7 @@ struct NotebookKernels::State : std::enable_shared_from_this<State> {
       auto it = kernels.find(id);
       if (it == kernels.end()) return;
       auto k = it->second;
-      e = take_ending(*k, why);
+      e = take_ending(*k);
     }
     finish(std::move(e), failure, why, kill);
   }
@@ -197,13 +196,6 @@ void NotebookKernels::shut_down() {
   state_->timer.cancel();
 }
 
-size_t NotebookKernels::count(const std::string& account) {
-  std::lock_guard lock(state_->mu);
-  size_t n = 0;
-  for (const auto& [id, k] : state_->kernels) n += k->account == account;
-  return n;
-}
-
 void NotebookKernels::open(const BoxSpec& box, std::string path, std::vector<std::string> cells,
                            std::function<void(NotebookOpened)> done) {
   auto k = std::make_shared<Kernel>();
@@ -212,18 +204,19 @@ void NotebookKernels::open(const BoxSpec& box, std::string path, std::vector<std
   k->account = box.name;
   k->path = std::move(path);
   k->on_open = std::move(done);
+  bool full;
   {
     std::lock_guard lock(state_->mu);
     size_t n = 0;
     for (const auto& [id, other] : state_->kernels) n += other->account == box.name;
-    if (n >= state_->options.per_account) {
-      auto cap = std::to_string(state_->options.per_account);
-      auto on_open = std::move(k->on_open);
-      on_open({std::nullopt, NotebookFailure::cap,
-               "Too many notebook kernels open (" + cap + ", [notebooks] per_account); close one first"});
-      return;
-    }
-    state_->kernels[k->id] = k;
+    full = n >= state_->options.per_account;
+    if (!full) state_->kernels[k->id] = k;
+  }
+  if (full) {  // answered outside the lock, as every callback
+    k->on_open({std::nullopt, NotebookFailure::cap,
+                "Too many notebook kernels open (" + std::to_string(state_->options.per_account) +
+                    ", [notebooks] per_account); close one first"});
+    return;
   }
   auto env = base_env(box, /*tty=*/false);
   env["JUPYTER_RUNTIME_DIR"] = "/tmp/jupyter-runtime";  // connection files: in the box's own /tmp

@@ -83,8 +83,6 @@ class NotebookKernels {
   std::optional<NotebookInfo> get(const std::string& account, const std::string& id);
   // Ends the kernel (its cells waiting are answered "ended"); false when there is no such kernel.
   bool close(const std::string& account, const std::string& id);
-  // How many kernels account has (starting ones included).
-  size_t count(const std::string& account);
 
   // Stops the sweep; kernels are left to their boxes. Idempotent; not from a loop thread.
   void shut_down();
