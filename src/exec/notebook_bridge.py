@@ -81,7 +81,10 @@ def add_output(outputs, msg):
 
 
 def run_cell(code):
-    msg_id = kc.execute(code, store_history=True, allow_stdin=False)
+    # stop_on_error=False: a failed cell must not make the kernel abort the next one sent while it
+    # still "aborts the queue" (ipykernel answers that one "aborted", with no output); cells here
+    # are sent one at a time anyway.
+    msg_id = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
     outputs = []
     deadline = time.monotonic() + CELL_TIMEOUT
     timed_out = False

@@ -107,6 +107,9 @@ def test_failing_cell_returns_traceback(user):
     # nbformat's traceback: the kernel's lines, with its ANSI colours
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in errors[0]["traceback"]]
     assert any("1 / 0" in line for line in lines) and any("f()" in line for line in lines), lines
+    # The next cell runs (the kernel does not abort what follows an error).
+    after = execute(c, nb["id"], cell_index=0, source="2 + 2")
+    assert after["status"] == "ok" and after["outputs"][0]["data"]["text/plain"] == "4", after
     c.delete(f"/notebooks/{nb['id']}")
 
 
@@ -169,11 +172,17 @@ def test_delete_ends_the_kernel(user):
     c = user()
     nb = open_nb(c, write_notebook(c, "d.ipynb", ["1"]))
     assert kernel_running(c)
+    assert "ipykernel" in sh(c, "ps -eo args=")[1]  # the control: the kernel runs in the user's box
     assert c.delete(f"/notebooks/{nb['id']}").json() == {"status": "stopped"}
     assert c.get(f"/notebooks/{nb['id']}").status_code == 404
     assert execute(c, nb["id"], expect=404, cell_index=0)["detail"] == "Notebook not found"
     assert c.delete(f"/notebooks/{nb['id']}").status_code == 404
     wait_no_kernel(c, 15)
+    # The kernel itself (ipykernel, a child of the bridge in a session of its own) is gone too.
+    deadline = time.monotonic() + 15
+    while "ipykernel" in sh(c, "ps -eo args=")[1]:
+        assert time.monotonic() < deadline, "ipykernel still runs in the box"
+        time.sleep(0.5)
 
 
 def test_idle_kernel_ends(user):
@@ -215,3 +224,17 @@ def test_bad_requests(user):
     assert execute(c, nb["id"], expect=422, cell_index=-1)["detail"]
     assert execute(c, nb["id"], expect=422)["detail"]
     c.delete(f"/notebooks/{nb['id']}")
+
+
+def test_a_kernel_that_dies_in_the_box_ends_its_notebook(user):
+    # What a box that stops does to it: its processes end. The user may also kill it.
+    c = user()
+    nb = open_nb(c, write_notebook(c, "k.ipynb", ["1"]))
+    # [i]: the pattern does not match the shell that runs pkill; the bridge's script names ipykernel
+    sh(c, "pkill -KILL -f '[i]pykernel' || true")
+    deadline = time.monotonic() + 15
+    while c.get(f"/notebooks/{nb['id']}").status_code == 200:
+        assert time.monotonic() < deadline, "the notebook outlived its kernel"
+        time.sleep(0.2)
+    assert execute(c, nb["id"], expect=404, cell_index=0)["detail"] == "Notebook not found"
+    assert open_nb(c, "k.ipynb")["status"] == "ready"  # a new one starts
