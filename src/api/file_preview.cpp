@@ -1,5 +1,6 @@
 #include "api/file_preview.hpp"
 
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -13,7 +14,8 @@
 #include "http/error.hpp"
 #include "http/offload.hpp"
 #include "http/response_writer.hpp"
-#include "store/account_name.hpp"
+#include "util/error.hpp"
+#include "util/random_hex.hpp"
 
 namespace agentbox::api {
 
@@ -26,6 +28,7 @@ constexpr std::array<std::string_view, 6> kOfficeTypes = {".docx", ".pptx", ".xl
 constexpr uint64_t kMaxPreviewInput = 256ull << 20;            // a larger document is not converted
 constexpr const char* kCacheDir = ".cache/agentbox/previews";  // in the home
 constexpr size_t kOutputTail = 2048;                           // of LibreOffice's output, in a 422
+constexpr size_t kHashPiece = 1 << 20;                         // bytes read at a time to hash
 
 // Runs in the box: converts $2 into $1/$3.pdf through a private temporary directory (its own
 // LibreOffice profile too, so two conversions never share one), which goes whatever happens.
@@ -42,14 +45,24 @@ std::string lower(std::string s) {
   return s;
 }
 
+// SHA-256 of the file's bytes, read a piece at a time (a document may be large).
 std::string content_hash(const accounts::Caller& caller, const HomePath& p) {
   struct stat st {};
   UniqueFd fd = open_regular_file(*caller.home, p, st);
   if (static_cast<uint64_t>(st.st_size) > kMaxPreviewInput)
     throw HttpError(http::status::payload_too_large, "File is too large to preview (over 256 MiB): " + p.shown);
-  std::string bytes;
-  read_up_to(fd.get(), bytes, static_cast<size_t>(st.st_size), p.shown);
-  return sha256_hex(bytes);
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw Error("EVP_DigestInit(sha256) failed");
+  std::string piece;
+  do {
+    piece.clear();
+    read_up_to(fd.get(), piece, kHashPiece, p.shown);
+    if (EVP_DigestUpdate(ctx.get(), piece.data(), piece.size()) != 1) throw Error("EVP_DigestUpdate failed");
+  } while (piece.size() == kHashPiece);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) throw Error("EVP_DigestFinal(sha256) failed");
+  return hex_of(digest, len);
 }
 
 // The converted PDF, sent from a pool thread (opening it is file I/O).
