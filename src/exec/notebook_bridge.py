@@ -18,8 +18,12 @@ import time
 
 CELL_TIMEOUT = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
 INTERRUPT_GRACE = 10.0  # after the interrupt, how long the kernel has to come back idle
-out = sys.stdout
-sys.stdout = sys.stderr  # nothing but our lines on the protocol stream
+# Nothing but our lines on the protocol stream: it moves to a descriptor of its own (not
+# inherited), and fd 1 becomes stderr for everything else, the kernel and what a cell's
+# subprocesses write to their fd 1 (os.system("printf x") must not glue "x" to an answer).
+out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
 
 
 def send(obj):

@@ -107,6 +107,9 @@ def test_failing_cell_returns_traceback(user):
     # nbformat's traceback: the kernel's lines, with its ANSI colours
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in errors[0]["traceback"]]
     assert any("1 / 0" in line for line in lines) and any("f()" in line for line in lines), lines
+    # What a cell's subprocess writes to its own stdout does not disturb the answers.
+    raw = execute(c, nb["id"], cell_index=0, source="import os\nos.system('printf no-newline; printf x >&2')")
+    assert raw["status"] == "ok", raw
     # The next cell runs (the kernel does not abort what follows an error).
     after = execute(c, nb["id"], cell_index=0, source="2 + 2")
     assert after["status"] == "ok" and after["outputs"][0]["data"]["text/plain"] == "4", after
