@@ -17,6 +17,9 @@ import sys
 import time
 
 CELL_TIMEOUT = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
+# An answer stays well inside the daemon's output log (16 MiB of a command's newest output): a
+# cell's outputs past this many bytes of JSON are cut, and a note says so.
+MAX_ANSWER = 8 << 20
 INTERRUPT_GRACE = 10.0  # after the interrupt, how long the kernel has to come back idle
 # Nothing but our lines on the protocol stream: it moves to a descriptor of its own (not
 # inherited), and fd 1 becomes stderr for everything else, the kernel and what a cell's
@@ -131,7 +134,28 @@ def run_cell(code):
         if not idle:  # the interrupt did not stop it: a fresh kernel rather than a stuck one
             km.restart_kernel(now=True)
             kc.wait_for_ready(timeout=60)
-    return {"status": "ok" if status == "ok" else "error", "execution_count": count, "outputs": outputs}
+    return {"status": "ok" if status == "ok" else "error", "execution_count": count, "outputs": bounded(outputs)}
+
+
+def bounded(outputs):
+    """The outputs, cut to MAX_ANSWER bytes of JSON with a note saying how much was left out."""
+    kept, size, dropped = [], 0, 0
+    for o in outputs:
+        n = len(json.dumps(o))
+        if dropped or size + n > MAX_ANSWER:
+            room = MAX_ANSWER - size
+            if not dropped and o["output_type"] == "stream" and room > 1024:
+                cut = dict(o, text=o["text"][: room // 2])  # JSON escapes can double a character
+                kept.append(cut)
+                size += len(json.dumps(cut))
+            dropped += n
+            continue
+        kept.append(o)
+        size += n
+    if dropped:
+        kept.append({"output_type": "stream", "name": "stderr",
+                     "text": "\n[agentbox: output truncated, about %d bytes of this cell's outputs left out]\n" % dropped})
+    return kept
 
 
 send({"ready": True, "kernel": km.kernel_name})

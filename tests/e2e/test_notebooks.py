@@ -110,6 +110,11 @@ def test_failing_cell_returns_traceback(user):
     # What a cell's subprocess writes to its own stdout does not disturb the answers.
     raw = execute(c, nb["id"], cell_index=0, source="import os\nos.system('printf no-newline; printf x >&2')")
     assert raw["status"] == "ok", raw
+    # An output too large for one answer is cut, with a note, and the kernel goes on.
+    big = execute(c, nb["id"], cell_index=0, source="print('x' * 30_000_000)")
+    assert big["status"] == "ok"
+    assert 1_000_000 < sum(len(o.get("text", "")) for o in big["outputs"]) < 10_000_000
+    assert "output truncated" in big["outputs"][-1]["text"]
     # The next cell runs (the kernel does not abort what follows an error).
     after = execute(c, nb["id"], cell_index=0, source="2 + 2")
     assert after["status"] == "ok" and after["outputs"][0]["data"]["text/plain"] == "4", after
