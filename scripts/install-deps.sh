@@ -28,6 +28,15 @@ packages=(
   libnginx-mod-http-set-misc
   # the browser test (tests/e2e/test_browser.py): a real headless Chromium
   chromium
+  # notebooks: the kernel every box runs (src/exec/notebook_bridge.py drives it, inside the box)
+  python3-ipykernel python3-jupyter-client python3-matplotlib
+  # matplotlib needs fonttools, which needs scipy or munkres: scipy pulls libboost1.74-dev, which
+  # conflicts with the libboost1.81-dev above, so name munkres and apt takes it
+  python3-munkres
+  # office previews (GET /files/view?preview=true): LibreOffice headless, run in the box
+  libreoffice-writer-nogui libreoffice-impress-nogui libreoffice-calc-nogui
+  # tests of previews: pdfinfo reads what they return; python-docx makes a .docx
+  poppler-utils python3-docx
 )
 
 missing=()

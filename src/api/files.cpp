@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "api/file_preview.hpp"
 #include "api/file_transfer.hpp"
 #include "api/services.hpp"
 #include "api/storage_full.hpp"
@@ -29,6 +30,7 @@ using nlohmann::json;
 struct FileContext {
   accounts::AccountDirectory& callers;
   FileRoutesOptions options;
+  PreviewContext preview;  // preview=true on an office document (api/file_preview.hpp)
 };
 
 // ---------------------------------------------------------------- inputs
@@ -247,7 +249,10 @@ using Writer = std::shared_ptr<ResponseWriter>;
 
 void view_file(const FileContext& ctx, const Request& req, const Writer& writer) {
   accounts::Caller caller = ctx.callers.resolve(req);
-  send_file_bytes(caller, path_of(caller, required_query(req, "path")), req, writer);
+  HomePath p = path_of(caller, required_query(req, "path"));
+  if (query_bool(req, "preview").value_or(false) && previewable(p) && ctx.preview.processes)
+    return send_preview(ctx.preview, caller, p, req, writer);
+  send_file_bytes(caller, p, req, writer);
 }
 
 void serve_file(const FileContext& ctx, const Request& req, const Writer& writer) {
@@ -314,7 +319,8 @@ constexpr BytesRoute kBytesRoutes[] = {
 void add_file_routes(Router& router, const Services& s) {
   const std::shared_ptr<FairPool>& pool = s.file_pool;
   const FileRoutesOptions& options = s.file_options;
-  auto ctx = std::make_shared<FileContext>(FileContext{*s.callers, options});
+  auto ctx = std::make_shared<FileContext>(
+      FileContext{*s.callers, options, PreviewContext{s.boxes, s.processes, pool, options.preview_timeout}});
 
   // A full volume first gives up the oldest trash, then answers 507 (api/storage_full.hpp).
   auto json_work = [ctx](JsonHandler handler) {

@@ -4,6 +4,7 @@
 // first and reaches files only through the caller's ConfinedDir (fs/), on a file pool thread (http/offload.hpp),
 // never on an io thread. Paths are relative to the session cwd, "~/...", or absolute as the
 // box sees them ("/home/NAME/..."); anything else is 403 (fs/home_path.hpp).
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,9 +20,10 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct FileRoutesOptions {
-  uint64_t upload_max_bytes = 1ull << 30;  // bytes of one uploaded file
-  ReadOptions read;                        // read_file's byte budget and size limits
-  ArchiveOptions archive;                  // archive input and entry limits
+  uint64_t upload_max_bytes = 1ull << 30;    // bytes of one uploaded file
+  ReadOptions read;                          // read_file's byte budget and size limits
+  ArchiveOptions archive;                    // archive input and entry limits
+  std::chrono::seconds preview_timeout{60};  // a LibreOffice conversion (preview=true) at most
 };
 
 struct Services;

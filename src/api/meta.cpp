@@ -95,8 +95,8 @@ void add_meta_routes(Router& router, const Services& s) {
       open);
   router.add(
       http::verb::get, "/api/config",
-      [](const Request&) {
-        return Response::json({{"features", {{"terminal", true}, {"notebooks", false}, {"system", true}}}});
+      [notebooks = s.notebooks != nullptr](const Request&) {
+        return Response::json({{"features", {{"terminal", true}, {"notebooks", notebooks}, {"system", true}}}});
       },
       open);
   auto doc = std::make_shared<const std::string>(dump_json(openapi_document(version)));

@@ -14,6 +14,7 @@
 #include "api/meta.hpp"
 #include "api/moves.hpp"
 #include "api/network.hpp"
+#include "api/notebooks.hpp"
 #include "api/openai_errors.hpp"
 #include "api/proxy.hpp"
 #include "api/skills.hpp"
@@ -67,6 +68,8 @@ void register_routes(http::Router& router, const Services& s) {
   add_skill_routes(router, s);
   // GET /user-terminal/read; POST /user-terminal/input (the assistant in the user's terminal)
   add_user_terminal_routes(router, s);
+  // POST /notebooks, /notebooks/{id}/execute; GET, DELETE /notebooks/{id}
+  add_notebook_routes(router, s);
 }
 
 }  // namespace agentbox::api

@@ -43,6 +43,7 @@ class MirrorService;
 }
 namespace exec {
 class AccountBoxes;
+class NotebookKernels;
 class ProcessTable;
 class Terminals;
 }  // namespace exec
@@ -71,6 +72,7 @@ struct Services {
   exec::Terminals* terminals = nullptr;
   agent::ClaudeRunner* claude = nullptr;
   ChatSessions* chats = nullptr;
+  exec::NotebookKernels* notebooks = nullptr;  // null when off: no /notebooks routes
 
   // Work that blocks (file I/O, SQLite, zips, moves) runs here, fair per account (http/offload.hpp).
   std::shared_ptr<FairPool> file_pool;

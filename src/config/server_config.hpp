@@ -36,6 +36,8 @@
 //                                                             (config/inference_config.hpp)
 //   [agent]    claude = "PATH"  skills_dir = "PATH"           (config/agent_config.hpp)
 //   [auth]     openwebui_jwt_secret = "..."  require_jwt = false  (config/auth_config.hpp)
+//   [notebooks] per_account = 4  idle_timeout = 3600  cell_timeout = 300  (config/notebook_config.hpp)
+//   [files]    preview_timeout = 60
 //   [backup]   dir = "PATH"  interval = 300  keep_deleted_days = 7   (mirror of homes; no dir: off)
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
@@ -56,6 +58,7 @@
 #include "config/agent_config.hpp"
 #include "config/auth_config.hpp"
 #include "config/inference_config.hpp"
+#include "config/notebook_config.hpp"
 #include "config/storage_config.hpp"
 #include "net/egress_policy.hpp"
 
@@ -137,7 +140,8 @@ struct ServerConfig {
 
   InferenceConfig inference;  // the model gateway in each box's namespace (ANTHROPIC_BASE_URL)
 
-  AgentConfig agent;  // Claude Code in every box (/agentbox/bin/claude), the operator's skills
+  AgentConfig agent;         // Claude Code in every box (/agentbox/bin/claude), the operator's skills
+  NotebookConfig notebooks;  // [notebooks] kernels in boxes, [files] preview_timeout (config/notebook_config.hpp)
 
   // The mirror of homes (backup/mirror_service.hpp).
   struct Backup {

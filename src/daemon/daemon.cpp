@@ -258,6 +258,10 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
           terminal_loop_, boxes_,
           {.max_per_account = config_.terminals.max_per_account, .idle_timeout = config_.terminals.idle_timeout}),
       claude_(loop_.context(), processes_),
+      notebooks_(loop_.context(), processes_,
+                 {.per_account = config_.notebooks.per_account,
+                  .idle_timeout = config_.notebooks.idle_timeout,
+                  .cell_timeout = config_.notebooks.cell_timeout}),
       file_pool_(std::make_shared<FairPool>(kFileThreads, static_cast<unsigned>(config_.accounts.file_ops), "files")),
       mirror_(mirror_of(config_, accounts_, restore_gate_)),
       services_(services_of()),
@@ -312,6 +316,7 @@ api::Services Daemon::services_of() {
   s.processes = &processes_;
   s.terminals = &terminals_;
   s.claude = &claude_;
+  s.notebooks = &notebooks_;
   s.chats = &chat_sessions_;
   s.file_pool = file_pool_;
   s.network_log = network_log_;
@@ -333,6 +338,7 @@ api::Services Daemon::services_of() {
   s.trash_days = config_.storage.trash_days;
   s.daily_tokens = config_.inference.anthropic.daily_tokens;
   s.file_options.upload_max_bytes = config_.limits.body_bytes;
+  s.file_options.preview_timeout = config_.notebooks.preview_timeout;
   s.terminal_options.api_key = startup_.api_key;
   s.terminal_options.user_keys = user_keys_;
   // With require_jwt the shared key alone names no one: not in an auth frame either.
@@ -422,6 +428,7 @@ void Daemon::stop() {
   terminals_.shut_down();              // no terminal handler runs after this
   terminal_loop_.stop();               // the terminals' WebSockets go with their loop, before the
                                        // boxes their shells run in
+  notebooks_.shut_down();              // no idle sweep; kernels are left to their boxes
   processes_.shut_down();              // running commands are left to their boxes (read back "lost")
   manager_.shut_down();                // every box stopped (bounded), the launchers joined, the zygote
                                        // gone: nothing on a launcher (a /proxy socket made in a box)

@@ -31,6 +31,7 @@
 #include "daemon/serve.hpp"
 #include "daemon/startup.hpp"
 #include "exec/account_boxes.hpp"
+#include "exec/notebook_kernels.hpp"
 #include "exec/process_table.hpp"
 #include "exec/terminals.hpp"
 #include "http/server.hpp"
@@ -137,6 +138,7 @@ struct Daemon {
   exec::ProcessTable processes_;
   exec::Terminals terminals_;
   agent::ClaudeRunner claude_;
+  exec::NotebookKernels notebooks_;                // the kernels of /notebooks, commands in processes_
   std::shared_ptr<FairPool> file_pool_;            // "files": the routes' blocking work
   std::unique_ptr<backup::MirrorService> mirror_;  // "mirror", with [backup] dir
 

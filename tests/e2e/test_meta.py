@@ -54,7 +54,7 @@ def test_health_needs_no_key(clients):
 def test_api_config_needs_no_key(clients):
     r = clients(key=None).get("/api/config")
     assert r.status_code == 200
-    assert r.json() == {"features": {"terminal": True, "notebooks": False, "system": True}}
+    assert r.json() == {"features": {"terminal": True, "notebooks": True, "system": True}}
 
 
 def test_openapi_needs_no_key(clients):

@@ -354,7 +354,10 @@ const std::vector<std::string>& etc_allowlist() {
       "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf",
       // tools' system configuration
       "alternatives", "mime.types", "mailcap", "magic", "magic.mime", "manpath.config", "papersize", "vim", "python3",
-      "python3.11", "perl", "fonts", "ImageMagick-6", "java-17-openjdk", "R", "emacs", "xdg"};
+      "python3.11", "perl", "fonts", "ImageMagick-6", "java-17-openjdk", "R", "emacs", "xdg",
+      // notebooks' plots (Debian keeps matplotlib's defaults here) and office previews
+      // (LibreOffice's registry and sofficerc are links into /etc/libreoffice)
+      "matplotlibrc", "libreoffice"};
   return names;
 }
 
