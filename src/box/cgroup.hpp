@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "box/box_spec.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox {
 
@@ -31,6 +33,12 @@ class Cgroup {
   virtual void attach(pid_t pid) = 0;
   // v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 when the driver has none (v1).
   virtual int clone_into_fd() const { return -1; }
+  // v1: the group's `tasks` file in each hierarchy, open for writing. A single-threaded process
+  // that writes "0" to each moves itself in without the attach's threadgroup lock, whose RCU
+  // grace period costs 10-15 ms per attach once starts are more than a few ms apart. The
+  // kernel checks the opener's credentials, so the fds work in the box's init before it drops
+  // them. Empty when the driver has no such way (v2): attach() then.
+  virtual std::vector<UniqueFd> open_self_join() const { return {}; }
   // Readings of controllers the group was not made with (CgroupUse::limits_only) are 0.
   virtual CgroupUsage usage() const = 0;
   // Kills every task in the group (v2 cgroup.kill or a SIGKILL sweep) and removes the

@@ -1,5 +1,6 @@
 // cgroup v1 driver: one directory <mount>/agentbox/<name> per controller hierarchy. cpu and
 // cpuacct are separate mounts on some hosts (ours) and one "cpu,cpuacct" mount on others.
+#include <fcntl.h>
 #include <mntent.h>
 #include <sys/stat.h>
 
@@ -137,6 +138,15 @@ class CgroupV1 final : public Cgroup {
 
   void attach(pid_t pid) override {
     for (const auto& dir : distinct_) write_knob(procs_file(dir), std::to_string(pid));
+  }
+
+  std::vector<UniqueFd> open_self_join() const override {
+    std::vector<UniqueFd> fds;
+    for (const auto& dir : distinct_) {
+      const std::string tasks = dir + "/tasks";
+      fds.emplace_back(static_cast<int>(check(::open(tasks.c_str(), O_WRONLY | O_CLOEXEC), "open(" + tasks + ")")));
+    }
+    return fds;
   }
 
   CgroupUsage usage() const override {

@@ -234,17 +234,23 @@ std::unique_ptr<LaunchedBox> launch_box(const BoxSpec& spec, const BoxStartOptio
     if (plan.clone != ClonePath::zygote) send_start(*box, std::move(start), opts);
     if (plan.cgroup == CgroupTiming::join_after_clone) {
       box->cgroup = opts.cgroups->create(opts.cgroup_name, spec.limits, opts.cgroup_use);
+      // v1: init joins itself through the group's files, no grace period; else we attach it.
+      std::vector<UniqueFd> join_fds = box->cgroup->open_self_join();
+      protocol::CgroupJoined joined;
+      joined.join_self = !join_fds.empty();
       // Init may give up before it needs the cgroup (a mount that fails) and exit: then it can
       // be neither attached (ESRCH) nor told, and its answer to the start says why.
       try {
-        box->cgroup->attach(box->init_pid);
+        if (!joined.join_self) box->cgroup->attach(box->init_pid);
       } catch (const Error& e) {
         if (e.code() != ESRCH) throw;
         box->cgroup_confirmed = false;
       }
       if (box->cgroup_confirmed) {
+        std::vector<int> fds;
+        for (const UniqueFd& fd : join_fds) fds.push_back(fd.get());
         try {
-          protocol::send_message(box->control.get(), protocol::CgroupJoined{});
+          protocol::send_message(box->control.get(), joined, fds);
         } catch (const Error&) {
           box->cgroup_confirmed = false;  // init gave up before it needed the cgroup: its answer says why
         }

@@ -134,8 +134,8 @@ void from_json(const json& j, StartBox& m) {
   m.hold_before_ready = boolean(j, "hold_before_ready");
 }
 
-void to_json(json& j, const CgroupJoined&) { j = json::object(); }
-void from_json(const json&, CgroupJoined&) {}
+void to_json(json& j, const CgroupJoined& m) { j = {{"join_self", m.join_self}}; }
+void from_json(const json& j, CgroupJoined& m) { m.join_self = boolean(j, "join_self"); }
 
 void to_json(json& j, const Spawn& m) { j = {{"id", m.id}, {"req", m.req}}; }
 void from_json(const json& j, Spawn& m) {

@@ -29,7 +29,7 @@
 namespace agentbox::protocol {
 
 // Raised when any part of the message set changes shape.
-inline constexpr int kVersion = 3;
+inline constexpr int kVersion = 4;
 
 // ---- daemon → init
 
@@ -47,9 +47,12 @@ struct StartBox {
   bool hold_before_ready = false;          // test hook: contain, then never answer the start
 };
 
-// Init is in its cgroup now (CgroupTiming::join_after_clone).
+// The box's cgroup is ready (CgroupTiming::join_after_clone). Descriptors: none when the
+// daemon has attached init already (v2); else (v1) one `tasks` file per hierarchy, and init
+// writes "0" to each to join itself (Cgroup::open_self_join says why).
 struct CgroupJoined {
   static constexpr const char* kType = "cgroup";
+  bool join_self = false;
 };
 
 // Start a command. Descriptors: stdin, stdout, stderr in pipes mode (req.tty false).

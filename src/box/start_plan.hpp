@@ -45,7 +45,7 @@ enum class ClonePath {
 enum class CgroupTiming {
   none,              // no cgroup (an ordinary user's `agentbox run` without delegation)
   clone_into,        // born in it (clone3 CLONE_INTO_CGROUP, cgroup v2)
-  join_after_clone,  // the parent attaches it while init builds the mounts; init waits for word
+  join_after_clone,  // made while init builds the mounts; init waits for word (v1: then joins itself)
 };
 
 // Where the box's /etc comes from. Every source but init_copy may fail at run time; the

@@ -322,6 +322,43 @@ TEST_F(CgroupV1Real, ForkLoopInsideTheGroupGetsEagainAtThePidsLimit) {
   for (const char* c : kControllers) EXPECT_FALSE(fs::exists(dir_of(c))) << c;
 }
 
+// How a box's init joins on v1: through the group's `tasks` files opened by the parent, writing
+// "0" (itself). It must end up in every hierarchy and under the limits, as if attached by pid.
+TEST_F(CgroupV1Real, SelfJoinedChildIsInEveryControllerAndHeldAtThePidsLimit) {
+  Cgroup& group = make_group(test_limits());
+  std::vector<UniqueFd> tasks = group.open_self_join();
+  ASSERT_FALSE(tasks.empty());
+  std::vector<int> fds;
+  for (const UniqueFd& fd : tasks) fds.push_back(fd.get());
+  const Child child = fork_gated([&fds](int report) {
+    for (int fd : fds)
+      if (::write(fd, "0", 1) != 1) ::_exit(103);
+    int forked = 0;
+    for (int i = 0; i < 100; ++i) {
+      const pid_t p = ::fork();
+      if (p == 0) {
+        for (;;) ::pause();
+      }
+      if (p < 0) break;
+      ++forked;
+    }
+    if (::write(report, &forked, sizeof forked) != sizeof forked) ::_exit(102);
+    for (;;) ::pause();
+  });
+  tasks.clear();  // the child has its own copies
+  open_gate(child);
+  const std::string got = read_report(child, sizeof(int));
+  ASSERT_EQ(got.size(), sizeof(int));
+  int forked = 0;
+  std::memcpy(&forked, got.data(), sizeof forked);
+  EXPECT_EQ(forked, 19);  // 20 tasks: the child and 19 of its children
+  const auto cgroups = cgroups_of(child.pid);
+  for (const char* c : kControllers) {
+    ASSERT_TRUE(cgroups.count(c)) << c;
+    EXPECT_EQ(cgroups.at(c), "/agentbox/" + names_.back()) << c;
+  }
+}
+
 TEST_F(CgroupV1Real, ChildTouching200MiBIn64MiBIsOomKilled) {
   Cgroup& group = make_group(test_limits());
   const Child child = fork_gated([](int) {

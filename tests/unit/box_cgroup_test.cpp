@@ -378,6 +378,7 @@ TEST_F(FakeCgroupfs, V2AttachWritesThePidAndCloneFdIsTheGroupDir) {
   auto group = detect()->create("box1", box_limits());
   group->attach(4242);
   EXPECT_EQ(get("agentbox/box1/cgroup.procs"), "4242");
+  EXPECT_TRUE(group->open_self_join().empty());  // v2 attaches by pid (or clones into)
   const int fd = group->clone_into_fd();
   ASSERT_GE(fd, 0);
   struct stat by_fd {
@@ -581,6 +582,34 @@ TEST_F(FakeCgroupfs, V1AttachWritesThePidToEveryHierarchy) {
   group->attach(4242);
   for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
     EXPECT_EQ(get(std::string(c) + "/agentbox/box1/cgroup.procs"), "4242") << c;
+}
+
+// init joins a v1 group itself: one writable `tasks` file per hierarchy, each taking "0".
+TEST_F(FakeCgroupfs, V1SelfJoinOpensTheTasksFileOfEveryHierarchy) {
+  make_v1_mounts();
+  make_v1_group("box1");
+  auto group = detect()->create("box1", box_limits());
+  std::vector<UniqueFd> fds = group->open_self_join();
+  ASSERT_EQ(fds.size(), 4u);
+  for (const UniqueFd& fd : fds) ASSERT_EQ(::write(fd.get(), "0", 1), 1);
+  for (const char* c : {"memory", "pids", "cpu", "cpuacct"}) {
+    EXPECT_EQ(get(std::string(c) + "/agentbox/box1/tasks"), "0") << c;
+    EXPECT_EQ(get(std::string(c) + "/agentbox/box1/cgroup.procs"), "") << c;  // no attach by pid
+  }
+}
+
+// A group whose hierarchy lost its files cannot be joined: the error names the file.
+TEST_F(FakeCgroupfs, V1SelfJoinNamesAMissingTasksFile) {
+  make_v1_mounts();
+  make_v1_group("box1");
+  auto group = detect()->create("box1", box_limits());
+  fs::remove(at("pids/agentbox/box1/tasks"));
+  try {
+    group->open_self_join();
+    FAIL() << "opened a missing tasks file";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("open(" + at("pids/agentbox/box1/tasks") + ")"));
+  }
 }
 
 // A box whose usage nobody reads (`agentbox run`) joins only the hierarchies it limits, and pids

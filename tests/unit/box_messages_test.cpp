@@ -61,6 +61,8 @@ TEST(BoxMessages, EveryMessageSurvivesItsWireForm) {
   const auto ports = round_trip<Ports, InitReply>({13, {{8124, 7, "python3"}, {3000, 0, ""}}});
   EXPECT_EQ(ports.ports, (std::vector<ListeningPort>{{8124, 7, "python3"}, {3000, 0, ""}}));
   EXPECT_EQ((round_trip<CountProcesses, InitRequest>({11}).id), 11u);
+  EXPECT_TRUE((round_trip<CgroupJoined, InitRequest>({true}).join_self));
+  EXPECT_FALSE((round_trip<CgroupJoined, InitRequest>({false}).join_self));
   EXPECT_EQ((round_trip<Ready, InitReply>({7}).landlock_abi), 7);
   EXPECT_EQ((round_trip<StartFailed, InitReply>({"mounts: no /usr"}).message), "mounts: no /usr");
   EXPECT_EQ((round_trip<Spawned, InitReply>({7, 42}).pid), 42);

@@ -27,6 +27,17 @@
 namespace agentbox::init {
 namespace {
 
+// Moves init (one thread) into the box's v1 cgroup through each hierarchy's `tasks` file, the
+// daemon's descriptors: "0" is the writer itself, which the kernel moves without the
+// threadgroup lock an attach by pid takes. The fds close here: no box process inherits them.
+void join_cgroup_self(std::vector<UniqueFd>& tasks_files) {
+  if (tasks_files.empty()) throw Error("no cgroup files came with the word to join the box's cgroup");
+  for (UniqueFd& fd : tasks_files) {
+    check(::write(fd.get(), "0", 1), "write(tasks, 0)");
+    fd.reset();
+  }
+}
+
 // What a spawned child tells init through its CLOEXEC pipe when it could not exec.
 struct ChildFailure {
   enum Stage : int { tty = 0, cwd = 1, exec = 2 } stage;
@@ -72,7 +83,7 @@ class Init {
         protocol::Message joined;
         if (protocol::recv(control_, joined) != protocol::RecvStatus::message)
           throw Error("the daemon did not confirm the cgroup");
-        protocol::decode_as<protocol::CgroupJoined>(joined.body);
+        if (protocol::decode_as<protocol::CgroupJoined>(joined.body).join_self) join_cgroup_self(joined.fds);
       });
       first.fds.clear();  // the netns and the /etc tree are no longer needed once joined / attached
       // Test hook: a box that never answers its start (the daemon must time it out alone).
