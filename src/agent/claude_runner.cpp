@@ -153,9 +153,9 @@ std::vector<std::string> claude_argv(const ClaudeTurn& turn) {
   if (turn.max_turns > 0) argv.insert(argv.end(), {"--max-turns", std::to_string(turn.max_turns)});
   // With a list, what it does not name is refused (in -p mode nobody can grant it); without
   // one every tool runs unasked: the box, not a prompt, is the sandbox.
-  if (!turn.allowed_tools.empty())
-    argv.insert(argv.end(), {"--allowedTools", joined(turn.allowed_tools)});
-  else if (!turn.permission_mode.empty())
+  // A mode that asks (edits, plan) is passed with a list too: what needs asking is refused.
+  if (!turn.allowed_tools.empty()) argv.insert(argv.end(), {"--allowedTools", joined(turn.allowed_tools)});
+  if (!turn.permission_mode.empty() && (turn.allowed_tools.empty() || turn.permission_mode != "bypassPermissions"))
     argv.insert(argv.end(), {"--permission-mode", turn.permission_mode});
   if (!turn.append_system_prompt.empty())
     argv.insert(argv.end(), {"--append-system-prompt", turn.append_system_prompt});

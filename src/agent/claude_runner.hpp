@@ -36,7 +36,8 @@ struct ClaudeTurn {
   std::string model;                                  // empty: the CLI's default
   int max_turns = 0;                                  // 0: the CLI's default
   std::vector<std::string> allowed_tools;             // empty: all; else only these (the rest is refused)
-  std::string permission_mode = "bypassPermissions";  // without allowed_tools: nobody answers prompts in -p mode
+  std::string permission_mode = "bypassPermissions";  // the model's approval mode (acceptEdits, plan); bypass
+                                                      // only without allowed_tools (a list is a limit)
   std::vector<std::string> extra_args;                // more CLI flags from the configuration
   std::map<std::string, std::string> env;             // added to the box's environment (CLAUDE_CODE_MAX_RETRIES)
   std::string warm_key;  // "": a run of its own; else the chat (account and chat) whose warm CLI may run it
