@@ -31,6 +31,12 @@ bool line_is(std::string_view line, std::string_view type) {
   return line.find("\"type\":\"" + std::string(type) + "\"") != std::string_view::npos;
 }
 
+// What the CLI prints comes from a process in the user's box: read without trusting its types.
+std::string string_at(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // One warm CLI process: the turns of one chat, one at a time.
 class Cli : public std::enable_shared_from_this<Cli> {
  public:
@@ -226,7 +232,10 @@ class Cli : public std::enable_shared_from_this<Cli> {
     if (output) output(std::string(line) + "\n");
     if (line_is(line, "result")) {
       const json result = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (result.is_object() && result.value("type", "") == "result") end_turn(result.value("is_error", false));
+      if (result.is_object() && string_at(result, "type") == "result") {
+        auto is_error = result.find("is_error");
+        end_turn(is_error != result.end() && is_error->is_boolean() && is_error->get<bool>());
+      }
     }
   }
 
@@ -234,10 +243,10 @@ class Cli : public std::enable_shared_from_this<Cli> {
   void answer_control(std::string_view line) {
     const json request = json::parse(line, nullptr, false);
     if (!request.is_object()) return;
-    const std::string id = request.value("request_id", "");
-    const json& body = request.contains("request") ? request["request"] : json::object();
+    const std::string id = string_at(request, "request_id");
+    auto body = request.find("request");
     json response;
-    if (body.is_object() && body.value("subtype", "") == "can_use_tool")
+    if (body != request.end() && body->is_object() && string_at(*body, "subtype") == "can_use_tool")
       response = {{"subtype", "success"},
                   {"request_id", id},
                   {"response", {{"behavior", "deny"}, {"message", "Nobody can approve tools in this mode."}}}};
