@@ -104,6 +104,12 @@ def test_a_follow_up_runs_on_the_same_cli_with_the_history(wdaemon, fake):
         # One process served the three turns, and it waits for the next one.
         assert [p["id"] for p in claude_processes(c)] == [cli[0]["id"]]
         assert running(c) == cli
+    # The warm CLI is this user's command: another user neither sees nor reaches it.
+    with client(wdaemon, mark("other"), str(uuid.uuid4())) as other:
+        assert claude_processes(other) == []
+        assert other.get(f"/execute/{cli[0]['id']}/status").status_code == 404
+        assert other.post(f"/execute/{cli[0]['id']}/input", json={"input": "x"}).status_code == 404
+        assert other.delete(f"/execute/{cli[0]['id']}").status_code == 404
     turn = last_turn_with(fake, third)
     assert first in turn.all_text() and second in turn.all_text(), "the third turn carries the first two"
 
