@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <mutex>
 
+#include "agent/warm_clis.hpp"
 #include "box/box_env.hpp"
 
 namespace agentbox::agent {
@@ -152,9 +153,9 @@ std::vector<std::string> claude_argv(const ClaudeTurn& turn) {
   if (turn.max_turns > 0) argv.insert(argv.end(), {"--max-turns", std::to_string(turn.max_turns)});
   // With a list, what it does not name is refused (in -p mode nobody can grant it); without
   // one every tool runs unasked: the box, not a prompt, is the sandbox.
-  if (!turn.allowed_tools.empty())
-    argv.insert(argv.end(), {"--allowedTools", joined(turn.allowed_tools)});
-  else if (!turn.permission_mode.empty())
+  // A mode that asks (edits, plan) is passed with a list too: what needs asking is refused.
+  if (!turn.allowed_tools.empty()) argv.insert(argv.end(), {"--allowedTools", joined(turn.allowed_tools)});
+  if (!turn.permission_mode.empty() && (turn.allowed_tools.empty() || turn.permission_mode != "bypassPermissions"))
     argv.insert(argv.end(), {"--permission-mode", turn.permission_mode});
   if (!turn.append_system_prompt.empty())
     argv.insert(argv.end(), {"--append-system-prompt", turn.append_system_prompt});
@@ -163,7 +164,18 @@ std::vector<std::string> claude_argv(const ClaudeTurn& turn) {
 }
 
 ClaudeRunner::ClaudeRunner(asio::io_context& loop, exec::ProcessTable& table, ClaudeRunnerOptions options)
-    : loop_(loop), table_(table), options_(std::move(options)) {}
+    : ClaudeRunner(loop, table, std::move(options), WarmOptions{}) {}
+
+ClaudeRunner::ClaudeRunner(asio::io_context& loop, exec::ProcessTable& table, ClaudeRunnerOptions options,
+                           const WarmOptions& warm)
+    : loop_(loop),
+      table_(table),
+      options_(std::move(options)),
+      warm_(std::make_unique<WarmClis>(loop, table, options_, warm)) {}
+
+ClaudeRunner::~ClaudeRunner() = default;
+
+std::size_t ClaudeRunner::warm_count(const std::string& account) const { return warm_->count(account); }
 
 std::shared_ptr<ClaudeRun> ClaudeRunner::start(ClaudeTurn turn, ClaudeSink sink) {
   auto env = base_env(turn.box, /*tty=*/false);
@@ -171,11 +183,23 @@ std::shared_ptr<ClaudeRun> ClaudeRunner::start(ClaudeTurn turn, ClaudeSink sink)
   for (const auto& [k, v] : turn.env) env[k] = v;
   exec::StartRequest req;
   req.box = turn.box;
-  req.command = "claude -p (agent turn in " + turn.cwd + ")";
   req.spawn.argv = claude_argv(turn);
   req.spawn.env = env_strings(env);
   req.spawn.cwd = turn.cwd;
   req.spawn.tty = false;
+  if (!turn.warm_key.empty() && warm_->enabled()) {
+    // The flags a warm CLI must have been started with to serve this turn: all but --resume
+    // (a warm CLI is in the chat's session already).
+    ClaudeTurn flags = turn;
+    flags.resume.reset();
+    std::string signature = turn.cwd;
+    for (const auto& word : claude_argv(flags)) signature += '\0' + word;
+    req.command = "claude -p --input-format stream-json (warm agent session in " + turn.cwd + ")";
+    req.spawn.argv.insert(req.spawn.argv.end(), {"--input-format", "stream-json"});
+    // Its turns have the run timeout each (WarmClis); stdin stays open for the next prompt.
+    return warm_->start(turn.warm_key, signature, std::move(req), stream_json_user_line(turn.prompt), std::move(sink));
+  }
+  req.command = "claude -p (agent turn in " + turn.cwd + ")";
   req.stdin_data = std::move(turn.prompt);
   req.timeout = options_.timeout;
   auto run = std::make_shared<Run>(loop_, table_, options_, turn.box.name, std::move(sink));

@@ -9,6 +9,8 @@
 // a process listing). Its stdout (stream-json lines) is handed on as it arrives; the caller
 // parses it (agent/stream_json_parser.hpp). Stopping a run is Ctrl-C first (SIGINT: the CLI
 // ends the turn and keeps its session resumable), then TERM and KILL if it does not exit.
+// A chat's turns run on a CLI that stays between them (agent/warm_clis.hpp) when warm CLIs are
+// enabled: the same flags plus --input-format stream-json, each prompt one line on its stdin.
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -34,9 +36,11 @@ struct ClaudeTurn {
   std::string model;                                  // empty: the CLI's default
   int max_turns = 0;                                  // 0: the CLI's default
   std::vector<std::string> allowed_tools;             // empty: all; else only these (the rest is refused)
-  std::string permission_mode = "bypassPermissions";  // without allowed_tools: nobody answers prompts in -p mode
+  std::string permission_mode = "bypassPermissions";  // the model's approval mode (acceptEdits, plan); bypass
+                                                      // only without allowed_tools (a list is a limit)
   std::vector<std::string> extra_args;                // more CLI flags from the configuration
   std::map<std::string, std::string> env;             // added to the box's environment (CLAUDE_CODE_MAX_RETRIES)
+  std::string warm_key;  // "": a run of its own; else the chat (account and chat) whose warm CLI may run it
 };
 
 // The CLI's command line for a turn (argv[0] "claude", found on the box's PATH).
@@ -47,6 +51,7 @@ struct ClaudeExit {
   std::optional<int> exit_code;    // done: its status (-signal when a signal ended it)
   bool killed = false;             // stopped by interrupt() or the timeout
   std::string stderr_tail;         // the last of what it wrote to stderr, for diagnostics
+  bool warm_gone = false;          // its chat's warm CLI ended before it answered: run it again (cold)
 };
 
 // Called on a loop thread, never two at once: stdout bytes in order as they come, then
@@ -62,6 +67,9 @@ struct ClaudeRunnerOptions {
   size_t stderr_tail_bytes = 8 << 10;
 };
 
+struct WarmOptions;
+class WarmClis;
+
 class ClaudeRun {
  public:
   virtual ~ClaudeRun() = default;
@@ -74,14 +82,24 @@ class ClaudeRun {
 
 class ClaudeRunner {
  public:
+  // warm: how long an idle chat CLI stays and how many an account keeps (agent/warm_clis.hpp).
   ClaudeRunner(boost::asio::io_context& loop, exec::ProcessTable& table, ClaudeRunnerOptions options = {});
+  ClaudeRunner(boost::asio::io_context& loop, exec::ProcessTable& table, ClaudeRunnerOptions options,
+               const WarmOptions& warm);
+  ~ClaudeRunner();
 
+  // A turn with a warm_key runs on its chat's warm CLI (started for it when there is none);
+  // one without runs a CLI of its own that ends with the turn.
   std::shared_ptr<ClaudeRun> start(ClaudeTurn turn, ClaudeSink sink);
+
+  // The account's warm CLIs (busy and idle).
+  std::size_t warm_count(const std::string& account) const;
 
  private:
   boost::asio::io_context& loop_;
   exec::ProcessTable& table_;
   ClaudeRunnerOptions options_;
+  std::unique_ptr<WarmClis> warm_;
 };
 
 }  // namespace agentbox::agent

@@ -4,8 +4,13 @@
 #include <boost/url/rfc/unreserved_chars.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <ctime>
 #include <mutex>
+#include <thread>
 
 #include "agent/native_events.hpp"
 #include "agent/openai_stream.hpp"
@@ -13,6 +18,7 @@
 #include "agent/sse_frames.hpp"
 #include "agent/stream_json_parser.hpp"
 #include "fs/content_type.hpp"
+#include "fs/file_read.hpp"
 #include "fs/glob_search.hpp"
 #include "util/log.hpp"
 #include "util/random_hex.hpp"
@@ -27,6 +33,34 @@ using nlohmann::json;
 using Writer = std::shared_ptr<ResponseWriter>;
 
 constexpr int kSnapshotFiles = 500;  // files of a chat directory compared before and after a turn
+// A warm CLI writes its transcript a little after its answer (a -p run has by its exit): the
+// answer's end waits at most this long for the last message to be in it.
+constexpr std::chrono::milliseconds kTranscriptWait{2000};
+constexpr size_t kTranscriptTail = 256 << 10;
+
+// The CLI's transcript of session in cwd, under the home (~/.claude/projects/<cwd, every
+// character but letters and digits made '-'>/<session>.jsonl).
+std::string transcript_path(const std::string& cwd, const std::string& session) {
+  std::string slug = cwd;
+  for (char& c : slug)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '-';
+  return ".claude/projects/" + slug + "/" + session + ".jsonl";
+}
+
+// Whether the last part of the transcript names message uuid (false when it is not there yet).
+bool transcript_has(const accounts::Caller& caller, const std::string& rel, const std::string& uuid) {
+  try {
+    struct stat st {};
+    UniqueFd fd = open_regular_file(*caller.home, caller.home->path(rel, caller.box_home), st);
+    const off_t from = st.st_size > static_cast<off_t>(kTranscriptTail) ? st.st_size - kTranscriptTail : 0;
+    if (::lseek(fd.get(), from, SEEK_SET) < 0) return false;
+    std::string tail;
+    read_up_to(fd.get(), tail, kTranscriptTail, rel);
+    return tail.find("\"uuid\":\"" + uuid + "\"") != std::string::npos;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 std::string url_encoded(std::string_view s) { return boost::urls::encode(s, boost::urls::unreserved_chars); }
 
@@ -134,6 +168,10 @@ class Turn : public std::enable_shared_from_this<Turn> {
       remember(init->session_id);
     if (const auto* result = std::get_if<agent::RunResult>(&e.body); result && !result->session_id.empty())
       remember(result->session_id);
+    if (const auto* m = std::get_if<agent::AssistantMessage>(&e.body); m && m->parent_tool_use_id.empty()) {
+      const json line = json::parse(e.line, nullptr, /*allow_exceptions=*/false);
+      if (line.is_object() && line.contains("uuid") && line["uuid"].is_string()) last_uuid_ = line["uuid"];
+    }
     if (s_.mode == Mode::native) {
       writer_->write_chunk(agent::native::line_event(e));
       return;
@@ -160,6 +198,16 @@ class Turn : public std::enable_shared_from_this<Turn> {
 
   void on_exit(const agent::ClaudeExit& exit) {
     parser_.finish([&](const agent::Event& e) { on_line(e); });
+    // The chat's warm CLI ended (idle end, box stop, crash) before it answered: the same turn
+    // again on a new CLI, which resumes the session the warm one left. Once.
+    if (exit.warm_gone && !started_ && !rerun_ && !client_gone()) {
+      rerun_ = true;
+      log::info("agent", "agent: chat {} of {}: its warm Claude Code CLI is gone, resuming in a new one", s_.chat,
+                s_.box.name);
+      parser_ = agent::StreamJsonParser();
+      held_.clear();
+      return run();
+    }
     // A session the CLI no longer knows (its transcript was deleted): start the chat afresh
     // rather than fail, once.
     if (s_.claude.resume && !started_ && !exit.start_error && !exit.killed && !retried_) {
@@ -226,7 +274,24 @@ class Turn : public std::enable_shared_from_this<Turn> {
     return out;
   }
 
+  // The answer ends once the chat's session has it: what reads the transcript next (the
+  // sessions routes, the next turn's --resume after the warm CLI is gone) finds the whole turn.
+  void await_transcript() {
+    if (remembered_.empty() || last_uuid_.empty()) return;
+    const std::string rel = transcript_path(s_.claude.cwd, remembered_);
+    const auto deadline = std::chrono::steady_clock::now() + kTranscriptWait;
+    while (!transcript_has(s_.caller, rel, last_uuid_)) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        log::warn("agent", "agent: chat {} of {}: the transcript of session {} lacks the turn's last message", s_.chat,
+                  s_.box.name, remembered_);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
   void finish(const agent::RunEnd& end) {
+    if (!s_.chat.empty()) await_transcript();
     const std::vector<Artifact> files = artifacts();
     if (s_.mode == Mode::native) {
       std::string out;
@@ -272,8 +337,10 @@ class Turn : public std::enable_shared_from_this<Turn> {
   agent::OpenAiStream render_;
   bool started_ = false;  // the run's session started (system/init)
   std::string held_;      // lines before that, of a resumed run
-  bool retried_ = false;
+  bool retried_ = false;  // afresh, after an unknown session
+  bool rerun_ = false;    // on a new CLI, after the warm one was gone
   std::string remembered_;
+  std::string last_uuid_;  // of the run's last assistant message (not a subagent's)
 
   std::mutex mu_;  // guards what follows
   std::shared_ptr<agent::ClaudeRun> run_;

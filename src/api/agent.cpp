@@ -65,17 +65,42 @@ std::string box_prompt(const accounts::Caller& caller, const std::string& chat_d
   return p;
 }
 
-// The CLI's --model for the model a request names: "claude-code" (or none) runs the configured
-// model; "claude-code/NAME" asks the CLI for NAME; anything else is a 404.
-std::string claude_model_for(const std::string& asked, const AgentRoutesOptions& options) {
-  if (asked.empty() || asked == options.model_id) return options.claude_model;
-  const std::string prefix = options.model_id + "/";
-  if (!asked.starts_with(prefix) || asked.size() == prefix.size())
-    throw HttpError(
-        http::status::not_found,
-        "Model '" + asked + "' not found; this server offers '" + options.model_id + "' (or '" + prefix + "MODEL')",
-        "model_not_found");
-  return asked.substr(prefix.size());
+// The approval modes, each a model of /v1/models (its id: the model id plus the suffix): what
+// Claude Code may do in the box without asking.
+struct ApprovalMode {
+  std::string_view suffix;
+  std::string_view permission_mode;  // --permission-mode
+  std::string_view name;
+  std::string_view description;
+};
+constexpr ApprovalMode kApprovalModes[] = {
+    {"", "bypassPermissions", "Claude Code", "Claude Code running in your own agentbox sandbox: every tool runs"},
+    {"-edits", "acceptEdits", "Claude Code (edits)",
+     "Claude Code in your sandbox: it edits files, other actions that need approval are refused"},
+    {"-plan", "plan", "Claude Code (plan)",
+     "Claude Code in your sandbox, read-only: it answers with a plan and changes nothing"},
+};
+
+// What the model a request names runs: "claude-code" (or none) the configured model in full mode;
+// "claude-code-MODE" a mode of kApprovalModes; "/NAME" after either asks the CLI for NAME;
+// anything else is a 404.
+struct AskedModel {
+  std::string claude_model;  // --model; "": the configured one
+  std::string_view permission_mode;
+};
+
+AskedModel model_for(const std::string& asked, const AgentRoutesOptions& options) {
+  if (asked.empty()) return {options.claude_model, kApprovalModes[0].permission_mode};
+  for (const ApprovalMode& mode : kApprovalModes) {
+    const std::string id = options.model_id + std::string(mode.suffix);
+    if (asked == id) return {options.claude_model, mode.permission_mode};
+    if (asked.starts_with(id + "/") && asked.size() > id.size() + 1)
+      return {asked.substr(id.size() + 1), mode.permission_mode};
+  }
+  throw HttpError(http::status::not_found,
+                  "Model '" + asked + "' not found; this server offers '" + options.model_id + "', '" +
+                      options.model_id + "-edits', '" + options.model_id + "-plan' (or any of them + '/MODEL')",
+                  "model_not_found");
 }
 
 // What a turn asks, read and checked from the request before it waits for its chat (a bad request
@@ -110,7 +135,7 @@ AskedTurn read_turn(const Request& req, const json& body, agent::TurnMode mode, 
   } catch (const nlohmann::json::exception& e) {  // a ChatRequestError goes on: the error map makes it a 400
     throw HttpError(http::status::bad_request, std::string("Malformed request: ") + e.what());
   }
-  const std::string claude_model = claude_model_for(chat.model, options);
+  const AskedModel model = model_for(chat.model, options);
   s.model_name = chat.model.empty() ? options.model_id : chat.model;
   s.chat = chat_of(req);
   // A "### Task:" prompt that is no background task (one asked as a stream without the task
@@ -128,7 +153,8 @@ AskedTurn read_turn(const Request& req, const json& body, agent::TurnMode mode, 
   agent::ClaudeTurn& t = s.claude;
   t.box = s.box;
   t.prompt = std::move(chat.prompt);
-  t.model = claude_model;
+  t.model = model.claude_model;
+  t.permission_mode = std::string(model.permission_mode);
   t.max_turns = options.max_turns;
   t.allowed_tools = options.allowed_tools;
   // agentbox's own fields of the request narrow what the configuration allows, never widen it.
@@ -173,7 +199,10 @@ agent::TurnSetup prepare(AskedTurn asked, ChatSessions& chats, const AgentRoutes
 
   agent::ClaudeTurn& t = s.claude;
   t.cwd = s.dir.shown;
-  if (!s.chat.empty()) t.resume = chats.find(s.box.name, s.chat);
+  if (!s.chat.empty()) {
+    t.resume = chats.find(s.box.name, s.chat);
+    t.warm_key = s.box.name + '\n' + s.chat;  // its CLI may stay for the chat's next turn
+  }
   const std::string network = options.network_of ? options.network_of(s.caller.account.external_id) : options.network;
   t.append_system_prompt = box_prompt(s.caller, s.dir.shown, network);
   if (!asked.system.empty()) t.append_system_prompt += "\n\n" + asked.system;
@@ -251,10 +280,15 @@ void add_agent_routes(Router& router, const Services& s) {
       TurnContext{runner, chats, links, pool, opts, std::make_shared<agent::ChatQueue>(opts->queued_turns_per_chat)});
 
   router.add(http::verb::get, "/v1/models", [opts](const Request&) {
-    json model = {{"id", opts->model_id},  {"object", "model"},
-                  {"created", 1767225600}, {"owned_by", "agentbox"},
-                  {"name", "Claude Code"}, {"description", "Claude Code running in your own agentbox sandbox"}};
-    return Response::json({{"object", "list"}, {"data", json::array({model})}});
+    json models = json::array();
+    for (const ApprovalMode& mode : kApprovalModes)
+      models.push_back({{"id", opts->model_id + std::string(mode.suffix)},
+                        {"object", "model"},
+                        {"created", 1767225600},
+                        {"owned_by", "agentbox"},
+                        {"name", mode.name},
+                        {"description", mode.description}});
+    return Response::json({{"object", "list"}, {"data", models}});
   });
 
   net::InferenceGateway* gateway = s.gateway;
@@ -267,7 +301,7 @@ void add_agent_routes(Router& router, const Services& s) {
             if (auto task = agent::background_task(body, req.header("X-OpenWebUI-Task"))) {
               const auto named = body.find("model");
               const std::string model = named != body.end() && named->is_string() ? named->get<std::string>() : "";
-              claude_model_for(model, *opts);  // an unknown model is a 404 here too
+              model_for(model, *opts);  // an unknown model is a 404 here too
               return answer_task(req, body, *task, model.empty() ? opts->model_id : model, callers, gateway, *opts,
                                  writer);
             }

@@ -54,6 +54,10 @@ bool apply_agent_key(AgentConfig& config, std::string_view key, const toml::node
     if (config.task_model.empty()) throw Error("must name a model");
   } else if (key == "agent.queued_turns_per_chat")
     config.queued_turns_per_chat = static_cast<int>(toml_integer(value, 0, 64));
+  else if (key == "agent.warm_idle")
+    config.warm_idle = static_cast<int>(toml_integer(value, 0, 86400));
+  else if (key == "agent.warm_per_account")
+    config.warm_per_account = static_cast<int>(toml_integer(value, 0, 64));
   else
     return false;
   return true;

@@ -14,6 +14,8 @@
 //   task_model = "claude-haiku-4-5"   # Open WebUI's background tasks (titles, tags, follow-ups):
 //                                     # one plain Messages call each, no agent (api/agent_tasks.hpp)
 //   queued_turns_per_chat = 4         # turns that may wait for a chat's running turn; one more: 429
+//   warm_idle = 300                   # seconds a chat's Claude Code CLI stays between turns; 0: none
+//   warm_per_account = 2              # warm CLIs an account keeps (least recently used end); 0: none
 //
 // Relative paths in a file are the file's directory's. A claude that is not there means no agent
 // (said once in the log and by `agentbox doctor`), never a daemon that does not start.
@@ -38,6 +40,8 @@ struct AgentConfig {
   int link_days = 7;                            // download links of a turn's files work this long
   std::string task_model = "claude-haiku-4-5";  // answers Open WebUI's background tasks
   int queued_turns_per_chat = 4;                // turns waiting for a chat's running turn (0..64)
+  int warm_idle = 300;                          // seconds an idle chat CLI stays (0..86400; 0: not kept)
+  int warm_per_account = 2;                     // warm CLIs per account (0..64; 0: not kept)
 };
 
 inline constexpr std::array<std::string_view, 1> kAgentSections = {"agent"};

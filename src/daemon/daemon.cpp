@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "agent/warm_clis.hpp"
 #include "api/proxy.hpp"
 #include "api/routes.hpp"
 #include "config/units.hpp"
@@ -257,7 +258,9 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
       terminals_(
           terminal_loop_, boxes_,
           {.max_per_account = config_.terminals.max_per_account, .idle_timeout = config_.terminals.idle_timeout}),
-      claude_(loop_.context(), processes_),
+      claude_(loop_.context(), processes_, {},
+              {.idle = std::chrono::seconds(config_.agent.warm_idle),
+               .per_account = static_cast<std::size_t>(config_.agent.warm_per_account)}),
       notebooks_(loop_.context(), processes_,
                  {.per_account = config_.notebooks.per_account,
                   .idle_timeout = config_.notebooks.idle_timeout,

@@ -110,7 +110,7 @@ def test_models_lists_claude_code(adaemon):
     with client(adaemon, user=new_user()) as c:
         r = c.get("/v1/models")
         assert r.status_code == 200
-        assert [m["id"] for m in r.json()["data"]] == ["claude-code"]
+        assert [m["id"] for m in r.json()["data"]] == ["claude-code", "claude-code-edits", "claude-code-plan"]
 
 
 def test_a_plain_answer_whole_and_the_operators_key_upstream(adaemon, fake):
@@ -219,20 +219,21 @@ def test_an_overloaded_upstream_is_readable_text_not_a_broken_stream(adaemon):
     assert re.search(r"(?i)overload|529|error", content), content
 
 
-def test_closing_the_stream_stops_the_cli(adaemon, fake):
-    user = new_user()
-    m = "hold-" + uuid.uuid4().hex[:6]
-    with client(adaemon, user=user, chat=str(uuid.uuid4())) as c:
+def test_closing_the_stream_stops_the_turn(adaemon, fake):
+    user, chat = new_user(), str(uuid.uuid4())
+    m, later = "hold-" + uuid.uuid4().hex[:6], "later-" + uuid.uuid4().hex[:6]
+    with client(adaemon, user=user, chat=chat) as c:
         # The fake stops after its first delta: the client leaves there.
-        stream_chunks(c, f"a long one {m} [[hold]]", on_chunk=lambda ch: bool(content_of([ch])))
-        deadline = time.monotonic() + 20
-        while True:
-            procs = [p for p in c.get("/execute").json() if p["command"].startswith("claude")]
-            if procs and all(p["status"] != "running" for p in procs):
-                break
-            assert time.monotonic() < deadline, procs
-            time.sleep(0.2)
-    fake.release()
+        stream_chunks(c, f"a long one {m} [[hold {m}]]", on_chunk=lambda ch: bool(content_of([ch])))
+        # The held answer is never released: the chat's next turn (one run per chat) runs only
+        # because the left turn was stopped. Its CLI stays for the chat (a warm session).
+        started = time.monotonic()
+        r = ask(c, f"and {later}")
+        assert r.status_code == 200 and later in r.json()["choices"][0]["message"]["content"], r.text
+        assert time.monotonic() - started < 30
+        procs = [p for p in c.get("/execute").json() if p["command"].startswith("claude")]
+        assert len(procs) == 1 and procs[0]["status"] == "running", procs
+    fake.release(m)
 
 
 def test_two_users_run_at_once_each_in_their_own_box_and_home(adaemon):
@@ -371,6 +372,10 @@ def test_a_session_the_cli_no_longer_knows_starts_the_chat_afresh(adaemon, fake)
     with client(adaemon, user=user, chat=chat) as c:
         assert ask(c, f"remember {first}").status_code == 200
         assert sh(c, "rm -f ~/.claude/projects/*/*.jsonl")[0] == 0  # the transcript is gone
+        # and so is the chat's warm CLI (which still knows the session): the next one resumes.
+        for p in c.get("/execute").json():
+            if p["command"].startswith("claude") and p["status"] == "running":
+                assert c.delete(f"/execute/{p['id']}").status_code == 200
         r = ask(c, f"and {second}")
         assert r.status_code == 200, r.text
         assert f"fake answer to: and {second}" in r.json()["choices"][0]["message"]["content"]
@@ -430,7 +435,7 @@ def test_the_official_openai_client_reads_answers_and_errors(adaemon):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     got = {c["name"]: c for c in map(json.loads, run.stdout.splitlines())}
-    assert got["models"]["data"] == ["claude-code"], got["models"]
+    assert got["models"]["data"] == ["claude-code", "claude-code-edits", "claude-code-plan"], got["models"]
     for name in ("answer", "streamed"):
         assert got[name]["ok"] and "fake answer to: say hello from the official client" in got[name]["content"], got[name]
     expected = {

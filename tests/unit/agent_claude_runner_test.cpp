@@ -45,5 +45,17 @@ TEST(ClaudeArgv, ResumeModelTurnsToolsAndSystemPromptWhenAsked) {
   EXPECT_EQ(std::find(argv.begin(), argv.end(), "--permission-mode"), argv.end());
 }
 
+// The approval modes (claude-code-edits, claude-code-plan): the mode goes with a list of tools too,
+// so that what the mode would ask for stays refused.
+TEST(ClaudeArgv, AnApprovalModeIsPassedAlsoWithAListOfTools) {
+  ClaudeTurn t;
+  t.permission_mode = "plan";
+  EXPECT_TRUE(has(claude_argv(t), "--permission-mode", "plan"));
+  t.allowed_tools = {"Read"};
+  auto argv = claude_argv(t);
+  EXPECT_TRUE(has(argv, "--permission-mode", "plan"));
+  EXPECT_TRUE(has(argv, "--allowedTools", "Read"));
+}
+
 }  // namespace
 }  // namespace agentbox::agent

@@ -94,6 +94,20 @@ TEST_F(AgentConfigTest, TheTurnsThatMayWaitPerChatAreBounded) {
   EXPECT_THAT(problems[0], HasSubstr("agent.queued_turns_per_chat"));
 }
 
+TEST_F(AgentConfigTest, WarmClisHaveAnIdleTimeAndAnAccountCap) {
+  const ServerConfig defaults = load("");
+  EXPECT_EQ(defaults.agent.warm_idle, 300);
+  EXPECT_EQ(defaults.agent.warm_per_account, 2);
+  const ServerConfig off = load("[agent]\nwarm_idle = 0\nwarm_per_account = 0\n");
+  EXPECT_EQ(off.agent.warm_idle, 0);
+  EXPECT_EQ(off.agent.warm_per_account, 0);
+  std::vector<std::string> problems =
+      validate_config_file(write("warm.toml", "[agent]\nwarm_idle = -1\nwarm_per_account = 65\n"));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_THAT(problems[0] + problems[1], HasSubstr("agent.warm_idle"));
+  EXPECT_THAT(problems[0] + problems[1], HasSubstr("agent.warm_per_account"));
+}
+
 TEST_F(AgentConfigTest, FindsTheExecutableBehindItsSymlink) {
   std::string real = write("pkg/claude.exe", "#!/bin/sh\necho 1.0\n", 0755);
   std::string link = scratch_.path() + "/bin-claude";

@@ -1,0 +1,462 @@
+#include "agent/warm_clis.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "util/log.hpp"
+
+namespace agentbox::agent {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::chrono::seconds kPollWindow{60};  // a wait ends at least this often (no output)
+constexpr size_t kReadPage = 1 << 20;
+constexpr size_t kMaxLine = 64 << 20;  // a line longer than this is not the CLI's: the CLI is ended
+
+// The CLI's end of input: ProcessTable::input closes a pipe's stdin at "\x04" (JSON never
+// carries the raw byte).
+constexpr const char* kEndOfInput = "\x04";
+
+bool line_is(std::string_view line, std::string_view type) {
+  return line.find("\"type\":\"" + std::string(type) + "\"") != std::string_view::npos;
+}
+
+// What the CLI prints comes from a process in the user's box: read without trusting its types.
+std::string string_at(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// One warm CLI process: the turns of one chat, one at a time.
+class Cli : public std::enable_shared_from_this<Cli> {
+ public:
+  enum class State { busy, idle, closing, ended };
+
+  Cli(std::weak_ptr<WarmClis::Impl> pool, asio::io_context& loop, exec::ProcessTable& table,
+      const ClaudeRunnerOptions& run, std::chrono::seconds idle, std::string key, std::string account,
+      std::string signature)
+      : pool_(std::move(pool)),
+        table_(table),
+        run_(run),
+        idle_(idle),
+        key_(std::move(key)),
+        account_(std::move(account)),
+        signature_(std::move(signature)),
+        timer_(loop) {}
+
+  const std::string& key() const { return key_; }
+  const std::string& account() const { return account_; }
+
+  // The CLI's first turn: starts the process, then writes its line. Throws what
+  // ProcessTable::start throws (nothing started then).
+  uint64_t launch(exec::StartRequest req, std::string line, ClaudeSink sink) {
+    uint64_t turn;
+    {
+      std::lock_guard lock(mu_);
+      sink_ = std::move(sink);
+      turn = begin_turn_locked(/*reused=*/false);
+    }
+    auto self = shared_from_this();
+    table_.start(std::move(req), [self, line = std::move(line)](exec::StartOutcome started) mutable {
+      if (started.error) {
+        ClaudeExit exit;
+        exit.start_error = started.error;
+        return self->gone(std::move(exit));
+      }
+      bool stop_now;
+      {
+        std::lock_guard lock(self->mu_);
+        self->id_ = started.id;
+        stop_now = self->interrupted_;
+      }
+      if (stop_now || self->table_.input(self->account_, started.id, std::move(line)) != exec::InputResult::ok)
+        self->kill();
+      self->next();
+    });
+    return turn;
+  }
+
+  enum class Served { yes, no };
+  // A later turn on this CLI, when it is idle and was started with `signature`'s flags. no: the
+  // sink is left with the caller. yes: the turn is this CLI's (its end comes through the sink).
+  Served serve(const std::string& signature, std::string line, ClaudeSink& sink, uint64_t& turn) {
+    std::string id;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ != State::idle || signature != signature_ || id_.empty()) return Served::no;
+      sink_ = std::move(sink);
+      turn = begin_turn_locked(/*reused=*/true);
+      id = id_;
+    }
+    if (table_.input(account_, id, std::move(line)) == exec::InputResult::ok) return Served::yes;
+    // Its input is gone (it is ending): the turn goes back to the caller unless the CLI's end
+    // already reported it (then as warm_gone, which the caller retries).
+    std::lock_guard lock(mu_);
+    if (state_ != State::busy || turn_ != turn) return Served::yes;
+    sink = std::move(sink_);
+    sink_ = {};
+    state_ = State::closing;
+    return Served::no;
+  }
+
+  // The client of `turn` left: the control protocol's interrupt (the CLI ends the turn with a
+  // result and stays), the CLI's end if no result comes within the grace.
+  void interrupt(uint64_t turn) {
+    std::string id;
+    {
+      std::lock_guard lock(mu_);
+      if (turn != turn_ || state_ != State::busy || interrupted_) return;
+      interrupted_ = true;
+      if (id_.empty()) return;  // launch() ends it once it has an id
+      id = id_;
+      arm_locked(run_.interrupt_grace, &Cli::kill);
+    }
+    const json request = {{"type", "control_request"},
+                          {"request_id", "interrupt-" + std::to_string(turn)},
+                          {"request", {{"subtype", "interrupt"}}}};
+    if (table_.input(account_, id, request.dump() + "\n") != exec::InputResult::ok) kill();
+  }
+
+  // Ends it if it is idle (its end of input: it exits as after any -p run). false when busy.
+  bool end_if_idle() {
+    std::string id;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ != State::idle) return state_ != State::busy;
+      state_ = State::closing;
+      id = id_;
+      arm_locked(run_.interrupt_grace, &Cli::kill);
+    }
+    if (table_.input(account_, id, kEndOfInput) != exec::InputResult::ok) kill();
+    return true;
+  }
+
+  std::optional<Clock::time_point> idle_since() const {
+    std::lock_guard lock(mu_);
+    if (state_ != State::idle) return std::nullopt;
+    return last_used_;
+  }
+
+  std::string process_id() const {
+    std::lock_guard lock(mu_);
+    return id_;
+  }
+
+ private:
+  uint64_t begin_turn_locked(bool reused) {
+    state_ = State::busy;
+    reused_ = reused;
+    answered_ = false;
+    interrupted_ = false;
+    if (run_.timeout) arm_locked(*run_.timeout, &Cli::kill);
+    return ++turn_;
+  }
+
+  // One timer for what comes next (a turn's deadline, the idle end, an interrupt's grace).
+  void arm_locked(std::chrono::milliseconds after, void (Cli::*what)()) {
+    const uint64_t gen = ++timer_gen_;
+    timer_.expires_after(after);
+    timer_.async_wait([self = shared_from_this(), gen, what](const boost::system::error_code& ec) {
+      if (ec) return;
+      {
+        std::lock_guard lock(self->mu_);
+        if (gen != self->timer_gen_) return;
+      }
+      ((*self).*what)();
+    });
+  }
+
+  void kill() {
+    std::string id = process_id();
+    if (!id.empty()) table_.kill(account_, id, /*force=*/false, [](bool) {});
+  }
+
+  void on_idle_timeout() {
+    if (end_if_idle()) forget();
+  }
+
+  void next() {
+    exec::ReadSpec read;
+    read.offset = offset_;
+    read.max_bytes = kReadPage;
+    table_.wait(account_, process_id(), read, /*until_output=*/true, Clock::now() + kPollWindow,
+                [self = shared_from_this()](std::optional<exec::ProcessView> view) { self->on_view(view); });
+  }
+
+  void on_view(const std::optional<exec::ProcessView>& view) {
+    if (!view) return gone(ClaudeExit{});
+    for (const auto& chunk : view->output) {
+      if (chunk.type == "stderr") {
+        stderr_tail_ += chunk.data;
+        if (stderr_tail_.size() > run_.stderr_tail_bytes)
+          stderr_tail_.erase(0, stderr_tail_.size() - run_.stderr_tail_bytes);
+        continue;
+      }
+      partial_ += chunk.data;
+      size_t from = 0;
+      for (size_t nl; (nl = partial_.find('\n', from)) != std::string::npos; from = nl + 1)
+        on_line(std::string_view(partial_).substr(from, nl - from));
+      partial_.erase(0, from);
+      if (partial_.size() > kMaxLine) kill();
+    }
+    offset_ = view->next_offset;
+    if (view->status == ProcessStatus::running || !view->output.empty() || view->more) return next();
+    if (!partial_.empty()) on_line(std::exchange(partial_, {}));
+    ClaudeExit exit;
+    exit.exit_code = view->exit_code;
+    exit.killed = view->status != ProcessStatus::done;
+    gone(std::move(exit));
+  }
+
+  void on_line(std::string_view line) {
+    // The control protocol is between the CLI and us, not part of the turn's answer.
+    if (line_is(line, "control_response") || line_is(line, "control_cancel_request")) return;
+    if (line_is(line, "control_request")) return answer_control(line);
+    std::function<void(std::string_view)> output;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ != State::busy) return;  // between turns nothing is asked: nothing to relay
+      answered_ = true;
+      output = sink_.output;
+    }
+    if (output) output(std::string(line) + "\n");
+    if (line_is(line, "result")) {
+      const json result = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (result.is_object() && string_at(result, "type") == "result") {
+        auto is_error = result.find("is_error");
+        end_turn(is_error != result.end() && is_error->is_boolean() && is_error->get<bool>());
+      }
+    }
+  }
+
+  // Permission prompts have nobody to ask in these modes: denied (the model is told).
+  void answer_control(std::string_view line) {
+    const json request = json::parse(line, nullptr, false);
+    if (!request.is_object()) return;
+    const std::string id = string_at(request, "request_id");
+    auto body = request.find("request");
+    json response;
+    if (body != request.end() && body->is_object() && string_at(*body, "subtype") == "can_use_tool")
+      response = {{"subtype", "success"},
+                  {"request_id", id},
+                  {"response", {{"behavior", "deny"}, {"message", "Nobody can approve tools in this mode."}}}};
+    else
+      response = {{"subtype", "error"}, {"request_id", id}, {"error", "not supported by agentbox"}};
+    table_.input(account_, process_id(), json{{"type", "control_response"}, {"response", response}}.dump() + "\n");
+  }
+
+  // The turn's result came: the turn is over, the CLI waits for the next.
+  void end_turn(bool is_error) {
+    ClaudeSink sink;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ != State::busy) return;
+      sink = std::move(sink_);
+      sink_ = {};
+      state_ = State::idle;
+      last_used_ = Clock::now();
+      arm_locked(idle_, &Cli::on_idle_timeout);
+    }
+    ClaudeExit exit;
+    exit.exit_code = is_error ? 1 : 0;  // as a -p run would have exited
+    exit.stderr_tail = stderr_tail_;
+    if (sink.exited) sink.exited(exit);
+    if (auto pool = pool_.lock()) trim(pool);
+  }
+
+  void trim(const std::shared_ptr<WarmClis::Impl>& pool);
+  void forget();
+
+  void gone(ClaudeExit exit) {
+    ClaudeSink sink;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ == State::ended) return;
+      if (state_ == State::busy) {
+        sink = std::move(sink_);
+        sink_ = {};
+        exit.warm_gone = reused_ && !answered_;
+      }
+      state_ = State::ended;
+      ++timer_gen_;
+      timer_.cancel();
+    }
+    forget();
+    exit.stderr_tail = std::move(stderr_tail_);
+    if (sink.exited) sink.exited(exit);
+  }
+
+  const std::weak_ptr<WarmClis::Impl> pool_;
+  exec::ProcessTable& table_;
+  const ClaudeRunnerOptions run_;
+  const std::chrono::milliseconds idle_;
+  const std::string key_;
+  const std::string account_;
+  const std::string signature_;
+
+  // The read chain only.
+  uint64_t offset_ = 0;
+  std::string partial_;
+  std::string stderr_tail_;
+
+  mutable std::mutex mu_;  // guards what follows
+  std::string id_;
+  State state_ = State::busy;
+  ClaudeSink sink_;  // the running turn's
+  uint64_t turn_ = 0;
+  bool reused_ = false;       // the running turn came to a CLI that had served one before
+  bool answered_ = false;     // the running turn has had a line of output
+  bool interrupted_ = false;  // the running turn's client left
+  Clock::time_point last_used_ = Clock::now();
+  asio::steady_timer timer_;
+  uint64_t timer_gen_ = 0;
+};
+
+// A turn's handle: its interrupt reaches its own turn, never a later one of the same CLI.
+class WarmTurn : public ClaudeRun {
+ public:
+  WarmTurn(std::weak_ptr<Cli> cli, uint64_t turn, std::string id_hint)
+      : cli_(std::move(cli)), turn_(turn), id_hint_(std::move(id_hint)) {}
+  void interrupt() override {
+    if (auto cli = cli_.lock()) cli->interrupt(turn_);
+  }
+  std::string process_id() const override {
+    auto cli = cli_.lock();
+    return cli ? cli->process_id() : id_hint_;
+  }
+
+ private:
+  std::weak_ptr<Cli> cli_;
+  uint64_t turn_;
+  std::string id_hint_;
+};
+
+}  // namespace
+
+struct WarmClis::Impl {
+  Impl(asio::io_context& l, exec::ProcessTable& t, const ClaudeRunnerOptions& r, WarmOptions w)
+      : loop(l), table(t), run(r), warm(w) {}
+  asio::io_context& loop;
+  exec::ProcessTable& table;
+  const ClaudeRunnerOptions run;
+  const WarmOptions warm;
+
+  mutable std::mutex mu;                                       // guards clis; taken before a Cli's own, never after
+  std::unordered_map<std::string, std::shared_ptr<Cli>> clis;  // by chat key
+
+  void forget(const Cli* cli) {
+    std::shared_ptr<Cli> dropped;  // let go outside the lock
+    std::lock_guard lock(mu);
+    auto it = clis.find(cli->key());
+    if (it != clis.end() && it->second.get() == cli) {
+      dropped = std::move(it->second);
+      clis.erase(it);
+    }
+  }
+
+  // Over the account's cap: its least recently used idle CLIs end (busy ones are counted, never
+  // ended; the cap holds again when their turns are over).
+  void trim(const std::string& account) {
+    std::vector<std::pair<Clock::time_point, std::shared_ptr<Cli>>> idle;
+    size_t count = 0;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [key, cli] : clis) {
+        if (cli->account() != account) continue;
+        ++count;
+        if (auto since = cli->idle_since()) idle.emplace_back(*since, cli);
+      }
+    }
+    if (count <= warm.per_account) return;
+    std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < idle.size() && count > warm.per_account; ++i) {
+      if (!idle[i].second->end_if_idle()) continue;
+      log::info("agent", "agent: {} has more than {} warm Claude Code CLIs: the least recently used ends", account,
+                warm.per_account);
+      forget(idle[i].second.get());
+      --count;
+    }
+  }
+};
+
+void Cli::trim(const std::shared_ptr<WarmClis::Impl>& pool) {
+  // A CLI the pool no longer holds (replaced while it ran a turn) ends once idle.
+  bool held;
+  {
+    std::lock_guard lock(pool->mu);
+    auto it = pool->clis.find(key_);
+    held = it != pool->clis.end() && it->second.get() == this;
+  }
+  if (!held) {
+    end_if_idle();
+    return;
+  }
+  pool->trim(account_);
+}
+
+void Cli::forget() {
+  if (auto pool = pool_.lock()) pool->forget(this);
+}
+
+WarmClis::WarmClis(asio::io_context& loop, exec::ProcessTable& table, const ClaudeRunnerOptions& run, WarmOptions warm)
+    : warm_(warm), impl_(std::make_shared<Impl>(loop, table, run, warm)) {}
+
+WarmClis::~WarmClis() = default;
+
+std::shared_ptr<ClaudeRun> WarmClis::start(const std::string& key, const std::string& signature,
+                                           exec::StartRequest cold, std::string line, ClaudeSink sink) {
+  std::shared_ptr<Cli> found;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (auto it = impl_->clis.find(key); it != impl_->clis.end()) found = it->second;
+  }
+  if (found) {
+    uint64_t turn = 0;
+    if (found->serve(signature, line, sink, turn) == Cli::Served::yes)
+      return std::make_shared<WarmTurn>(found, turn, found->process_id());
+    // Started with other flags, or ending: it makes room for the new one.
+    found->end_if_idle();
+    impl_->forget(found.get());
+  }
+  const std::string account = cold.box.name;
+  auto cli = std::make_shared<Cli>(impl_, impl_->loop, impl_->table, impl_->run, warm_.idle, key, account, signature);
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->clis[key] = cli;
+  }
+  uint64_t turn;
+  try {
+    turn = cli->launch(std::move(cold), std::move(line), std::move(sink));
+  } catch (...) {
+    impl_->forget(cli.get());
+    throw;
+  }
+  impl_->trim(account);
+  return std::make_shared<WarmTurn>(cli, turn, "");
+}
+
+std::size_t WarmClis::count(const std::string& account) const {
+  std::lock_guard lock(impl_->mu);
+  return std::count_if(impl_->clis.begin(), impl_->clis.end(),
+                       [&](const auto& kv) { return kv.second->account() == account; });
+}
+
+std::string stream_json_user_line(const std::string& prompt) {
+  const json line = {{"type", "user"},
+                     {"message", {{"role", "user"}, {"content", prompt}}},
+                     {"parent_tool_use_id", nullptr},
+                     {"session_id", ""}};
+  return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace agentbox::agent
