@@ -202,3 +202,24 @@ def test_an_oversized_message_is_refused_before_it_is_read(session):
 
 def test_get_is_405_the_server_sends_nothing_unasked(session):
     assert session.get("/mcp").status_code == 405
+
+
+def test_the_chat_scopes_the_cwd_as_in_the_rest_api(daemon, session):
+    """A chat's cwd set over REST is where its MCP tools start; another chat starts in the home."""
+    user = session.headers["X-User-Id"]
+    rest = daemon.client(user=user, session="chat-a")
+    assert rest.post("/files/mkdir", json={"path": "work"}).status_code == 200
+    assert rest.post("/files/cwd", json={"path": "work"}).status_code == 200
+    home = rest.get("/files/cwd").json()["home"]
+    rest.close()
+
+    def pwd(chat):
+        headers = {"X-Session-Id": chat} if chat else {}
+        r = session.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "run_command", "arguments": {"command": "pwd", "wait": 10}}})
+        out = r.json()["result"]["structuredContent"]["output"]
+        return "".join(c["data"] for c in out).strip()
+
+    assert pwd("chat-a") == home + "/work"
+    assert pwd("chat-b") == home
+    assert pwd(None) == home
