@@ -11,8 +11,10 @@ json result_message(const json& id, json result) {
   return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-json error_message(const json& id, int code, std::string_view message) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", std::string(message)}}}};
+json error_message(const json& id, int code, std::string_view message, json data) {
+  json error = {{"code", code}, {"message", std::string(message)}};
+  if (!data.is_null()) error["data"] = std::move(data);
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
 }
 
 json notification(std::string_view method, json params) {

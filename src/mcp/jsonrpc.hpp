@@ -21,10 +21,15 @@ enum ErrorCode : int {
   kMethodNotFound = -32601,
   kInvalidParams = -32602,
   kInternalError = -32603,
+  // MCP's own (2026-07-28): the MCP-Protocol-Version header and the _meta envelope disagree;
+  // a revision the server does not speak (data: {supported, requested}).
+  kHeaderMismatch = -32020,
+  kUnsupportedVersion = -32022,
 };
 
 nlohmann::json result_message(const nlohmann::json& id, nlohmann::json result);
-nlohmann::json error_message(const nlohmann::json& id, int code, std::string_view message);
+nlohmann::json error_message(const nlohmann::json& id, int code, std::string_view message,
+                             nlohmann::json data = nullptr);
 nlohmann::json notification(std::string_view method, nlohmann::json params);
 
 // True when the answer should be an SSE stream: the client accepts text/event-stream and

@@ -1,5 +1,6 @@
 #include "mcp/mcp_routes.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
 #include "mcp/jsonrpc.hpp"
+#include "mcp/revisions.hpp"
 #include "mcp/sessions.hpp"
 #include "mcp/tool_call.hpp"
 #include "mcp/tool_table.hpp"
@@ -26,15 +28,14 @@ namespace {
 using nlohmann::json;
 using Writer = std::shared_ptr<http::ResponseWriter>;
 
-// Newest first: an initialize naming one of these gets it back, any other the newest.
-const std::vector<std::string> kVersions = {"2025-11-25", "2025-06-18", "2025-03-26"};
-
 struct Server {
   http::Router routes;  // the REST routes the tools mirror: the same handlers, called in memory
   std::vector<Tool> tools;
   const Tool* poll = nullptr;  // get_process_status, which run_command with progress polls
   Sessions sessions;
   std::string version;
+
+  json server_info() const { return {{"name", "agentbox"}, {"title", "agentbox"}, {"version", version}}; }
 
   const Tool* find(const std::string& name) const {
     for (const Tool& t : tools)
@@ -45,17 +46,30 @@ struct Server {
 
 std::string session_header(const http::Request& req) { return std::string(req.header("Mcp-Session-Id").value_or("")); }
 
+const char* kInstructions =
+    "Your own Linux environment: run commands and read and write files in your home directory. "
+    "Nothing here is shared with other users.";
+
+json capabilities() { return {{"tools", {{"listChanged", false}}}}; }
+
 json initialize_result(const Server& server, const json& params) {
   std::string asked = params.value("protocolVersion", "");
-  std::string version = kVersions.front();
-  for (const std::string& v : kVersions)
+  // An initialize naming a revision of ours gets it back, any other the newest.
+  std::string version = kLegacyVersions.front();
+  for (const std::string& v : kLegacyVersions)
     if (v == asked) version = v;
   return {{"protocolVersion", version},
-          {"capabilities", {{"tools", {{"listChanged", false}}}}},
-          {"serverInfo", {{"name", "agentbox"}, {"title", "agentbox"}, {"version", server.version}}},
-          {"instructions",
-           "Your own Linux environment: run commands and read and write files in your home directory. "
-           "Nothing here is shared with other users."}};
+          {"capabilities", capabilities()},
+          {"serverInfo", server.server_info()},
+          {"instructions", kInstructions}};
+}
+
+json discover_result(const Server& server) {
+  return modern_result({{"supportedVersions", kModernVersions},
+                        {"capabilities", capabilities()},
+                        {"serverInfo", server.server_info()},
+                        {"instructions", kInstructions}},
+                       server.server_info(), /*cacheable=*/true);
 }
 
 json tools_list(const Server& server) {
@@ -66,7 +80,7 @@ json tools_list(const Server& server) {
 
 // tools/call: answered when the route answers, as JSON or (with progress) as an SSE stream.
 void tools_call(const std::shared_ptr<Server>& server, const http::Request& req, const json& id, const json& params,
-                const Writer& writer) {
+                bool modern, const Writer& writer) {
   std::string name = params.value("name", "");
   const Tool* tool = params.contains("name") && params["name"].is_string() ? server->find(name) : nullptr;
   if (!tool) {
@@ -90,7 +104,9 @@ void tools_call(const std::shared_ptr<Server>& server, const http::Request& req,
     writer->begin_chunked(std::move(head));
   }
   auto progress = [writer](json p) { writer->write_chunk(sse_event(notification("notifications/progress", p))); };
-  auto done = [writer, id, stream, accept = std::string(req.header("Accept").value_or(""))](json result) {
+  auto done = [server, writer, id, stream, modern,
+               accept = std::string(req.header("Accept").value_or(""))](json result) {
+    if (modern) result = modern_result(std::move(result), server->server_info(), /*cacheable=*/false);
     json message = result_message(id, std::move(result));
     if (stream) {
       writer->write_chunk(sse_event(message));
@@ -102,6 +118,47 @@ void tools_call(const std::shared_ptr<Server>& server, const http::Request& req,
     writer->send(answer(shape, message));
   };
   call_tool(server->routes, *tool, arguments, context_of(req), token, server->poll, progress, done);
+}
+
+// The modern era (2026-07-28): no session; the revision in every request's _meta, matching its
+// header when both are sent. id: absent for a notification or a response (202, no answer).
+void post_modern(const std::shared_ptr<Server>& server, const http::Request& req, const RequestRevision& revision,
+                 const std::optional<json>& id, const std::string& method, const json& params, const Writer& writer) {
+  if (!id) {
+    writer->send(http::Response::empty(http::status::accepted));
+    return;
+  }
+  if (!revision.header.empty() && !revision.meta.empty() && revision.header != revision.meta) {
+    writer->send(answer(req,
+                        error_message(*id, kHeaderMismatch,
+                                      "MCP-Protocol-Version (" + revision.header + ") and _meta's " + kVersionMetaKey +
+                                          " (" + revision.meta + ") disagree"),
+                        http::status::bad_request));
+    return;
+  }
+  const std::string version = revision.meta.empty() ? revision.header : revision.meta;
+  if (std::find(kModernVersions.begin(), kModernVersions.end(), version) == kModernVersions.end()) {
+    writer->send(answer(req, error_message(*id, kUnsupportedVersion, "Unsupported protocol version: " + version,
+                                           {{"supported", kModernVersions}, {"requested", version}})));
+    return;
+  }
+  if (revision.meta.empty() || !params["_meta"].contains(kCapabilitiesMetaKey)) {
+    writer->send(answer(req, error_message(*id, kInvalidParams,
+                                           std::string("Missing the _meta envelope of ") + version + ": " +
+                                               kVersionMetaKey + " and " + kCapabilitiesMetaKey)));
+    return;
+  }
+  if (method == "server/discover") {
+    writer->send(answer(req, result_message(*id, discover_result(*server))));
+  } else if (method == "ping") {
+    writer->send(answer(req, result_message(*id, modern_result(json::object(), server->server_info(), false))));
+  } else if (method == "tools/list") {
+    writer->send(answer(req, result_message(*id, modern_result(tools_list(*server), server->server_info(), true))));
+  } else if (method == "tools/call") {
+    tools_call(server, req, *id, params, /*modern=*/true, writer);
+  } else {
+    writer->send(answer(req, error_message(*id, kMethodNotFound, "Method not found: " + method)));
+  }
 }
 
 void post_mcp(const std::shared_ptr<Server>& server, const http::Request& req, const Writer& writer) {
@@ -129,6 +186,13 @@ void post_mcp(const std::shared_ptr<Server>& server, const http::Request& req, c
   }
   const std::string method = is_response ? "" : msg["method"].get<std::string>();
   const json params = msg.value("params", json::object());
+
+  const RequestRevision revision = revision_of(req, params);
+  if (revision.modern() || method == "server/discover") {
+    post_modern(server, req, revision, has_id && !is_response ? std::optional<json>(id) : std::nullopt, method, params,
+                writer);
+    return;
+  }
 
   if (method == "initialize") {
     if (!has_id) {
@@ -161,7 +225,7 @@ void post_mcp(const std::shared_ptr<Server>& server, const http::Request& req, c
   } else if (method == "tools/list") {
     writer->send(answer(req, result_message(id, tools_list(*server))));
   } else if (method == "tools/call") {
-    tools_call(server, req, id, params, writer);
+    tools_call(server, req, id, params, /*modern=*/false, writer);
   } else {
     writer->send(answer(req, error_message(id, kMethodNotFound, "Method not found: " + method)));
   }

@@ -1,8 +1,10 @@
 #pragma once
-// /mcp: agentbox as an MCP server over Streamable HTTP (revision 2025-11-25, which also answers
-// 2025-06-18 and 2025-03-26 clients). POST carries one JSON-RPC message: initialize opens a
-// session (Mcp-Session-Id) that belongs to the user who opened it; ping, tools/list and
-// tools/call need it; notifications and responses are accepted (202). DELETE ends a session.
+// /mcp: agentbox as an MCP server over Streamable HTTP. POST carries one JSON-RPC message. In
+// the 2025 era (2025-11-25, also 2025-06-18 and 2025-03-26) initialize opens a session
+// (Mcp-Session-Id) that belongs to the user who opened it; ping, tools/list and tools/call need
+// it; notifications and responses are accepted (202); DELETE ends a session. A request of the
+// modern era (2026-07-28, mcp/revisions.hpp) needs no session: server/discover, ping,
+// tools/list, tools/call, each with its revision in _meta.
 // GET is 405: the server sends nothing unasked. The key and the user are the REST API's
 // (the Bearer key, X-User-Id or X-OpenWebUI-User-Id), the chat's X-Session-Id scopes the cwd.
 //

@@ -118,7 +118,7 @@ void call_tool(const http::Router& router, const Tool& tool, const json& argumen
       std::make_shared<ProgressRun>(router, *poll, caller, *progress_token, std::move(progress), std::move(done));
   run->deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(wait * 1000));
   json start = arguments;
-  start["wait"] = std::min(kPollSeconds, wait);
+  start["wait"] = 0;  // the id at once; each poll then returns as output arrives
   call_route(router, tool, start, caller, [run](http::Response r) { run->on_answer(r, true); });
 }
 

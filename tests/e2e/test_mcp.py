@@ -1,6 +1,7 @@
-"""/mcp: agentbox as an MCP server (Streamable HTTP, 2025-11-25), driven by the official MCP
-TypeScript client (tests/e2e/mcp_client, installed by scripts/install-deps.sh) and by hand for
-what a well-behaved client never sends."""
+"""/mcp: agentbox as an MCP server over Streamable HTTP, driven by the official MCP TypeScript
+clients (tests/e2e/mcp_client, installed by scripts/install-deps.sh): the v1 SDK for revision
+2025-11-25 (client.mjs) and the v2 client for 2026-07-28 (client2.mjs); and by hand for what a
+well-behaved client never sends."""
 import json
 import pathlib
 import subprocess
@@ -223,3 +224,88 @@ def test_the_chat_scopes_the_cwd_as_in_the_rest_api(daemon, session):
     assert pwd("chat-a") == home + "/work"
     assert pwd("chat-b") == home
     assert pwd(None) == home
+
+
+# ---- the modern revision (2026-07-28), through the official v2 client --------------------------
+
+def node2(daemon, scenario, *users, key=None):
+    assert (MCP_CLIENT / "node_modules" / "@modelcontextprotocol" / "client").is_dir(), "scripts/install-deps.sh"
+    run = subprocess.run(["node", str(MCP_CLIENT / "client2.mjs"), daemon.url, key or daemon.api_key, scenario, *users],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def modern(daemon):
+    return node2(daemon, "tour", new_user("mcp2"))
+
+
+def test_modern_the_client_negotiates_2026_07_28_statelessly(modern):
+    assert modern["protocol"] == "2026-07-28"
+    assert modern["server"]["name"] == "agentbox"
+    # Every request carried the revision in its header and its _meta, and no session.
+    assert modern["seen"] and all(s["header"] == "2026-07-28" and s["session"] is None for s in modern["seen"])
+    assert all(s["meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28" for s in modern["seen"] if s["meta"])
+
+
+def test_modern_tools_compile_and_answer_as_the_rest_routes(modern):
+    assert set(modern["tools"]) == MODEL_TOOLS
+    assert {n: t["compile_error"] for n, t in modern["tools"].items() if t["compile_error"]} == {}
+    assert modern["echo"]["structured"]["exit_code"] == 0
+    assert "".join(c["data"] for c in modern["echo"]["structured"]["output"]).startswith("one")
+    assert "hello modern" in modern["read"]["text"]
+    assert "hello modern" in json.dumps(modern["grep"]["structured"])
+    long = modern["long"]
+    assert long["structured"]["status"] == "done"
+    assert all(f"tock{i}" in "".join(c["data"] for c in long["structured"]["output"]) for i in (1, 2, 3))
+    assert len(long["progress"]) >= 2 and "tock" in "".join(p.get("message", "") for p in long["progress"])
+    assert modern["missing"]["isError"] is True and "not found" in modern["missing"]["text"].lower()
+    assert modern["unknown_tool"]["ok"] is False and modern["unknown_tool"]["code"] == -32602
+
+
+def test_modern_two_users_are_isolated(daemon):
+    got = node2(daemon, "isolation", new_user("alice"), new_user("bob"))
+    assert "alice-modern-7" in got["alice_reads"]  # the control
+    for name, r in got["bob"].items():
+        assert "alice-modern-7" not in r["text"], (name, r)
+    for name in ("read_file", "list_files", "grep_search"):
+        assert got["bob"][name]["isError"] is True, (name, got["bob"][name])
+
+
+def test_modern_a_bad_key_is_401(daemon):
+    got = node2(daemon, "connect", new_user("mcp2"), key="not-the-key")
+    assert got["ok"] is False and got["status"] == 401, got
+
+
+def modern_request(method, version="2026-07-28", meta=True, **params):
+    if meta:
+        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": version,
+                           "io.modelcontextprotocol/clientCapabilities": {}}
+    return {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
+
+
+def test_modern_revision_errors_are_the_ones_the_spec_names(daemon):
+    c = httpx.Client(base_url=daemon.url, headers={"Authorization": f"Bearer {daemon.api_key}",
+                                                   "X-User-Id": new_user("rpc2"),
+                                                   "Accept": "application/json, text/event-stream"})
+    h = {"MCP-Protocol-Version": "2026-07-28"}
+    r = c.post("/mcp", json=modern_request("server/discover"), headers=h)
+    assert r.status_code == 200 and r.json()["result"]["supportedVersions"] == ["2026-07-28"]
+    assert r.json()["result"]["resultType"] == "complete" and "Mcp-Session-Id" not in r.headers
+    # Stateless: a tools/list with no session at all.
+    r = c.post("/mcp", json=modern_request("tools/list"), headers=h)
+    assert {t["name"] for t in r.json()["result"]["tools"]} == MODEL_TOOLS
+    # The header and the _meta disagree: HeaderMismatch.
+    r = c.post("/mcp", json=modern_request("tools/list"), headers={"MCP-Protocol-Version": "2026-08-01"})
+    assert r.status_code == 400 and rpc_error(r) == (-32020, 7)
+    # A revision not spoken: UnsupportedProtocolVersion naming the supported ones.
+    r = c.post("/mcp", json=modern_request("tools/list", version="2027-01-01"),
+               headers={"MCP-Protocol-Version": "2027-01-01"})
+    assert rpc_error(r) == (-32022, 7) and r.json()["error"]["data"]["supported"] == ["2026-07-28"]
+    # The header alone, no _meta envelope: invalid params.
+    r = c.post("/mcp", json=modern_request("tools/list", meta=False), headers=h)
+    assert rpc_error(r) == (-32602, 7)
+    r = c.post("/mcp", json=modern_request("resources/teleport"), headers=h)
+    assert rpc_error(r) == (-32601, 7)
+    c.close()

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/openapi.hpp"
+#include "mcp/revisions.hpp"
 #include "mcp/sessions.hpp"
 #include "mcp/tool_table.hpp"
 
@@ -81,6 +82,25 @@ TEST(McpSessions, AtCapacityTheLeastRecentlyUsedGoes) {
   EXPECT_TRUE(sessions.belongs(a, "u"));
   EXPECT_FALSE(sessions.belongs(b, "u"));
   EXPECT_TRUE(sessions.belongs(c, "u"));
+}
+
+TEST(McpRevisions, TheModernEraIsTheRevisionsFrom2026_07_28) {
+  EXPECT_TRUE(is_modern("2026-07-28"));
+  EXPECT_TRUE(is_modern("2027-01-01"));
+  EXPECT_FALSE(is_modern("2025-11-25"));
+  EXPECT_FALSE(is_modern(""));
+}
+
+TEST(McpRevisions, AModernResultSaysItIsCompleteWhoAnsweredAndHowLongToKeepIt) {
+  json info = {{"name", "agentbox"}, {"version", "1"}};
+  json list = modern_result({{"tools", json::array()}}, info, /*cacheable=*/true);
+  EXPECT_EQ(list["resultType"], "complete");
+  EXPECT_EQ(list["_meta"][kServerInfoMetaKey], info);
+  EXPECT_EQ(list["ttlMs"], 0);
+  EXPECT_EQ(list["cacheScope"], "private");
+  json call = modern_result({{"content", json::array()}}, info, /*cacheable=*/false);
+  EXPECT_FALSE(call.contains("ttlMs"));
+  EXPECT_EQ(call["resultType"], "complete");
 }
 
 }  // namespace
