@@ -103,7 +103,9 @@ void tools_call(const std::shared_ptr<Server>& server, const http::Request& req,
     head.headers.set(http::field::cache_control, "no-cache");
     writer->begin_chunked(std::move(head));
   }
-  auto progress = [writer](json p) { writer->write_chunk(sse_event(notification("notifications/progress", p))); };
+  auto progress = [writer](json p) {
+    return writer->write_chunk(sse_event(notification("notifications/progress", p)));
+  };
   auto done = [server, writer, id, stream, modern,
                accept = std::string(req.header("Accept").value_or(""))](json result) {
     if (modern) result = modern_result(std::move(result), server->server_info(), /*cacheable=*/false);

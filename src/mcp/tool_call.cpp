@@ -64,12 +64,13 @@ struct ProgressRun : std::enable_shared_from_this<ProgressRun> {
         progress(std::move(p)),
         done(std::move(d)) {}
 
-  void report(const json& answer) {
+  // False when the client is gone.
+  bool report(const json& answer) {
     std::string text = output_text(answer);
     sent += 1;
     json params = {{"progressToken", token}, {"progress", sent}};
     if (!text.empty()) params["message"] = text;
-    progress(std::move(params));
+    return progress(std::move(params));
   }
 
   void on_answer(const http::Response& r, bool first) {
@@ -86,9 +87,9 @@ struct ProgressRun : std::enable_shared_from_this<ProgressRun> {
       for (const char* key : {"status", "exit_code", "next_offset", "truncated"})
         if (parsed.contains(key)) process[key] = parsed[key];
     }
-    report(parsed);
+    const bool listening = report(parsed);
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    if (process.value("status", "") != "running" || left <= 0) {
+    if (!listening || process.value("status", "") != "running" || left <= 0) {
       json result = text_result(process.dump(), false);
       result["structuredContent"] = process;
       done(std::move(result));

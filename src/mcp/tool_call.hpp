@@ -20,8 +20,9 @@
 
 namespace agentbox::mcp {
 
-// A progress notification's params ({progressToken, progress, message}).
-using ProgressSink = std::function<void(nlohmann::json params)>;
+// A progress notification's params ({progressToken, progress, message}); false when the client
+// is gone, which ends the polling (the command runs on, as a REST client's would).
+using ProgressSink = std::function<bool(nlohmann::json params)>;
 using ResultSink = std::function<void(nlohmann::json result)>;
 
 // progress_token: the request's _meta.progressToken, when it has one and the answer can carry
