@@ -1,8 +1,11 @@
 #include "mcp/tool_call.hpp"
 
+#include <boost/beast/core/detail/base64.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -23,7 +26,20 @@ json text_result(std::string text, bool is_error) {
   return r;
 }
 
+// An image the route answered (read_file of a PNG): an MCP image block the model can see.
+std::optional<json> image_result(const http::Response& r) {
+  auto type = r.headers.find(http::field::content_type);
+  if (type == r.headers.end() || !type->value().starts_with("image/")) return std::nullopt;
+  std::string data(boost::beast::detail::base64::encoded_size(r.body.size()), '\0');
+  data.resize(boost::beast::detail::base64::encode(data.data(), r.body.data(), r.body.size()));
+  return json{
+      {"content",
+       json::array({{{"type", "image"}, {"data", std::move(data)}, {"mimeType", std::string(type->value())}}})}};
+}
+
 json result_of(const http::Response& r) {
+  if (static_cast<unsigned>(r.status) < 400)
+    if (auto image = image_result(r)) return *image;
   auto parsed = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   if (static_cast<unsigned>(r.status) >= 400) {
     std::string detail = r.body;

@@ -70,6 +70,12 @@ def test_write_then_read_then_grep(tour):
     assert "second line" in matches and "hello.txt" in matches
 
 
+def test_an_image_read_is_an_image_block(tour):
+    image = tour["image"]
+    assert not image["isError"], image
+    assert image["content"] == [{"type": "image", "data": image["sent"], "mimeType": "image/png"}], image
+
+
 def test_a_long_command_reports_progress_and_returns_when_done(tour):
     long = tour["long"]
     assert long["structured"]["status"] == "done" and long["structured"]["exit_code"] == 0

@@ -79,6 +79,11 @@ async function tour() {
   if (limited.structuredContent?.id)
     await call(client, "kill_process", { id: limited.structuredContent.id, force: true });
 
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  await call(client, "run_command", { command: `echo ${png} | base64 -d > dot.png`, wait: 10 });
+  const image = await call(client, "read_file", { path: "dot.png" });
+  out.image = { isError: image.isError ?? false, content: image.content, sent: png };
+
   const missing = await call(client, "read_file", { path: "no/such/file.txt" });
   out.missing = { isError: missing.isError ?? false, text: text(missing) };
   out.unknown_tool = await failure(call(client, "no_such_tool", {}));
