@@ -24,7 +24,8 @@ declare -A allowed=(
   [agent]="accounts box exec fs http store util volumes"
   [moves]="accounts backup cluster config fs http store util"
   [api]="accounts agent backup box config exec fs http moves net store util"
-  [daemon]="accounts agent api backup box config exec http moves net store util volumes"
+  [mcp]="accounts api http util"
+  [daemon]="accounts agent api backup box config exec http mcp moves net store util volumes"
   [main]="cli util"
 )
 

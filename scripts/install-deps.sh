@@ -81,11 +81,12 @@ fi
 
 # JavaScript the tests run, each set pinned in its package.json, into node_modules beside it
 # (git-ignored): Kubernetes schemas and a YAML parser for the offline manifest check
-# (tests/deploy), the official OpenAI client for /v1 (tests/e2e/openai_client). The copy of the
+# (tests/deploy), the official OpenAI client for /v1 (tests/e2e/openai_client), the official MCP
+# client and Ajv for /mcp (tests/e2e/mcp_client). The copy of the
 # package.json they were installed from keeps a run with them present instant.
 if [[ ${AGENTBOX_SKIP_NPM:-0} != 1 ]]; then
   here=$(cd "$(dirname "$0")/.." && pwd)
-  for tests_dir in "$here/tests/deploy" "$here/tests/e2e/openai_client"; do
+  for tests_dir in "$here/tests/deploy" "$here/tests/e2e/openai_client" "$here/tests/e2e/mcp_client"; do
     if ! cmp -s "$tests_dir/package.json" "$tests_dir/node_modules/.installed-from.json"; then
       command -v npm >/dev/null || { echo "install-deps: npm is needed for $tests_dir" >&2; exit 1; }
       npm install --prefix "$tests_dir" --silent --no-audit --no-fund --no-save >/dev/null

@@ -13,6 +13,7 @@
 #include "config/units.hpp"
 #include "http/signed_links.hpp"
 #include "http/user_keys.hpp"
+#include "mcp/mcp_routes.hpp"
 #include "net/egress_listener.hpp"
 #include "store/schema.hpp"
 #include "util/error.hpp"
@@ -356,6 +357,7 @@ api::Services Daemon::services_of() {
 http::Router Daemon::routes() const {
   http::Router router;
   api::register_routes(router, services_);
+  mcp::add_mcp_routes(router, services_);  // POST, DELETE /mcp
   return router;
 }
 

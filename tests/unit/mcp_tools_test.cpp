@@ -1,0 +1,107 @@
+// mcp/tool_table and mcp/sessions: the MCP tools are /openapi.json's operations (one table), and a
+// session answers only the user who opened it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "api/openapi.hpp"
+#include "mcp/revisions.hpp"
+#include "mcp/sessions.hpp"
+#include "mcp/tool_table.hpp"
+
+namespace agentbox::mcp {
+namespace {
+
+using nlohmann::json;
+
+const Tool& find(const std::vector<Tool>& tools, const std::string& name) {
+  for (const Tool& t : tools)
+    if (t.name == name) return t;
+  throw std::runtime_error("no tool " + name);
+}
+
+TEST(McpToolTable, EveryOperationOfTheOpenApiDocumentIsATool) {
+  json doc = api::openapi_document("test");
+  std::set<std::string> ops;
+  for (const auto& [path, methods] : doc["paths"].items())
+    for (const auto& [method, op] : methods.items()) ops.insert(op["operationId"].get<std::string>());
+  std::set<std::string> names;
+  for (const Tool& t : tools_of(doc)) names.insert(t.name);
+  EXPECT_EQ(names, ops);
+  EXPECT_TRUE(names.count("run_command"));
+}
+
+TEST(McpToolTable, ArgumentsKeepWhereTheRestRequestTakesThem) {
+  auto tools = tools_of(api::openapi_document("test"));
+  const Tool& run = find(tools, "run_command");
+  EXPECT_EQ(run.method, http::verb::post);
+  EXPECT_EQ(run.pattern, "/execute");
+  EXPECT_EQ(run.query_args, (std::vector<std::string>{"wait", "tail"}));
+  EXPECT_TRUE(std::find(run.body_args.begin(), run.body_args.end(), "command") != run.body_args.end());
+  EXPECT_EQ(run.input_schema["required"], json::array({"command"}));
+  EXPECT_EQ(run.input_schema["properties"]["wait"]["maximum"], 300);
+  EXPECT_EQ(run.input_schema["additionalProperties"], false);
+
+  const Tool& status = find(tools, "get_process_status");
+  EXPECT_EQ(status.path_args, std::vector<std::string>{"id"});
+  EXPECT_EQ(status.input_schema["required"], json::array({"id"}));
+}
+
+TEST(McpToolTable, ReferencesBecomeDefsOfTheToolsOwnSchema) {
+  auto tools = tools_of(api::openapi_document("test"));
+  const Tool& replace = find(tools, "replace_file_content");
+  std::string text = replace.input_schema.dump();
+  EXPECT_EQ(text.find("#/components/"), std::string::npos) << text;
+  EXPECT_EQ(replace.input_schema["properties"]["replacements"]["items"]["$ref"], "#/$defs/Replacement");
+  EXPECT_TRUE(replace.input_schema["$defs"].contains("Replacement"));
+  EXPECT_FALSE(replace.input_schema["$defs"].contains("ReplaceRequest"));  // inlined as the tool's object
+}
+
+TEST(McpSessions, ASessionAnswersOnlyTheUserWhoOpenedIt) {
+  Sessions sessions;
+  std::string id = sessions.open("alice");
+  EXPECT_EQ(id.size(), 32u);
+  EXPECT_TRUE(sessions.belongs(id, "alice"));
+  EXPECT_FALSE(sessions.belongs(id, "bob"));
+  EXPECT_FALSE(sessions.close(id, "bob"));
+  EXPECT_TRUE(sessions.belongs(id, "alice"));
+  EXPECT_TRUE(sessions.close(id, "alice"));
+  EXPECT_FALSE(sessions.belongs(id, "alice"));
+  EXPECT_FALSE(sessions.close(id, "alice"));
+}
+
+TEST(McpSessions, AtCapacityTheLeastRecentlyUsedGoes) {
+  Sessions sessions(2);
+  std::string a = sessions.open("u");
+  std::string b = sessions.open("u");
+  EXPECT_TRUE(sessions.belongs(a, "u"));  // a is now the more recent
+  std::string c = sessions.open("u");
+  EXPECT_TRUE(sessions.belongs(a, "u"));
+  EXPECT_FALSE(sessions.belongs(b, "u"));
+  EXPECT_TRUE(sessions.belongs(c, "u"));
+}
+
+TEST(McpRevisions, TheModernEraIsTheRevisionsFrom2026_07_28) {
+  EXPECT_TRUE(is_modern("2026-07-28"));
+  EXPECT_TRUE(is_modern("2027-01-01"));
+  EXPECT_FALSE(is_modern("2025-11-25"));
+  EXPECT_FALSE(is_modern(""));
+}
+
+TEST(McpRevisions, AModernResultSaysItIsCompleteWhoAnsweredAndHowLongToKeepIt) {
+  json info = {{"name", "agentbox"}, {"version", "1"}};
+  json list = modern_result({{"tools", json::array()}}, info, /*cacheable=*/true);
+  EXPECT_EQ(list["resultType"], "complete");
+  EXPECT_EQ(list["_meta"][kServerInfoMetaKey], info);
+  EXPECT_EQ(list["ttlMs"], 0);
+  EXPECT_EQ(list["cacheScope"], "private");
+  json call = modern_result({{"content", json::array()}}, info, /*cacheable=*/false);
+  EXPECT_FALSE(call.contains("ttlMs"));
+  EXPECT_EQ(call["resultType"], "complete");
+}
+
+}  // namespace
+}  // namespace agentbox::mcp
