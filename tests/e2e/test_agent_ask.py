@@ -113,6 +113,22 @@ def test_yes_runs_the_held_command(adaemon, fake):
         assert "## Approvals" in md and f"touch {path}" in md
 
 
+def test_always_allows_the_tool_for_the_rest_of_the_chat(adaemon, fake):
+    chat = str(uuid.uuid4())
+    with client(adaemon, "ask-" + uuid.uuid4().hex[:8], chat) as c:
+        path, question = held_call(c, chat)
+        assert f"touch {path}" in question, question
+        answer = stream(c, "always")
+        assert exists(c, path), answer
+        second, answer = held_call(c, chat)  # Bash again in this chat: not asked
+        assert exists(c, second) and "Approval needed" not in answer, answer
+        approvals = c.get(f"/agent/sessions/{session_of(c, chat)}").json()["approvals"]
+        assert [a["decision"] for a in approvals] == ["always"], approvals
+    with client(adaemon, "ask-" + uuid.uuid4().hex[:8], str(uuid.uuid4())) as c:  # another chat: asked again
+        path, question = held_call(c, c.headers["X-OpenWebUI-Chat-Id"])
+        assert "Approval needed" in question and not exists(c, path), question
+
+
 def test_no_denies_it_and_the_model_is_told_why(adaemon, fake):
     chat = str(uuid.uuid4())
     with client(adaemon, "ask-" + uuid.uuid4().hex[:8], chat) as c:
