@@ -166,6 +166,8 @@ AskedTurn read_turn(const Request& req, const json& body, agent::TurnMode mode, 
                       "the ask model needs warm Claude Code sessions, which this server has turned off "
                       "([agent] warm_per_account = 0 or warm_idle = 0)",
                       "model_not_available");
+    if (s.mode == agent::TurnMode::native)  // its events have no place for the question
+      throw HttpError(http::status::bad_request, "the ask model answers on /v1/chat/completions only");
     if (s.chat.empty())
       throw HttpError(http::status::bad_request,
                       "the ask model needs a chat (X-OpenWebUI-Chat-Id) to ask its questions in", "chat_required");

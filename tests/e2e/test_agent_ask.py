@@ -168,3 +168,16 @@ def test_ask_mode_needs_warm_clis(make_daemon, fake):
         r = c.post("/v1/chat/completions",  # the control: the full mode runs there
                    json={"model": "claude-code", "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 200, r.text
+
+
+def test_ask_mode_is_refused_where_no_question_can_be_shown(adaemon):
+    with client(adaemon, "ask-" + uuid.uuid4().hex[:8], str(uuid.uuid4())) as c:
+        r = c.post("/agent/runs", json={"prompt": "hi", "model": "claude-code-ask"})
+        assert r.status_code == 400 and "/v1/chat/completions" in r.json()["detail"], r.text
+        del c.headers["X-OpenWebUI-Chat-Id"]  # no chat: no next message to answer in
+        r = c.post("/v1/chat/completions",
+                   json={"model": "claude-code-ask", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 400 and "chat" in r.json()["error"]["message"], r.text
+        r = c.post("/v1/chat/completions",  # the control: the full mode answers without a chat
+                   json={"model": "claude-code", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text
