@@ -143,6 +143,22 @@ def test_no_denies_it_and_the_model_is_told_why(adaemon, fake):
         assert [(a["decision"], a["reason"]) for a in approvals] == [("no", reason)], approvals
 
 
+def test_switching_the_model_refuses_the_question(adaemon, fake):
+    chat = str(uuid.uuid4())
+    with client(adaemon, "ask-" + uuid.uuid4().hex[:8], chat) as c:
+        path, question = held_call(c, chat)
+        assert f"touch {path}" in question, question
+        answer = stream(c, "yes", model="claude-code")  # a message of its own to another CLI
+        assert "fake answer to: yes" in answer, answer
+        sid = session_of(c, chat)
+        deadline = time.monotonic() + 30
+        while not c.get(f"/agent/sessions/{sid}").json()["approvals"]:
+            assert time.monotonic() < deadline, "the switch never answered the question"
+            time.sleep(0.2)
+        assert [a["decision"] for a in c.get(f"/agent/sessions/{sid}").json()["approvals"]] == ["no"]
+        assert not exists(c, path)
+
+
 def test_an_unanswered_question_expires_as_denied(adaemon, fake):
     chat = str(uuid.uuid4())
     with client(adaemon, "ask-" + uuid.uuid4().hex[:8], chat) as c:
