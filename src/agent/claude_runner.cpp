@@ -157,6 +157,9 @@ std::vector<std::string> claude_argv(const ClaudeTurn& turn) {
   if (!turn.allowed_tools.empty()) argv.insert(argv.end(), {"--allowedTools", joined(turn.allowed_tools)});
   if (!turn.permission_mode.empty() && (turn.allowed_tools.empty() || turn.permission_mode != "bypassPermissions"))
     argv.insert(argv.end(), {"--permission-mode", turn.permission_mode});
+  // Ask mode: what needs approval comes to agentbox as a can_use_tool control request on stdout
+  // (agent/warm_clis.hpp holds it and asks the chat).
+  if (turn.permission_mode == "default") argv.insert(argv.end(), {"--permission-prompt-tool", "stdio"});
   if (!turn.append_system_prompt.empty())
     argv.insert(argv.end(), {"--append-system-prompt", turn.append_system_prompt});
   argv.insert(argv.end(), turn.extra_args.begin(), turn.extra_args.end());

@@ -52,6 +52,21 @@ struct ClaudeExit {
   bool killed = false;             // stopped by interrupt() or the timeout
   std::string stderr_tail;         // the last of what it wrote to stderr, for diagnostics
   bool warm_gone = false;          // its chat's warm CLI ended before it answered: run it again (cold)
+  // Ask mode: the turn ended on a tool call that waits for the user's approval (the chat's next
+  // message answers it). tool: its name; input: its arguments (JSON text).
+  struct Question {
+    std::string tool;
+    std::string input;
+  };
+  std::optional<Question> question;
+};
+
+// An ask-mode decision, as the warm CLI sent it to Claude Code ("yes", "always", "no", "expired").
+struct ApprovalDecision {
+  std::string tool;
+  std::string input;  // JSON text
+  std::string decision;
+  std::string reason;  // the user's words when denied
 };
 
 // Called on a loop thread, never two at once: stdout bytes in order as they come, then
@@ -59,6 +74,8 @@ struct ClaudeExit {
 struct ClaudeSink {
   std::function<void(std::string_view stdout_bytes)> output;
   std::function<void(const ClaudeExit&)> exited;
+  // Ask mode: a question this turn's message answered, or one this turn asked that expired.
+  std::function<void(const ApprovalDecision&)> decided;
 };
 
 struct ClaudeRunnerOptions {

@@ -211,12 +211,14 @@ std::vector<json> OpenAiStream::finish(const RunEnd& end, std::string_view trail
   if (finished_) return out;
   for (const std::string& id : tool_order_) {
     const PendingTool& tool = tools_.at(id);
-    add_tool_block(id, tool.name, tool.input, "(no result: the run ended before this tool finished)", out);
+    add_tool_block(id, tool.name, tool.input,
+                   end.asking ? "(waiting for your approval)" : "(no result: the run ended before this tool finished)",
+                   out);
   }
   tools_.clear();
   tool_order_.clear();
 
-  if (!result_) {
+  if (!result_ && !end.asking) {
     std::string text = end.interrupted
                            ? std::string("The run was interrupted before Claude Code finished its answer.")
                            : fmt::format("Claude Code ended without finishing its answer ({}).", describe(end));

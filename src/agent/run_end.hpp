@@ -11,6 +11,7 @@ struct RunEnd {
   std::optional<int> signal;     // the signal that ended it, when it was killed
   bool interrupted = false;      // stopped on purpose (the client left, a cancel, a deadline)
   std::string stderr_tail;       // the last of its stderr (bounded by the runner), may be empty
+  bool asking = false;           // ask mode: it waits for the user's approval of a tool call (no result yet)
 };
 
 // "exit code 3", "signal SIGKILL", "interrupted", or "unknown" when nothing is known.

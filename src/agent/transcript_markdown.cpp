@@ -92,10 +92,30 @@ class Renderer {
     header(about);
     for (const auto& m : t_.messages)
       if (!bookkeeping(m)) message(m);
+    approvals(about.approvals);
     return std::move(out_);
   }
 
  private:
+  // Ask mode's decisions, in the order they were made: tool, decision, the reason when denied.
+  void approvals(const nlohmann::json& list) {
+    if (!list.is_array() || list.empty()) return;
+    out_ += "\n## Approvals\n\n";
+    for (const auto& a : list) {
+      if (!a.is_object()) continue;
+      auto str = [&](const char* k) { return a.contains(k) && a[k].is_string() ? a[k].get<std::string>() : ""; };
+      const nlohmann::json input = a.contains("input") ? a["input"] : nlohmann::json();
+      std::string what = input.is_object() && input.contains("command") && input["command"].is_string()
+                             ? input["command"].get<std::string>()
+                         : input.is_object() && input.contains("file_path") && input["file_path"].is_string()
+                             ? input["file_path"].get<std::string>()
+                             : input.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      out_ += "- " + str("time") + " " + str("tool") + " " + inline_code(what) + ": **" + str("decision") + "**";
+      if (!str("reason").empty()) out_ += " (" + str("reason") + ")";
+      out_ += "\n";
+    }
+  }
+
   void header(const TranscriptAbout& about) {
     out_ += "# Claude Code session " + inline_code(about.id) + "\n\n";
     if (!about.chat.empty()) out_ += "- Chat: " + inline_code(about.chat) + "\n";

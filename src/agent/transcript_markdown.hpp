@@ -17,13 +17,16 @@
 
 #include "agent/transcript.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace agentbox::agent {
 
 // What the route knows beyond the transcript itself.
 struct TranscriptAbout {
-  std::string id;          // the session id (a UUID, checked by the caller)
-  std::string chat;        // the chat whose directory it ran in, "" when none
-  bool truncated = false;  // only the beginning of the file was read
+  std::string id;                                      // the session id (a UUID, checked by the caller)
+  std::string chat;                                    // the chat whose directory it ran in, "" when none
+  bool truncated = false;                              // only the beginning of the file was read
+  nlohmann::json approvals = nlohmann::json::array();  // ask mode's decisions (agent/approvals.hpp)
 };
 
 // How much of a tool's input or output is shown; the rest is cut with a note that says how

@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <ctime>
 #include <mutex>
 #include <thread>
 
+#include "agent/approvals.hpp"
 #include "agent/native_events.hpp"
 #include "agent/openai_stream.hpp"
 #include "agent/run_end.hpp"
@@ -84,6 +86,44 @@ std::string human_size(uint64_t bytes) {
 
 // One turn, from the request to the last byte of the answer. Lives as long as the run or the
 // client needs it; its parser and renderer are touched by the run's sink only (one at a time).
+// Where a turn's ask-mode decisions go: beside its session's transcript, written on the pool.
+// Runs on: record() on a loop or pool thread (the warm CLI's), the writes on the pool.
+struct ApprovalLog {
+  // s: the chat's session as the turn starts (an answer's decision comes before any line of it)
+  ApprovalLog(accounts::Caller c, std::string d, std::shared_ptr<FairPool> p, std::string k, std::string s)
+      : caller(std::move(c)), cwd(std::move(d)), pool(std::move(p)), key(std::move(k)), session(std::move(s)) {}
+  const accounts::Caller caller;
+  const std::string cwd;
+  const std::shared_ptr<FairPool> pool;
+  const std::string key;               // the pool's queue (the account)
+  std::atomic<bool> answered = false;  // this turn's message answered a question
+
+  void set_session(const std::string& id) {
+    std::lock_guard lock(mu);
+    session = id;
+  }
+
+  void record(const agent::ApprovalDecision& d) {
+    if (d.decision != "expired") answered = true;
+    std::string rel;
+    {
+      std::lock_guard lock(mu);
+      if (!session.empty()) rel = approvals_path(transcript_path(cwd, session));
+    }
+    if (rel.empty()) return;
+    pool->post(key, [caller = caller, rel, d] {
+      try {
+        record_approval(caller, rel, d);
+      } catch (const std::exception& e) {
+        log::warn("agent", "agent: recording an approval in {}: {}", rel, e.what());
+      }
+    });
+  }
+
+  std::mutex mu;  // guards session
+  std::string session;
+};
+
 class Turn : public std::enable_shared_from_this<Turn> {
  public:
   using Mode = TurnMode;
@@ -124,6 +164,8 @@ class Turn : public std::enable_shared_from_this<Turn> {
       self->parser_.feed(bytes, [&](const agent::Event& e) { self->on_line(e); });
     };
     sink.exited = [self](const agent::ClaudeExit& exit) { self->on_exit(exit); };
+    // Not self: a question's expiry comes after this turn is over (and its chat moved on).
+    sink.decided = [log = approvals_](const agent::ApprovalDecision& d) { log->record(d); };
     auto run = runner_.start(s_.claude, std::move(sink));
     std::lock_guard lock(mu_);
     run_ = run;
@@ -145,7 +187,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
   // then starts afresh without the client seeing the failed start.
   void on_line(const agent::Event& e) {
     const bool init = std::holds_alternative<agent::SystemInit>(e.body);
-    if (init) started_ = true;
+    if (init || approvals_->answered) started_ = true;  // an answer continues a running session
     if (!started_ && s_.claude.resume) {
       held_.append(e.line);
       held_ += '\n';
@@ -183,6 +225,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
   void remember(const std::string& session_id) {
     if (s_.chat.empty() || session_id == remembered_) return;
     remembered_ = session_id;
+    approvals_->set_session(session_id);
     try {
       chats_.remember(s_.box.name, s_.chat, session_id, std::time(nullptr));
     } catch (const std::exception& e) {
@@ -210,7 +253,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
     }
     // A session the CLI no longer knows (its transcript was deleted): start the chat afresh
     // rather than fail, once.
-    if (s_.claude.resume && !started_ && !exit.start_error && !exit.killed && !retried_) {
+    if (s_.claude.resume && !started_ && !approvals_->answered && !exit.start_error && !exit.killed && !retried_) {
       retried_ = true;
       log::info("agent", "agent: chat {} of {}: session {} is unknown to the CLI, starting afresh", s_.chat,
                 s_.box.name, *s_.claude.resume);
@@ -229,6 +272,8 @@ class Turn : public std::enable_shared_from_this<Turn> {
     if (exit.exit_code && *exit.exit_code < 0) end.signal = -*exit.exit_code;
     end.interrupted = exit.killed || client_gone();
     end.stderr_tail = exit.stderr_tail;
+    end.asking = exit.question.has_value();
+    if (exit.question) question_ = agent::approval_question(*exit.question);
     if (exit.start_error) {
       try {
         std::rethrow_exception(exit.start_error);
@@ -310,6 +355,7 @@ class Turn : public std::enable_shared_from_this<Turn> {
       for (const auto& a : files)
         trailer += std::string(a.image ? "- ![" : "- [") + a.name + "](" + a.url + ") (" + human_size(a.size) + ")\n";
     }
+    if (!question_.empty()) trailer += (trailer.empty() ? "" : "\n") + question_;
     std::vector<json> last = render_.finish(end, trailer);
     if (s_.mode == Mode::openai_stream) {
       send_chunks(last);
@@ -341,6 +387,9 @@ class Turn : public std::enable_shared_from_this<Turn> {
   bool rerun_ = false;    // on a new CLI, after the warm one was gone
   std::string remembered_;
   std::string last_uuid_;  // of the run's last assistant message (not a subagent's)
+  std::string question_;   // ask mode: the turn ended on this question (the answer's trailer)
+  std::shared_ptr<ApprovalLog> approvals_ =
+      std::make_shared<ApprovalLog>(s_.caller, s_.claude.cwd, pool_, s_.box.name, s_.claude.resume.value_or(""));
 
   std::mutex mu_;  // guards what follows
   std::shared_ptr<agent::ClaudeRun> run_;

@@ -47,6 +47,7 @@ struct TurnOptions {
   std::chrono::milliseconds task_timeout{60'000};
   // One run per chat (agent/chat_queue.hpp): turns that may wait for a chat's running turn.
   std::size_t queued_turns_per_chat = 4;  // [agent] queued_turns_per_chat; one more: 429
+  bool warm = true;                       // chats keep warm CLIs (claude-code-ask needs one to ask on)
 };
 
 // A file of the chat directory as it was: what tells a changed file from an untouched one.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
+#include <cctype>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -40,15 +42,18 @@ std::string string_at(const json& o, const char* key) {
 // One warm CLI process: the turns of one chat, one at a time.
 class Cli : public std::enable_shared_from_this<Cli> {
  public:
-  enum class State { busy, idle, closing, ended };
+  // asking: a turn ended on a tool call that waits for the chat's next message (ask mode).
+  enum class State { busy, idle, asking, closing, ended };
 
   Cli(std::weak_ptr<WarmClis::Impl> pool, asio::io_context& loop, exec::ProcessTable& table,
-      const ClaudeRunnerOptions& run, std::chrono::seconds idle, std::string key, std::string account,
-      std::string signature)
+      const ClaudeRunnerOptions& run, std::chrono::seconds idle, std::chrono::seconds approval_timeout, std::string key,
+      std::string account, std::string signature)
       : pool_(std::move(pool)),
         table_(table),
         run_(run),
         idle_(idle),
+        approval_timeout_(approval_timeout),
+        asks_(signature.find(std::string("--permission-prompt-tool") + '\0' + "stdio") != std::string::npos),
         key_(std::move(key)),
         account_(std::move(account)),
         signature_(std::move(signature)),
@@ -91,6 +96,15 @@ class Cli : public std::enable_shared_from_this<Cli> {
   // sink is left with the caller. yes: the turn is this CLI's (its end comes through the sink).
   Served serve(const std::string& signature, std::string line, ClaudeSink& sink, uint64_t& turn) {
     std::string id;
+    std::optional<Answer> answer;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ == State::asking && signature == signature_) answer = answer_locked(line, sink, turn);
+    }
+    if (answer) {
+      decide(answer->pending, answer->decision, answer->reason, /*interrupt=*/false, answer->record);
+      return Served::yes;
+    }
     {
       std::lock_guard lock(mu_);
       if (state_ != State::idle || signature != signature_ || id_.empty()) return Served::no;
@@ -130,13 +144,18 @@ class Cli : public std::enable_shared_from_this<Cli> {
   // Ends it if it is idle (its end of input: it exits as after any -p run). false when busy.
   bool end_if_idle() {
     std::string id;
+    std::optional<Pending> abandoned;
     {
       std::lock_guard lock(mu_);
+      if (state_ == State::asking) abandoned = take_pending_locked(State::idle);
       if (state_ != State::idle) return state_ != State::busy;
       state_ = State::closing;
       id = id_;
       arm_locked(run_.interrupt_grace, &Cli::kill);
     }
+    // The chat went on without answering its question (with another model): denied.
+    if (abandoned)
+      decide(*abandoned, "no", "the chat went on with another model", /*interrupt=*/true, abandoned->decided);
     if (table_.input(account_, id, kEndOfInput) != exec::InputResult::ok) kill();
     return true;
   }
@@ -239,20 +258,139 @@ class Cli : public std::enable_shared_from_this<Cli> {
     }
   }
 
-  // Permission prompts have nobody to ask in these modes: denied (the model is told).
+  // Permission prompts: asked in ask mode (held), denied in the others (the model is told).
   void answer_control(std::string_view line) {
     const json request = json::parse(line, nullptr, false);
     if (!request.is_object()) return;
     const std::string id = string_at(request, "request_id");
     auto body = request.find("request");
     json response;
-    if (body != request.end() && body->is_object() && string_at(*body, "subtype") == "can_use_tool")
+    const bool can_use_tool =
+        body != request.end() && body->is_object() && string_at(*body, "subtype") == "can_use_tool";
+    if (can_use_tool && asks_ && hold(id, *body)) return;
+    if (can_use_tool)
       response = {{"subtype", "success"},
                   {"request_id", id},
                   {"response", {{"behavior", "deny"}, {"message", "Nobody can approve tools in this mode."}}}};
     else
       response = {{"subtype", "error"}, {"request_id", id}, {"error", "not supported by agentbox"}};
-    table_.input(account_, process_id(), json{{"type", "control_response"}, {"response", response}}.dump() + "\n");
+    respond(response);
+  }
+
+  void respond(const json& response) {
+    table_.input(account_, process_id(),
+                 json{{"type", "control_response"}, {"response", response}}.dump(-1, ' ', false,
+                                                                                 json::error_handler_t::replace) +
+                     "\n");
+  }
+
+  // A tool call waiting for the user's approval.
+  struct Pending {
+    std::string request_id;
+    std::string tool;
+    std::string tool_use_id;
+    json input;
+    std::function<void(const ApprovalDecision&)> decided;  // the asking turn's (records an expiry)
+  };
+
+  // can_use_tool in ask mode: the running turn ends with the question; the call waits for the
+  // chat's next message (serve()) or the approval timeout. false: no turn to ask in (denied).
+  bool hold(const std::string& request_id, const json& body) {
+    Pending p;
+    p.request_id = request_id;
+    p.tool = string_at(body, "tool_name");
+    p.tool_use_id = string_at(body, "tool_use_id");
+    auto input = body.find("input");
+    p.input = input != body.end() && input->is_object() ? *input : json::object();
+    ClaudeSink sink;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ != State::busy || interrupted_ || pending_ || !sink_.exited) return false;
+      sink = std::move(sink_);
+      sink_ = {};
+      p.decided = sink.decided;
+      pending_ = p;
+      state_ = State::asking;
+      arm_locked(approval_timeout_, &Cli::expire);
+    }
+    ClaudeExit exit;
+    exit.exit_code = 0;
+    exit.stderr_tail = stderr_tail_;
+    exit.question = ClaudeExit::Question{p.tool, p.input.dump(-1, ' ', false, json::error_handler_t::replace)};
+    sink.exited(exit);
+    return true;
+  }
+
+  // Leaves the asking state for `next` (the pending call is the caller's to answer).
+  Pending take_pending_locked(State next) {
+    Pending p = std::move(*pending_);
+    pending_.reset();
+    state_ = next;
+    return p;
+  }
+
+  struct Answer {
+    Pending pending;
+    std::string decision;
+    std::string reason;
+    std::function<void(const ApprovalDecision&)> record;
+  };
+
+  // The chat's next message, while a call waits: it answers the call (decide() it, out of the
+  // lock), and the turn relays the rest of the CLI's answer.
+  Answer answer_locked(const std::string& line, ClaudeSink& sink, uint64_t& turn) {
+    Pending p = take_pending_locked(State::busy);
+    sink_ = std::move(sink);
+    sink = {};
+    turn = begin_turn_locked(/*reused=*/true);
+    answered_ = true;  // the call is answered: this turn is never run again as a prompt
+    const json user = json::parse(line, nullptr, false);
+    std::string text;
+    if (user.is_object() && user.contains("message") && user["message"].is_object())
+      text = string_at(user["message"], "content");
+    std::string word = text;
+    word.erase(0, word.find_first_not_of(" \t\r\n"));
+    while (!word.empty() && std::string_view(" \t\r\n.!").find(word.back()) != std::string_view::npos) word.pop_back();
+    std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string decision = word == "yes" || word == "y" ? "yes" : word == "always" ? "always" : "no";
+    std::string reason = decision == "no" ? (word.empty() ? std::string("no") : text) : std::string();
+    return Answer{std::move(p), decision, std::move(reason), sink_.decided};
+  }
+
+  // No answer in time: denied, and the turn stops (nobody reads it).
+  void expire() {
+    Pending p;
+    {
+      std::lock_guard lock(mu_);
+      if (state_ != State::asking) return;
+      p = take_pending_locked(State::busy);
+      sink_ = {};
+      begin_turn_locked(/*reused=*/true);
+      answered_ = true;
+    }
+    log::info("agent", "agent: {}: a tool call waited {} s for approval: denied", account_, approval_timeout_.count());
+    decide(p, "expired", "no answer within the approval timeout", /*interrupt=*/true, p.decided);
+  }
+
+  // Sends the decision on p to the CLI and has `record` keep it.
+  void decide(const Pending& p, const std::string& decision, const std::string& reason, bool interrupt,
+              const std::function<void(const ApprovalDecision&)>& record) {
+    json answer;
+    if (decision == "yes" || decision == "always") {
+      answer = {{"behavior", "allow"}, {"updatedInput", p.input}, {"toolUseID", p.tool_use_id}};
+      if (decision == "always")
+        answer["updatedPermissions"] = json::array({json{{"type", "addRules"},
+                                                         {"rules", json::array({json{{"toolName", p.tool}}})},
+                                                         {"behavior", "allow"},
+                                                         {"destination", "session"}}});
+    } else {
+      answer = {{"behavior", "deny"}, {"message", reason}, {"toolUseID", p.tool_use_id}};
+      if (interrupt) answer["interrupt"] = true;
+    }
+    if (record)
+      record(ApprovalDecision{p.tool, p.input.dump(-1, ' ', false, json::error_handler_t::replace), decision,
+                              decision == "yes" || decision == "always" ? "" : reason});
+    respond({{"subtype", "success"}, {"request_id", p.request_id}, {"response", answer}});
   }
 
   // The turn's result came: the turn is over, the CLI waits for the next.
@@ -300,6 +438,8 @@ class Cli : public std::enable_shared_from_this<Cli> {
   exec::ProcessTable& table_;
   const ClaudeRunnerOptions run_;
   const std::chrono::milliseconds idle_;
+  const std::chrono::milliseconds approval_timeout_;
+  const bool asks_;  // ask mode: can_use_tool is asked, not denied
   const std::string key_;
   const std::string account_;
   const std::string signature_;
@@ -318,6 +458,7 @@ class Cli : public std::enable_shared_from_this<Cli> {
   bool answered_ = false;     // the running turn has had a line of output
   bool interrupted_ = false;  // the running turn's client left
   Clock::time_point last_used_ = Clock::now();
+  std::optional<Pending> pending_;  // asking: the call that waits
   asio::steady_timer timer_;
   uint64_t timer_gen_ = 0;
 };
@@ -429,7 +570,8 @@ std::shared_ptr<ClaudeRun> WarmClis::start(const std::string& key, const std::st
     impl_->forget(found.get());
   }
   const std::string account = cold.box.name;
-  auto cli = std::make_shared<Cli>(impl_, impl_->loop, impl_->table, impl_->run, warm_.idle, key, account, signature);
+  auto cli = std::make_shared<Cli>(impl_, impl_->loop, impl_->table, impl_->run, warm_.idle, warm_.approval_timeout,
+                                   key, account, signature);
   {
     std::lock_guard lock(impl_->mu);
     impl_->clis[key] = cli;

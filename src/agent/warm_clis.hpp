@@ -17,6 +17,12 @@
 // the turn with a result and stays); if no result comes within interrupt_grace, the CLI is
 // killed.
 //
+// Ask mode (--permission-prompt-tool stdio): a can_use_tool control request ends the turn with a
+// ClaudeExit::question and the CLI waits, holding the call. The chat's next turn on it is the
+// answer, not a user line: "yes" allows the call once, "always" allows the tool for the session,
+// anything else denies it with the text as the reason; the turn then relays the rest of Claude
+// Code's answer. Unanswered after approval_timeout, the call is denied and the turn stopped.
+//
 // Runs on: any thread for start() and the handles' interrupt(); the read chain, timers and the
 // sinks on the loop. One mutex guards the pool and each CLI has one of its own (never both held
 // while calling out).
@@ -32,8 +38,9 @@
 namespace agentbox::agent {
 
 struct WarmOptions {
-  std::chrono::seconds idle{300};  // an idle warm CLI ends after this ([agent] warm_idle)
-  std::size_t per_account = 2;     // warm CLIs an account keeps at most ([agent] warm_per_account)
+  std::chrono::seconds idle{300};              // an idle warm CLI ends after this ([agent] warm_idle)
+  std::size_t per_account = 2;                 // warm CLIs an account keeps at most ([agent] warm_per_account)
+  std::chrono::seconds approval_timeout{600};  // an ask-mode question is denied after ([agent] approval_timeout)
 };
 
 class WarmClis {

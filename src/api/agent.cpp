@@ -79,6 +79,8 @@ constexpr ApprovalMode kApprovalModes[] = {
      "Claude Code in your sandbox: it edits files, other actions that need approval are refused"},
     {"-plan", "plan", "Claude Code (plan)",
      "Claude Code in your sandbox, read-only: it answers with a plan and changes nothing"},
+    {"-ask", "default", "Claude Code (ask)",
+     "Claude Code in your sandbox: it asks you before each action that needs approval (reply yes, always or no)"},
 };
 
 // What the model a request names runs: "claude-code" (or none) the configured model in full mode;
@@ -99,7 +101,8 @@ AskedModel model_for(const std::string& asked, const AgentRoutesOptions& options
   }
   throw HttpError(http::status::not_found,
                   "Model '" + asked + "' not found; this server offers '" + options.model_id + "', '" +
-                      options.model_id + "-edits', '" + options.model_id + "-plan' (or any of them + '/MODEL')",
+                      options.model_id + "-edits', '" + options.model_id + "-plan', '" + options.model_id +
+                      "-ask' (or any of them + '/MODEL')",
                   "model_not_found");
 }
 
@@ -155,6 +158,20 @@ AskedTurn read_turn(const Request& req, const json& body, agent::TurnMode mode, 
   t.prompt = std::move(chat.prompt);
   t.model = model.claude_model;
   t.permission_mode = std::string(model.permission_mode);
+  // Ask mode's questions are answered by the chat's next message, to the CLI that asked: a CLI
+  // that stays between turns (a warm one), of a chat.
+  if (t.permission_mode == "default") {
+    if (!options.warm)
+      throw HttpError(http::status::bad_request,
+                      "the ask model needs warm Claude Code sessions, which this server has turned off "
+                      "([agent] warm_per_account = 0 or warm_idle = 0)",
+                      "model_not_available");
+    if (s.mode == agent::TurnMode::native)  // its events have no place for the question
+      throw HttpError(http::status::bad_request, "the ask model answers on /v1/chat/completions only");
+    if (s.chat.empty())
+      throw HttpError(http::status::bad_request,
+                      "the ask model needs a chat (X-OpenWebUI-Chat-Id) to ask its questions in", "chat_required");
+  }
   t.max_turns = options.max_turns;
   t.allowed_tools = options.allowed_tools;
   // agentbox's own fields of the request narrow what the configuration allows, never widen it.

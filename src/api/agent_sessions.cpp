@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "agent/approvals.hpp"
 #include "agent/transcript.hpp"
 #include "agent/transcript_markdown.hpp"
 #include "api/errors.hpp"
@@ -116,17 +117,24 @@ Response get_session(accounts::AccountDirectory& callers, const Request& req) {
   const bool truncated = text.size() > kMaxTranscriptBytes;
   if (truncated) text.resize(kMaxTranscriptBytes);
   agent::Transcript t = agent::parse_transcript(text);
+  json approvals =
+      agent::read_approvals(caller, std::string(kProjects) + "/" + agent::approvals_path(found.front().path));
   if (format == Format::markdown) {
     const json chat = chat_of(caller, t.cwd);
-    agent::TranscriptAbout about{id, chat.is_string() ? chat.get<std::string>() : std::string(), truncated};
+    agent::TranscriptAbout about{id, chat.is_string() ? chat.get<std::string>() : std::string(), truncated,
+                                 std::move(approvals)};
     return Response::text(agent::transcript_markdown(t, about), http::status::ok, "text/markdown; charset=utf-8");
   }
   json messages = json::array();
   for (auto& m : t.messages)
     messages.push_back(
         {{"role", m.role}, {"content", std::move(m.content)}, {"timestamp", m.timestamp}, {"uuid", m.uuid}});
-  return Response::json(
-      {{"id", id}, {"cwd", t.cwd}, {"chat", chat_of(caller, t.cwd)}, {"messages", messages}, {"truncated", truncated}});
+  return Response::json({{"id", id},
+                         {"cwd", t.cwd},
+                         {"chat", chat_of(caller, t.cwd)},
+                         {"messages", messages},
+                         {"truncated", truncated},
+                         {"approvals", std::move(approvals)}});
 }
 
 }  // namespace

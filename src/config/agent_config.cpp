@@ -58,6 +58,8 @@ bool apply_agent_key(AgentConfig& config, std::string_view key, const toml::node
     config.warm_idle = static_cast<int>(toml_integer(value, 0, 86400));
   else if (key == "agent.warm_per_account")
     config.warm_per_account = static_cast<int>(toml_integer(value, 0, 64));
+  else if (key == "agent.approval_timeout")
+    config.approval_timeout = static_cast<int>(toml_integer(value, 1, 86400));
   else
     return false;
   return true;

@@ -16,6 +16,7 @@
 //   queued_turns_per_chat = 4         # turns that may wait for a chat's running turn; one more: 429
 //   warm_idle = 300                   # seconds a chat's Claude Code CLI stays between turns; 0: none
 //   warm_per_account = 2              # warm CLIs an account keeps (least recently used end); 0: none
+//   approval_timeout = 600            # seconds claude-code-ask's question waits for its answer (then denied)
 //
 // Relative paths in a file are the file's directory's. A claude that is not there means no agent
 // (said once in the log and by `agentbox doctor`), never a daemon that does not start.
@@ -42,6 +43,7 @@ struct AgentConfig {
   int queued_turns_per_chat = 4;                // turns waiting for a chat's running turn (0..64)
   int warm_idle = 300;                          // seconds an idle chat CLI stays (0..86400; 0: not kept)
   int warm_per_account = 2;                     // warm CLIs per account (0..64; 0: not kept)
+  int approval_timeout = 600;                   // seconds an ask-mode question waits (1..86400; then denied)
 };
 
 inline constexpr std::array<std::string_view, 1> kAgentSections = {"agent"};

@@ -167,6 +167,7 @@ api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, b
   o.link_ttl = std::chrono::hours(24) * config.agent.link_days;
   o.task_model = config.agent.task_model;
   o.queued_turns_per_chat = static_cast<std::size_t>(config.agent.queued_turns_per_chat);
+  o.warm = config.agent.warm_per_account > 0 && config.agent.warm_idle > 0;  // claude-code-ask needs it
   if (!claude)
     o.unavailable = "Claude Code is not installed on this server (see `agentbox doctor`)";
   else if (!gateway)
@@ -261,7 +262,8 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
           {.max_per_account = config_.terminals.max_per_account, .idle_timeout = config_.terminals.idle_timeout}),
       claude_(loop_.context(), processes_, {},
               {.idle = std::chrono::seconds(config_.agent.warm_idle),
-               .per_account = static_cast<std::size_t>(config_.agent.warm_per_account)}),
+               .per_account = static_cast<std::size_t>(config_.agent.warm_per_account),
+               .approval_timeout = std::chrono::seconds(config_.agent.approval_timeout)}),
       notebooks_(loop_.context(), processes_,
                  {.per_account = config_.notebooks.per_account,
                   .idle_timeout = config_.notebooks.idle_timeout,

@@ -110,7 +110,7 @@ def test_models_lists_claude_code(adaemon):
     with client(adaemon, user=new_user()) as c:
         r = c.get("/v1/models")
         assert r.status_code == 200
-        assert [m["id"] for m in r.json()["data"]] == ["claude-code", "claude-code-edits", "claude-code-plan"]
+        assert [m["id"] for m in r.json()["data"]] == ["claude-code", "claude-code-edits", "claude-code-plan", "claude-code-ask"]
 
 
 def test_a_plain_answer_whole_and_the_operators_key_upstream(adaemon, fake):
@@ -435,7 +435,7 @@ def test_the_official_openai_client_reads_answers_and_errors(adaemon):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     got = {c["name"]: c for c in map(json.loads, run.stdout.splitlines())}
-    assert got["models"]["data"] == ["claude-code", "claude-code-edits", "claude-code-plan"], got["models"]
+    assert got["models"]["data"] == ["claude-code", "claude-code-edits", "claude-code-plan", "claude-code-ask"], got["models"]
     for name in ("answer", "streamed"):
         assert got[name]["ok"] and "fake answer to: say hello from the official client" in got[name]["content"], got[name]
     expected = {

@@ -78,7 +78,7 @@ def write_call(fake, marker, path, content):
 def test_models_lists_the_approval_modes(mdaemon):
     with client(mdaemon, "m-" + uuid.uuid4().hex[:8]) as c:
         ids = [m["id"] for m in c.get("/v1/models").json()["data"]]
-        assert ids == ["claude-code", "claude-code-edits", "claude-code-plan"]
+        assert ids == ["claude-code", "claude-code-edits", "claude-code-plan", "claude-code-ask"]
         r = c.post("/v1/chat/completions",
                    json={"model": "claude-code-nope", "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found", r.text

@@ -57,5 +57,17 @@ TEST(ClaudeArgv, AnApprovalModeIsPassedAlsoWithAListOfTools) {
   EXPECT_TRUE(has(argv, "--allowedTools", "Read"));
 }
 
+// Ask mode (claude-code-ask): its permission prompts come to agentbox on stdout; no other mode's.
+TEST(ClaudeArgv, AskModeRoutesPermissionPromptsToStdio) {
+  ClaudeTurn t;
+  t.permission_mode = "default";
+  auto argv = claude_argv(t);
+  EXPECT_TRUE(has(argv, "--permission-mode", "default"));
+  EXPECT_TRUE(has(argv, "--permission-prompt-tool", "stdio"));
+  t.permission_mode = "acceptEdits";
+  argv = claude_argv(t);
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "--permission-prompt-tool"), argv.end());
+}
+
 }  // namespace
 }  // namespace agentbox::agent

@@ -108,6 +108,14 @@ TEST_F(AgentConfigTest, WarmClisHaveAnIdleTimeAndAnAccountCap) {
   EXPECT_THAT(problems[0] + problems[1], HasSubstr("agent.warm_per_account"));
 }
 
+TEST_F(AgentConfigTest, AnAskModeQuestionWaitsTenMinutesByDefault) {
+  EXPECT_EQ(load("").agent.approval_timeout, 600);
+  EXPECT_EQ(load("[agent]\napproval_timeout = 5\n").agent.approval_timeout, 5);
+  std::vector<std::string> problems = validate_config_file(write("ask.toml", "[agent]\napproval_timeout = 0\n"));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("agent.approval_timeout"));
+}
+
 TEST_F(AgentConfigTest, FindsTheExecutableBehindItsSymlink) {
   std::string real = write("pkg/claude.exe", "#!/bin/sh\necho 1.0\n", 0755);
   std::string link = scratch_.path() + "/bin-claude";
