@@ -537,3 +537,12 @@ class Origin:
         self.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def fake():
+    """The scripted Anthropic upstream (tests/fakes/fake_anthropic.py), one per test module."""
+    from fake_anthropic import FakeAnthropic
+    f = FakeAnthropic()
+    yield f
+    f.close()

@@ -9,8 +9,6 @@ The real CLI runs in the boxes against the scripted upstream (tests/fakes/fake_a
 `[[bash: CMD]]` makes the model call Bash. The control of "held" is "yes": the same call runs.
 """
 import json
-import pathlib
-import secrets
 import time
 import uuid
 
@@ -18,39 +16,18 @@ import httpx
 import pytest
 
 from conftest import running_daemon, sh
-from fake_anthropic import FakeAnthropic, tool_result_text
+from agent_support import REAL_KEY_ENV, agent_config, requires_claude
+from fake_anthropic import tool_result_text
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLAUDE = REPO / "deps" / "claude-code" / "node_modules" / ".bin" / "claude"
-REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
 APPROVAL_TIMEOUT = 6
 
-pytestmark = pytest.mark.skipif(not CLAUDE.exists(),
-                                reason=f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
-
-
-def config_for(fake, **agent):
-    extra = "".join(f"{k} = {v}\n" for k, v in agent.items())
-    return f"""
-[inference.anthropic]
-upstream = "http://127.0.0.1:{fake.port}"
-[agent]
-claude = "{CLAUDE}"
-max_retries = 0
-{extra}"""
-
-
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeAnthropic()
-    yield f
-    f.close()
+pytestmark = requires_claude
 
 
 @pytest.fixture(scope="module")
 def adaemon(fake):
-    with running_daemon("agent-ask", config_text=config_for(fake, approval_timeout=APPROVAL_TIMEOUT),
-                        env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}) as d:
+    with running_daemon("agent-ask", config_text=agent_config(fake, approval_timeout=APPROVAL_TIMEOUT),
+                        env=REAL_KEY_ENV) as d:
         yield d
 
 
@@ -175,8 +152,8 @@ def test_an_unanswered_question_expires_as_denied(adaemon, fake):
 
 
 def test_ask_mode_needs_warm_clis(make_daemon, fake):
-    d = make_daemon(tag="agent-ask-cold", config_text=config_for(fake, warm_per_account=0),
-                    env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}, lifetime=300).start()
+    d = make_daemon(tag="agent-ask-cold", config_text=agent_config(fake, warm_per_account=0),
+                    env=REAL_KEY_ENV, lifetime=300).start()
     with client(d, "ask-" + uuid.uuid4().hex[:8], str(uuid.uuid4())) as c:
         r = c.post("/v1/chat/completions",
                    json={"model": "claude-code-ask", "messages": [{"role": "user", "content": "hi"}]})

@@ -9,7 +9,6 @@ chosen by directives in the prompt ([[bash: CMD]], [[think]], [[error 529]], [[h
 import json
 import pathlib
 import re
-import secrets
 import subprocess
 import threading
 import time
@@ -20,36 +19,15 @@ import httpx
 import pytest
 
 from conftest import running_daemon, sh
-from fake_anthropic import FakeAnthropic
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLAUDE = REPO / "deps" / "claude-code" / "node_modules" / ".bin" / "claude"
-REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
-
-pytestmark = pytest.mark.skipif(not CLAUDE.exists(),
-                                reason=f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
+from agent_support import REAL_KEY, REAL_KEY_ENV, agent_config, requires_claude
 
 
-def config_for(fake):
-    return f"""
-[inference.anthropic]
-upstream = "http://127.0.0.1:{fake.port}"
-[agent]
-claude = "{CLAUDE}"
-max_retries = 0
-"""
-
-
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeAnthropic()
-    yield f
-    f.close()
+pytestmark = requires_claude
 
 
 @pytest.fixture(scope="module")
 def adaemon(fake):
-    with running_daemon("agent", config_text=config_for(fake), env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}) as d:
+    with running_daemon("agent", config_text=agent_config(fake), env=REAL_KEY_ENV) as d:
         yield d
 
 
@@ -321,7 +299,7 @@ def test_errors_under_v1_are_shaped_as_openais_and_the_rest_keep_a_detail(adaemo
 
 
 def test_a_chat_resumes_after_a_daemon_restart(make_daemon, fake):
-    d = make_daemon(tag="agent-restart", config_text=config_for(fake), env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY},
+    d = make_daemon(tag="agent-restart", config_text=agent_config(fake), env=REAL_KEY_ENV,
                     lifetime=300).start()
     user, chat = new_user(), str(uuid.uuid4())
     first, second = "before-" + uuid.uuid4().hex[:6], "after-" + uuid.uuid4().hex[:6]

@@ -7,41 +7,22 @@ The real CLI runs in the boxes against the scripted upstream (tests/fakes/fake_a
 route makes the model call Write, `[[bash: CMD]]` makes it call Bash. Each refusal has its control:
 the same call under `claude-code` changes the home.
 """
-import pathlib
-import secrets
 import uuid
 
 import httpx
 import pytest
 
 from conftest import running_daemon, sh
-from fake_anthropic import FakeAnthropic, tool_use
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLAUDE = REPO / "deps" / "claude-code" / "node_modules" / ".bin" / "claude"
-REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
-
-pytestmark = pytest.mark.skipif(not CLAUDE.exists(),
-                                reason=f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
+from agent_support import REAL_KEY_ENV, agent_config, requires_claude
+from fake_anthropic import tool_use
 
 
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeAnthropic()
-    yield f
-    f.close()
+pytestmark = requires_claude
 
 
 @pytest.fixture(scope="module")
 def mdaemon(fake):
-    config = f"""
-[inference.anthropic]
-upstream = "http://127.0.0.1:{fake.port}"
-[agent]
-claude = "{CLAUDE}"
-max_retries = 0
-"""
-    with running_daemon("agent-modes", config_text=config, env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}) as d:
+    with running_daemon("agent-modes", config_text=agent_config(fake), env=REAL_KEY_ENV) as d:
         yield d
 
 

@@ -10,9 +10,7 @@ records when each request arrived and when its answer ended. That a turn waits i
 the daemon's log ("a turn waits for the one running").
 """
 import json
-import pathlib
 import re
-import secrets
 import socket
 import threading
 import time
@@ -22,35 +20,16 @@ import httpx
 import pytest
 
 from conftest import running_daemon
-from fake_anthropic import FakeAnthropic
+from agent_support import REAL_KEY_ENV, agent_config, requires_claude
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLAUDE = REPO / "deps" / "claude-code" / "node_modules" / ".bin" / "claude"
-REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
 QUEUED = 2  # [agent] queued_turns_per_chat of this daemon
 
-pytestmark = pytest.mark.skipif(not CLAUDE.exists(),
-                                reason=f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
-
-
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeAnthropic()
-    yield f
-    f.close()
+pytestmark = requires_claude
 
 
 @pytest.fixture(scope="module")
 def qdaemon(fake):
-    config = f"""
-[inference.anthropic]
-upstream = "http://127.0.0.1:{fake.port}"
-[agent]
-claude = "{CLAUDE}"
-max_retries = 0
-queued_turns_per_chat = {QUEUED}
-"""
-    with running_daemon("agent-one-run", config_text=config, env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}) as d:
+    with running_daemon("agent-one-run", config_text=agent_config(fake, queued_turns_per_chat=QUEUED), env=REAL_KEY_ENV) as d:
         yield d
 
 

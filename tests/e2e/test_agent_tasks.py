@@ -9,8 +9,6 @@ the chat's own turns against the scripted upstream (tests/fakes/fake_anthropic.p
 records every request.
 """
 import json
-import pathlib
-import secrets
 import threading
 import time
 import uuid
@@ -19,15 +17,12 @@ import httpx
 import pytest
 
 from conftest import running_daemon
+from agent_support import CLAUDE, REAL_KEY, REAL_KEY_ENV, agent_config, requires_claude
 from fake_anthropic import FakeAnthropic, error, text
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLAUDE = REPO / "deps" / "claude-code" / "node_modules" / ".bin" / "claude"
-REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
 TASK_MODEL = "fake-task-model"  # not a model the CLI asks for by itself
 
-pytestmark = pytest.mark.skipif(not CLAUDE.exists(),
-                                reason=f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
+pytestmark = requires_claude
 
 # Open WebUI's default task prompts (shortened), as it fills them with the chat.
 TITLE = """### Task:
@@ -61,17 +56,6 @@ ASSISTANT: %s
 </chat_history>"""
 
 
-def config_for(fake):
-    return f"""
-[inference.anthropic]
-upstream = "http://127.0.0.1:{fake.port}"
-[agent]
-claude = "{CLAUDE}"
-max_retries = 0
-task_model = "{TASK_MODEL}"
-"""
-
-
 @pytest.fixture(scope="module")
 def fake():
     f = FakeAnthropic()
@@ -90,8 +74,8 @@ def fake():
 
 @pytest.fixture(scope="module")
 def tdaemon(fake):
-    with running_daemon("agent-tasks", config_text=config_for(fake),
-                        env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}) as d:
+    with running_daemon("agent-tasks", config_text=agent_config(fake, task_model=f'"{TASK_MODEL}"'),
+                        env=REAL_KEY_ENV) as d:
         yield d
 
 

@@ -9,8 +9,6 @@ The real CLI runs in the boxes against the scripted upstream (tests/fakes/fake_a
 many CLIs a chat used is read from the user's own process list (GET /execute): the warm CLI is a
 command of the account, like every turn's CLI.
 """
-import pathlib
-import secrets
 import time
 import uuid
 
@@ -18,39 +16,17 @@ import httpx
 import pytest
 
 from conftest import running_daemon
-from fake_anthropic import FakeAnthropic
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLAUDE = REPO / "deps" / "claude-code" / "node_modules" / ".bin" / "claude"
-REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
-
-pytestmark = pytest.mark.skipif(not CLAUDE.exists(),
-                                reason=f"Claude Code CLI not installed at {CLAUDE} (scripts/install-deps.sh installs it)")
+from agent_support import REAL_KEY_ENV, agent_config, requires_claude
 
 
-def config_for(fake, **agent):
-    extra = "".join(f"{k} = {v}\n" for k, v in agent.items())
-    return f"""
-[inference.anthropic]
-upstream = "http://127.0.0.1:{fake.port}"
-[agent]
-claude = "{CLAUDE}"
-max_retries = 0
-{extra}"""
-
-
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeAnthropic()
-    yield f
-    f.close()
+pytestmark = requires_claude
 
 
 @pytest.fixture(scope="module")
 def wdaemon(fake):
     """One warm CLI per account: the cap is reached by a second chat."""
-    with running_daemon("agent-warm", config_text=config_for(fake, warm_per_account=1, warm_idle=300),
-                        env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}) as d:
+    with running_daemon("agent-warm", config_text=agent_config(fake, warm_per_account=1, warm_idle=300),
+                        env=REAL_KEY_ENV) as d:
         yield d
 
 
@@ -175,8 +151,8 @@ def test_a_client_that_leaves_mid_turn_stops_it_and_the_chat_goes_on(wdaemon, fa
 
 
 def test_warm_idle_ends_an_idle_cli_and_the_chat_resumes(make_daemon, fake):
-    d = make_daemon(tag="agent-warm-idle", config_text=config_for(fake, warm_idle=2),
-                    env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}, lifetime=300).start()
+    d = make_daemon(tag="agent-warm-idle", config_text=agent_config(fake, warm_idle=2),
+                    env=REAL_KEY_ENV, lifetime=300).start()
     user, chat = mark("idle"), str(uuid.uuid4())
     first, second = mark("first"), mark("second")
     with client(d, user, chat) as c:
@@ -191,8 +167,8 @@ def test_warm_idle_ends_an_idle_cli_and_the_chat_resumes(make_daemon, fake):
 
 def test_without_warm_clis_each_turn_is_a_cli_of_its_own(make_daemon, fake):
     """The control: warm_per_account = 0 runs today's one CLI per turn."""
-    d = make_daemon(tag="agent-cold", config_text=config_for(fake, warm_per_account=0),
-                    env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}, lifetime=300).start()
+    d = make_daemon(tag="agent-cold", config_text=agent_config(fake, warm_per_account=0),
+                    env=REAL_KEY_ENV, lifetime=300).start()
     user, chat = mark("cold"), str(uuid.uuid4())
     first, second = mark("first"), mark("second")
     with client(d, user, chat) as c:

@@ -8,29 +8,18 @@ skills_dir where the CLI looks for managed skills (/etc/claude-code/.claude/skil
 """
 import json
 import os
-import pathlib
-import secrets
 import shlex
 import uuid
 
 import pytest
 
 from conftest import run, running_daemon, sh, text_of, wait_done
-from fake_anthropic import FakeAnthropic, bash, held, text, tool_result_text
+from agent_support import CLAUDE, REAL_KEY, REAL_KEY_ENV
+from fake_anthropic import bash, held, text, tool_result_text
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLAUDE = REPO / "deps" / "claude-code" / "node_modules" / ".bin" / "claude"
-REAL_KEY = "sk-ant-api03-REAL-" + secrets.token_hex(16)
 PLACEHOLDER = "sk-ant-agentbox-placeholder-the-gateway-adds-the-real-key"
 OPS_SKILL = "ops-report-skill"
 
-
-
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeAnthropic()
-    yield f
-    f.close()
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +44,7 @@ upstream = "http://127.0.0.1:{fake.port}"
 claude = "{CLAUDE}"
 skills_dir = "{skills_dir}"
 """
-    with running_daemon("claude", config_text=config, env={"AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}) as d:
+    with running_daemon("claude", config_text=config, env=REAL_KEY_ENV) as d:
         yield d
 
 
