@@ -41,12 +41,15 @@ json errors(std::initializer_list<std::pair<const char*, const char*>> list) {
   return r;
 }
 
-json operation(const char* id, const char* summary, const char* description, json parameters, json responses,
+// The parameters as a vector: `json parameters = {param(...)}` with one element is that element
+// under clang, an array of it under gcc (nlohmann's brace-initialisation), so a list of one
+// became an object in clang builds.
+json operation(const char* id, const char* summary, const char* description, json::array_t parameters, json responses,
                json request_body = nullptr) {
   json op = {{"operationId", id},
              {"summary", summary},
              {"description", description},
-             {"parameters", std::move(parameters)},
+             {"parameters", json(std::move(parameters))},
              {"responses", std::move(responses)}};
   if (!request_body.is_null()) op["requestBody"] = std::move(request_body);
   return op;
@@ -190,7 +193,7 @@ json paths() {
                  "of an existing file, use replace_file_content instead." +
                  note)
                     .c_str(),
-                json::array(),
+                json::array_t{},
                 with_ok(errors({{"403", "Outside the home directory."}, {"422", "Invalid arguments."}}),
                         json_response("Path and size written.", {{"type", "object"}})),
                 body("WriteRequest"));
@@ -202,7 +205,7 @@ json paths() {
        "exactly." +
        note)
           .c_str(),
-      json::array(),
+      json::array_t{},
       with_ok(
           errors({{"404", "File not found."}, {"403", "Outside the home directory."}, {"422", "Invalid arguments."}}),
           json_response("Path and new size.", {{"type", "object"}})),
@@ -252,7 +255,7 @@ json paths() {
       "list_processes", "List your commands",
       "Lists the commands you started in this chat (running and recently finished) with their status and exit "
       "code.",
-      json::array(),
+      json::array_t{},
       with_ok(errors({}), json_response("The commands.", {{"type", "array"}, {"items", {{"type", "object"}}}})));
 
   p["/execute"]["post"] =
@@ -324,7 +327,7 @@ json paths() {
                 "false: to answer a prompt of a program running there or run a command the user can watch. Read the "
                 "terminal first (read_user_terminal) to see what it waits for, and again afterwards for the result. "
                 "Answers 404 when the user has no terminal open in this chat.",
-                json::array(),
+                json::array_t{},
                 with_ok(errors({{"404", "No terminal open in this chat."}, {"422", "Invalid arguments."}}),
                         json_response("Typed.", {{"type", "object"}})),
                 body("UserTerminalInput"));

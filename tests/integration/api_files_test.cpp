@@ -365,7 +365,9 @@ TEST_F(FileRoutesTest, EveryRouteNeedsTheKeyAndAUser) {
 TEST_F(FileRoutesTest, CwdIsPerSessionAndRelativePathsFollowIt) {
   Reply r = get("alice", "/files/cwd");
   ASSERT_EQ(r.status, 200u);
-  EXPECT_EQ(r.js(), (json{{"cwd", alice_.box_home}, {"home", alice_.box_home}}));
+  EXPECT_EQ(r.js(), (json{{"cwd", alice_.box_home},
+                          {"home", alice_.box_home},
+                          {"root", {{"path", alice_.box_home}, {"label", "Home"}}}}));
 
   put_dir(alice_, "proj");
   r = post("alice", "/files/cwd", {{"path", "proj"}}, "chat-1");
