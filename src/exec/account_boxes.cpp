@@ -39,11 +39,10 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
 }
 
 void AccountBoxes::set_run_env(SpawnRequest& req) const {
-  for (const auto& [key, value] : run_env_) {
-    std::erase_if(req.env, [&key](const std::string& kv) {
-      return kv.size() > key.size() && kv.starts_with(key) && kv[key.size()] == '=';
-    });
-    req.env.push_back(key + "=" + value);
+  for (const auto& set : run_env_) {
+    const std::string prefix = set.first + "=";
+    std::erase_if(req.env, [&prefix](const std::string& kv) { return kv.starts_with(prefix); });
+    req.env.push_back(prefix + set.second);
   }
 }
 

@@ -124,11 +124,13 @@ def test_the_box_hides_the_callers_home_and_shows_a_bind(workdir):
         f.write("bound-9\n")
     os.chmod(shared, 0o755)
     os.chmod(os.path.join(shared, "visible.txt"), 0o644)
-    got = sdk(workdir, "--ro-bind", shared,
-              commands=[f"cat {caller_home}/secret.txt", f"cat {shared}/visible.txt"])
-    hidden, bound = got["commands"]
+    got = sdk(workdir, "--ro-bind", shared, "--env", "GREETING=from-flag",
+              commands=[f"cat {caller_home}/secret.txt", f"cat {shared}/visible.txt", 'echo "$GREETING $HOME"'])
+    hidden, bound, env = got["commands"]
     assert hidden["exit_code"] != 0 and "caller-secret" not in hidden["output"], hidden
     assert bound["exit_code"] == 0 and bound["output"] == "bound-9\n", bound  # the control
+    greeting, home = env["output"].split()
+    assert greeting == "from-flag" and home.startswith("/home/") and home != caller_home  # run's --env
 
 
 def probe(origin, host):
