@@ -286,3 +286,16 @@ def test_an_ordinary_user_is_told_in_one_line_what_is_needed(workdir):
                        env=mcp_env(workdir), preexec_fn=nobody, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "needs root" in r.stderr, r.stderr
+
+
+def test_sigterm_stops_it_as_the_end_of_input_does(workdir):
+    raw = Raw(workdir)
+    raw.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+              "params": {"name": "run_command", "arguments": {"command": "sleep 300", "wait": 0}}})
+    assert raw.read()["result"]["structuredContent"]["status"] == "running"
+    pid = raw.p.pid
+    assert processes_in_boxes_of(pid)  # the control
+    raw.p.terminate()
+    assert raw.p.wait(timeout=30) == 0
+    raw.p.stdin.close()
+    assert processes_in_boxes_of(pid) == [] and cgroups_named(pid) == []
