@@ -25,7 +25,7 @@ declare -A allowed=(
   [moves]="accounts backup cluster config fs http store util"
   [api]="accounts agent backup box config exec fs http moves net store util"
   [mcp]="accounts api http util"
-  [daemon]="accounts agent api backup box config exec http mcp moves net store util volumes"
+  [daemon]="accounts agent api backup box cli config exec http mcp moves net store util volumes"
   [main]="cli util"
 )
 

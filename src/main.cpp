@@ -1,4 +1,5 @@
 // agentbox: the command line. Subcommands: serve (the HTTP API, run by execing agentbox-serve),
+// mcp (the MCP tools over stdio, agentbox-serve's too),
 // run (one-shot box), doctor (host support), config check (validate a server config file),
 // backup (the mirror of homes), accounts (list, delete) and keys (per-user API keys), through
 // the running daemon.
@@ -21,38 +22,11 @@
 #include "cli/doctor.hpp"
 #include "cli/keys_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/run_options.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 
 namespace {
-
-void add_run_options(CLI::App& run, agentbox::cli::RunOptions& o) {
-  run.add_flag("--shell", o.shell, "Start a login shell instead of a command");
-  run.add_option("--home", o.home, "Host directory shown as the box's home (default ~/.agentbox-home)");
-  run.add_option("--bind", o.binds, "Make SRC[:DST] visible read-write")->type_name("SRC[:DST]");
-  run.add_option("--ro-bind", o.ro_binds, "Make SRC[:DST] visible read-only")->type_name("SRC[:DST]");
-  run.add_flag("--cwd", o.cwd, "Bind the current directory read-write and start there");
-  run.add_option("--memory", o.memory, "Memory limit, e.g. 2G")->type_name("SIZE");
-  run.add_option("--pids", o.pids, "Process/thread limit")->type_name("N");
-  run.add_option("--cpu", o.cpu, "CPU limit in cores, e.g. 1.5 or 500m")->type_name("CORES");
-  run.add_option("--ptys", o.ptys, "Pseudo-terminals the box may hold (default 256)")->type_name("N");
-  run.add_option("--tcp-memory", o.tcp_memory, "Socket buffer limit of the box's TCP, e.g. 64M (cgroup v1)")
-      ->type_name("SIZE");
-  run.add_option("--net", o.net, "Network: none (only loopback inside the box; see --allow-net)")->type_name("MODE");
-  run.add_option("--allow-net", o.net_flags.allow_net,
-                 "Let the box reach HOST (host, host:port, * wildcards) through an egress proxy; repeatable")
-      ->type_name("HOST[,HOST...]");
-  run.add_option("--allow-address", o.net_flags.allow_addresses,
-                 "With --allow-net: also let it reach this private/loopback/link-local range")
-      ->type_name("CIDR[,CIDR...]");
-  run.add_option("--add-host", o.net_flags.add_hosts, "With --allow-net: resolve NAME to ADDRESS (before DNS)")
-      ->type_name("NAME=ADDRESS");
-  run.add_option("--env", o.env, "Set KEY=VALUE inside the box")->type_name("KEY=VALUE");
-  run.add_option("--pass-env", o.pass_env, "Pass the caller's variable NAME through")->type_name("NAME");
-  run.add_option("--profile", o.profile, "Profile file (default ~/.config/agentbox/run.toml)");
-  run.add_flag("--no-profile", o.no_profile, "Ignore the profile file");
-  run.add_option("command", o.command, "The command and its arguments, after --");
-}
 
 // The subcommand the words before "--" name (the first that is not an option), "" for none.
 std::string_view named_subcommand(const std::vector<std::string>& args) {
@@ -62,10 +36,12 @@ std::string_view named_subcommand(const std::vector<std::string>& args) {
 }
 
 // `agentbox serve ARGS` is `agentbox-serve ARGS`, the binary next to this one: the server's
-// libraries would cost every `agentbox run` their loading time.
-[[noreturn]] void exec_server(int argc, char** argv) {
+// libraries would cost every `agentbox run` their loading time. `agentbox mcp ARGS` is
+// `agentbox-serve mcp ARGS` (the daemon's rooms, serving one person over stdio).
+[[noreturn]] void exec_server(int argc, char** argv, const char* mode = nullptr) {
   const std::string server = agentbox::path_next_to_self("agentbox-serve");
   std::vector<char*> args = {const_cast<char*>("agentbox-serve")};
+  if (mode) args.push_back(const_cast<char*>(mode));
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   ::execv(server.c_str(), args.data());
@@ -77,6 +53,7 @@ std::string_view named_subcommand(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "serve") exec_server(argc, argv);
+  if (argc >= 2 && std::string_view(argv[1]) == "mcp") exec_server(argc, argv, "mcp");
 
   // Everything after the first "--" is the command, verbatim: CLI11 would still read options
   // among those words (`run -- grep --bind x` must run grep, not add a bind).
@@ -100,7 +77,7 @@ int main(int argc, char** argv) {
 
   agentbox::cli::RunOptions run_opts;
   auto* run = app.add_subcommand("run", "Run a command (or a shell) in a fresh sandbox box");
-  if (wanted("run")) add_run_options(*run, run_opts);
+  if (wanted("run")) agentbox::cli::add_run_options(*run, run_opts);
   auto* doctor = app.add_subcommand("doctor", "Report what this host supports and what agentbox enforces");
   std::string doctor_config;
   if (wanted("doctor"))
@@ -108,6 +85,7 @@ int main(int argc, char** argv) {
                        "The server config whose [agent] to check (default $AGENTBOX_CONFIG)");
   // Listed for --help; the arguments are agentbox-serve's (see exec_server).
   app.add_subcommand("serve", "Serve the Open Terminal API with a box per user (agentbox serve --help)");
+  app.add_subcommand("mcp", "Serve the box's tools to one MCP client over stdin/stdout (agentbox mcp --help)");
   std::string config_file;
   auto* config = app.add_subcommand("config", "Work with the server configuration");
   CLI::App* config_check = nullptr;

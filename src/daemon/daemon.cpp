@@ -196,7 +196,7 @@ int StopSignals::wait() {
 Daemon::Daemon(ServerConfig config, ServeOptions options)
     : options_(std::move(options)),
       config_(std::move(config)),
-      startup_(settle(config_, options_)),
+      startup_(options_.local ? settle_local(config_) : settle(config_, options_)),
       agent_images_(startup_.agent, config_.state_dir),
       cgroups_(detect_cgroups()),
       accounts_(open_state_db(config_.state_dir), UidRange{config_.accounts.uid_base, config_.accounts.uid_count}),
@@ -254,7 +254,8 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
                 .placement = startup_.placement.get()}),
       trash_upkeep_(callers_, accounts_, config_.storage.trash_days, trash_upkeep_interval()),
       boxes_(manager_, config_.state_dir, config_.box,
-             {.egress_proxy = config_.egress_proxy.port, .inference = gateway_ ? config_.inference.port : uint16_t{0}},
+             {.egress_proxy = egress_on() ? config_.egress_proxy.port : uint16_t{0},
+              .inference = gateway_ ? config_.inference.port : uint16_t{0}},
              agent_images_.mounts()),
       processes_(loop_, boxes_, process_store_, table_options(config_, volumes_)),
       terminals_(
@@ -289,7 +290,12 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
   boxes_.set_file_size_limit([storage = config_.storage](const Account& account) {
     return storage.quota_for(account.external_id).disk_bytes;
   });
+  if (options_.local) boxes_.set_run_shape(options_.local->spec, options_.local->env);
 }
+
+// `agentbox mcp` without --allow-net (or an allow rule in its profile): no proxy in the box, as
+// `agentbox run` has none.
+bool Daemon::egress_on() const { return !options_.local || options_.local->network; }
 
 Daemon::~Daemon() { stop(); }
 
@@ -299,7 +305,7 @@ void Daemon::serve_netns(const std::string& account, int netns_fd) {
   std::optional<Account> known = accounts_.find_by_name(account);
   std::string user = known ? known->external_id : std::string();
   try {
-    egress_.serve(net::listen_in_netns(netns_fd, config_.egress_proxy.port), account, user);
+    if (egress_on()) egress_.serve(net::listen_in_netns(netns_fd, config_.egress_proxy.port), account, user);
   } catch (const std::exception& e) {
     log::warn("daemon", "egress proxy for {}: {} (its box has no network)", account, e.what());
   }

@@ -73,6 +73,9 @@ struct Daemon {
   // Listens, serves, and returns at SIGTERM or SIGINT; SIGHUP reloads the egress policy (and the
   // cluster file) from the same file and environment.
   void run();
+  // `agentbox mcp` (options.local): the MCP tools for the local user over in and out (one JSON-RPC
+  // message a line) until in ends or SIGTERM, SIGINT or SIGHUP; nothing listens.
+  void serve_stdio(int in, int out);
   // The shutdown (daemon.cpp): what serves stops first, then what it used. Idempotent.
   void stop();
 
@@ -82,6 +85,7 @@ struct Daemon {
   http::Router routes() const;
   http::HttpServerOptions http_options();
   void reload();
+  bool egress_on() const;
 
   // ---- What this daemon is: settled before anything is made, kept to the end ------------------
   const ServeOptions options_;

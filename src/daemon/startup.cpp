@@ -161,4 +161,16 @@ Startup settle(const ServerConfig& config, const ServeOptions& options) {
                  std::move(admin_key), std::move(agent),     std::move(model_credential)};
 }
 
+Startup settle_local(const ServerConfig& config) {
+  raise_fd_limit();
+  drop_capability(CAP_SYS_RESOURCE);
+  if (::mkdir(config.state_dir.c_str(), 0700) == -1 && errno != EEXIST)
+    throw sys_error("mkdir(" + config.state_dir + ")");
+  Startup s;
+  s.address = parse_listen_address(config.listen);
+  s.api_key = load_or_create_api_key(config.state_dir);  // nothing listens: no one uses them
+  s.admin_key = load_or_create_state_secret(config.state_dir, "admin_key");
+  return s;
+}
+
 }  // namespace agentbox::daemon

@@ -23,7 +23,7 @@ ServerConfig load_config(const ServeOptions& options);
 
 struct Startup {
   ListenAddress address;                                // where the API listens
-  UidRangeLock uid_range;                               // held until the daemon is gone
+  std::optional<UidRangeLock> uid_range;                // held until the daemon is gone; none: local
   std::unique_ptr<accounts::PlacementGuard> placement;  // this node of --cluster; null: no cluster
   std::string api_key, admin_key;                       // never one another
   exec::AgentMounts agent;                              // the host's Claude Code and skills; empty: none
@@ -38,5 +38,10 @@ struct Startup {
 // and admin keys read or made there; warnings said; the box starts' fallbacks reported to the
 // log. Throws UsageError (exit 2) for what the operator must fix.
 Startup settle(const ServerConfig& config, const ServeOptions& options);
+
+// The same for `agentbox mcp` (options.local): root still (host uids; checked by the caller);
+// no uid range of its own (its one box is `agentbox run`'s uid, shared as run shares it), no
+// cluster, no Claude Code or model credential; keys made in the private state directory.
+Startup settle_local(const ServerConfig& config);
 
 }  // namespace agentbox::daemon

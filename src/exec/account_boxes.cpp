@@ -30,17 +30,32 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
   // change what another runs.
   if (!agent_.claude.empty()) spec.binds.push_back({agent_.claude, kClaudeInBox, /*writable=*/false});
   if (!agent_.skills_dir.empty()) spec.binds.push_back({agent_.skills_dir, kManagedSkillsInBox, /*writable=*/false});
+  if (run_shape_) {
+    spec.binds.insert(spec.binds.end(), run_shape_->binds.begin(), run_shape_->binds.end());
+    spec.limits = run_shape_->limits;
+    spec.use_cgroup = run_shape_->use_cgroup;
+  }
   return spec;
+}
+
+void AccountBoxes::set_run_env(SpawnRequest& req) const {
+  for (const auto& set : run_env_) {
+    const std::string prefix = set.first + "=";
+    std::erase_if(req.env, [&prefix](const std::string& kv) { return kv.starts_with(prefix); });
+    req.env.push_back(prefix + set.second);
+  }
 }
 
 uint64_t AccountBoxes::spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio,
                              SpawnHandlers handlers) {
+  set_run_env(req);
   return manager_.spawn(spec.name, spec, std::move(req), std::move(stdio), std::move(handlers));
 }
 
 void AccountBoxes::signal(const std::string& account, uint64_t id, int sig) { manager_.signal(account, id, sig); }
 
 uint64_t AccountBoxes::spawn_terminal(const BoxSpec& spec, SpawnRequest req, SpawnHandlers handlers) {
+  set_run_env(req);
   return manager_.spawn(spec.name, spec, std::move(req), {}, std::move(handlers));
 }
 

@@ -6,6 +6,7 @@
 // that reaches it (/proxy).
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "box/box_manager.hpp"
@@ -44,6 +45,12 @@ class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
   void touch(const std::string& account) { manager_.touch(account); }
   // RLIMIT_FSIZE of an account's box: its disk quota (unset: none).
   void set_file_size_limit(std::function<uint64_t(const Account&)> of) { file_size_of_ = std::move(of); }
+  // `agentbox mcp`: every box shaped as `agentbox run` makes it (run's binds, limits and cgroup
+  // use) and env set over each command's base environment. Set before the first spawn.
+  void set_run_shape(BoxSpec run, std::map<std::string, std::string> env) {
+    run_shape_ = std::move(run);
+    run_env_ = std::move(env);
+  }
 
   // The TCP listeners of the account's programs in its box (not the daemon's); empty when
   // it has no box running. done runs on the box loop.
@@ -61,6 +68,9 @@ class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
   DaemonPorts ports_;
   AgentMounts agent_;
   std::function<uint64_t(const Account&)> file_size_of_;
+  std::optional<BoxSpec> run_shape_;
+  std::map<std::string, std::string> run_env_;
+  void set_run_env(SpawnRequest& req) const;
 };
 
 // What a shell command line from the API becomes in a box (POST /execute).

@@ -8,8 +8,8 @@
 // GET is 405: the server sends nothing unasked. The key and the user are the REST API's
 // (the Bearer key, X-User-Id or X-OpenWebUI-User-Id), the chat's X-Session-Id scopes the cwd.
 //
-// The tools are /openapi.json's model tools (mcp/tool_table.hpp), each answered by its REST
-// route's handler in memory (mcp/route_call.hpp).
+// The methods themselves are transport-neutral (mcp/dispatch.hpp, shared with stdio); this file
+// is what HTTP adds: sessions, statuses, JSON or SSE answers.
 //
 // Runs on: the io thread (the handlers); tool answers complete on the routes' threads.
 #include <cstdint>
