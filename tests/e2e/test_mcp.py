@@ -47,7 +47,11 @@ def test_the_tools_are_openapis_model_tools_and_every_schema_compiles_in_ajv_str
     for name, tool in tour["tools"].items():
         assert tool["description"] == ops[name]["description"], name
         for p in ops[name].get("parameters", []):
-            assert tool["schema"]["properties"][p["name"]]["description"] == p["description"]
+            described = tool["schema"]["properties"][p["name"]]["description"]
+            if (name, p["name"]) == ("run_command", "wait"):  # the MCP default is added to it
+                assert described.startswith(p["description"]) and "Default 30" in described, described
+                continue
+            assert described == p["description"]
     run = tour["tools"]["run_command"]["schema"]
     assert run["required"] == ["command"] and run["properties"]["wait"]["maximum"] == 300
     assert tour["tools"]["get_process_status"]["schema"]["required"] == ["id"]
@@ -315,3 +319,17 @@ def test_modern_revision_errors_are_the_ones_the_spec_names(daemon):
     r = c.post("/mcp", json=modern_request("resources/teleport"), headers=h)
     assert rpc_error(r) == (-32601, 7)
     c.close()
+
+
+def test_run_command_without_wait_answers_with_the_output_of_a_short_command(daemon):
+    got = node(daemon, "default_wait", new_user("mcp"))
+    assert got["wait_schema"]["default"] == 30 and "Default 30" in got["wait_schema"]["description"], got
+    for case in ("plain", "polled"):
+        done = got[case]["structured"]
+        assert done["status"] == "done" and done["exit_code"] == 0, (case, done)
+        assert f"late-{case}" in "".join(c["data"] for c in done["output"]), (case, done)
+    assert got["plain"]["seconds"] >= 1.5, got["plain"]  # it waited for the command, not for nothing
+    assert got["polled"]["progress"], got["polled"]  # the progress path still streams
+    # The control: an explicit wait 0 still answers at once, with the id to poll.
+    now = got["now"]["structured"]
+    assert now["status"] == "running" and now["id"], now

@@ -7,6 +7,7 @@
 //                then DELETE the session and call again
 //     isolation  USER writes a file; USER2 tries to reach it through every tool
 //     connect    only initialize (a bad key: the error)
+//     default_wait  run_command without wait: the output of a short command, not "running"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -132,7 +133,32 @@ async function connectOnly() {
   return failure(connect(user).then(({ client }) => client.close()));
 }
 
-const scenarios = { tour, isolation, connect: connectOnly };
+// run_command without wait: answered when a short command ends (the MCP default), with or
+// without progress; wait 0 still answers at once (the control).
+async function defaultWait() {
+  const out = {};
+  const { client } = await connect(user);
+  const { tools } = await client.listTools();
+  out.wait_schema = tools.find((t) => t.name === "run_command").inputSchema.properties.wait;
+  const started = Date.now();
+  const plain = await call(client, "run_command", { command: "sleep 2; echo late-plain" });
+  out.plain = { structured: plain.structuredContent, seconds: (Date.now() - started) / 1000 };
+  const progress = [];
+  const polled = await call(
+    client,
+    "run_command",
+    { command: "sleep 2; echo late-polled" },
+    { onprogress: (p) => progress.push(p), timeout: 60000 },
+  );
+  out.polled = { structured: polled.structuredContent, progress };
+  const now = await call(client, "run_command", { command: "sleep 2; echo late-now", wait: 0 });
+  out.now = { structured: now.structuredContent };
+  if (now.structuredContent?.id) await call(client, "kill_process", { id: now.structuredContent.id, force: true });
+  await client.close();
+  return out;
+}
+
+const scenarios = { tour, isolation, connect: connectOnly, default_wait: defaultWait };
 const result = await scenarios[scenario]();
 process.stdout.write(JSON.stringify(result) + "\n");
 process.exit(0);
