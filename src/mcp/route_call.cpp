@@ -66,6 +66,11 @@ CallerContext context_of(const http::Request& outer) {
       continue;
     c.headers.insert(field.name_string(), field.value());
   }
+  // Open WebUI names the chat to an MCP server as X-OpenWebUI-Chat-Id (to a terminal server as
+  // X-Session-Id): either scopes the cwd, as X-Session-Id does in the REST API.
+  auto chat = outer.header("X-OpenWebUI-Chat-Id");
+  auto session = outer.header("X-Session-Id");
+  if (chat && !chat->empty() && (!session || session->empty())) c.headers.set("X-Session-Id", *chat);
   c.listener_tag = outer.listener_tag;
   c.remote_address = outer.remote_address;
   c.local_address = outer.local_address;

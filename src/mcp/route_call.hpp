@@ -20,8 +20,9 @@ namespace agentbox::mcp {
 
 using RouteDone = std::function<void(http::Response)>;
 
-// What a tool call takes from the MCP request: its headers (key, user, chat) and where it came
-// from. Copyable, so a call that polls can keep it.
+// What a tool call takes from the MCP request: its headers (key, user, chat: X-Session-Id, or
+// Open WebUI's X-OpenWebUI-Chat-Id in its place) and where it came from. Copyable, so a call that
+// polls can keep it.
 struct CallerContext {
   http::fields headers;
   std::string listener_tag;

@@ -224,8 +224,8 @@ def test_the_chat_scopes_the_cwd_as_in_the_rest_api(daemon, session):
     home = rest.get("/files/cwd").json()["home"]
     rest.close()
 
-    def pwd(chat):
-        headers = {"X-Session-Id": chat} if chat else {}
+    def pwd(chat, header="X-Session-Id"):
+        headers = {header: chat} if chat else {}
         r = session.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "run_command", "arguments": {"command": "pwd", "wait": 10}}})
         out = r.json()["result"]["structuredContent"]["output"]
@@ -234,6 +234,9 @@ def test_the_chat_scopes_the_cwd_as_in_the_rest_api(daemon, session):
     assert pwd("chat-a") == home + "/work"
     assert pwd("chat-b") == home
     assert pwd(None) == home
+    # Open WebUI names the chat to MCP servers as X-OpenWebUI-Chat-Id: the same chat.
+    assert pwd("chat-a", "X-OpenWebUI-Chat-Id") == home + "/work"
+    assert pwd("chat-b", "X-OpenWebUI-Chat-Id") == home
 
 
 # ---- the modern revision (2026-07-28), through the official v2 client --------------------------

@@ -5,8 +5,9 @@ agentbox's run_command tool. The command prints what only the user's box can (it
 the box uid) and writes a file in the home: the test finds the file through the REST API as
 that user (not as another) and the output in the tool_result the CLI sent back upstream.
 
-Once with the shared key and X-User-Id (as Open WebUI or a team's config would send), once
-with a per-user key (`agentbox keys create`, as one person's laptop would)."""
+Once with the shared key and X-User-Id in an --mcp-config (as a team's config would send), once
+with a per-user key (`agentbox keys create`, as one person's laptop would) added with
+`claude mcp add --transport http`, the README's steps."""
 import json
 import os
 import subprocess
@@ -28,19 +29,28 @@ def new_user(prefix):
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def claude_with_agentbox(daemon, fake, headers, prompt):
-    """`claude -p PROMPT` in a private HOME with agentbox as its only MCP server; (returncode,
-    the parsed --output-format json result, stderr)."""
+def claude_with_agentbox(daemon, fake, headers, prompt, *, added=False):
+    """`claude -p PROMPT` in a private HOME with agentbox as its only MCP server: named by
+    --mcp-config, or (added) by `claude mcp add --transport http` first, as README.md says;
+    (returncode, the parsed --output-format json result, stderr)."""
     home = tempfile.mkdtemp(prefix="agentbox-e2e-mcp-claude-", dir="/tmp")
-    config = {"mcpServers": {"agentbox": {"type": "http", "url": f"{daemon.url}/mcp", "headers": headers}}}
     env = {"PATH": os.environ["PATH"], "HOME": home, "ANTHROPIC_BASE_URL": fake.url,
            "ANTHROPIC_API_KEY": "sk-ant-mcp-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
            "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
+    # Root may not use the bypass modes: the one tool is allowed by name instead.
+    args = [str(CLAUDE), "-p", prompt, "--output-format", "json", "--allowedTools", TOOL, "--max-turns", "3"]
     try:
-        # Root may not use the bypass modes: the one tool is allowed by name instead.
-        run = subprocess.run([str(CLAUDE), "-p", prompt, "--output-format", "json", "--strict-mcp-config",
-                              "--mcp-config", json.dumps(config), "--allowedTools", TOOL, "--max-turns", "3"],
-                             cwd=home, env=env, capture_output=True, text=True, timeout=180,
+        if added:
+            add = [str(CLAUDE), "mcp", "add", "--transport", "http", "agentbox", f"{daemon.url}/mcp"]
+            for name, value in headers.items():
+                add += ["--header", f"{name}: {value}"]
+            made = subprocess.run(add, cwd=home, env=env, capture_output=True, text=True, timeout=60,
+                                  stdin=subprocess.DEVNULL)
+            assert made.returncode == 0, made.stderr + made.stdout
+        else:
+            config = {"mcpServers": {"agentbox": {"type": "http", "url": f"{daemon.url}/mcp", "headers": headers}}}
+            args += ["--strict-mcp-config", "--mcp-config", json.dumps(config)]
+        run = subprocess.run(args, cwd=home, env=env, capture_output=True, text=True, timeout=180,
                              stdin=subprocess.DEVNULL)
     finally:
         remove_workdir(home)
@@ -58,7 +68,7 @@ def box_marker(client):
     return out.strip()
 
 
-def run_through_claude(daemon, fake, client, headers, other):
+def run_through_claude(daemon, fake, client, headers, other, *, added=False):
     """Scripts the upstream, runs the CLI, and checks both ends; client: REST as the user, other:
     REST as another user (the control that the file is the user's only)."""
     marker = box_marker(client)
@@ -68,7 +78,7 @@ def run_through_claude(daemon, fake, client, headers, other):
     fake.reset()
     fake.queue(tool_use(TOOL, {"command": command, "wait": 20}, preamble="Running it in the box."),
                text(f"The box said so: {token}"))
-    rc, result, stderr = claude_with_agentbox(daemon, fake, headers, f"Run the marker command {token}")
+    rc, result, stderr = claude_with_agentbox(daemon, fake, headers, f"Run the marker command {token}", added=added)
     assert rc == 0, (rc, result, stderr[-3000:])
     assert result.get("is_error") is False and token in result.get("result", ""), result
 
@@ -106,7 +116,8 @@ def test_claude_code_runs_a_command_in_the_users_box_with_a_per_user_key(daemon,
     key = made.stdout.strip()
     assert key.startswith("abk_"), made.stdout
     client = clients(user=None, key=key)
-    run_through_claude(daemon, fake, client, {"Authorization": f"Bearer {key}"}, clients.user("bob"))
+    # Added as README.md says (`claude mcp add --transport http ... --header ...`).
+    run_through_claude(daemon, fake, client, {"Authorization": f"Bearer {key}"}, clients.user("bob"), added=True)
 
 
 def test_a_bad_key_gives_claude_code_no_agentbox_tools(daemon, fake):
