@@ -16,6 +16,7 @@
 #include "http/error.hpp"
 #include "http/response_writer.hpp"
 #include "mcp/jsonrpc.hpp"
+#include "mcp/resources.hpp"
 #include "mcp/revisions.hpp"
 #include "mcp/sessions.hpp"
 #include "mcp/tool_call.hpp"
@@ -50,7 +51,7 @@ const char* kInstructions =
     "Your own Linux environment: run commands and read and write files in your home directory. "
     "Nothing here is shared with other users.";
 
-json capabilities() { return {{"tools", {{"listChanged", false}}}}; }
+json capabilities() { return {{"tools", {{"listChanged", false}}}, {"resources", resource_capabilities()}}; }
 
 json initialize_result(const Server& server, const json& params) {
   std::string asked = params.value("protocolVersion", "");
@@ -122,6 +123,29 @@ void tools_call(const std::shared_ptr<Server>& server, const http::Request& req,
   call_tool(server->routes, *tool, arguments, context_of(req), token, server->poll, progress, done);
 }
 
+// resources/*: the user's files (mcp/resources.hpp), answered when the route answers.
+void resources_call(const std::shared_ptr<Server>& server, const http::Request& req, const json& id,
+                    const std::string& method, const json& params, bool modern, const Writer& writer) {
+  auto reply = [server, writer, id, modern,
+                accept = std::string(req.header("Accept").value_or(""))](RpcOutcome outcome) {
+    http::Request shape;  // answer() reads only the Accept
+    shape.headers.set(http::field::accept, accept);
+    if (outcome.code != 0) {
+      writer->send(answer(shape, error_message(id, outcome.code, outcome.message)));
+      return;
+    }
+    // ttlMs 0 and cacheScope private, as every list: each user's files are their own, and change.
+    if (modern) outcome.result = modern_result(std::move(outcome.result), server->server_info(), /*cacheable=*/true);
+    writer->send(answer(shape, result_message(id, std::move(outcome.result))));
+  };
+  if (method == "resources/templates/list")
+    reply({resource_templates()});
+  else if (method == "resources/list")
+    list_resources(server->routes, params, context_of(req), reply);
+  else
+    read_resource(server->routes, params, context_of(req), reply);
+}
+
 // The modern era (2026-07-28): no session; the revision in every request's _meta, matching its
 // header when both are sent. id: absent for a notification or a response (202, no answer).
 void post_modern(const std::shared_ptr<Server>& server, const http::Request& req, const RequestRevision& revision,
@@ -158,6 +182,8 @@ void post_modern(const std::shared_ptr<Server>& server, const http::Request& req
     writer->send(answer(req, result_message(*id, modern_result(tools_list(*server), server->server_info(), true))));
   } else if (method == "tools/call") {
     tools_call(server, req, *id, params, /*modern=*/true, writer);
+  } else if (is_resource_method(method)) {
+    resources_call(server, req, *id, method, params, /*modern=*/true, writer);
   } else {
     writer->send(answer(req, error_message(*id, kMethodNotFound, "Method not found: " + method)));
   }
@@ -228,6 +254,8 @@ void post_mcp(const std::shared_ptr<Server>& server, const http::Request& req, c
     writer->send(answer(req, result_message(id, tools_list(*server))));
   } else if (method == "tools/call") {
     tools_call(server, req, id, params, /*modern=*/false, writer);
+  } else if (is_resource_method(method)) {
+    resources_call(server, req, id, method, params, /*modern=*/false, writer);
   } else {
     writer->send(answer(req, error_message(id, kMethodNotFound, "Method not found: " + method)));
   }
