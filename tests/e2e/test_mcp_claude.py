@@ -68,15 +68,17 @@ def box_marker(client):
     return out.strip()
 
 
-def run_through_claude(daemon, fake, client, headers, other, *, added=False):
+def run_through_claude(daemon, fake, client, headers, other, *, added=False, wait=20):
     """Scripts the upstream, runs the CLI, and checks both ends; client: REST as the user, other:
-    REST as another user (the control that the file is the user's only)."""
+    REST as another user (the control that the file is the user's only); wait=None: the call
+    leaves it out, as a model may (the MCP default answers when the command ends)."""
     marker = box_marker(client)
     assert marker.split(":")[1] != str(os.getuid())  # the box's uid is not the host's
     token = uuid.uuid4().hex
     command = f"echo \"box=$(hostname):$(id -u) {token}\" | tee mcp-claude.txt"
     fake.reset()
-    fake.queue(tool_use(TOOL, {"command": command, "wait": 20}, preamble="Running it in the box."),
+    call = {"command": command} if wait is None else {"command": command, "wait": wait}
+    fake.queue(tool_use(TOOL, call, preamble="Running it in the box."),
                text(f"The box said so: {token}"))
     rc, result, stderr = claude_with_agentbox(daemon, fake, headers, f"Run the marker command {token}", added=added)
     assert rc == 0, (rc, result, stderr[-3000:])
@@ -117,7 +119,9 @@ def test_claude_code_runs_a_command_in_the_users_box_with_a_per_user_key(daemon,
     assert key.startswith("abk_"), made.stdout
     client = clients(user=None, key=key)
     # Added as README.md says (`claude mcp add --transport http ... --header ...`).
-    run_through_claude(daemon, fake, client, {"Authorization": f"Bearer {key}"}, clients.user("bob"), added=True)
+    # Without wait: the tool's default lets the output of the short command reach the model.
+    run_through_claude(daemon, fake, client, {"Authorization": f"Bearer {key}"}, clients.user("bob"), added=True,
+                       wait=None)
 
 
 def test_a_bad_key_gives_claude_code_no_agentbox_tools(daemon, fake):
