@@ -44,46 +44,6 @@ const Tool& view_route() {
   return t;
 }
 
-// A box path as a file URI: unreserved characters and '/' stay, everything else is %XX.
-std::string uri_of(std::string_view path) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out(kScheme);
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
-// The absolute box path a file URI names ("file:///p" or "file://localhost/p"), decoded.
-std::optional<std::string> path_of(std::string_view uri) {
-  if (!uri.starts_with(kScheme)) return std::nullopt;
-  uri.remove_prefix(kScheme.size());
-  if (uri.starts_with("localhost/")) uri.remove_prefix(std::string_view("localhost").size());
-  if (!uri.starts_with('/')) return std::nullopt;
-  std::string out;
-  for (size_t i = 0; i < uri.size(); ++i) {
-    if (uri[i] != '%') {
-      out += uri[i];
-      continue;
-    }
-    unsigned value = 0;
-    if (i + 2 >= uri.size() ||
-        std::from_chars(uri.data() + i + 1, uri.data() + i + 3, value, 16).ptr != uri.data() + i + 3)
-      return std::nullopt;
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  if (out.find('\0') != std::string::npos || out.find('?') != std::string::npos || out.find('#') != std::string::npos)
-    return std::nullopt;
-  return out;
-}
-
 std::string detail_of(const http::Response& r) {
   auto parsed = json::parse(r.body, nullptr, false);
   if (parsed.is_object() && parsed.contains("detail") && parsed["detail"].is_string())
@@ -110,6 +70,45 @@ std::optional<std::uint64_t> total_of(std::string_view content_range) {
 }
 
 }  // namespace
+
+std::string file_uri_of(std::string_view path) {
+  // Unreserved characters and '/' stay, everything else is %XX.
+  static const char* hex = "0123456789ABCDEF";
+  std::string out(kScheme);
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> path_of_file_uri(std::string_view uri) {
+  if (!uri.starts_with(kScheme)) return std::nullopt;
+  uri.remove_prefix(kScheme.size());
+  if (uri.starts_with("localhost/")) uri.remove_prefix(std::string_view("localhost").size());
+  // A query or fragment is no part of a file's name (an escaped ? or # is).
+  if (!uri.starts_with('/') || uri.find_first_of("?#") != std::string_view::npos) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < uri.size(); ++i) {
+    if (uri[i] != '%') {
+      out += uri[i];
+      continue;
+    }
+    unsigned value = 0;
+    if (i + 2 >= uri.size() ||
+        std::from_chars(uri.data() + i + 1, uri.data() + i + 3, value, 16).ptr != uri.data() + i + 3)
+      return std::nullopt;
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  if (out.find('\0') != std::string::npos) return std::nullopt;
+  return out;
+}
 
 bool is_resource_method(const std::string& method) {
   return method == "resources/list" || method == "resources/read" || method == "resources/templates/list";
@@ -150,7 +149,8 @@ void list_resources(const http::Router& router, const json& params, const Caller
     json resources = json::array();
     for (size_t i = static_cast<size_t>(offset); i < matches.size(); ++i) {
       const std::string rel = matches[i].value("path", "");
-      resources.push_back({{"uri", uri_of(home + "/" + rel)}, {"name", rel}, {"size", matches[i].value("size", 0)}});
+      resources.push_back(
+          {{"uri", file_uri_of(home + "/" + rel)}, {"name", rel}, {"size", matches[i].value("size", 0)}});
     }
     json result = {{"resources", std::move(resources)}};
     // More beyond this page, within what the glob route lists.
@@ -161,7 +161,7 @@ void list_resources(const http::Router& router, const json& params, const Caller
 
 void read_resource(const http::Router& router, const json& params, const CallerContext& caller, OutcomeSink done) {
   const std::string uri = params.contains("uri") && params["uri"].is_string() ? params["uri"].get<std::string>() : "";
-  std::optional<std::string> path = path_of(uri);
+  std::optional<std::string> path = path_of_file_uri(uri);
   if (!path) {
     done({nullptr, kInvalidParams, "Not a file:// URI of an absolute path: " + uri});
     return;

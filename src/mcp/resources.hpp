@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "http/router.hpp"
 #include "mcp/route_call.hpp"
@@ -30,6 +32,12 @@ struct RpcOutcome {
   std::string message;
 };
 using OutcomeSink = std::function<void(RpcOutcome)>;
+
+// A box path as a file URI ("/home/a/x y" → "file:///home/a/x%20y"), and back: the absolute
+// path a file:///… (or file://localhost/…) URI names, decoded; absent for any other URI, a bad
+// escape, a NUL, or a query or fragment (an escaped '?' or '#' is part of the name).
+std::string file_uri_of(std::string_view path);
+std::optional<std::string> path_of_file_uri(std::string_view uri);
 
 // resources/list, resources/read, resources/templates/list.
 bool is_resource_method(const std::string& method);

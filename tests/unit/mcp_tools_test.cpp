@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/openapi.hpp"
+#include "mcp/resources.hpp"
 #include "mcp/revisions.hpp"
 #include "mcp/sessions.hpp"
 #include "mcp/tool_call.hpp"
@@ -92,6 +93,17 @@ TEST(McpToolCall, ACallWithoutWaitGetsTheDefaultAndAGivenOneIsKept) {
   EXPECT_EQ(wait_sent({{"command", "true"}, {"wait", nullptr}}), "30");
   EXPECT_EQ(wait_sent({{"command", "true"}, {"wait", 0}}), "0");
   EXPECT_EQ(wait_sent({{"command", "true"}, {"wait", 5}}), "5");
+}
+
+TEST(McpResources, AFileUriIsTheBoxPathEncodedAndBack) {
+  EXPECT_EQ(file_uri_of("/home/a/x y/ü.txt"), "file:///home/a/x%20y/%C3%BC.txt");
+  EXPECT_EQ(path_of_file_uri(file_uri_of("/home/a/x y/ü.txt")), "/home/a/x y/ü.txt");
+  EXPECT_EQ(path_of_file_uri(file_uri_of("/home/a/what?#100%")), "/home/a/what?#100%");
+  EXPECT_EQ(path_of_file_uri("file://localhost/home/a/b"), "/home/a/b");
+  EXPECT_EQ(path_of_file_uri("file:///home/a/%2e%2e/b"), "/home/a/../b") << "the route refuses what leaves the home";
+  for (const char* bad : {"http://x/y", "file://host/y", "file:relative", "file:///a%2", "file:///a%zz",
+                          "file:///a%00b", "file:///a?b", "file:///a#b"})
+    EXPECT_EQ(path_of_file_uri(bad), std::nullopt) << bad;
 }
 
 TEST(McpSessions, ASessionAnswersOnlyTheUserWhoOpenedIt) {
