@@ -10,6 +10,7 @@
 #include "api/openapi.hpp"
 #include "api/user_terminal.hpp"
 #include "mcp/jsonrpc.hpp"
+#include "mcp/resources.hpp"
 #include "mcp/tool_call.hpp"
 
 namespace agentbox::mcp {
@@ -22,7 +23,7 @@ const char* kInstructions =
     "Your own Linux environment: run commands and read and write files in your home directory. "
     "Nothing here is shared with other users.";
 
-json capabilities() { return {{"tools", {{"listChanged", false}}}}; }
+json capabilities() { return {{"tools", {{"listChanged", false}}}, {"resources", resource_capabilities()}}; }
 
 json initialize_result(const McpServer& server, const json& params) {
   std::string asked = params.value("protocolVersion", "");
@@ -75,6 +76,26 @@ void tools_call(const std::shared_ptr<McpServer>& server, const json& id, const 
     reply(result_message(id, std::move(result)));
   };
   call_tool(server->routes, *tool, arguments, exchange.caller, token, server->poll, progress, done);
+}
+
+// resources/*: the user's files (mcp/resources.hpp), answered when the route answers.
+void resources_call(const std::shared_ptr<McpServer>& server, const json& id, const std::string& method,
+                    const json& params, bool modern, Exchange exchange) {
+  auto reply = [server, id, modern, reply = exchange.reply](RpcOutcome outcome) {
+    if (outcome.code != 0) {
+      reply(error_message(id, outcome.code, outcome.message));
+      return;
+    }
+    // ttlMs 0 and cacheScope private, as every list: each user's files are their own, and change.
+    if (modern) outcome.result = modern_result(std::move(outcome.result), server->server_info(), /*cacheable=*/true);
+    reply(result_message(id, std::move(outcome.result)));
+  };
+  if (method == "resources/templates/list")
+    reply({resource_templates()});
+  else if (method == "resources/list")
+    list_resources(server->routes, params, exchange.caller, reply);
+  else
+    read_resource(server->routes, params, exchange.caller, reply);
 }
 
 }  // namespace
@@ -141,6 +162,8 @@ void answer_modern(const std::shared_ptr<McpServer>& server, const Message& msg,
     exchange.reply(result_message(id, modern_result(tools_list(*server), server->server_info(), true)));
   } else if (method == "tools/call") {
     tools_call(server, id, params, /*modern=*/true, std::move(exchange));
+  } else if (is_resource_method(method)) {
+    resources_call(server, id, method, params, /*modern=*/true, std::move(exchange));
   } else {
     exchange.reply(error_message(id, kMethodNotFound, "Method not found: " + method));
   }
@@ -162,6 +185,8 @@ void answer_legacy(const std::shared_ptr<McpServer>& server, const Message& msg,
     exchange.reply(result_message(id, tools_list(*server)));
   } else if (method == "tools/call") {
     tools_call(server, id, params, /*modern=*/false, std::move(exchange));
+  } else if (is_resource_method(method)) {
+    resources_call(server, id, method, params, /*modern=*/false, std::move(exchange));
   } else {
     exchange.reply(error_message(id, kMethodNotFound, "Method not found: " + method));
   }

@@ -1,8 +1,8 @@
 #pragma once
 // A tool call made as the REST request it mirrors, in memory: the tool's arguments become the
 // request's path, query and JSON body, the caller's headers (key, user, chat) are the MCP
-// request's, and the route's own handler answers through a ResponseWriter whose session is a
-// collector (no socket). So exec and files have one implementation, and a tool's answer is
+// request's, and the route's own handler answers in memory (http/in_memory_call.hpp: no
+// socket). So exec and files have one implementation, and a tool's answer is
 // exactly what the REST client would get.
 //
 // Runs on: call() on the MCP request's thread; `done` on whatever thread the route answers on.
@@ -20,8 +20,9 @@ namespace agentbox::mcp {
 
 using RouteDone = std::function<void(http::Response)>;
 
-// What a tool call takes from the MCP request: its headers (key, user, chat) and where it came
-// from. Copyable, so a call that polls can keep it.
+// What a tool call takes from the MCP request: its headers (key, user, chat: X-Session-Id, or
+// Open WebUI's X-OpenWebUI-Chat-Id in its place) and where it came from. Copyable, so a call that
+// polls can keep it.
 struct CallerContext {
   http::fields headers;
   std::string listener_tag;

@@ -121,8 +121,11 @@ struct ProgressRun : std::enable_shared_from_this<ProgressRun> {
 
 }  // namespace
 
-void call_tool(const http::Router& router, const Tool& tool, const json& arguments, const CallerContext& caller,
+void call_tool(const http::Router& router, const Tool& tool, const json& given, const CallerContext& caller,
                std::optional<json> progress_token, const Tool* poll, ProgressSink progress, ResultSink done) {
+  json arguments = given;
+  for (const auto& [name, value] : tool.defaults.items())
+    if (!arguments.contains(name) || arguments[name].is_null()) arguments[name] = value;
   const bool polled = progress_token && poll && tool.name == "run_command" && !arguments.contains("tail");
   if (!polled) {
     call_route(router, tool, arguments, caller, [done = std::move(done)](http::Response r) { done(result_of(r)); });

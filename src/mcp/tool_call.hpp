@@ -5,7 +5,8 @@
 // reads it and tries again). run_command with a progressToken runs as the REST client would
 // drive it: started, then polled (get_process_status with the offset) until it ends or its
 // wait runs out, each piece of output sent as a progress notification; the result holds all
-// of it, or at the wait limit the process id to poll.
+// of it, or at the wait limit the process id to poll. Arguments the model leaves out get the
+// tool's MCP defaults first (run_command's wait, mcp/tool_table.hpp).
 //
 // Runs on: start on the MCP request's thread; the rest on whatever thread the routes answer on.
 #include <nlohmann/json.hpp>

@@ -88,6 +88,16 @@ Tool tool_of(const std::string& pattern, const std::string& method, const json& 
   return tool;
 }
 
+// The MCP default of run_command's wait: filled in by call_tool, announced in the schema.
+void set_default_wait(Tool& tool) {
+  if (tool.name != "run_command" || !tool.input_schema["properties"].contains("wait")) return;
+  json& wait = tool.input_schema["properties"]["wait"];
+  wait["default"] = kRunCommandDefaultWait;
+  wait["description"] = wait.value("description", "") + " Default " + std::to_string(kRunCommandDefaultWait) +
+                        " (0 answers at once with the id to poll).";
+  tool.defaults["wait"] = kRunCommandDefaultWait;
+}
+
 }  // namespace
 
 std::vector<Tool> tools_of(const json& openapi) {
@@ -98,6 +108,7 @@ std::vector<Tool> tools_of(const json& openapi) {
   for (auto p = paths.begin(); p != paths.end(); ++p)
     for (auto m = p.value().begin(); m != p.value().end(); ++m)
       if (m.value().contains("operationId")) tools.push_back(tool_of(p.key(), m.key(), m.value(), components));
+  for (Tool& tool : tools) set_default_wait(tool);
   return tools;
 }
 

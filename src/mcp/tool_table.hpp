@@ -26,9 +26,17 @@ struct Tool {
   std::vector<std::string> path_args;   // arguments that fill {name} segments
   std::vector<std::string> query_args;  // arguments sent as query parameters
   std::vector<std::string> body_args;   // arguments that make the JSON body (empty: no body)
+  // Arguments a call gets when the model leaves them out, where the MCP tool's default is not
+  // the REST route's (its schema's "default" and description say so).
+  nlohmann::json defaults = nlohmann::json::object();
 };
 
-// The tools of an OpenAPI document as openapi_document() makes it, in its order.
+// run_command's wait when an MCP call gives none: a model tool answers a short command with
+// its output rather than "running" and a poll. The REST route's default stays 0 (at once).
+inline constexpr int kRunCommandDefaultWait = 30;
+
+// The tools of an OpenAPI document as openapi_document() makes it, in its order (with the MCP
+// defaults above in their schemas).
 std::vector<Tool> tools_of(const nlohmann::json& openapi);
 
 // The tools/list entry of a tool.

@@ -2,6 +2,7 @@
 clients (tests/e2e/mcp_client, installed by scripts/install-deps.sh): the v1 SDK for revision
 2025-11-25 (client.mjs) and the v2 client for 2026-07-28 (client2.mjs); and by hand for what a
 well-behaved client never sends."""
+import base64
 import json
 import pathlib
 import subprocess
@@ -47,7 +48,11 @@ def test_the_tools_are_openapis_model_tools_and_every_schema_compiles_in_ajv_str
     for name, tool in tour["tools"].items():
         assert tool["description"] == ops[name]["description"], name
         for p in ops[name].get("parameters", []):
-            assert tool["schema"]["properties"][p["name"]]["description"] == p["description"]
+            described = tool["schema"]["properties"][p["name"]]["description"]
+            if (name, p["name"]) == ("run_command", "wait"):  # the MCP default is added to it
+                assert described.startswith(p["description"]) and "Default 30" in described, described
+                continue
+            assert described == p["description"]
     run = tour["tools"]["run_command"]["schema"]
     assert run["required"] == ["command"] and run["properties"]["wait"]["maximum"] == 300
     assert tour["tools"]["get_process_status"]["schema"]["required"] == ["id"]
@@ -220,8 +225,8 @@ def test_the_chat_scopes_the_cwd_as_in_the_rest_api(daemon, session):
     home = rest.get("/files/cwd").json()["home"]
     rest.close()
 
-    def pwd(chat):
-        headers = {"X-Session-Id": chat} if chat else {}
+    def pwd(chat, header="X-Session-Id"):
+        headers = {header: chat} if chat else {}
         r = session.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "run_command", "arguments": {"command": "pwd", "wait": 10}}})
         out = r.json()["result"]["structuredContent"]["output"]
@@ -230,6 +235,9 @@ def test_the_chat_scopes_the_cwd_as_in_the_rest_api(daemon, session):
     assert pwd("chat-a") == home + "/work"
     assert pwd("chat-b") == home
     assert pwd(None) == home
+    # Open WebUI names the chat to MCP servers as X-OpenWebUI-Chat-Id: the same chat.
+    assert pwd("chat-a", "X-OpenWebUI-Chat-Id") == home + "/work"
+    assert pwd("chat-b", "X-OpenWebUI-Chat-Id") == home
 
 
 # ---- the modern revision (2026-07-28), through the official v2 client --------------------------
@@ -315,3 +323,56 @@ def test_modern_revision_errors_are_the_ones_the_spec_names(daemon):
     r = c.post("/mcp", json=modern_request("resources/teleport"), headers=h)
     assert rpc_error(r) == (-32601, 7)
     c.close()
+
+
+def test_run_command_without_wait_answers_with_the_output_of_a_short_command(daemon):
+    got = node(daemon, "default_wait", new_user("mcp"))
+    assert got["wait_schema"]["default"] == 30 and "Default 30" in got["wait_schema"]["description"], got
+    for case in ("plain", "polled"):
+        done = got[case]["structured"]
+        assert done["status"] == "done" and done["exit_code"] == 0, (case, done)
+        assert f"late-{case}" in "".join(c["data"] for c in done["output"]), (case, done)
+    assert got["plain"]["seconds"] >= 1.5, got["plain"]  # it waited for the command, not for nothing
+    assert got["polled"]["progress"], got["polled"]  # the progress path still streams
+    # The control: an explicit wait 0 still answers at once, with the id to poll.
+    now = got["now"]["structured"]
+    assert now["status"] == "running" and now["id"], now
+
+
+# ---- the user's files as resources, through both clients -------------------------------------
+
+@pytest.mark.parametrize("client", ["client.mjs", "client2.mjs"])
+def test_the_users_files_are_resources_listed_in_pages_and_read_as_text_or_blob(daemon, client):
+    alice, bob = new_user("alice"), new_user("bob")
+    run = subprocess.run(["node", str(MCP_CLIENT / client), daemon.url, daemon.api_key, "resources", alice, bob],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout.splitlines()[-1])
+    assert got["capabilities"] is not None, got
+    # 132 files: two pages of at most 100, every file once, as file:// URIs of the box's paths.
+    # (The v2 client walks the pages itself when asked without a cursor: one list of all 132,
+    # which it can only have by following the first page's nextCursor.)
+    assert got["pages"] == ([100, 32] if client == "client.mjs" else [132]), got["pages"]
+    names = sorted(r["name"] for r in got["resources"])
+    assert names == sorted(["res/a b.txt", "res/bin.dat"] + [f"res/many/f{i}.txt" for i in range(1, 131)])
+    text_uri = next(r["uri"] for r in got["resources"] if r["name"] == "res/a b.txt")
+    assert text_uri.startswith("file:///home/") and text_uri.endswith("/res/a%20b.txt"), text_uri
+    assert [t["uriTemplate"] for t in got["templates"]] == ["file:///{path}"]
+    assert got["text"] == [{"uri": text_uri, "mimeType": got["text"][0]["mimeType"], "text": "alpha resource\n"}]
+    assert got["text"][0]["mimeType"].startswith("text/plain")
+    assert got["binary"][0]["blob"] == base64.b64encode(b"\x00\x01\xff").decode(), got["binary"]
+    assert "text" not in got["binary"][0]
+    # Outside the home, and alice's file by its URI from bob: not found (alice read it above).
+    assert got["outside"]["ok"] is False and got["outside"]["code"] == -32002, got["outside"]
+    assert got["bob_reads_alice"]["ok"] is False and got["bob_reads_alice"]["code"] == -32002, got["bob_reads_alice"]
+    assert not any(alice in uri for uri in got["bob_lists"]), got["bob_lists"]
+
+
+def test_a_bad_cursor_or_uri_is_invalid_params(session):
+    def rpc(method, params):
+        return session.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": method, "params": params})
+    assert rpc_error(rpc("resources/list", {"cursor": "not-ours"})) == (-32602, 5)
+    assert rpc_error(rpc("resources/read", {"uri": "http://example.com/x"})) == (-32602, 5)
+    assert rpc_error(rpc("resources/read", {})) == (-32602, 5)
+    # The control: a real first page answers.
+    assert "resources" in rpc("resources/list", {}).json()["result"]

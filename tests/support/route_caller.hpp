@@ -1,12 +1,13 @@
 #pragma once
 // Route handlers called directly, in memory: no listener, no socket, no session. A test builds a
 // Router with one feature's routes (add_file_routes(router, services), ...), and RouteCaller
-// routes a Request built by hand to its handler and gives back the Response:
+// routes a Request built by hand to its handler and gives back the Response, through the
+// daemon's own in-memory call (http/in_memory_call.hpp, which MCP's tool calls use):
 //
 //   sync handler      called; an exception it lets escape goes through the table's ErrorMap
-//   async handler     called with a ResponseWriter whose session is a RecordingSession (below),
-//                     which collects what the writer posts; call() waits (bounded) for the
-//                     response to be complete, from whatever thread the handler answers on
+//   async handler     called with a ResponseWriter whose session is an InMemorySession, which
+//                     collects what the writer posts; call() waits (bounded) for the response
+//                     to be complete, from whatever thread the handler answers on
 //   takeover handler  not callable without a connection: the test fails
 //
 // What the session does before a handler runs is the session's and is tested with it
@@ -16,7 +17,7 @@
 // session's is: a test sets the daemon's (api::error_map, which register_routes sets) so a
 // domain error's status is what a client sees.
 //
-// Runs on: the test's thread; the RecordingSession's post_* calls come from any thread.
+// Runs on: the test's thread; the sessions' post_* calls come from any thread.
 #include <gtest/gtest.h>
 
 #include <boost/beast/http/fields.hpp>
@@ -37,11 +38,10 @@
 #include <variant>
 #include <vector>
 
+#include "http/in_memory_call.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
-#include "http/response_writer.hpp"
 #include "http/router.hpp"
-#include "http/session.hpp"
 #include "util/unique_fd.hpp"
 
 namespace agentbox::testing {
@@ -70,73 +70,32 @@ struct RouteReply {
   }
 };
 
-// The session an in-memory ResponseWriter posts to: it keeps what arrives and says when the
-// response is complete.
-class RecordingSession final : public http::AnySession {
+inline RouteReply reply_of(http::InMemoryReply r) {
+  return RouteReply{true,      r.response.status, std::move(r.response.headers), std::move(r.response.body),
+                    r.chunked, r.aborted};
+}
+
+// An InMemorySession a test holds and waits on (a ResponseWriter's tests write to it directly).
+class RecordingSession final : public http::InMemorySession {
  public:
-  void begin_shutdown() override {}
-  void force_close() override {}
+  RecordingSession()
+      : http::InMemorySession([this](http::InMemoryReply r) {
+          std::lock_guard lock(recorded_mu_);
+          recorded_ = reply_of(std::move(r));
+          recorded_cv_.notify_all();
+        }) {}
 
-  void post_send(http::Response response) override {
-    std::lock_guard lock(mu_);
-    reply_.status = response.status;
-    reply_.headers = std::move(response.headers);
-    reply_.body = std::move(response.body);
-    finish_locked();
-  }
-  void post_chunked_head(http::Response head) override {
-    std::lock_guard lock(mu_);
-    reply_.status = head.status;
-    reply_.headers = std::move(head.headers);
-    reply_.chunked = true;
-  }
-  void post_chunk(std::string data) override {
-    std::lock_guard lock(mu_);
-    reply_.body += data;
-  }
-  void post_chunked_end() override {
-    std::lock_guard lock(mu_);
-    finish_locked();
-  }
-  void post_file(http::Response head, UniqueFd fd, std::uint64_t offset, std::uint64_t length) override {
-    std::string bytes(length, '\0');
-    std::uint64_t got = 0;
-    while (got < length) {
-      ssize_t n = ::pread(fd.get(), bytes.data() + got, length - got, static_cast<off_t>(offset + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<std::uint64_t>(n);
-    }
-    EXPECT_EQ(got, length) << "the file held fewer bytes than the response announced";
-    bytes.resize(got);
-    std::lock_guard lock(mu_);
-    reply_.status = head.status;
-    reply_.headers = std::move(head.headers);
-    reply_.body = std::move(bytes);
-    finish_locked();
-  }
-  void post_abort() override {
-    std::lock_guard lock(mu_);
-    reply_.aborted = true;
-    finish_locked();
-  }
-
-  // The reply once complete, or what arrived by the deadline (answered false).
+  // The reply once complete, or nothing (answered false) by the deadline.
   RouteReply wait(std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    done_.wait_for(lock, timeout, [&] { return reply_.answered; });
-    return reply_;
+    std::unique_lock lock(recorded_mu_);
+    recorded_cv_.wait_for(lock, timeout, [&] { return recorded_.answered; });
+    return recorded_;
   }
 
  private:
-  void finish_locked() {
-    reply_.answered = true;
-    done_.notify_all();
-  }
-
-  std::mutex mu_;
-  std::condition_variable done_;
-  RouteReply reply_;
+  std::mutex recorded_mu_;
+  std::condition_variable recorded_cv_;
+  RouteReply recorded_;
 };
 
 // A request as a test writes it: the target with its query, encoded as on the wire.
@@ -163,56 +122,48 @@ class RouteCaller {
     for (const auto& [name, value] : spec.headers) req.headers.insert(name, value);
     req.remote_address = "192.0.2.7:40000";  // documentation addresses: nothing real
     req.local_address = "192.0.2.1:8000";
-    auto target = http::parse_target(spec.target);
-    if (!target) {
-      ADD_FAILURE() << spec.target << ": the session refuses this target before any handler";
+    std::string why;
+    const http::Route* route = http::route_in_memory(router_, req, &why);
+    if (!route) {
+      ADD_FAILURE() << http::to_string(spec.method) << " " << spec.target << ": " << why
+                    << " (the session refuses it before any handler)";
       return {};
     }
-    req.path = std::move(target->path);
-    req.query = std::move(target->query);
-    auto match = router_.match(spec.method, target->segments);
-    if (match.kind != http::RouteMatch::Kind::found) {
-      ADD_FAILURE() << http::to_string(spec.method) << " " << spec.target << ": no such route in the table";
+    if (std::holds_alternative<http::TakeoverHandler>(route->handler)) {
+      ADD_FAILURE() << spec.target << ": a takeover route needs a connection";
       return {};
     }
-    req.path_params = std::move(match.params);
     req.body_size = spec.body.size();
-    if (match.route->options.spool_body)
+    if (route->options.spool_body)
       req.body_file = spool(spec.body);
     else
       req.body = spec.body;
     const std::string context = std::string(http::to_string(spec.method)) + " " + req.path;
 
-    const auto& handler = match.route->handler;
-    if (const auto* sync = std::get_if<http::Handler>(&handler)) {
-      http::Response response;
-      try {
-        response = (*sync)(req);
-      } catch (...) {
-        response = router_.error_map()(std::current_exception(), context);
-      }
-      return RouteReply{true, response.status, std::move(response.headers), std::move(response.body)};
+    struct Waiting {
+      std::mutex mu;
+      std::condition_variable cv;
+      RouteReply reply;
+    };
+    auto waiting = std::make_shared<Waiting>();  // outlives a handler that answers after the wait
+    auto call = http::call_in_memory(router_, *route, req, context, [waiting](http::InMemoryReply r) {
+      std::lock_guard lock(waiting->mu);
+      waiting->reply = reply_of(std::move(r));
+      waiting->cv.notify_all();
+    });
+    bool answered;
+    {
+      std::unique_lock lock(waiting->mu);
+      answered = waiting->cv.wait_for(lock, timeout, [&] { return waiting->reply.answered; });
     }
-    if (const auto* async = std::get_if<http::AsyncHandler>(&handler)) {
-      auto session = std::make_shared<RecordingSession>();
-      auto writer = std::make_shared<http::ResponseWriter>(session, context, router_.error_map());
-      std::weak_ptr<http::ResponseWriter> watch = writer;
-      // Held through the call, as the session holds it: a handler that throws is answered
-      // through it; one that drops it unanswered gets its 500 when this reference goes.
-      try {
-        (*async)(req, writer);
-      } catch (...) {
-        writer->fail(std::current_exception());
-      }
-      writer.reset();
-      RouteReply reply = session->wait(timeout);
-      // As the session does when the response is complete or the client gives up: whatever
-      // still waits on the writer (a long-poll, a stream) is told the connection is gone.
-      if (auto w = watch.lock()) w->notify_closed();
-      return reply;
-    }
-    ADD_FAILURE() << spec.target << ": a takeover route needs a connection";
-    return {};
+    // As the session does when the response is complete or the client gives up: whatever
+    // still waits on the writer (a long-poll, a stream) is told the connection is gone. Not
+    // answered in time: what had arrived, answered false.
+    call.hang_up();
+    std::lock_guard lock(waiting->mu);
+    RouteReply reply = waiting->reply;
+    if (!answered) reply.answered = reply.aborted = false;
+    return reply;
   }
 
   RouteReply get(const std::string& target, std::vector<std::pair<std::string, std::string>> headers = {}) {

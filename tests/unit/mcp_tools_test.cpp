@@ -8,8 +8,10 @@
 #include <string>
 
 #include "api/openapi.hpp"
+#include "mcp/resources.hpp"
 #include "mcp/revisions.hpp"
 #include "mcp/sessions.hpp"
+#include "mcp/tool_call.hpp"
 #include "mcp/tool_table.hpp"
 
 namespace agentbox::mcp {
@@ -58,6 +60,50 @@ TEST(McpToolTable, ReferencesBecomeDefsOfTheToolsOwnSchema) {
   EXPECT_EQ(replace.input_schema["properties"]["replacements"]["items"]["$ref"], "#/$defs/Replacement");
   EXPECT_TRUE(replace.input_schema["$defs"].contains("Replacement"));
   EXPECT_FALSE(replace.input_schema["$defs"].contains("ReplaceRequest"));  // inlined as the tool's object
+}
+
+TEST(McpToolTable, RunCommandWaitsThirtySecondsUnlessTold) {
+  auto tools = tools_of(api::openapi_document("test"));
+  const Tool& run = find(tools, "run_command");
+  const json& wait = run.input_schema["properties"]["wait"];
+  EXPECT_EQ(wait["default"], kRunCommandDefaultWait);
+  EXPECT_NE(wait["description"].get<std::string>().find("Default 30"), std::string::npos) << wait.dump();
+  EXPECT_EQ(run.defaults, json({{"wait", kRunCommandDefaultWait}}));
+  // Only run_command's: a status poll without wait still answers at once, as the REST route.
+  EXPECT_EQ(find(tools, "get_process_status").defaults, json::object());
+  EXPECT_FALSE(find(tools, "get_process_status").input_schema["properties"]["wait"].contains("default"));
+}
+
+// The query a call of run_command reaches the route with (a stand-in route that echoes it).
+std::string wait_sent(const json& arguments) {
+  auto tools = tools_of(api::openapi_document("test"));
+  http::Router router;
+  router.add(http::verb::post, "/execute", [](const http::Request& req) {
+    return http::Response::json({{"wait", req.query_param("wait").value_or("absent")}});
+  });
+  std::string got = "not answered";
+  call_tool(
+      router, find(tools, "run_command"), arguments, CallerContext{}, std::nullopt, nullptr,
+      [](const json&) { return true; }, [&](json result) { got = result["structuredContent"].value("wait", "none"); });
+  return got;
+}
+
+TEST(McpToolCall, ACallWithoutWaitGetsTheDefaultAndAGivenOneIsKept) {
+  EXPECT_EQ(wait_sent({{"command", "true"}}), "30");
+  EXPECT_EQ(wait_sent({{"command", "true"}, {"wait", nullptr}}), "30");
+  EXPECT_EQ(wait_sent({{"command", "true"}, {"wait", 0}}), "0");
+  EXPECT_EQ(wait_sent({{"command", "true"}, {"wait", 5}}), "5");
+}
+
+TEST(McpResources, AFileUriIsTheBoxPathEncodedAndBack) {
+  EXPECT_EQ(file_uri_of("/home/a/x y/ü.txt"), "file:///home/a/x%20y/%C3%BC.txt");
+  EXPECT_EQ(path_of_file_uri(file_uri_of("/home/a/x y/ü.txt")), "/home/a/x y/ü.txt");
+  EXPECT_EQ(path_of_file_uri(file_uri_of("/home/a/what?#100%")), "/home/a/what?#100%");
+  EXPECT_EQ(path_of_file_uri("file://localhost/home/a/b"), "/home/a/b");
+  EXPECT_EQ(path_of_file_uri("file:///home/a/%2e%2e/b"), "/home/a/../b") << "the route refuses what leaves the home";
+  for (const char* bad : {"http://x/y", "file://host/y", "file:relative", "file:///a%2", "file:///a%zz",
+                          "file:///a%00b", "file:///a?b", "file:///a#b"})
+    EXPECT_EQ(path_of_file_uri(bad), std::nullopt) << bad;
 }
 
 TEST(McpSessions, ASessionAnswersOnlyTheUserWhoOpenedIt) {

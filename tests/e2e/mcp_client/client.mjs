@@ -7,6 +7,8 @@
 //                then DELETE the session and call again
 //     isolation  USER writes a file; USER2 tries to reach it through every tool
 //     connect    only initialize (a bad key: the error)
+//     default_wait  run_command without wait: the output of a short command, not "running"
+//     resources  the user's files as file:// resources (list pages, templates, read), USER2 kept out
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -132,7 +134,68 @@ async function connectOnly() {
   return failure(connect(user).then(({ client }) => client.close()));
 }
 
-const scenarios = { tour, isolation, connect: connectOnly };
+// run_command without wait: answered when a short command ends (the MCP default), with or
+// without progress; wait 0 still answers at once (the control).
+async function defaultWait() {
+  const out = {};
+  const { client } = await connect(user);
+  const { tools } = await client.listTools();
+  out.wait_schema = tools.find((t) => t.name === "run_command").inputSchema.properties.wait;
+  const started = Date.now();
+  const plain = await call(client, "run_command", { command: "sleep 2; echo late-plain" });
+  out.plain = { structured: plain.structuredContent, seconds: (Date.now() - started) / 1000 };
+  const progress = [];
+  const polled = await call(
+    client,
+    "run_command",
+    { command: "sleep 2; echo late-polled" },
+    { onprogress: (p) => progress.push(p), timeout: 60000 },
+  );
+  out.polled = { structured: polled.structuredContent, progress };
+  const now = await call(client, "run_command", { command: "sleep 2; echo late-now", wait: 0 });
+  out.now = { structured: now.structuredContent };
+  if (now.structuredContent?.id) await call(client, "kill_process", { id: now.structuredContent.id, force: true });
+  await client.close();
+  return out;
+}
+
+// The user's files as resources: every page of the list, the template, a text and a binary
+// read, a path outside the home, and USER2 reading USER's file by its URI (USER reads it: the
+// control).
+async function resources() {
+  const out = {};
+  const alice = await connect(user);
+  out.capabilities = alice.client.getServerCapabilities()?.resources ?? null;
+  await call(alice.client, "write_file", { path: "res/a b.txt", content: "alpha resource\n" });
+  await call(alice.client, "run_command", {
+    command: "mkdir -p res/many && for i in $(seq 1 130); do echo $i > res/many/f$i.txt; done && printf '\\000\\001\\377' > res/bin.dat",
+    wait: 30,
+  });
+  const names = [];
+  const pages = [];
+  let cursor;
+  do {
+    const page = await alice.client.listResources(cursor === undefined ? {} : { cursor });
+    pages.push(page.resources.length);
+    for (const r of page.resources) names.push({ name: r.name, uri: r.uri, size: r.size });
+    cursor = page.nextCursor;
+  } while (cursor !== undefined && pages.length < 10);
+  out.pages = pages;
+  out.resources = names;
+  out.templates = (await alice.client.listResourceTemplates()).resourceTemplates;
+  const uriOf = (name) => names.find((r) => r.name === name)?.uri;
+  out.text = (await alice.client.readResource({ uri: uriOf("res/a b.txt") })).contents;
+  out.binary = (await alice.client.readResource({ uri: uriOf("res/bin.dat") })).contents;
+  out.outside = await failure(alice.client.readResource({ uri: "file:///etc/passwd" }));
+  const bob = await connect(user2);
+  out.bob_reads_alice = await failure(bob.client.readResource({ uri: uriOf("res/a b.txt") }));
+  out.bob_lists = (await bob.client.listResources()).resources.map((r) => r.uri);
+  await alice.client.close();
+  await bob.client.close();
+  return out;
+}
+
+const scenarios = { tour, isolation, connect: connectOnly, default_wait: defaultWait, resources };
 const result = await scenarios[scenario]();
 process.stdout.write(JSON.stringify(result) + "\n");
 process.exit(0);
