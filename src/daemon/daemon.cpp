@@ -354,6 +354,9 @@ api::Services Daemon::services_of() {
   if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
   s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), s.network_of);
   s.skills_dir = agent_images_.mounts().skills_dir;
+  s.profiles = profiles_;
+  s.box_limits = config_.box;
+  s.idle_timeout = config_.accounts.idle_timeout;
   return s;
 }
 
