@@ -16,6 +16,7 @@
 #include "api/network.hpp"
 #include "api/notebooks.hpp"
 #include "api/openai_errors.hpp"
+#include "api/profiles.hpp"
 #include "api/proxy.hpp"
 #include "api/skills.hpp"
 #include "api/terminals.hpp"
@@ -70,6 +71,8 @@ void register_routes(http::Router& router, const Services& s) {
   add_user_terminal_routes(router, s);
   // POST /notebooks, /notebooks/{id}/execute; GET, DELETE /notebooks/{id}
   add_notebook_routes(router, s);
+  // /p/{profile}/... for every route above: the prefix taken off, the profile checked
+  add_profile_scope(router, s);
 }
 
 }  // namespace agentbox::api

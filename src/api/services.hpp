@@ -9,6 +9,7 @@
 // part is not configured. A test sets those the routes it registers use.
 //
 // Runs on: read-only once the routes are registered; read from any thread.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,10 +20,12 @@
 #include "api/files.hpp"
 #include "api/proxy_session.hpp"
 #include "api/terminals.hpp"
+#include "box/box_spec.hpp"
 #include "util/fair_pool.hpp"
 
 namespace agentbox {
 class AccountStore;
+class ProfileTable;
 class ApiKeyStore;
 class BoxManager;
 class ChatSessions;
@@ -103,6 +106,12 @@ struct Services {
   ProxyOptions proxy_options;
   AgentRoutesOptions agent_options;
   std::string skills_dir;  // the operator's skills ([agent] skills_dir, as sealed for the boxes); "" for none
+
+  // Profiles: /p/{profile}/... (api/profiles.hpp); null: no prefix is taken. What a box gets
+  // without one: [box]'s limits, [accounts] idle_timeout (GET /usage reports them).
+  std::shared_ptr<ProfileTable> profiles;
+  Limits box_limits;
+  std::chrono::seconds idle_timeout{900};
 };
 
 }  // namespace agentbox::api

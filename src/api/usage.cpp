@@ -2,6 +2,7 @@
 
 #include "accounts/caller_routes.hpp"
 #include "api/errors.hpp"
+#include "api/profiles.hpp"
 #include "api/services.hpp"
 #include "http/query_params.hpp"
 
@@ -33,7 +34,8 @@ void add_usage_routes(Router& router, const Services& s) {
   // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
   router.add_async(
       http::verb::get, "/usage",
-      accounts::with_caller(callers, [ledger, daily_tokens](const Request& req, const accounts::Caller& caller) {
+      accounts::with_caller(callers, [ledger, daily_tokens, profiles = s.profiles, box = s.box_limits,
+                                      idle = s.idle_timeout](const Request& req, const accounts::Caller& caller) {
         int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);
         nlohmann::json tokens = {{"gateway", ledger != nullptr}};
         if (ledger) {
@@ -47,7 +49,7 @@ void add_usage_routes(Router& router, const Services& s) {
           for (const DailyTokens& d : ledger->recent(caller.account.name, static_cast<size_t>(days)))
             tokens["days"].push_back(day_json(d));
         }
-        return Response::json({{"tokens", tokens}});
+        return Response::json({{"tokens", tokens}, {"box", profile_box_json(profiles.get(), box, idle, req)}});
       }));
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // GET /usage: what the caller's account has used. For now the model tokens the inference
 // gateway counted (store/token_usage.hpp): today, the daily budget and what is left of it, and
-// the recent days. ?days= (1-366, default 30).
+// the recent days. ?days= (1-366, default 30). And `box`: the limits of the caller's box under
+// the request's profile (api/profiles.hpp).
 #include <cstdint>
 #include <memory>
 

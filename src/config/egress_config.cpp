@@ -24,19 +24,6 @@ std::vector<net::AddressRange> address_ranges(const toml::node& value) {
   return ranges;
 }
 
-// One key of a policy table; false if the name is not a policy key.
-bool apply_policy_key(net::EgressPolicy& policy, std::string_view name, const toml::node& value) {
-  if (name == "allow")
-    policy.allow = host_rules(value);
-  else if (name == "deny")
-    policy.deny = host_rules(value);
-  else if (name == "allow_addresses")
-    policy.allow_addresses = address_ranges(value);
-  else
-    return false;
-  return true;
-}
-
 // A user's table, read whole: the walker hands it over as one value.
 net::EgressPolicy user_policy(const toml::node& value) {
   const toml::table* table = value.as_table();
@@ -54,6 +41,18 @@ net::EgressPolicy user_policy(const toml::node& value) {
 }
 
 }  // namespace
+
+bool apply_policy_key(net::EgressPolicy& policy, std::string_view name, const toml::node& value) {
+  if (name == "allow")
+    policy.allow = host_rules(value);
+  else if (name == "deny")
+    policy.deny = host_rules(value);
+  else if (name == "allow_addresses")
+    policy.allow_addresses = address_ranges(value);
+  else
+    return false;
+  return true;
+}
 
 void add_static_host(net::EgressConfig& config, std::string_view name, std::string_view address_text) {
   std::optional<std::string> host = net::normalize_host(name);

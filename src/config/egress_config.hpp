@@ -35,4 +35,8 @@ bool apply_egress_key(net::EgressConfig& config, std::string_view key, const tom
 // name is not a host name (an IP literal is not one) or the address is not an IP address.
 void add_static_host(net::EgressConfig& config, std::string_view name, std::string_view address_text);
 
+// One key of a policy table (allow, deny, allow_addresses) stored in policy; false if the name
+// is not a policy key. Shared with the profiles' flat keys (config/profile_config.hpp).
+bool apply_policy_key(net::EgressPolicy& policy, std::string_view name, const toml::node& value);
+
 }  // namespace agentbox

@@ -39,6 +39,8 @@
 //   [notebooks] per_account = 4  idle_timeout = 3600  cell_timeout = 300  (config/notebook_config.hpp)
 //   [files]    preview_timeout = 60
 //   [backup]   dir = "PATH"  interval = 300  keep_deleted_days = 7   (mirror of homes; no dir: off)
+//   [profiles.NAME] memory, cpu, pids, tmp, idle_timeout, allow, deny, allow_addresses, binds,
+//              isolation, users, keep_days, reset   (/p/NAME/...: config/profile_config.hpp)
 //
 // Durations are whole seconds; sizes take units (config/units.hpp). Unknown keys are errors.
 #include <sys/types.h>
@@ -59,6 +61,7 @@
 #include "config/auth_config.hpp"
 #include "config/inference_config.hpp"
 #include "config/notebook_config.hpp"
+#include "config/profile_config.hpp"
 #include "config/storage_config.hpp"
 #include "net/egress_policy.hpp"
 
@@ -151,6 +154,8 @@ struct ServerConfig {
   } backup;
 
   AuthConfig auth;  // [auth]: Open WebUI's signed user (config/auth_config.hpp)
+
+  ProfileConfig profiles;  // [profiles.NAME]: the boxes under /p/NAME (config/profile_config.hpp)
 };
 
 struct ListenAddress {

@@ -47,7 +47,8 @@ class Walker {
     for (const auto& [k, value] : table) {
       std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
       uint32_t line = k.source().begin.line;
-      bool is_section = std::find(sections_.begin(), sections_.end(), key) != sections_.end();
+      bool is_section = std::any_of(sections_.begin(), sections_.end(),
+                                    [&](std::string_view section) { return matches(section, key); });
       if (is_section) {
         if (const toml::table* sub = value.as_table())
           walk(*sub, key);
@@ -72,6 +73,14 @@ class Walker {
   }
 
  private:
+  // "a.b" is itself; "a.*" is any one table under a (a name without a dot).
+  static bool matches(std::string_view section, std::string_view key) {
+    if (!section.ends_with(".*")) return section == key;
+    std::string_view parent = section.substr(0, section.size() - 1);  // "a."
+    return key.starts_with(parent) && key.size() > parent.size() &&
+           key.substr(parent.size()).find('.') == std::string_view::npos;
+  }
+
   void add(uint32_t line, std::string what) {
     errors_.push_back({line, std::string(file_) + ": " + what + " (line " + std::to_string(line) + ")"});
   }

@@ -31,7 +31,8 @@ struct TomlField {
 std::optional<toml::table> read_toml_file(const std::string& path, bool missing_ok);
 
 // Walks doc: for each key calls visit(dotted_key, value); a table whose dotted key is in
-// `sections` is descended into instead. visit returns false for a key it does not know.
+// `sections` is descended into instead ("a.*" in sections: every table directly under a).
+// visit returns false for a key it does not know.
 // Errors thrown by visit and unknown keys become one-line messages
 // `FILE: KEY: reason (line N)` / `FILE: unknown key "KEY" (line N)`, ordered by line.
 using TomlVisitor = std::function<bool(std::string_view key, const toml::node& value)>;

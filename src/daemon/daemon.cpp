@@ -271,6 +271,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
                   .cell_timeout = config_.notebooks.cell_timeout}),
       file_pool_(std::make_shared<FairPool>(kFileThreads, static_cast<unsigned>(config_.accounts.file_ops), "files")),
       mirror_(mirror_of(config_, accounts_, restore_gate_)),
+      profiles_(std::make_shared<ProfileTable>(config_.profiles)),
       services_(services_of()),
       http_(routes(), http_options(), http_io_) {
   if (accounts::PlacementGuard* placement = startup_.placement.get()) {
@@ -359,6 +360,9 @@ api::Services Daemon::services_of() {
   if (startup_.placement) s.proxy_options.node_name = startup_.placement->node();
   s.agent_options = agent_options(config_, !agent_images_.mounts().claude.empty(), gateway_.has_value(), s.network_of);
   s.skills_dir = agent_images_.mounts().skills_dir;
+  s.profiles = profiles_;
+  s.box_limits = config_.box;
+  s.idle_timeout = config_.accounts.idle_timeout;
   return s;
 }
 
@@ -409,13 +413,16 @@ void Daemon::run() {
   log::info("daemon", "signal {}: stopping (finishing requests in flight)", sig);
 }
 
-// SIGHUP: the policy is read again from the same file and environment; a file with an error
-// changes nothing. Other keys take effect at the next start.
+// SIGHUP: the policy and the profiles are read again from the same file and environment; a
+// file with an error changes nothing. Other keys take effect at the next start.
 void Daemon::reload() {
   try {
     ServerConfig fresh = load_config(options_);
     egress_.set_config(std::make_shared<const net::EgressConfig>(std::move(fresh.egress)));
     log::info("daemon", "SIGHUP: egress policy reloaded");
+    const size_t profiles = fresh.profiles.profiles.size();
+    profiles_->set(std::move(fresh.profiles));
+    log::info("daemon", "SIGHUP: profiles reloaded ({})", profiles);
     if (startup_.placement) {
       startup_.placement->reload();
       log::info("daemon", "SIGHUP: cluster file reloaded ({} pins)",

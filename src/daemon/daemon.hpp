@@ -27,6 +27,7 @@
 #include "backup/mirror_service.hpp"
 #include "box/box_manager.hpp"
 #include "box/cgroup.hpp"
+#include "config/profile_table.hpp"
 #include "config/server_config.hpp"
 #include "daemon/serve.hpp"
 #include "daemon/startup.hpp"
@@ -70,8 +71,8 @@ struct Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // Listens, serves, and returns at SIGTERM or SIGINT; SIGHUP reloads the egress policy (and the
-  // cluster file) from the same file and environment.
+  // Listens, serves, and returns at SIGTERM or SIGINT; SIGHUP reloads the egress policy, the
+  // profiles (and the cluster file) from the same file and environment.
   void run();
   // `agentbox mcp` (options.local): the MCP tools for the local user over in and out (one JSON-RPC
   // message a line) until in ends or SIGTERM, SIGINT or SIGHUP; nothing listens.
@@ -147,6 +148,8 @@ struct Daemon {
   std::unique_ptr<backup::MirrorService> mirror_;  // "mirror", with [backup] dir
 
   // ---- The API: last, so it is the first to stop ----------------------------------------------
+  // The profiles in force (/p/{profile}), replaced on SIGHUP; the routes hold it too.
+  std::shared_ptr<ProfileTable> profiles_;
   api::Services services_;
   http::HttpServer http_;  // "api"
   bool stopped_ = false;

@@ -48,6 +48,7 @@ Request copy_request(const Request& req) {
   out.listener_tag = req.listener_tag;
   out.remote_address = req.remote_address;
   out.local_address = req.local_address;
+  out.scope = req.scope;
   if (req.body_file) {
     out.body_file = UniqueFd(::fcntl(req.body_file.get(), F_DUPFD_CLOEXEC, 0));
     check(out.body_file.get(), "fcntl(F_DUPFD_CLOEXEC) of the request body file");

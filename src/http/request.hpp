@@ -37,6 +37,9 @@ struct Request {
   std::string remote_address;   // peer address, for logs
   std::string local_address;    // where the connection arrived, as a URL authority ("10.0.0.5:8000",
                                 // "[::1]:8000"): the daemon's own socket, never a header the client sent
+  // The NAME of a /{segment}/NAME prefix the router took off the target before routing
+  // (Router::scope_prefix: Open WebUI's /p/{profile}); "" when the request came without one.
+  std::string scope;
 
   // The {name} path parameter; throws std::out_of_range when the route has no such parameter.
   const std::string& param(std::string_view name) const;

@@ -125,6 +125,35 @@ ErrorShape Router::error_shape(std::string_view path) const {
   return nullptr;
 }
 
+Router& Router::scope_prefix(std::string segment, ScopeCheck check) {
+  if (segment.empty() || segment.find('/') != std::string::npos)
+    throw std::invalid_argument("a scope prefix is one path segment: " + segment);
+  scope_segment_ = std::move(segment);
+  scope_check_ = std::move(check);
+  return *this;
+}
+
+std::string Router::take_scope(std::string& target) const {
+  if (scope_segment_.empty()) return {};
+  const std::string_view t = target;
+  const size_t name_at = scope_segment_.size() + 2;  // past "/{segment}/"
+  if (t.size() <= name_at || t[0] != '/' || t.substr(1, scope_segment_.size()) != scope_segment_ ||
+      t[name_at - 1] != '/')
+    return {};
+  const size_t end = t.find_first_of("/?#", name_at);
+  std::string name(t.substr(name_at, end == std::string_view::npos ? std::string_view::npos : end - name_at));
+  if (name.empty()) return {};
+  // The rest is a path of its own: "/p/x" and "/p/x?q" are "/" and "/?q".
+  std::string rest = end == std::string_view::npos ? "" : std::string(t.substr(end));
+  target = rest.empty() || rest.front() != '/' ? "/" + rest : std::move(rest);
+  return name;
+}
+
+std::optional<Response> Router::check_scope(const Request& req, const RouteOptions& options, bool authenticated) const {
+  if (req.scope.empty() || !scope_check_) return std::nullopt;
+  return scope_check_(req, options, authenticated);
+}
+
 std::string allow_header(const std::vector<http::verb>& methods) {
   std::string out;
   for (auto m : methods) {

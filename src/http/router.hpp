@@ -108,12 +108,27 @@ class Router {
   // The shape for a request's path; null: {"detail": ...}.
   ErrorShape error_shape(std::string_view path) const;
 
+  // Requests whose target starts with /{segment}/NAME/ are routed as the rest of it, NAME kept as
+  // Request::scope: one prefix serves every route, not a second copy of each. After a request
+  // is authorized, `check` may refuse its scope (an unknown NAME, one not the caller's); it runs
+  // on the io thread and must be quick. `authenticated`: a key or a signed user admitted the
+  // request (not so on public routes, nor on takeovers that authenticate later). One prefix per router.
+  using ScopeCheck = std::function<std::optional<Response>(const Request&, const RouteOptions&, bool authenticated)>;
+  Router& scope_prefix(std::string segment, ScopeCheck check);
+  // Takes a scope prefix off target ("/p/x/files/list?a" → "/files/list?a") and returns NAME,
+  // still encoded as received; "" and target unchanged when it has none.
+  std::string take_scope(std::string& target) const;
+  // The refusal of req's scope, if any (none without a scope or a check).
+  std::optional<Response> check_scope(const Request& req, const RouteOptions& options, bool authenticated) const;
+
  private:
   Router& add_route(http::verb method, std::string pattern,
                     std::variant<Handler, AsyncHandler, TakeoverHandler> handler, RouteOptions options);
   std::vector<Route> routes_;
   ErrorMap map_ = &response_for_exception;
   std::vector<std::pair<std::string, ErrorShape>> shapes_;
+  std::string scope_segment_;  // "" when no prefix is taken
+  ScopeCheck scope_check_;
 };
 
 // "GET, POST": the Allow header of a 405.

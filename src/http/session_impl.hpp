@@ -177,6 +177,7 @@ void Session<Stream>::route_request() {
   request_.listener_tag = listener_tag_;
   request_.remote_address = remote_;
   request_.local_address = local_;
+  request_.scope = ctx_->router.take_scope(request_.target);  // /p/{profile}/...: routed as /...
   const bool body_pending = !header_parser_->is_done();
 
   auto target = parse_target(request_.target);
@@ -207,6 +208,8 @@ void Session<Stream>::route_request() {
     count(ctx_->counters.unauthorized);
     return respond_early(std::move(*auth.refusal));
   }
+  if (auto refusal = ctx_->router.check_scope(request_, route_->options, auth.authenticated()))
+    return respond_early(std::move(*refusal));
   request_.path_params = std::move(match.params);
   if (const auto* takeover = std::get_if<TakeoverHandler>(&route_->handler))
     return hand_over(*takeover, auth.key_accepted());

@@ -48,6 +48,56 @@ TEST(ServerRouter, MatchesLiteralAndParamSegmentsWithDecodedValues) {
   EXPECT_EQ(r.match(http::verb::get, segments_of("/files/serve")).kind, RouteMatch::Kind::not_found);
 }
 
+TEST(ServerRouter, AScopePrefixIsTakenOffTheTargetOnce) {
+  Router r;
+  std::string target = "/p/build/files/list?path=%2Fx";
+  EXPECT_EQ(r.take_scope(target), "") << "no prefix is taken before one is set";
+  EXPECT_EQ(target, "/p/build/files/list?path=%2Fx");
+
+  r.scope_prefix("p", [](const Request&, const RouteOptions&, bool) { return std::nullopt; });
+  struct Case {
+    std::string in, scope, out;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"/p/build/files/list?path=%2Fx", "build", "/files/list?path=%2Fx"},
+           {"/p/build/p/other/x", "build", "/p/other/x"},  // once only
+           {"/p/build", "build", "/"},
+           {"/p/build?x=1", "build", "/?x=1"},
+           {"/p/build/", "build", "/"},
+           {"/p/a%2Fb/x", "a%2Fb", "/x"},  // still encoded: no such profile name, so a 404
+           {"/p//x", "", "/p//x"},
+           {"/p/", "", "/p/"},
+           {"/p", "", "/p"},
+           {"/pp/build/x", "", "/pp/build/x"},
+           {"/proxy/8000/p/x", "", "/proxy/8000/p/x"},
+       }) {
+    std::string target = c.in;
+    EXPECT_EQ(r.take_scope(target), c.scope) << c.in;
+    EXPECT_EQ(target, c.out) << c.in;
+  }
+}
+
+TEST(ServerRouter, TheScopeCheckRunsOnlyForScopedRequests) {
+  Router r;
+  Request req;
+  EXPECT_FALSE(r.check_scope(req, {}, true)) << "no check set";
+  int calls = 0;
+  r.scope_prefix("p", [&](const Request& q, const RouteOptions&, bool) -> std::optional<Response> {
+    ++calls;
+    if (q.scope == "bad") return error_response(http::status::not_found, "Unknown profile 'bad'");
+    return std::nullopt;
+  });
+  EXPECT_FALSE(r.check_scope(req, {}, true));
+  EXPECT_EQ(calls, 0);
+  req.scope = "good";
+  EXPECT_FALSE(r.check_scope(req, {}, true));
+  req.scope = "bad";
+  auto refusal = r.check_scope(req, {}, true);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->status, http::status::not_found);
+  EXPECT_EQ(calls, 2);
+}
+
 TEST(ServerRouter, FirstRegisteredRouteWins) {
   Router r;
   r.add(http::verb::get, "/files/cwd", [](const Request&) { return Response::text("literal"); });
