@@ -406,11 +406,20 @@ def test_an_ordinary_users_run_ends_with_its_input_and_leaves_nothing(workdir):
 
 def test_an_ordinary_users_killed_run_leaves_state_the_next_one_removes(workdir):
     nobodys(workdir)
+    token = f"300.{os.getpid()}{int(time.time()) % 100000}"
     first = RawNobody(workdir)
     first.send(INIT)
     first.read()
+    first.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "run_command", "arguments": {"command": f"sleep {token}", "wait": 0}}})
+    assert first.read()["result"]["structuredContent"]["status"] == "running"
+    assert processes_running([b"sleep", token.encode()])  # the control
     first.p.kill()
     first.p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while processes_running([b"sleep", token.encode()]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_running([b"sleep", token.encode()]) == []  # its box went with it
     assert state_entries(workdir) == [str(first.p.pid), f"{first.p.pid}.lock"]  # the control
     second = RawNobody(workdir)
     try:
