@@ -140,18 +140,21 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
                     std::shared_ptr<LaunchedBox> box;
                     std::string error;
                     try {
-                      if (!netns) {
+                      // A user_ns box makes its own in its user namespace: none is kept for it.
+                      const bool own_netns = spec.identity == IdentityMode::user_ns;
+                      if (!netns && !own_netns) {
                         netns = std::make_shared<const UniqueFd>(netns::create_persistent());
                         if (self->opts.on_netns_created) self->opts.on_netns_created(account, netns->get());
                       }
                       BoxStartOptions so;
                       so.init_path = self->opts.init_path;
-                      so.netns_fd = netns->get();
+                      so.netns_fd = own_netns ? -1 : netns->get();
                       so.cgroups = self->opts.cgroups;
                       so.cgroup_name = fmt::format("box-{}-{}", ::getpid(), ++self->box_serial);
                       so.zygote = spec.identity == IdentityMode::host_uid ? self->zygote_for_launch() : nullptr;
                       so.hold_before_ready = hold;
                       box = launch_box(spec, so);
+                      if (own_netns && self->opts.on_own_netns) self->opts.on_own_netns(account, box->init_pid);
                     } catch (const std::exception& e) {
                       error = e.what();
                     }

@@ -48,6 +48,11 @@ struct BoxManagerOptions {
   // Must not throw.
   std::function<void(const std::string& account, int netns_fd)> on_netns_created;
   std::function<void(const std::string& account)> on_netns_released;
+  // A user_ns box (an ordinary user's `agentbox mcp`) has a network namespace of its own, made
+  // inside its user namespace with its init, which no account keeps: this is called for each
+  // one on a launcher thread, after init is cloned and before its first request, with init's
+  // pid (the daemon's egress listener goes there). Must not throw.
+  std::function<void(const std::string& account, pid_t init_pid)> on_own_netns;
   // Test hook: boxes of these accounts contain themselves and never answer their start.
   std::function<bool(const std::string& account)> hold_start;
 };

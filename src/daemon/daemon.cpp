@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -64,7 +65,10 @@ std::chrono::seconds trash_upkeep_interval() {
   return std::chrono::seconds(60);
 }
 
-std::unique_ptr<CgroupDriver> detect_cgroups() {
+// `agentbox mcp` as an ordinary user makes no cgroup (run refuses its limit flags): none is
+// looked for, as a tree it could not write would stop it.
+std::unique_ptr<CgroupDriver> detect_cgroups(const ServeOptions& options) {
+  if (options.local && !options.local->spec.use_cgroup) return nullptr;
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
   if (!cgroups) throw Error("cgroups: " + why + " (see `agentbox doctor`)");
@@ -198,7 +202,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
       config_(std::move(config)),
       startup_(options_.local ? settle_local(config_) : settle(config_, options_)),
       agent_images_(startup_.agent, config_.state_dir),
-      cgroups_(detect_cgroups()),
+      cgroups_(detect_cgroups(options_)),
       accounts_(open_state_db(config_.state_dir), UidRange{config_.accounts.uid_base, config_.accounts.uid_count}),
       volumes_(make_volumes(config_, accounts_)),
       process_store_(open_state_db(config_.state_dir)),
@@ -229,6 +233,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
                    egress_.stop(account);
                    if (gateway_) gateway_->stop(account);
                  };
+                 o.on_own_netns = std::bind_front(&Daemon::serve_own_netns, this);  // user_ns boxes
                  o.cgroups = cgroups_.get();
                  o.idle_timeout = config_.accounts.idle_timeout;
                  o.netns_linger = config_.accounts.idle_timeout;
@@ -315,6 +320,21 @@ void Daemon::serve_netns(const std::string& account, int netns_fd) {
     gateway_->serve(net::listen_in_netns(netns_fd, config_.inference.port), account, user);
   } catch (const std::exception& e) {
     log::warn("daemon", "model gateway for {}: {} (its box cannot reach the model)", account, e.what());
+  }
+}
+
+// On a launcher thread, for each user_ns box (`agentbox mcp` as an ordinary user): the egress
+// listener in the namespace its init made, through a forked helper that joins the box's user
+// namespace (as `agentbox run` makes it), replacing the previous box's. No gateway: the local
+// mode has no model credential.
+void Daemon::serve_own_netns(const std::string& account, pid_t init_pid) {
+  if (!egress_on()) return;
+  std::optional<Account> known = accounts_.find_by_name(account);
+  try {
+    egress_.serve(net::listen_in_netns_of(init_pid, config_.egress_proxy.port), account,
+                  known ? known->external_id : std::string());
+  } catch (const std::exception& e) {
+    log::warn("daemon", "egress proxy for {}: {} (its box has no network)", account, e.what());
   }
 }
 
@@ -407,7 +427,7 @@ void Daemon::run() {
   http_.start();
   std::string host = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
   std::cout << "agentbox " << kVersion << " serving on http://" << host << ":" << listener.port << " (state "
-            << config_.state_dir << ", cgroup " << cgroups_->kind() << ")" << std::endl;
+            << config_.state_dir << ", cgroup " << (cgroups_ ? cgroups_->kind() : "none") << ")" << std::endl;
   int sig = 0;
   while ((sig = signals_.wait()) == SIGHUP) reload();
   log::info("daemon", "signal {}: stopping (finishing requests in flight)", sig);

@@ -82,6 +82,7 @@ struct Daemon {
 
  private:
   void serve_netns(const std::string& account, int netns_fd);
+  void serve_own_netns(const std::string& account, pid_t init_pid);
   api::Services services_of();
   http::Router routes() const;
   http::HttpServerOptions http_options();
@@ -95,7 +96,7 @@ struct Daemon {
   Startup startup_;
   // Claude Code and the skills sealed into images before any box binds them.
   agent::AgentImages agent_images_;
-  std::unique_ptr<CgroupDriver> cgroups_;
+  std::unique_ptr<CgroupDriver> cgroups_;  // null: `agentbox mcp` as an ordinary user (no cgroup)
 
   // ---- The state: outlives every thread that reads or writes it -----------------------------
   AccountStore accounts_;

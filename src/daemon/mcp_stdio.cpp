@@ -11,10 +11,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cli/run_box.hpp"
 #include "daemon/daemon.hpp"
+#include "daemon/mcp_instance_dir.hpp"
 #include "mcp/dispatch.hpp"
 #include "mcp/stdio_server.hpp"
 #include "util/error.hpp"
@@ -78,14 +80,18 @@ ServerConfig local_config(const std::string& state_dir, const BoxSpec& spec, con
 }  // namespace
 
 int serve_mcp_stdio(const cli::RunOptions& options) {
-  if (::geteuid() != 0)
-    throw UsageError(
-        "needs root for now: its boxes run as a host uid and its home is a bind mount (agentbox run works as an "
-        "ordinary user; agentbox mcp does not yet)");
   cli::RunBox run = cli::make_run_box(options);
   ProtocolFds fds = take_stdio();
-  const std::string state_dir = state_dir_of(run.caller_home);
-  private_mounts(state_dir);
+  // Root: a tmpfs in a mount namespace of its own. An ordinary user (run's user_ns boxes) can
+  // mount nothing here: a directory of this run's on disk, removed after the daemon.
+  std::optional<McpInstanceDir> instance;
+  std::string state_dir = state_dir_of(run.caller_home);
+  if (run.spec.identity == IdentityMode::user_ns) {
+    instance.emplace(state_dir);
+    state_dir = instance->path();
+  } else {
+    private_mounts(state_dir);
+  }
   cli::ensure_run_home(run.spec);
 
   ServeOptions serve;
@@ -104,12 +110,17 @@ void Daemon::serve_stdio(int in, int out) {
   if (account.uid != local.spec.uid)
     throw Error("mcp: the account's uid " + std::to_string(account.uid) + " is not the run box's " +
                 std::to_string(local.spec.uid));
-  const VolumePaths paths = volumes_->paths(account.name);
-  for (const std::string& dir : {paths.root, paths.home})
-    if (::mkdir(dir.c_str(), dir == paths.home ? 0700 : 0711) != 0 && errno != EEXIST)
-      throw sys_error("mkdir(" + dir + ")");
-  check(::mount(local.spec.home_source.c_str(), paths.home.c_str(), nullptr, MS_BIND, nullptr),
-        "mount(" + local.spec.home_source + ", " + paths.home + ", MS_BIND)");
+  if (local.spec.identity == IdentityMode::user_ns) {
+    // An ordinary user binds nothing over the volume: the run home is the account's home.
+    volumes_->set_home(account.name, local.spec.home_source);
+  } else {
+    const VolumePaths paths = volumes_->paths(account.name);
+    for (const std::string& dir : {paths.root, paths.home})
+      if (::mkdir(dir.c_str(), dir == paths.home ? 0700 : 0711) != 0 && errno != EEXIST)
+        throw sys_error("mkdir(" + dir + ")");
+    check(::mount(local.spec.home_source.c_str(), paths.home.c_str(), nullptr, MS_BIND, nullptr),
+          "mount(" + local.spec.home_source + ", " + paths.home + ", MS_BIND)");
+  }
 
   sigset_t stop;
   sigemptyset(&stop);

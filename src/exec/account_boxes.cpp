@@ -34,6 +34,15 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
     spec.binds.insert(spec.binds.end(), run_shape_->binds.begin(), run_shape_->binds.end());
     spec.limits = run_shape_->limits;
     spec.use_cgroup = run_shape_->use_cgroup;
+    if (run_shape_->identity == IdentityMode::user_ns) {
+      // An ordinary user's: run's own user namespace (the caller's ids mapped as run maps
+      // them), and the run home itself, which it cannot bind over the account's.
+      spec.identity = IdentityMode::user_ns;
+      spec.gid = run_shape_->gid;
+      spec.outer_uid = run_shape_->outer_uid;
+      spec.outer_gid = run_shape_->outer_gid;
+      spec.home_source = run_shape_->home_source;
+    }
   }
   return spec;
 }

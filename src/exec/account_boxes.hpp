@@ -46,7 +46,8 @@ class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
   // RLIMIT_FSIZE of an account's box: its disk quota (unset: none).
   void set_file_size_limit(std::function<uint64_t(const Account&)> of) { file_size_of_ = std::move(of); }
   // `agentbox mcp`: every box shaped as `agentbox run` makes it (run's binds, limits and cgroup
-  // use) and env set over each command's base environment. Set before the first spawn.
+  // use; for an ordinary user also its user namespace and home) and env set over each command's
+  // base environment. Set before the first spawn.
   void set_run_shape(BoxSpec run, std::map<std::string, std::string> env) {
     run_shape_ = std::move(run);
     run_env_ = std::move(env);

@@ -49,8 +49,15 @@ std::vector<gid_t> thread_groups() {
 
 }  // namespace
 
-FsIdentity::FsIdentity(uid_t uid, gid_t gid)
-    : old_uid_(query_fsuid()), old_gid_(query_fsgid()), old_groups_(thread_groups()) {
+FsIdentity::FsIdentity(uid_t uid, gid_t gid) : old_uid_(query_fsuid()), old_gid_(query_fsgid()) {
+  // An ordinary user's daemon (`agentbox mcp`) serves only its own uid: the thread already is
+  // the account, and could not drop its groups or take another gid. Root's never matches (no
+  // account is uid 0).
+  if (uid != 0 && old_uid_ == uid) {
+    unchanged_ = true;
+    return;
+  }
+  old_groups_ = thread_groups();
   if (!old_groups_.empty()) check(set_thread_groups({}), "setgroups([]) for this thread");
   // gid first: changing the fsuid away from 0 is what drops the fs capabilities.
   if (!set_fsgid(gid)) {
@@ -65,6 +72,7 @@ FsIdentity::FsIdentity(uid_t uid, gid_t gid)
 }
 
 FsIdentity::~FsIdentity() {
+  if (unchanged_) return;
   if (!set_fsuid(old_uid_)) die_restoring("fsuid");
   if (!set_fsgid(old_gid_)) die_restoring("fsgid");
   if (!old_groups_.empty() && set_thread_groups(old_groups_) != 0) die_restoring("groups");

@@ -18,7 +18,8 @@ namespace agentbox {
 class FsIdentity {
  public:
   // Throws agentbox::Error when the kernel does not take the new identity (the thread is left
-  // as it was).
+  // as it was). A thread whose fsuid already is uid (not 0: an ordinary user's own daemon) is
+  // left as it is, groups and gid included.
   FsIdentity(uid_t uid, gid_t gid);
   ~FsIdentity();
   FsIdentity(const FsIdentity&) = delete;
@@ -32,6 +33,7 @@ class FsIdentity {
   uid_t old_uid_;
   gid_t old_gid_;
   std::vector<gid_t> old_groups_;
+  bool unchanged_ = false;  // the thread already was uid (not root): nothing switched
 };
 
 }  // namespace agentbox

@@ -20,6 +20,8 @@ UniqueFd listen_in_netns(int netns_fd, uint16_t port);
 // (single-threaded, so it may; the caller owns that user namespace) joins the user namespace
 // that owns the network namespace when it is not ours, then the network namespace, makes the
 // listener and hands it back over a socketpair. Throws Error naming the step that failed.
+// Also the daemon's, for an ordinary user's `agentbox mcp` (on a launcher thread): the child
+// makes only system calls (no allocation, no lock), so the daemon's other threads do not matter.
 UniqueFd listen_in_netns_of(pid_t pid, uint16_t port);
 
 }  // namespace agentbox::net

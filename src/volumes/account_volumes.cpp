@@ -21,10 +21,11 @@ namespace {
 constexpr const char* kDeletedDir = ".deleted";
 
 // mkdir owned by uid:gid with `mode`; an existing one is left as it is (an operator may have
-// changed it on purpose).
+// changed it on purpose). An ordinary user's daemon (`agentbox mcp`) keeps what it makes: its
+// one account is itself, and it could give a directory to no one else.
 void ensure_dir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
   if (::mkdir(path.c_str(), mode) == 0) {
-    check(::chown(path.c_str(), uid, gid), "chown(" + path + ")");
+    if (::geteuid() == 0) check(::chown(path.c_str(), uid, gid), "chown(" + path + ")");
     check(::chmod(path.c_str(), mode), "chmod(" + path + ")");  // past the umask
     return;
   }
@@ -58,7 +59,8 @@ std::string AccountVolumes::home_dir(const std::string& name) { return "volumes/
 VolumePaths AccountVolumes::paths(const std::string& name) const {
   VolumePaths p;
   p.root = volumes_dir_ + "/" + name;
-  p.home = p.root + "/home";
+  auto own = home_overrides_.find(name);
+  p.home = own != home_overrides_.end() ? own->second : p.root + "/home";
   p.trash = p.root + "/trash";
   p.daemon = p.root + "/daemon";
   return p;

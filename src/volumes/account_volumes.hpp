@@ -62,6 +62,10 @@ class AccountVolumes {
   std::vector<std::string> opened() const;
   // The volume goes out of use: unmounted, forgotten (opened again on its next use).
   void release(const std::string& name);
+  // The account's home is this directory, outside its volume (`agentbox mcp` as an ordinary
+  // user: the run home, which it cannot bind over the volume's). Set before the account's
+  // first use.
+  void set_home(const std::string& name, std::string host_dir) { home_overrides_[name] = std::move(host_dir); }
   // Test hook (tests/e2e, the daemon's AGENTBOX_TEST_HOLD_VOLUME): called before a volume is
   // prepared, on the preparing thread, so a test can make one account's volume slow. Set
   // before use.
@@ -85,6 +89,7 @@ class AccountVolumes {
   std::set<std::string> ready_;    // volumes prepared by this daemon run
   std::set<std::string> retired_;  // accounts deleted during this run
   std::map<std::string, std::shared_ptr<std::mutex>> locks_;  // by name, while not ready
+  std::map<std::string, std::string> home_overrides_;         // set_home: written before any reader
 };
 
 }  // namespace agentbox

@@ -45,10 +45,13 @@ def mcp_env(workdir):
             "XDG_STATE_HOME": os.path.join(workdir, "state")}
 
 
-def sdk(workdir, *flags, tour=False, commands=()):
+def sdk(workdir, *flags, tour=False, commands=(), uid=None):
+    """The SDK's client (as root) starting agentbox mcp, through setpriv as uid when given."""
     assert (MCP_CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), "scripts/install-deps.sh"
-    spec = {"command": agentbox_bin(), "args": mcp_args(workdir, *flags), "env": mcp_env(workdir), "tour": tour,
-            "commands": list(commands)}
+    command, args = agentbox_bin(), mcp_args(workdir, *flags)
+    if uid is not None:
+        command, args = "/usr/bin/setpriv", [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", command, *args]
+    spec = {"command": command, "args": args, "env": mcp_env(workdir), "tour": tour, "commands": list(commands)}
     run = subprocess.run(["node", str(MCP_CLIENT / "stdio.mjs"), json.dumps(spec)], capture_output=True, text=True,
                          timeout=180)
     assert run.returncode == 0, run.stderr
@@ -277,17 +280,6 @@ def test_stdin_closed_ends_the_server_with_nothing_left_behind(workdir):
     assert processes_in_boxes_of(pid) == []
 
 
-def test_an_ordinary_user_is_told_in_one_line_what_is_needed(workdir):
-    def nobody():
-        os.setgroups([])
-        os.setresgid(65534, 65534, 65534)
-        os.setresuid(65534, 65534, 65534)
-    r = subprocess.run([agentbox_bin(), *mcp_args(workdir)], capture_output=True, text=True, timeout=30,
-                       env=mcp_env(workdir), preexec_fn=nobody, stdin=subprocess.DEVNULL)
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.count("\n") == 1 and "needs root" in r.stderr, r.stderr
-
-
 def test_sigterm_stops_it_as_the_end_of_input_does(workdir):
     raw = Raw(workdir)
     raw.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -299,3 +291,142 @@ def test_sigterm_stops_it_as_the_end_of_input_does(workdir):
     assert raw.p.wait(timeout=30) == 0
     raw.p.stdin.close()
     assert processes_in_boxes_of(pid) == [] and cgroups_named(pid) == []
+
+
+# ---- an ordinary user: the boxes `agentbox run` makes for one (its own user namespace, no cgroups)
+
+NOBODY = 65534
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
+
+
+def nobodys(workdir):
+    """workdir's homes and state handed to nobody, who runs agentbox mcp there."""
+    for d in ("caller-home", "boxhome", "state"):
+        os.makedirs(os.path.join(workdir, d), exist_ok=True)
+        os.chown(os.path.join(workdir, d), NOBODY, NOBODY)
+    return workdir
+
+
+class RawNobody(Raw):
+    def __init__(self, workdir, *flags):
+        self.p = subprocess.Popen([agentbox_bin(), *mcp_args(workdir, *flags)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=mcp_env(workdir),
+                                  preexec_fn=as_nobody)
+        self.buf = b""
+
+
+def state_entries(workdir):
+    root = os.path.join(workdir, "state", "agentbox", "mcp")
+    return sorted(os.listdir(root)) if os.path.isdir(root) else []
+
+
+def test_an_ordinary_user_gets_the_tools_on_runs_box(workdir, origin):
+    nobodys(workdir)
+    with open(os.path.join(workdir, "caller-home", "secret.txt"), "w") as f:
+        f.write("caller-secret-3\n")
+    before = len(origin.paths)
+    got = sdk(workdir, uid=NOBODY, tour=True, commands=[
+        "id -u; id -g", f"cat {workdir}/caller-home/secret.txt", probe(origin, "127.0.0.1"),
+        'echo "proxy=$HTTP_PROXY"'])
+    assert set(got["tools"]) == MODEL_TOOLS
+    echo = got["echo"]["structured"]
+    lines = "".join(c["data"] for c in echo["output"]).split()
+    assert echo["exit_code"] == 0 and lines[0] == "one" and lines[1] == "/home/" + lines[2], echo
+    ids, hidden, net, proxy = got["commands"]
+    assert ids["output"].split() == [str(NOBODY), str(NOBODY)], ids  # the caller's ids, mapped as run maps them
+    assert hidden["exit_code"] != 0 and "caller-secret" not in hidden["output"], hidden
+    assert "direct=0" not in net["output"] and "proxied=0" not in net["output"], net  # no network by default
+    assert proxy["output"] == "proxy=\n" and origin.paths[before:] == []
+    # The file lands in the run home, the caller's own.
+    assert got["read"]["structured"]["content"] == "hello stdio\n", got["read"]
+    written = os.path.join(workdir, "boxhome", "notes", "hello.txt")
+    with open(written) as f:
+        assert f.read() == "hello stdio\n"
+    assert os.stat(written).st_uid == NOBODY
+    assert got["long"]["structured"]["exit_code"] == 0 and len(got["long"]["progress"]) >= 2
+    assert state_entries(workdir) == []  # its state went with it
+
+
+def test_an_ordinary_users_allow_net_reaches_the_listener_through_the_proxy(workdir, origin):
+    nobodys(workdir)
+    before = len(origin.paths)
+    got = sdk(workdir, "--allow-net", "origin.test", "--add-host", "origin.test=127.0.0.1", "--allow-address",
+              "127.0.0.1/32", commands=[probe(origin, "origin.test")], uid=NOBODY)
+    out = got["commands"][0]["output"]
+    assert f"origin saw /proxied host=origin.test:{origin.port} proxied=0" in out, out
+    assert "direct=0" not in out, out
+    assert origin.paths[before:] == ["/proxied"]
+
+
+def test_an_ordinary_user_is_refused_limits_as_run_refuses_them(workdir):
+    nobodys(workdir)
+    r = subprocess.run([agentbox_bin(), *mcp_args(workdir, "--memory", "256M")], capture_output=True, text=True,
+                       timeout=30, env=mcp_env(workdir), preexec_fn=as_nobody, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and r.stdout == ""
+    assert "need cgroups, which only root can create" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def processes_running(argv):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if f.read().split(b"\0")[:len(argv)] == argv:
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_an_ordinary_users_run_ends_with_its_input_and_leaves_nothing(workdir):
+    nobodys(workdir)
+    token = f"300.{os.getpid()}{int(time.time()) % 100000}"
+    raw = RawNobody(workdir)
+    raw.send(INIT)
+    raw.read()
+    raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "run_command", "arguments": {"command": f"sleep {token}", "wait": 0}}})
+    assert raw.read()["result"]["structuredContent"]["status"] == "running"
+    pid = raw.p.pid
+    sleeping = [b"sleep", token.encode()]
+    assert processes_running(sleeping), "the command, while it runs"  # the controls of the checks below
+    assert state_entries(workdir) == [str(pid), f"{pid}.lock"]
+    code, rest, stderr = raw.close()
+    assert code == 0, stderr
+    assert rest == b""
+    assert processes_running(sleeping) == []
+    assert state_entries(workdir) == []
+
+
+def test_an_ordinary_users_killed_run_leaves_state_the_next_one_removes(workdir):
+    nobodys(workdir)
+    token = f"300.{os.getpid()}{int(time.time()) % 100000}"
+    first = RawNobody(workdir)
+    first.send(INIT)
+    first.read()
+    first.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "run_command", "arguments": {"command": f"sleep {token}", "wait": 0}}})
+    assert first.read()["result"]["structuredContent"]["status"] == "running"
+    assert processes_running([b"sleep", token.encode()])  # the control
+    first.p.kill()
+    first.p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while processes_running([b"sleep", token.encode()]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_running([b"sleep", token.encode()]) == []  # its box went with it
+    assert state_entries(workdir) == [str(first.p.pid), f"{first.p.pid}.lock"]  # the control
+    second = RawNobody(workdir)
+    try:
+        second.send(INIT)
+        second.read()
+        assert state_entries(workdir) == [str(second.p.pid), f"{second.p.pid}.lock"]
+    finally:
+        code, _, stderr = second.close()
+    assert code == 0, stderr
+    assert state_entries(workdir) == []
