@@ -103,6 +103,10 @@ struct Services {
   ProxyOptions proxy_options;
   AgentRoutesOptions agent_options;
   std::string skills_dir;  // the operator's skills ([agent] skills_dir, as sealed for the boxes); "" for none
+  // GET /admin/metrics: the Prometheus page (daemon/metrics_page.hpp); unset: the route is 404.
+  std::function<std::string()> metrics_page;
+  // GET /health/ready: "" when ready, else the part that is not (daemon/readiness.hpp).
+  std::function<std::string()> readiness;
 };
 
 }  // namespace agentbox::api

@@ -58,6 +58,7 @@
 #include "config/agent_config.hpp"
 #include "config/auth_config.hpp"
 #include "config/inference_config.hpp"
+#include "config/metrics_config.hpp"
 #include "config/notebook_config.hpp"
 #include "config/storage_config.hpp"
 #include "net/egress_policy.hpp"
@@ -151,6 +152,9 @@ struct ServerConfig {
   } backup;
 
   AuthConfig auth;  // [auth]: Open WebUI's signed user (config/auth_config.hpp)
+
+  // [metrics]: a listener for GET /metrics without a key (config/metrics_config.hpp)
+  MetricsConfig metrics;
 };
 
 struct ListenAddress {
