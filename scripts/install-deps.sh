@@ -37,6 +37,8 @@ packages=(
   libreoffice-writer-nogui libreoffice-impress-nogui libreoffice-calc-nogui
   # tests of previews: pdfinfo reads what they return; python-docx makes a .docx
   poppler-utils python3-docx
+  # metrics (tests/e2e/test_metrics.py): a real Prometheus scrapes the daemon; promtool lints the page
+  prometheus
 )
 
 missing=()

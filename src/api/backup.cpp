@@ -15,6 +15,7 @@
 #include "fs/home_restore.hpp"
 #include "http/error.hpp"
 #include "http/json_body.hpp"
+#include "metrics/events.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
 
@@ -43,7 +44,10 @@ Response restore_every_account(moves::RestoreAllContext& context, const nlohmann
   for (const char* field : {"user", "path", "date"})
     if (body.contains(field))
       unprocessable(std::string("Field 'all' restores whole accounts: it takes no '") + field + "'");
-  return Response::json(moves::restore_all(context));
+  nlohmann::json answer = moves::restore_all(context);
+  if (answer.contains("restored") && answer["restored"].is_array())
+    metrics::add(metrics::events().restores, answer["restored"].size());
+  return Response::json(std::move(answer));
 }
 
 Response restore(AccountStore& accounts, accounts::AccountDirectory& callers, backup::MirrorService& mirror,
@@ -85,6 +89,7 @@ Response restore(AccountStore& accounts, accounts::AccountDirectory& callers, ba
   // Through the account's volume (mounted if it was not): what is restored counts to its quota.
   std::shared_ptr<const ConfinedDir> home = callers.home(account);
   RestoreResult r = restore_into_home(*home, parent.get(), steps.back(), target);
+  metrics::add(metrics::events().restores);
   return Response::json({{"user", account.name},
                          {"path", target.shown},
                          {"date", date ? nlohmann::json(*date) : nlohmann::json(nullptr)},

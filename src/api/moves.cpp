@@ -20,6 +20,7 @@
 #include "http/error.hpp"
 #include "http/json_body.hpp"
 #include "http/takeover_response.hpp"
+#include "metrics/events.hpp"
 #include "moves/records.hpp"
 #include "moves/transfer.hpp"
 #include "util/error.hpp"
@@ -213,6 +214,7 @@ class Mover {
       s_.moves->set_in_state(id, "active", unix_now());
       s_.move_gate->reload();
       log::info("moves", "move {}: {} is served here from now on", id, move->external_id);
+      metrics::add(metrics::events().moves_activated);
     }
     return answer_in(account, "active");
   }

@@ -10,8 +10,10 @@
 #include "api/errors.hpp"
 #include "api/execute.hpp"
 #include "api/files.hpp"
+#include "api/health.hpp"
 #include "api/keys.hpp"
 #include "api/meta.hpp"
+#include "api/metrics.hpp"
 #include "api/moves.hpp"
 #include "api/network.hpp"
 #include "api/notebooks.hpp"
@@ -71,6 +73,10 @@ void register_routes(http::Router& router, const Services& s) {
   add_user_terminal_routes(router, s);
   // POST /notebooks, /notebooks/{id}/execute; GET, DELETE /notebooks/{id}
   add_notebook_routes(router, s);
+  // GET /health/live, /health/ready (public)
+  add_health_routes(router, s);
+  // GET /admin/metrics
+  add_metrics_routes(router, s);
   // /p/{profile}/... for every route above: the prefix taken off, the profile checked
   add_profile_scope(router, s);
 }

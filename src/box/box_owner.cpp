@@ -30,17 +30,26 @@ BoxOwner::BoxOwner(BoxStrand strand, FairPool& blocking, std::string name, Optio
       on_gone_(std::move(on_gone)),
       timer_(strand_) {
   start_deadline_ = Clock::now() + options_.start_timeout;
+  metrics::add(metrics::events().boxes_starting, 1);
   // The first reply init sends answers the start.
   Pending start;
   start.deadline = start_deadline_;
   start.on_reply = [this](protocol::InitReply& reply, std::vector<UniqueFd>&) {
     if (auto* failed = std::get_if<protocol::StartFailed>(&reply)) {
+      start_failure_ = metrics::StartFailure::init;
       stop("box " + name_ + " did not start: " + failed->message);
     } else if (auto* ready = std::get_if<protocol::Ready>(&reply)) {
+      start_failure_ = metrics::StartFailure::protocol;
       if (!box_->cgroup_confirmed) return stop("box " + name_ + ": init is ready without its cgroup");
       (void)ready;
       state_ = State::ready;
+      metrics::Events& m = metrics::events();
+      m.box_start_seconds.observe(std::chrono::duration<double>(Clock::now() - created_).count());
+      metrics::add(m.boxes_started);
+      metrics::add(m.boxes_starting, -1);
+      metrics::add(m.boxes_running, 1);
     } else {
+      start_failure_ = metrics::StartFailure::protocol;
       stop("box " + name_ + ": init answered its start out of turn");
     }
   };
@@ -93,7 +102,10 @@ void BoxOwner::launched(std::unique_ptr<LaunchedBox> box) {
   arm_timer();
 }
 
-void BoxOwner::launch_failed(const std::string& why) { stop(why); }
+void BoxOwner::launch_failed(const std::string& why) {
+  start_failure_ = metrics::StartFailure::launch;
+  stop(why);
+}
 
 void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio, SpawnHandlers handlers) {
   if (!accepting()) {
@@ -118,6 +130,7 @@ void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio,
         r.pty_master = std::move(fds[0]);
       }
       e.started = true;
+      metrics::add(metrics::events().box_commands_running, 1);
       auto started = e.handlers.started;
       started(std::move(r));
       if (auto again = spawns_.find(id); again != spawns_.end() && again->second.early_exit)
@@ -300,6 +313,7 @@ void BoxOwner::on_exit(uint64_t spawn, int status) {
   }
   auto ended = std::move(it->second.handlers.ended);
   spawns_.erase(it);
+  metrics::add(metrics::events().box_commands_running, -1);
   ended(SpawnEnd{true, status});
 }
 
@@ -319,6 +333,7 @@ void BoxOwner::arm_timer() {
     if (ec || self->awaiting_.empty() || self->awaiting_.front().id != id) return;
     if (Clock::now() < self->awaiting_.front().deadline) return;
     if (id == 0) {
+      self->start_failure_ = metrics::StartFailure::timeout;
       self->stop(fmt::format("box {} did not start within {:g} s", self->name_, seconds(self->options_.start_timeout)),
                  kRetryAfterTimeout);
     } else {
@@ -341,6 +356,7 @@ void BoxOwner::fail_all(const std::string& why) {
   spawns_.clear();
   for (auto& [id, e] : spawns) {
     if (e.started) {
+      metrics::add(metrics::events().box_commands_running, -1);
       if (e.handlers.ended) e.handlers.ended(SpawnEnd{false, 0});
     } else if (e.handlers.failed) {
       e.handlers.failed(std::make_exception_ptr(BoxUnavailable(why, retry_after_)));
@@ -351,6 +367,12 @@ void BoxOwner::fail_all(const std::string& why) {
 void BoxOwner::stop(std::string why, int retry_after) {
   if (state_ == State::stopping || state_ == State::gone) return;
   const bool launching = state_ == State::launching;
+  if (state_ == State::ready) {
+    metrics::add(metrics::events().boxes_running, -1);
+  } else {  // launching or starting: the start ends here, failed
+    metrics::add(metrics::events().boxes_starting, -1);
+    metrics::count_start_failure(start_failure_);
+  }
   state_ = State::stopping;
   stop_why_ = why;
   retry_after_ = retry_after;

@@ -30,6 +30,7 @@
 
 #include "box/launch.hpp"
 #include "box/spawn_result.hpp"
+#include "metrics/events.hpp"
 #include "util/account_strands.hpp"
 #include "util/fair_pool.hpp"
 
@@ -141,6 +142,9 @@ class BoxOwner : public std::enable_shared_from_this<BoxOwner> {
   Clock::time_point last_event_ = Clock::now();
   std::string stop_why_;
   int retry_after_ = 0;  // told to requests that fail with the stop
+  // For /metrics: when the start began, and what a stop before "ready" counts as.
+  Clock::time_point created_ = Clock::now();
+  metrics::StartFailure start_failure_ = metrics::StartFailure::stopped;
 };
 
 }  // namespace agentbox

@@ -15,6 +15,7 @@
 #include "config/agent_config.hpp"
 #include "config/egress_config.hpp"
 #include "config/inference_config.hpp"
+#include "config/metrics_config.hpp"
 #include "config/notebook_config.hpp"
 #include "config/secret_file.hpp"
 #include "config/toml_schema.hpp"
@@ -198,7 +199,7 @@ constexpr std::array<std::string_view, 8> kOwnSections = {"limits",    "accounts
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size() +
                                    kAgentSections.size() + kStorageSections.size() + kAuthSections.size() +
-                                   kNotebookSections.size() + kProfileSections.size()>
+                                   kNotebookSections.size() + kProfileSections.size() + kMetricsSections.size()>
       all{};
   size_t i = 0;
   for (std::string_view s : kOwnSections) all[i++] = s;
@@ -209,6 +210,7 @@ constexpr auto kSections = [] {
   for (std::string_view s : kAuthSections) all[i++] = s;
   for (std::string_view s : kNotebookSections) all[i++] = s;
   for (std::string_view s : kProfileSections) all[i++] = s;
+  for (std::string_view s : kMetricsSections) all[i++] = s;
   return all;
 }();
 
@@ -279,7 +281,7 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
         return apply_egress_key(config.egress, key, value) || apply_inference_key(config.inference, key, value) ||
                apply_agent_key(config.agent, key, value) || apply_storage_key(config.storage, key, value) ||
                apply_auth_key(config.auth, key, value) || apply_notebook_key(config.notebooks, key, value) ||
-               apply_profile_key(config.profiles, key, value);
+               apply_profile_key(config.profiles, key, value) || apply_metrics_key(config.metrics, key, value);
       });
   for (std::string& e : declare_profiles(config.profiles, *doc, path)) errors.push_back(std::move(e));
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));

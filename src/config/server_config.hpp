@@ -60,6 +60,7 @@
 #include "config/agent_config.hpp"
 #include "config/auth_config.hpp"
 #include "config/inference_config.hpp"
+#include "config/metrics_config.hpp"
 #include "config/notebook_config.hpp"
 #include "config/profile_config.hpp"
 #include "config/storage_config.hpp"
@@ -156,6 +157,8 @@ struct ServerConfig {
   AuthConfig auth;  // [auth]: Open WebUI's signed user (config/auth_config.hpp)
 
   ProfileConfig profiles;  // [profiles.NAME]: the boxes under /p/NAME (config/profile_config.hpp)
+  // [metrics]: a listener for GET /metrics without a key (config/metrics_config.hpp)
+  MetricsConfig metrics;
 };
 
 struct ListenAddress {

@@ -9,9 +9,12 @@
 #include <thread>
 
 #include "agent/warm_clis.hpp"
+#include "api/health.hpp"
+#include "api/metrics.hpp"
 #include "api/proxy.hpp"
 #include "api/routes.hpp"
 #include "config/units.hpp"
+#include "daemon/metrics_page.hpp"
 #include "http/signed_links.hpp"
 #include "http/user_keys.hpp"
 #include "mcp/mcp_routes.hpp"
@@ -297,6 +300,11 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
     return storage.quota_for(account.external_id).disk_bytes;
   });
   if (options_.local) boxes_.set_run_shape(options_.local->spec, options_.local->env);
+  // The request counters' slots, one per route of the table now served (metrics/http_requests.hpp).
+  std::vector<metrics::RouteName> names;
+  for (const http::Route& r : http_.router().routes())
+    names.push_back({std::string(http::to_string(r.method)), r.pattern});
+  http_metrics_->name_routes(std::move(names));
 }
 
 // `agentbox mcp` without --allow-net (or an allow rule in its profile): no proxy in the box, as
@@ -383,7 +391,34 @@ api::Services Daemon::services_of() {
   s.profiles = profiles_;
   s.box_limits = config_.box;
   s.idle_timeout = config_.accounts.idle_timeout;
+  s.metrics_page = [this] { return metrics_page(); };
+  s.readiness = [this] { return readiness_.failing(); };
   return s;
+}
+
+std::string Daemon::metrics_page() {
+  MetricsSources m;
+  m.version = kVersion;
+  m.http = http_metrics_.get();
+  m.http_counters = [this] { return &http_.counters(); };
+  m.boxes = &manager_;
+  m.terminals = &terminals_;
+  m.accounts = &accounts_;
+  m.file_pool = file_pool_.get();
+  m.mirror = mirror_.get();
+  return daemon::metrics_page(m);
+}
+
+// [metrics] listen: GET /metrics without a key, and the health checks; nothing else.
+http::Router Daemon::metrics_routes() {
+  http::Router router;
+  http::RouteOptions open;
+  open.is_public = true;
+  router.add(
+      http::verb::get, "/metrics", [this](const http::Request&) { return api::metrics_response(metrics_page()); },
+      open);
+  api::add_health_routes(router, services_);
+  return router;
 }
 
 http::Router Daemon::routes() const {
@@ -418,6 +453,11 @@ http::HttpServerOptions Daemon::http_options() {
   h.openwebui_jwt_secret = config_.auth.openwebui_jwt_secret;
   h.require_jwt = config_.auth.require_jwt;
   if (startup_.placement) h.node_name = startup_.placement->node();
+  h.on_request = [m = http_metrics_](const http::CompletedRequest& r) {
+    m->observe(
+        r.route_index == http::CompletedRequest::kNoRoute ? metrics::HttpRequestMetrics::kUnmatched : r.route_index,
+        r.method, r.status, std::chrono::duration<double>(r.duration).count());
+  };
   return h;
 }
 
@@ -425,6 +465,19 @@ void Daemon::run() {
   const ListenAddress& addr = startup_.address;
   http::ListenerInfo listener = http_.listen(addr.host, addr.port);
   http_.start();
+  if (!config_.metrics.listen.empty()) {
+    http::HttpServerOptions mo;
+    mo.threads = 1;
+    mo.thread_name = "metrics";
+    mo.max_connections = 64;  // a few scrapers and probes
+    mo.max_connections_per_address = 64;
+    metrics_http_ = std::make_unique<http::HttpServer>(metrics_routes(), std::move(mo));
+    const ListenAddress m = parse_listen_address(config_.metrics.listen);
+    http::ListenerInfo ml = metrics_http_->listen(m.host, m.port);
+    metrics_http_->start();
+    std::cout << "metrics on http://" << (m.host.find(':') != std::string::npos ? "[" + m.host + "]" : m.host) << ":"
+              << ml.port << "/metrics" << std::endl;
+  }
   std::string host = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
   std::cout << "agentbox " << kVersion << " serving on http://" << host << ":" << listener.port << " (state "
             << config_.state_dir << ", cgroup " << (cgroups_ ? cgroups_->kind() : "none") << ")" << std::endl;
@@ -459,6 +512,9 @@ void Daemon::reload() {
 void Daemon::stop() {
   if (stopped_) return;
   stopped_ = true;
+  // The metrics listener first: its page reads everything below.
+  if (metrics_http_) metrics_http_->stop();
+
   http_.stop();                        // no new request; those in flight finish within the grace period,
                                        // the rest are closed; no route runs after this
   file_pool_->stop();                  // blocking work under way finishes (a deletion, a move, a

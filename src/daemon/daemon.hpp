@@ -29,6 +29,7 @@
 #include "box/cgroup.hpp"
 #include "config/profile_table.hpp"
 #include "config/server_config.hpp"
+#include "daemon/readiness.hpp"
 #include "daemon/serve.hpp"
 #include "daemon/startup.hpp"
 #include "exec/account_boxes.hpp"
@@ -36,6 +37,7 @@
 #include "exec/process_table.hpp"
 #include "exec/terminals.hpp"
 #include "http/server.hpp"
+#include "metrics/http_requests.hpp"
 #include "net/egress_proxy.hpp"
 #include "net/inference_gateway.hpp"
 #include "net/name_resolver.hpp"
@@ -88,6 +90,8 @@ struct Daemon {
   http::HttpServerOptions http_options();
   void reload();
   bool egress_on() const;
+  std::string metrics_page();
+  http::Router metrics_routes();
 
   // ---- What this daemon is: settled before anything is made, kept to the end ------------------
   const ServeOptions options_;
@@ -148,11 +152,17 @@ struct Daemon {
   std::shared_ptr<FairPool> file_pool_;            // "files": the routes' blocking work
   std::unique_ptr<backup::MirrorService> mirror_;  // "mirror", with [backup] dir
 
+  // ---- What /metrics and /health/ready read: the routes hold them, so before the API ----------
+  std::shared_ptr<metrics::HttpRequestMetrics> http_metrics_ = std::make_shared<metrics::HttpRequestMetrics>();
+  Readiness readiness_{[this] { (void)accounts_.count(); }, config_.state_dir, loop_};
+
   // ---- The API: last, so it is the first to stop ----------------------------------------------
   // The profiles in force (/p/{profile}), replaced on SIGHUP; the routes hold it too.
   std::shared_ptr<ProfileTable> profiles_;
   api::Services services_;
   http::HttpServer http_;  // "api"
+  // "metrics": [metrics] listen, made by run()
+  std::unique_ptr<http::HttpServer> metrics_http_;
   bool stopped_ = false;
 };
 

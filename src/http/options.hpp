@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace agentbox::http {
@@ -13,6 +14,15 @@ struct Request;
 
 class SignedLinks;
 class UserKeys;
+
+// One answered request, as the access log sees it: for a metrics observer.
+struct CompletedRequest {
+  static constexpr size_t kNoRoute = static_cast<size_t>(-1);
+  size_t route_index = kNoRoute;  // the route's position in the router's table; kNoRoute: none matched
+  std::string_view method;        // the request's method as sent ("-" when never read)
+  unsigned status = 0;
+  std::chrono::steady_clock::duration duration{};  // head read to last byte sent
+};
 
 struct HttpServerOptions {
   unsigned threads = 0;                              // io threads; 0 = one per core
@@ -44,6 +54,9 @@ struct HttpServerOptions {
   std::shared_ptr<const UserKeys> user_keys;  // per-user keys (http/user_keys.hpp); none: no such key
   std::string openwebui_jwt_secret;           // X-OpenWebUI-User-Jwt's HS256 secret; empty: the header is ignored
   bool require_jwt = false;                   // the shared key is refused without a valid X-OpenWebUI-User-Jwt
+  // Called on the io thread once per answered request (not for takeovers), where the access log
+  // is written; must not block. Empty: nothing observes.
+  std::function<void(const CompletedRequest&)> on_request;
 };
 
 }  // namespace agentbox::http

@@ -161,6 +161,7 @@ void HttpServer::stop() {
 }
 
 const HttpCounters& HttpServer::counters() const { return ctx_->counters; }
+const Router& HttpServer::router() const { return ctx_->router; }
 
 std::size_t HttpServer::connection_count() const { return ctx_->sessions.size(); }
 

@@ -67,6 +67,8 @@ class HttpServer {
   void stop();
 
   const HttpCounters& counters() const;
+  // The route table being served: CompletedRequest::route_index is a position in its routes().
+  const Router& router() const;
   std::size_t connection_count() const;
   // For handlers' own timers (long-poll deadlines): the io_context the sessions run on.
   boost::asio::io_context& io_context() { return ioc_; }

@@ -260,7 +260,13 @@ void Session<Stream>::on_write(error_code ec, std::size_t n) {
 
 template <class Stream>
 void Session<Stream>::on_response_complete() {
-  log_access({method_, request_.target, status_, body_bytes_, Clock::now() - started_, remote_});
+  const auto took = Clock::now() - started_;
+  log_access({method_, request_.target, status_, body_bytes_, took, remote_});
+  if (ctx_->options.on_request) {
+    const auto& table = ctx_->router.routes();
+    const size_t index = route_ ? static_cast<size_t>(route_ - table.data()) : CompletedRequest::kNoRoute;
+    ctx_->options.on_request({index, method_, status_, took});
+  }
   if (async_pending_) {
     async_pending_ = false;
     Io::cancel(socket_);  // ends the disconnect watch; nothing else is pending now

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "metrics/events.hpp"
 #include "net/body_relay.hpp"
 #include "net/hop_by_hop.hpp"
 #include "net/socket_buffers.hpp"
@@ -482,6 +483,10 @@ void EgressSession::record(bool allowed, std::string reason, uint64_t up, uint64
   d.reason = std::move(reason);
   d.bytes_up = static_cast<int64_t>(up);
   d.bytes_down = static_cast<int64_t>(down);
+  metrics::Events& m = metrics::events();
+  metrics::add(allowed ? m.egress_allowed : m.egress_denied);
+  metrics::add(m.egress_bytes_up, up);
+  metrics::add(m.egress_bytes_down, down);
   context_->record(std::move(d));
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "metrics/events.hpp"
 #include "net/body_relay.hpp"
 #include "net/hop_by_hop.hpp"
 #include "net/ip_address.hpp"
@@ -403,6 +404,7 @@ void GatewaySession::do_relay_response() {
 void GatewaySession::on_response_sent() {
   TokenCounts used = meter_->finish();
   const unsigned status = response_->get().result_int();
+  if (status >= 100 && status < 600) metrics::add(metrics::events().gateway_upstream_status[status / 100 - 1]);
   if (status / 100 == 2 || used.total() > 0) count(used);
   reservation_.reset();  // an answer that used nothing (an error): released
   record(true, fmt::format("{} -> {}, {} tokens", what_, status, used.total()));
@@ -476,10 +478,16 @@ void GatewaySession::record(bool allowed, std::string reason) {
   d.reason = std::move(reason);
   d.bytes_up = static_cast<int64_t>(bytes_up_);
   d.bytes_down = static_cast<int64_t>(bytes_down_);
+  metrics::add(allowed ? metrics::events().gateway_allowed : metrics::events().gateway_denied);
   context_->record(std::move(d));
 }
 
 void GatewaySession::count(const TokenCounts& used) {
+  metrics::Events& m = metrics::events();
+  metrics::add(m.gateway_tokens[0], used.input_tokens);
+  metrics::add(m.gateway_tokens[1], used.output_tokens);
+  metrics::add(m.gateway_tokens[2], used.cache_creation_input_tokens);
+  metrics::add(m.gateway_tokens[3], used.cache_read_input_tokens);
   if (reservation_) {
     reservation_->settle(used);
     reservation_.reset();

@@ -72,6 +72,11 @@ std::vector<Account> AccountStore::list() {
   return out;
 }
 
+size_t AccountStore::count() {
+  std::lock_guard lock(mu_);
+  return static_cast<size_t>(db_.query_int64("SELECT COUNT(*) FROM accounts"));
+}
+
 bool AccountStore::touch(std::string_view name, int64_t now) {
   std::lock_guard lock(mu_);
   Statement st = db_.prepare("UPDATE accounts SET last_seen = ?1 WHERE name = ?2");

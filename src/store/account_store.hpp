@@ -51,6 +51,7 @@ class AccountStore {
   // An operator's way of naming an account: its name, else its external id.
   std::optional<Account> find_by_name_or_id(std::string_view user);
   std::vector<Account> list();  // ordered by uid
+  size_t count();               // accounts now (one COUNT: /metrics reads it at every scrape)
   // Whether an account named `name` was deleted from this store (remove()).
   bool was_deleted(std::string_view name);
 

@@ -87,6 +87,11 @@ unsigned FairPool::threads() const { return state_->thread_count; }
 
 unsigned FairPool::per_key_limit() const { return state_->per_key_limit; }
 
+size_t FairPool::queued() const {
+  std::lock_guard lock(state_->mu);
+  return state_->queued;
+}
+
 void FairPool::post(const std::string& key, Job job) {
   std::lock_guard lock(state_->mu);
   State::Key& k = state_->keys[key];

@@ -48,6 +48,8 @@ class FairPool {
 
   unsigned threads() const;
   unsigned per_key_limit() const;
+  // Jobs waiting for a thread now, all keys (/metrics: agentbox_pool_queued_jobs).
+  size_t queued() const;
 
  private:
   struct State;

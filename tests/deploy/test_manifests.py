@@ -138,3 +138,19 @@ def test_the_routers_placeholder_config_is_valid_nginx(tmp_path):
                     f"http {{ client_body_temp_path {tmp_path}/body; include {tmp_path}/agentbox.conf; }}\n")
     r = subprocess.run(["nginx", "-t", "-q", "-c", str(main), "-p", str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
+
+
+def test_node_pods_are_probed_on_the_health_routes_and_scraped_on_the_metrics_listener():
+    # Offline and textual (no cluster): /health/ready gates traffic, /health/live restarts a
+    # stuck daemon, and Prometheus' annotations name the port the ConfigMaps' [metrics] listen.
+    sts = (K8S / "base" / "statefulset.yaml").read_text()
+    assert re.search(r"readinessProbe:\s+httpGet:\s+path: /health/ready\s+port: http", sts), sts
+    assert re.search(r"livenessProbe:\s+httpGet:\s+path: /health/live\s+port: http", sts), sts
+    ds = (K8S / "overlays" / "daemonset" / "daemonset.yaml").read_text()
+    assert re.search(r"readinessProbe:\s+httpGet:\s+path: /health/ready\s+port: http", ds), ds
+    assert "tcpSocket" not in sts and "tcpSocket" not in ds
+    port = re.search(r'prometheus\.io/port: "(\d+)"', sts).group(1)
+    assert re.search(rf"- name: metrics\s+containerPort: {port}\b", sts)
+    for config in (K8S / "base" / "config.yaml", K8S / "overlays" / "host-users-false" / "config.yaml",
+                   K8S / "overlays" / "privileged-cgroup" / "config.yaml"):
+        assert re.search(rf'\[metrics\]\s+listen = "0\.0\.0\.0:{port}"', config.read_text()), config

@@ -114,3 +114,9 @@ def test_the_daemon_serves_under_the_units_hardening(doctor_caps, installed):
     finally:
         e2e.remove_workdir(workdir)
         e2e.remove_workdir(state)
+
+
+def test_the_unit_waits_for_ready_on_the_health_route():
+    d = directives()
+    (post,) = d["ExecStartPost"]
+    assert "http://127.0.0.1:8000/health/ready" in post and "--listen 127.0.0.1:8000" in d["ExecStart"][0]

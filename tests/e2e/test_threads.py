@@ -65,6 +65,8 @@ def test_every_thread_of_the_daemon_is_in_the_table_and_every_row_runs(make_daem
 dir = "{tmp_path}/mirror"
 [inference.anthropic]
 upstream = "http://127.0.0.1:9"
+[metrics]
+listen = "127.0.0.1:0"
 """
     d = make_daemon(tag="threads", api_key=uuid.uuid4().hex, config_text=config,
                     env={"AGENTBOX_ANTHROPIC_API_KEY": "sk-ant-test-" + uuid.uuid4().hex}).start()

@@ -100,6 +100,9 @@ TEST_F(AccountStoreTest, FirstSightCreatesThenTheSameAccountComesBack) {
   EXPECT_EQ(again.name, a.name);
   EXPECT_EQ(again.uid, a.uid);
   EXPECT_EQ(accounts.list().size(), 2u);
+  EXPECT_EQ(accounts.count(), 2u);
+  ASSERT_TRUE(accounts.remove(b.name, 1));
+  EXPECT_EQ(accounts.count(), 1u);  // a deleted account is no longer counted
 }
 
 TEST_F(AccountStoreTest, AccountsSurviveReopening) {
