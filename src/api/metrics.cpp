@@ -14,8 +14,7 @@ void add_metrics_routes(Router& router, const Services& s) {
   RouteOptions admin;
   admin.admin = true;
   router.add(
-      http::verb::get, "/admin/metrics", [page = s.metrics_page](const Request&) { return metrics_response(page()); },
-      admin);
+      http::verb::get, "/metrics", [page = s.metrics_page](const Request&) { return metrics_response(page()); }, admin);
 }
 
 }  // namespace agentbox::api

@@ -1,5 +1,5 @@
 #pragma once
-// GET /admin/metrics: the Prometheus exposition, on the admin key (the route's path says so, as
+// GET /metrics: the Prometheus exposition, on the admin key (the route's path says so, as
 // every admin route's does). A scraper without the key reads GET /metrics on the [metrics]
 // listen address instead (daemon/daemon.cpp), which serves nothing else.
 #include "http/router.hpp"

@@ -75,7 +75,7 @@ void register_routes(http::Router& router, const Services& s) {
   add_notebook_routes(router, s);
   // GET /health/live, /health/ready (public)
   add_health_routes(router, s);
-  // GET /admin/metrics
+  // GET /metrics
   add_metrics_routes(router, s);
   // /p/{profile}/... for every route above: the prefix taken off, the profile checked
   add_profile_scope(router, s);

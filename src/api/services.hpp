@@ -112,7 +112,7 @@ struct Services {
   std::shared_ptr<ProfileTable> profiles;
   Limits box_limits;
   std::chrono::seconds idle_timeout{900};
-  // GET /admin/metrics: the Prometheus page (daemon/metrics_page.hpp); unset: the route is 404.
+  // GET /metrics: the Prometheus page (daemon/metrics_page.hpp); unset: the route is 404.
   std::function<std::string()> metrics_page;
   // GET /health/ready: "" when ready, else the part that is not (daemon/readiness.hpp).
   std::function<std::string()> readiness;

@@ -3,7 +3,7 @@
 //
 //   [metrics]
 //   listen = "10.0.0.5:9464"   # GET /metrics (and /health/*) here without a key; "" = none
-//                              # (the admin key's GET /admin/metrics on the API is always there)
+//                              # (the admin key's GET /metrics on the API is always there)
 #include <toml++/toml.h>
 
 #include <array>

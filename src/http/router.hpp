@@ -52,8 +52,8 @@ using TakeoverHandler = std::function<void(Takeover)>;
 struct RouteOptions {
   bool is_public = false;  // no API key needed (/health, /api/config, /openapi.json)
   // An operator's route: only the admin key is accepted (the API key gets 403, no key 401), and
-  // the admin key opens no other route. Exactly the routes under /admin/ are admin routes
-  // (Router::add checks), so a route's path says who may call it.
+  // the admin key opens no other route. Exactly the routes under /admin/ (and /metrics, the path scrapers ask for) are
+  // admin routes (Router::add checks), so a route's path says who may call it.
   bool admin = false;
   // Takeover routes only: a request without the key still reaches the handler, which
   // authenticates another way (a WebSocket's first message) and sees key_accepted.

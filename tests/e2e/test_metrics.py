@@ -236,9 +236,9 @@ def test_a_thousand_users_requests_add_no_series(mdaemon):
 
 def test_the_page_takes_the_admin_key_on_the_api_and_none_on_its_own_listener(mdaemon):
     with httpx.Client(base_url=mdaemon.url, timeout=10) as c:
-        assert c.get("/admin/metrics").status_code == 401
-        assert c.get("/admin/metrics", headers={"Authorization": f"Bearer {mdaemon.api_key}"}).status_code == 403
-        r = c.get("/admin/metrics", headers={"Authorization": f"Bearer {mdaemon.admin_key}"})
+        assert c.get("/metrics").status_code == 401
+        assert c.get("/metrics", headers={"Authorization": f"Bearer {mdaemon.api_key}"}).status_code == 403
+        r = c.get("/metrics", headers={"Authorization": f"Bearer {mdaemon.admin_key}"})
         assert r.status_code == 200 and "agentbox_build_info{" in r.text
         assert c.get("/metrics").status_code == 404  # the API has no keyless page
     with httpx.Client(base_url=mdaemon.metrics_url, timeout=10) as m:
