@@ -85,9 +85,10 @@ Router& Router::add_route(http::verb method, std::string pattern,
                           std::variant<Handler, AsyncHandler, TakeoverHandler> handler, RouteOptions options) {
   if (options.auth_in_handler && !std::holds_alternative<TakeoverHandler>(handler))
     throw std::invalid_argument("auth_in_handler is for takeover routes: " + pattern);
-  // /metrics is the operator's too: the path every Prometheus scraper asks for by default.
-  if (options.admin != (pattern.starts_with("/admin/") || pattern == "/metrics"))
-    throw std::invalid_argument("routes under /admin/ and /metrics, and only those, are admin routes: " + pattern);
+  // /metrics, the path every Prometheus scraper asks for, may be either: the admin key's on the
+  // API, keyless on the metrics listener (a router of its own).
+  if (pattern != "/metrics" && options.admin != pattern.starts_with("/admin/"))
+    throw std::invalid_argument("routes under /admin/ (and /metrics), and only those, are admin routes: " + pattern);
   if (options.admin && (options.is_public || options.auth_in_handler || options.signed_link))
     throw std::invalid_argument("an admin route takes the admin key only: " + pattern);
   auto segments = split_pattern(pattern);
