@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -23,8 +25,10 @@ using nlohmann::json;
 // The output, shared with the answers still on their way: one message a line, whole lines only.
 struct StdioServer::Output {
   std::mutex mu;
+  std::condition_variable answered;
   int fd;
   bool open = true;  // false once the server is gone or the reader of the output has left
+  int pending = 0;   // requests read and not yet answered
 
   explicit Output(int f) : fd(f) {}
   bool write(const json& message) {
@@ -43,6 +47,21 @@ struct StdioServer::Output {
   void close() {
     std::lock_guard lock(mu);
     open = false;
+  }
+  void started() {
+    std::lock_guard lock(mu);
+    ++pending;
+  }
+  void reply(const json& message) {
+    write(message);
+    std::lock_guard lock(mu);
+    --pending;
+    answered.notify_all();
+  }
+  // Waits up to `for_at_most` for every request read to be answered; true when they are.
+  bool drained(std::chrono::milliseconds for_at_most) {
+    std::unique_lock lock(mu);
+    return answered.wait_for(lock, for_at_most, [this] { return pending == 0; });
   }
 };
 
@@ -66,7 +85,8 @@ void StdioServer::on_line(std::string_view line) {
   e.caller = caller_;
   e.open_stream = [] { return true; };
   e.notify = [out = out_](json message) { return out->write(message); };
-  e.reply = [out = out_](json message) { out->write(message); };
+  e.reply = [out = out_](json message) { out->reply(message); };
+  out_->started();
   const RequestRevision revision = revision_of(http::Request{}, msg.params);
   if (revision.modern() || msg.method == "server/discover")
     answer_modern(server_, msg, revision, std::move(e));
@@ -90,7 +110,7 @@ bool StdioServer::serve(int stop_fd) {
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
       if (!skipping) on_line(buffer);  // a last message without its newline
-      return true;
+      return drain(stop_fd);
     }
     std::string_view data(chunk, static_cast<size_t>(n));
     while (!data.empty()) {
@@ -110,6 +130,16 @@ bool StdioServer::serve(int stop_fd) {
       buffer.clear();
       data.remove_prefix(nl + 1);
     }
+  }
+}
+
+// End of input: a client that wrote its requests and closed its end (`... | agentbox mcp`) still
+// gets every answer; a stop signal ends the wait.
+bool StdioServer::drain(int stop_fd) {
+  for (;;) {
+    if (out_->drained(std::chrono::milliseconds(100))) return true;
+    pollfd p{stop_fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) return false;
   }
 }
 

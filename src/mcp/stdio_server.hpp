@@ -4,7 +4,7 @@
 // methods are the HTTP transport's (mcp/dispatch.hpp) for one caller, fixed when the server is
 // made; there are no sessions: the connection is the session. A line that is not JSON is
 // answered -32700 and the server reads on; a line over kMessageLimit bytes -32600. End of
-// input ends serve().
+// input ends serve() once every request read has been answered.
 //
 // Runs on: serve() on the calling thread; answers are written from whatever thread the routes
 // answer on (one mutex around the output), and are dropped once the server is gone.
@@ -23,12 +23,14 @@ class StdioServer {
   StdioServer(const StdioServer&) = delete;
   StdioServer& operator=(const StdioServer&) = delete;
 
-  // Reads and answers messages until the input ends (true) or stop_fd becomes readable (false).
+  // Reads and answers messages until the input ends and its requests are answered (true), or
+  // stop_fd becomes readable (false).
   bool serve(int stop_fd);
 
  private:
   struct Output;
   void on_line(std::string_view line);
+  bool drain(int stop_fd);
 
   std::shared_ptr<McpServer> server_;
   CallerContext caller_;

@@ -172,6 +172,37 @@ TEST(McpStdioServer, ALineOverTheLimitIsRefusedOnceAndTheNextIsAnswered) {
   EXPECT_EQ(got[1]["id"], 7);
 }
 
+TEST(McpStdioServer, EndOfInputWaitsForTheAnswersOfRequestsAlreadyRead) {
+  // `printf '...' | agentbox mcp`: the input ends before the command does.
+  auto server = std::make_shared<McpServer>();
+  std::thread later;
+  server->routes.add_async(http::verb::post, "/execute",
+                           [&later](const http::Request&, std::shared_ptr<http::ResponseWriter> writer) {
+                             later = std::thread([writer] {
+                               std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                               writer->send(http::Response::json({{"status", "done"}, {"exit_code", 0}}));
+                             });
+                           });
+  server->tools = tools_of(api::openapi_document("test"));
+  server->version = "test";
+  Pipes p;
+  write_all(
+      p.in_write.get(),
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"x"}}})"
+      "\n");
+  p.in_write.reset();
+  UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
+  {
+    StdioServer stdio(server, me(), p.in_read.get(), p.out_write.get());
+    EXPECT_TRUE(stdio.serve(stop.get()));
+  }
+  later.join();
+  std::vector<json> got = lines_of(p.out_read.get());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], 7);
+  EXPECT_EQ(got[0]["result"]["structuredContent"]["exit_code"], 0);
+}
+
 TEST(McpStdioServer, TheStopDescriptorEndsServeWhileTheInputIsOpen) {
   Pipes p;
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
