@@ -19,6 +19,7 @@
 #include "fs/entry_ops.hpp"
 #include "http/error.hpp"
 #include "http/json_body.hpp"
+#include "http/request.hpp"
 #include "http/takeover_response.hpp"
 #include "metrics/events.hpp"
 #include "moves/records.hpp"
@@ -64,17 +65,6 @@ bool valid_move_id(std::string_view id) {
   for (char ch : id)
     if (!std::isxdigit(static_cast<unsigned char>(ch)) || std::isupper(static_cast<unsigned char>(ch))) return false;
   return true;
-}
-
-std::string query_escape(std::string_view text) {
-  std::string out;
-  for (unsigned char ch : text) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~')
-      out += static_cast<char>(ch);
-    else
-      out += fmt::format("%{:02X}", ch);
-  }
-  return out;
 }
 
 std::string node_list(const ClusterConfig& config) {
@@ -240,8 +230,8 @@ class Mover {
     moves::ArchivePart volume{v.root, {}};
     for (const char* part : {"home", "trash", "daemon/logs"})
       if (exists(v.root + "/" + part)) volume.entries.push_back(part);
-    const std::string path =
-        "/admin/moves/" + m.id + "?user=" + query_escape(m.external_id) + "&from=" + query_escape(s_.placement->node());
+    const std::string path = "/admin/moves/" + m.id + "?user=" + http::percent_encode(m.external_id) +
+                             "&from=" + http::percent_encode(s_.placement->node());
     moves::send_archive(moves::node_endpoint(target, s_.admin_key), path,
                         {volume, moves::ArchivePart{dir, {"move.json"}}});
     s_.moves->set_out_state(m.id, "sent", unix_now());

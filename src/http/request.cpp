@@ -3,6 +3,7 @@
 #include <boost/url/parse.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 namespace agentbox::http {
@@ -53,6 +54,22 @@ std::optional<ParsedTarget> parse_target(std::string_view target) {
     if (has_nul(p.key) || has_nul(p.value)) return std::nullopt;
     if (p.has_value && is_null_value(p.value)) continue;
     out.query.emplace_back(p.key, p.value);
+  }
+  return out;
+}
+
+std::string percent_encode(std::string_view text, std::string_view keep) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+        keep.find(static_cast<char>(c)) != keep.npos) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
   }
   return out;
 }

@@ -62,6 +62,10 @@ struct ParsedTarget {
 // part holds a NUL byte (such a string would be cut short by every C API further down).
 std::optional<ParsedTarget> parse_target(std::string_view target);
 
+// RFC 3986 percent-encoding: unreserved characters (and those in `keep`, e.g. "/" for a path)
+// stay, every other byte is %XX (upper-case hex).
+std::string percent_encode(std::string_view text, std::string_view keep = {});
+
 // The API's rule: a query value that is the literal string "null" in any case is absent.
 bool is_null_value(std::string_view value);
 

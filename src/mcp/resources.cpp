@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/request.hpp"
 #include "mcp/jsonrpc.hpp"
 #include "mcp/tool_table.hpp"
 #include "util/utf8.hpp"
@@ -71,21 +72,7 @@ std::optional<std::uint64_t> total_of(std::string_view content_range) {
 
 }  // namespace
 
-std::string file_uri_of(std::string_view path) {
-  // Unreserved characters and '/' stay, everything else is %XX.
-  static const char* hex = "0123456789ABCDEF";
-  std::string out(kScheme);
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
+std::string file_uri_of(std::string_view path) { return std::string(kScheme) + http::percent_encode(path, "/"); }
 
 std::optional<std::string> path_of_file_uri(std::string_view uri) {
   if (!uri.starts_with(kScheme)) return std::nullopt;

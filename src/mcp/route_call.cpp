@@ -13,22 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-// RFC 3986 unreserved characters stay, everything else is %XX.
-std::string encode(std::string_view s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string text_of(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
 
 // The request target ("/execute/abc/status?wait=5") the arguments make.
@@ -38,12 +22,12 @@ std::string target_of(const Tool& tool, const json& args) {
     std::string key = "{" + name + "}";
     auto at = path.find(key);
     std::string value = args.contains(name) ? text_of(args[name]) : "";
-    if (at != std::string::npos) path.replace(at, key.size(), encode(value));
+    if (at != std::string::npos) path.replace(at, key.size(), http::percent_encode(value));
   }
   std::string query;
   auto add = [&](const std::string& name, const json& value) {
     query += query.empty() ? '?' : '&';
-    query += encode(name) + "=" + encode(text_of(value));
+    query += http::percent_encode(name) + "=" + http::percent_encode(text_of(value));
   };
   for (const std::string& name : tool.query_args) {
     if (!args.contains(name) || args[name].is_null()) continue;
