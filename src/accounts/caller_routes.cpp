@@ -68,6 +68,7 @@ void resolve_caller(AccountDirectory& callers, const http::Request& req, bool qu
   auto head = std::make_shared<http::Request>();
   head->headers = req.headers;
   head->query = req.query;
+  head->scope = req.scope;  // the profile: which of the account's boxes
   pool->post(user_id_of(req, query_user_allowed), [&callers, head, query_user_allowed, done = std::move(done)] {
     done(resolve_now(callers, *head, query_user_allowed));
   });

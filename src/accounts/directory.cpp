@@ -1,10 +1,16 @@
 #include "accounts/directory.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <ctime>
 
+#include "accounts/context_id.hpp"
 #include "fs/dir_list.hpp"
 #include "fs/fs_error.hpp"
 #include "http/error.hpp"
+#include "util/error.hpp"
 
 namespace agentbox::accounts {
 
@@ -37,6 +43,26 @@ void AccountDirectory::begin_delete(const Account& account) {
 }
 
 void AccountDirectory::end_delete(const Account& account) { identities_.forget(account.external_id); }
+
+std::string AccountDirectory::workspace_path(const Account& account, std::string_view profile,
+                                             std::string_view context) const {
+  return volumes_->paths(account.name).root + "/workspaces/" + std::string(profile) + "/" + context_hash(context);
+}
+
+std::string AccountDirectory::make_workspace(const Account& account, std::string_view profile,
+                                             std::string_view context) {
+  const std::string path = workspace_path(account, profile, context);
+  const std::string parent = path.substr(0, path.rfind('/'));
+  // The daemon's, in the volume's root, where no box reaches: the box sees one workspace only.
+  for (const std::string& dir : {parent.substr(0, parent.rfind('/')), parent})
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
+  if (::mkdir(path.c_str(), 0700) == 0) {
+    if (::chown(path.c_str(), account.uid, account.gid) != 0) throw sys_error("chown(" + path + ")");
+  } else if (errno != EEXIST) {
+    throw sys_error("mkdir(" + path + ")");
+  }
+  return path;
+}
 
 std::string AccountDirectory::host_home(const Account& account) const { return state_dir_ + "/" + account.home_dir; }
 
@@ -82,15 +108,27 @@ bool AccountDirectory::ready(const http::Request& req, bool query_user_allowed) 
 Caller AccountDirectory::resolve(const http::Request& req, bool query_user_allowed) {
   const std::string user = user_id_of(req, query_user_allowed);
   Caller caller;
+  caller.profile = req.scope;
+  if (!caller.profile.empty() && context_isolated_ && context_isolated_(caller.profile)) {
+    std::string context = context_id_of(req);
+    if (context != kDefaultContext) caller.context = std::move(context);
+  }
   caller.account = account_of(user);
   caller.home = home_of(caller.account);
+  caller.box = box_key(caller.account.name, caller.profile, caller.context);
+  if (!caller.context.empty()) {
+    // The context sees its workspace as its home, and nothing of the home itself.
+    caller.workspace = make_workspace(caller.account, caller.profile, caller.context);
+    caller.home = std::make_shared<const ConfinedDir>(ConfinedDir::open_home(
+        caller.workspace, "/home/" + caller.account.name, caller.account.uid, caller.account.gid));
+  }
   caller.box_home = caller.home->box_home();
   caller.cwd = caller.box_home;
   auto session = req.header("X-Session-Id");
   if (!session || session->empty()) session = req.header("X-Terminal-Context-Id");
   if (session && !session->empty()) {
     caller.session_id = std::string(*session);
-    std::optional<std::string> kept = cwds_.find(caller.account.name, caller.session_id);
+    std::optional<std::string> kept = cwds_.find(caller.box, caller.session_id);
     // A cwd deleted since it was set: the session goes on from the home rather than failing.
     if (kept && is_directory(*caller.home, caller.home->path(*kept))) caller.cwd = *kept;
   }
@@ -103,7 +141,7 @@ std::string AccountDirectory::set_cwd(const Caller& caller, std::string_view pat
                           "Missing X-Session-Id header: the working directory is kept per session");
   HomePath p = caller.home->path(path, caller.cwd);
   if (!is_directory(*caller.home, p)) throw FsError(FsErrorKind::not_found, "Directory not found: " + p.shown);
-  cwds_.set(caller.account.name, caller.session_id, p.shown);
+  cwds_.set(caller.box, caller.session_id, p.shown);
   return p.shown;
 }
 

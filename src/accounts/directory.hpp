@@ -17,6 +17,7 @@
 // device, an fsck), so it belongs on a pool thread.
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 #include "fs/confined_dir.hpp"
 #include "http/request.hpp"
 #include "store/account_store.hpp"
+#include "store/box_key.hpp"
 #include "volumes/account_volumes.hpp"
 
 namespace agentbox {
@@ -43,6 +45,15 @@ struct Caller {
   std::string box_home;                     // "/home/NAME": the home as the box sees it
   std::string session_id;                   // X-Session-Id, "" when absent
   std::string cwd;                          // the session's cwd as the box sees it (default box_home)
+  std::string profile;                      // the request's profile (/p/NAME: req.scope); "" the default
+  // The key of the box its commands, terminals and /proxy go to (store/box_key.hpp): the
+  // account's name under the default profile, NAME~PROFILE under another, NAME~PROFILE~HASH
+  // for a context of a profile with isolation "context".
+  std::string box;
+  std::string context;    // that context (X-Terminal-Context-Id); "" when the box is not a context's
+  std::string workspace;  // the context's workspace on the host, shown as its home; "" the home
+
+  BoxPlace place() const { return {box, profile, workspace}; }
 };
 
 // What AccountDirectory keeps in memory. Past these bounds it forgets the least recently used
@@ -76,6 +87,12 @@ class AccountDirectory {
   // thread. Set before serving. Held weakly: the routes that use it hold it, as offload()'s do.
   void set_pool(std::weak_ptr<FairPool> pool) { pool_ = std::move(pool); }
   std::shared_ptr<FairPool> pool() const { return pool_.lock(); }
+  // Whether a profile gives each context (X-Terminal-Context-Id but "default") a box and a
+  // workspace of its own (isolation "context"); unset: no profile does. Set before serving.
+  using ContextIsolation = std::function<bool(std::string_view profile)>;
+  void set_context_isolation(ContextIsolation isolated) { context_isolated_ = std::move(isolated); }
+  // Where a context's workspace is kept: in the account's volume, beside (not in) its home.
+  std::string workspace_path(const Account& account, std::string_view profile, std::string_view context) const;
 
   // POST /files/cwd: the session's cwd becomes `path` (any accepted form); it must be an
   // existing directory inside the home (FsError otherwise). Without a session id the cwd
@@ -110,12 +127,15 @@ class AccountDirectory {
  private:
   // The account of an external id, admitted (Admission::check), made on first sight.
   Account account_of(std::string_view external_id);
+  // The context's workspace, made (owned by the account, 0700) when it is new; its host path.
+  std::string make_workspace(const Account& account, std::string_view profile, std::string_view context);
   // The account's home, opened again if it is not open.
   std::shared_ptr<const ConfinedDir> home_of(const Account& account);
 
   std::string state_dir_;
   std::shared_ptr<AccountVolumes> volumes_;
   std::weak_ptr<FairPool> pool_;
+  ContextIsolation context_isolated_;
   Identities identities_;
   Admission admission_;
   OpenHomes homes_;

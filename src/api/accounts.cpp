@@ -7,6 +7,7 @@
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "http/error.hpp"
+#include "store/box_key.hpp"
 #include "util/log.hpp"
 
 namespace agentbox::api {
@@ -81,12 +82,18 @@ Response remove(AccountStore& accounts, accounts::AccountDirectory& callers, Box
 }  // namespace
 
 void stop_box_for_good(BoxManager& boxes, const std::string& name) {
-  auto stopped = std::make_shared<std::promise<void>>();
-  std::future<void> gone = stopped->get_future();
-  boxes.close(name, [stopped] { stopped->set_value(); });
-  if (gone.wait_for(kStopWait) != std::future_status::ready)
-    throw HttpError(http::status::gateway_timeout,
-                    "The box of " + name + " did not stop in time; its requests stay refused, try again");
+  // The account's own box, then its profiles' (keys NAME~PROFILE: store/box_key.hpp).
+  std::vector<std::string> keys = {name};
+  for (const auto& [key, state] : box_states(boxes))
+    if (key != name && account_of_box(key) == name) keys.push_back(key);
+  for (const std::string& key : keys) {
+    auto stopped = std::make_shared<std::promise<void>>();
+    std::future<void> gone = stopped->get_future();
+    boxes.close(key, [stopped] { stopped->set_value(); });
+    if (gone.wait_for(kStopWait) != std::future_status::ready)
+      throw HttpError(http::status::gateway_timeout,
+                      "The box of " + key + " did not stop in time; its requests stay refused, try again");
+  }
 }
 
 void add_account_routes(Router& router, const Services& s) {

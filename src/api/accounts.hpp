@@ -24,7 +24,7 @@ namespace agentbox::api {
 
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
-// Stops the account's box for good: what ran in it (commands, terminals, agent runs) ends.
+// Stops the account's boxes (its profiles' too) for good: what ran in it (commands, terminals, agent runs) ends.
 // HttpError 504 when it has not stopped within a minute. Blocks: call from a pool thread.
 void stop_box_for_good(BoxManager& boxes, const std::string& name);
 

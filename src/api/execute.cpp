@@ -337,7 +337,7 @@ void add_execute_routes(Router& router, const Services& s) {
   router.add_async(http::verb::get, "/execute", with_caller(callers, [table](const Request&, const Caller& caller) {
                      json list = json::array();
                      // The chat's when the request names one, else all of the account's.
-                     for (const auto& p : table->list(caller.account.name, caller.session_id))
+                     for (const auto& p : table->list(caller.box, caller.session_id))
                        list.push_back({{"id", p.id},
                                        {"command", p.command},
                                        {"status", status_name(p.status)},
@@ -355,7 +355,7 @@ void add_execute_routes(Router& router, const Services& s) {
               throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
 
             exec::StartRequest start;
-            start.box = boxes->spec_for(caller.account);
+            start.box = boxes->spec_for(caller.account, caller.place());
             start.command = body.command;
             start.chat = caller.session_id;
             start.spawn =
@@ -363,8 +363,8 @@ void add_execute_routes(Router& router, const Services& s) {
             start.stdin_data = std::move(body.stdin_data);
             if (body.timeout) start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
             // The box answers on the loop; the request waits there, holding no thread.
-            table->start(std::move(start), [table, account = caller.account.name, read = checked.read,
-                                            wait = checked.wait, writer](exec::StartOutcome started) {
+            table->start(std::move(start), [table, account = caller.box, read = checked.read, wait = checked.wait,
+                                            writer](exec::StartOutcome started) {
               if (started.error) {
                 writer->send(error_response_for(started.error, "POST /execute", "Command"));
                 return;
@@ -376,20 +376,19 @@ void add_execute_routes(Router& router, const Services& s) {
   router.add_async(
       http::verb::get, "/execute/{id}/status",
       checked_first(callers, check_poll, [table](const Caller& caller, PollCheck& checked, const Writer& writer) {
-        wait_and_answer(*table, caller.account.name, checked.id, checked.read, checked.until_output, checked.wait,
-                        writer);
+        wait_and_answer(*table, caller.box, checked.id, checked.read, checked.until_output, checked.wait, writer);
       }));
 
   router.add_async(
       http::verb::post, "/execute/{id}/input",
       checked_first(callers, check_input, [table](const Caller& caller, InputCheck& checked, const Writer& writer) {
-        writer->send(answer_input(table->input(caller.account.name, checked.id, std::move(checked.input))));
+        writer->send(answer_input(table->input(caller.box, checked.id, std::move(checked.input))));
       }));
 
   router.add_async(
       http::verb::delete_, "/execute/{id}",
       checked_first(callers, check_kill, [table](const Caller& caller, KillCheck& checked, const Writer& writer) {
-        table->kill(caller.account.name, checked.id, checked.force, [writer](bool found) {
+        table->kill(caller.box, checked.id, checked.force, [writer](bool found) {
           if (!found) {
             writer->send(error_response(http::status::not_found, "Process not found"));
             return;
@@ -402,14 +401,14 @@ void add_execute_routes(Router& router, const Services& s) {
       http::verb::get, "/execute/{id}/stream",
       checked_first(callers, check_stream,
                     [table, options](const Caller& caller, StreamCheck& checked, const Writer& writer) {
-                      if (!table->get(caller.account.name, checked.id, exec::ReadSpec{checked.offset, std::nullopt, 0}))
+                      if (!table->get(caller.box, checked.id, exec::ReadSpec{checked.offset, std::nullopt, 0}))
                         process_not_found();
                       Response head;
                       head.headers.set(http::field::content_type, "text/event-stream");
                       head.headers.set(http::field::cache_control, "no-cache");
                       if (!writer->begin_chunked(std::move(head))) return;
-                      auto stream = std::make_shared<OutputStream>(*table, caller.account.name, checked.id,
-                                                                   checked.offset, options.stream_keepalive, writer);
+                      auto stream = std::make_shared<OutputStream>(*table, caller.box, checked.id, checked.offset,
+                                                                   options.stream_keepalive, writer);
                       writer->on_close([stream] { stream->cancel(); });
                       stream->next();
                     }));

@@ -86,7 +86,7 @@ void send_preview(const PreviewContext& ctx, const accounts::Caller& caller, con
   if (is_regular_file(*caller.home, pdf)) return send_cached(caller, pdf, req, writer);
 
   exec::StartRequest start;
-  start.box = ctx.boxes->spec_for(caller.account);
+  start.box = ctx.boxes->spec_for(caller.account, caller.place());
   start.command = "office preview: " + p.shown;
   auto env = base_env(start.box, /*tty=*/false);
   env["PWD"] = caller.box_home;
@@ -100,7 +100,7 @@ void send_preview(const PreviewContext& ctx, const accounts::Caller& caller, con
   auto owned = std::make_shared<Request>(copy_request(req));
   auto timeout = ctx.timeout;
   auto pool = ctx.pool;
-  std::string account = caller.account.name;
+  std::string account = caller.box;
   table->start(std::move(start), [=](exec::StartOutcome started) {
     if (started.error) {
       writer->send(error_response(http::status::service_unavailable, "The preview could not start in the box"));

@@ -110,8 +110,8 @@ void add_meta_routes(Router& router, const Services& s) {
   // (accounts/caller_routes.hpp).
   AsyncHandler callers_prompt =
       accounts::with_caller(callers, [&boxes, tools, os, network_of](const Request&, const accounts::Caller& caller) {
-        return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account), caller.cwd, *os, *tools,
-                                                        network_of(caller.account.external_id))}});
+        return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account, caller.place()), caller.cwd, *os,
+                                                        *tools, network_of(caller.account.external_id))}});
       });
   router.add_async(
       http::verb::get, "/system",

@@ -43,8 +43,7 @@ void add_network_routes(Router& router, const Services& s) {
                    accounts::with_caller(callers, [log](const Request& req, const accounts::Caller& caller) {
                      int64_t limit = query_int(req, "limit", 1, kMaxEntries).value_or(kDefaultEntries);
                      std::optional<int64_t> before = query_int(req, "before", 1, INT64_MAX);
-                     std::vector<NetworkDecision> entries =
-                         log->list(caller.account.name, static_cast<size_t>(limit), before);
+                     std::vector<NetworkDecision> entries = log->list(caller.box, static_cast<size_t>(limit), before);
                      nlohmann::json out = {{"entries", nlohmann::json::array()}, {"next_before", nullptr}};
                      for (const NetworkDecision& d : entries) out["entries"].push_back(entry_json(d));
                      if (static_cast<int64_t>(entries.size()) == limit) out["next_before"] = entries.back().id;

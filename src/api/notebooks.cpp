@@ -103,7 +103,7 @@ void add_notebook_routes(Router& router, const Services& s) {
                 accounts::Caller caller = callers.resolve(req);
                 HomePath p = caller.home->path(path, caller.cwd);
                 std::vector<std::string> cells = read_cells(caller, p);
-                kernels->open(boxes->spec_for(caller.account), p.shown, std::move(cells),
+                kernels->open(boxes->spec_for(caller.account, caller.place()), p.shown, std::move(cells),
                               [writer](exec::NotebookOpened opened) {
                                 if (!opened.info) {
                                   writer->send(error_response(status_of(opened.failure), opened.detail));
@@ -119,7 +119,7 @@ void add_notebook_routes(Router& router, const Services& s) {
     accounts::user_id_of(req);
     auto checked = std::make_shared<ExecuteCheck>(check_execute(req));
     auto act = [kernels, checked](const Request&, const accounts::Caller& caller, Writer w) {
-      const std::string& account = caller.account.name;
+      const std::string& account = caller.box;
       auto info = kernels->get(account, checked->id);
       if (!info) notebook_not_found();
       std::string code;
@@ -147,14 +147,14 @@ void add_notebook_routes(Router& router, const Services& s) {
 
   router.add_async(http::verb::get, "/notebooks/{id}",
                    accounts::with_caller(callers, [kernels](const Request& req, const accounts::Caller& caller) {
-                     auto info = kernels->get(caller.account.name, req.param("id"));
+                     auto info = kernels->get(caller.box, req.param("id"));
                      if (!info) notebook_not_found();
                      return Response::json(info_json(*info));
                    }));
 
   router.add_async(http::verb::delete_, "/notebooks/{id}",
                    accounts::with_caller(callers, [kernels](const Request& req, const accounts::Caller& caller) {
-                     if (!kernels->close(caller.account.name, req.param("id"))) notebook_not_found();
+                     if (!kernels->close(caller.box, req.param("id"))) notebook_not_found();
                      return Response::json({{"status", "stopped"}});
                    }));
 }

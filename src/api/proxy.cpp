@@ -65,8 +65,8 @@ void proxy_to_box(ProxySession& session, exec::AccountBoxes& boxes, const accoun
     if (!rest) throw HttpError(http::status::bad_request, "Invalid request target");
     target.target = std::move(*rest);
     target.prefix = "/proxy/" + std::to_string(target.port);
-    boxes.touch(caller.account.name);  // a preview in use keeps the box from its idle stop
-    target.open = [&boxes, account = caller.account.name](int family, std::function<void(UniqueFd, std::string)> done) {
+    boxes.touch(caller.box);  // a preview in use keeps the box from its idle stop
+    target.open = [&boxes, account = caller.box](int family, std::function<void(UniqueFd, std::string)> done) {
       boxes.open_socket_in_box(account, family, std::move(done));
     };
     session.start(std::move(target));
@@ -110,7 +110,7 @@ void add_proxy_routes(Router& router, const Services& s) {
   router.add_async(
       http::verb::get, "/ports",
       with_caller(callers, [&boxes](const Request&, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
-        boxes.list_ports(caller.account.name, [writer](std::vector<exec::AccountBoxes::ListeningPort> ports) {
+        boxes.list_ports(caller.box, [writer](std::vector<exec::AccountBoxes::ListeningPort> ports) {
           writer->send(Response::json(ports_json(ports)));
         });
       }));

@@ -259,7 +259,7 @@ void TerminalSocket::on_caller(const accounts::Resolved& resolved) {
   if (gone_) return;
   std::string account;
   try {
-    account = resolved.get().account.name;
+    account = resolved.get().box;
   } catch (const HttpError& e) {
     return do_close(kCloseNotFound, std::string(e.detail()));
   } catch (const std::exception& e) {

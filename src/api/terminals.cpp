@@ -28,7 +28,7 @@ json terminal_json(const exec::TerminalInfo& t) { return {{"id", t.id}, {"create
 [[noreturn]] void terminal_not_found() { throw HttpError(http::status::not_found, "Session not found"); }
 
 Response describe(exec::Terminals& terminals, const Request& req, const accounts::Caller& caller) {
-  auto t = terminals.get(caller.account.name, req.param("id"));
+  auto t = terminals.get(caller.box, req.param("id"));
   if (!t) terminal_not_found();
   return Response::json(terminal_json(*t));
 }
@@ -43,7 +43,7 @@ void add_terminal_routes(Router& router, const Services& s) {
   router.add_async(http::verb::post, "/api/terminals",
                    with_caller(callers, [&boxes, &terminals](const Request&, const Caller& caller,
                                                              std::shared_ptr<ResponseWriter> writer) {
-                     BoxSpec spec = boxes.spec_for(caller.account);
+                     BoxSpec spec = boxes.spec_for(caller.account, caller.place());
                      SpawnRequest shell = exec::login_shell_request(spec, caller.cwd);
                      // The box answers on the loop; the request waits there, holding no thread. At the
                      // account's limit this throws TerminalLimitError (429). Made in a chat, it is
@@ -58,7 +58,7 @@ void add_terminal_routes(Router& router, const Services& s) {
                    with_caller(callers, [&terminals](const Request&, const Caller& caller) {
                      json list = json::array();
                      // The chat's when the request names one, else all of the account's.
-                     for (const auto& t : terminals.list(caller.account.name, caller.session_id))
+                     for (const auto& t : terminals.list(caller.box, caller.session_id))
                        list.push_back(terminal_json(t));
                      return Response::json(list);
                    }));
@@ -96,7 +96,7 @@ void add_terminal_routes(Router& router, const Services& s) {
   router.add_async(http::verb::delete_, "/api/terminals/{id}",
                    with_caller(callers, [&terminals](const Request& req, const Caller& caller,
                                                      std::shared_ptr<ResponseWriter> writer) {
-                     terminals.remove(caller.account.name, req.param("id"), [writer](bool found) {
+                     terminals.remove(caller.box, req.param("id"), [writer](bool found) {
                        writer->send(found ? Response::json({{"status", "deleted"}})
                                           : error_response(http::status::not_found, "Session not found"));
                      });

@@ -31,7 +31,7 @@ exec::TerminalInfo attached_terminal(const exec::Terminals& terminals, const Cal
     throw HttpError(http::status::not_found,
                     "No chat named (X-Session-Id): the user's terminal can only be reached from the chat it is open "
                     "in.");
-  auto t = terminals.attached_in_chat(caller.account.name, caller.session_id);
+  auto t = terminals.attached_in_chat(caller.box, caller.session_id);
   if (!t)
     throw HttpError(http::status::not_found,
                     "The user has no terminal open in this chat. Ask them to open the terminal panel for this chat, "
@@ -50,21 +50,21 @@ void add_user_terminal_routes(Router& router, const Services& s) {
   accounts::AccountDirectory& callers = *s.callers;
   exec::Terminals& terminals = *s.terminals;
 
-  router.add_async(http::verb::get, "/user-terminal/read",
-                   with_caller(callers, [&terminals](const Request& req, const Caller& caller,
-                                                     std::shared_ptr<ResponseWriter> writer) {
-                     const int64_t lines = query_int(req, "lines", 1, kMaxLines).value_or(kDefaultLines);
-                     exec::TerminalInfo t = attached_terminal(terminals, caller);
-                     terminals.recent_output(
-                         caller.account.name, t.id, [writer, id = t.id, lines](std::optional<std::string> raw) {
-                           if (!raw) {
-                             writer->send(gone_meanwhile());
-                             return;
-                           }
-                           std::string text = exec::last_lines(exec::terminal_text(*raw), static_cast<size_t>(lines));
-                           writer->send(Response::json({{"terminal_id", id}, {"lines", lines}, {"output", text}}));
-                         });
-                   }));
+  router.add_async(
+      http::verb::get, "/user-terminal/read",
+      with_caller(
+          callers, [&terminals](const Request& req, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
+            const int64_t lines = query_int(req, "lines", 1, kMaxLines).value_or(kDefaultLines);
+            exec::TerminalInfo t = attached_terminal(terminals, caller);
+            terminals.recent_output(caller.box, t.id, [writer, id = t.id, lines](std::optional<std::string> raw) {
+              if (!raw) {
+                writer->send(gone_meanwhile());
+                return;
+              }
+              std::string text = exec::last_lines(exec::terminal_text(*raw), static_cast<size_t>(lines));
+              writer->send(Response::json({{"terminal_id", id}, {"lines", lines}, {"output", text}}));
+            });
+          }));
 
   router.add_async(http::verb::post, "/user-terminal/input",
                    with_caller(callers, [&terminals](const Request& req, const Caller& caller,
@@ -80,7 +80,7 @@ void add_user_terminal_routes(Router& router, const Services& s) {
                        unprocessable("Field 'text' is longer than " + std::to_string(kMaxInputBytes) + " bytes");
                      if (enter) text += '\r';  // the Enter key: the terminal turns it into a line end
                      exec::TerminalInfo t = attached_terminal(terminals, caller);
-                     terminals.type(caller.account.name, t.id, std::move(text), [writer, id = t.id](bool typed) {
+                     terminals.type(caller.box, t.id, std::move(text), [writer, id = t.id](bool typed) {
                        writer->send(typed ? Response::json({{"status", "ok"}, {"terminal_id", id}}) : gone_meanwhile());
                      });
                    }));

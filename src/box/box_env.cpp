@@ -5,8 +5,9 @@
 namespace agentbox {
 
 std::map<std::string, std::string> base_env(const BoxSpec& spec, bool tty) {
-  std::map<std::string, std::string> env = {{"HOME", spec.home_target}, {"USER", spec.name}, {"LOGNAME", spec.name},
-                                            {"SHELL", spec.shell},      {"PATH", kBoxPath},  {"LANG", "C.UTF-8"}};
+  std::map<std::string, std::string> env = {
+      {"HOME", spec.home_target}, {"USER", login_name(spec)}, {"LOGNAME", login_name(spec)},
+      {"SHELL", spec.shell},      {"PATH", kBoxPath},         {"LANG", "C.UTF-8"}};
   if (tty) env["TERM"] = "xterm-256color";
   if (has_claude_code(spec)) {
     // First, so the configured CLI wins over one the host may have in /usr/local/bin. Its

@@ -46,7 +46,8 @@ enum class IdentityMode {
 };
 
 struct BoxSpec {
-  std::string name;      // account name shown inside (passwd entry, $USER)
+  std::string name;      // the box's key (store/box_key.hpp); the account name shown inside unless login says
+  std::string login;     // the passwd entry and $USER when not name (a profile's box: the account); "" = name
   std::string hostname;  // uts hostname inside the box
   uid_t uid = 0;         // uid inside the box (and on the host in host_uid mode)
   gid_t gid = 0;         // gid inside the box (and on the host in host_uid mode)
@@ -82,6 +83,9 @@ struct BoxSpec {
 };
 
 // One command to start inside a running box.
+// The user name shown inside the box: login, else name.
+inline const std::string& login_name(const BoxSpec& spec) { return spec.login.empty() ? spec.name : spec.login; }
+
 struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH from env
   std::vector<std::string> env;   // the whole environment, "K=V"

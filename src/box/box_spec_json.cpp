@@ -40,6 +40,7 @@ void from_json(const nlohmann::json& j, Limits& l) {
 
 void to_json(nlohmann::json& j, const BoxSpec& s) {
   j = {{"name", s.name},
+       {"login", s.login},
        {"hostname", s.hostname},
        {"uid", s.uid},
        {"gid", s.gid},
@@ -57,6 +58,7 @@ void to_json(nlohmann::json& j, const BoxSpec& s) {
 }
 void from_json(const nlohmann::json& j, BoxSpec& s) {
   j.at("name").get_to(s.name);
+  s.login = j.value("login", std::string());
   j.at("hostname").get_to(s.hostname);
   j.at("uid").get_to(s.uid);
   j.at("gid").get_to(s.gid);

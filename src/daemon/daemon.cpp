@@ -19,6 +19,7 @@
 #include "http/user_keys.hpp"
 #include "mcp/mcp_routes.hpp"
 #include "net/egress_listener.hpp"
+#include "store/box_key.hpp"
 #include "store/schema.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -78,6 +79,14 @@ std::unique_ptr<CgroupDriver> detect_cgroups(const ServeOptions& options) {
   return cgroups;
 }
 
+// The egress policy in force: [policy.*] with each profile's rules, which its boxes add to their
+// user's (net::EgressConfig::policy_for).
+std::shared_ptr<const net::EgressConfig> egress_config_of(const ServerConfig& config) {
+  net::EgressConfig egress = config.egress;
+  for (const auto& [name, profile] : config.profiles.profiles) egress.profiles[name] = profile.egress;
+  return std::make_shared<const net::EgressConfig>(std::move(egress));
+}
+
 std::shared_ptr<net::EgressContext> egress_context_of(const ServerConfig& config, std::shared_ptr<NetworkLog> log,
                                                       std::shared_ptr<net::NameResolver> resolver) {
   net::EgressLimits limits;
@@ -87,8 +96,7 @@ std::shared_ptr<net::EgressContext> egress_context_of(const ServerConfig& config
   limits.connect_timeout = config.egress_proxy.connect_timeout;
   limits.idle_timeout = config.egress_proxy.idle_timeout;
   limits.tunnel_idle_timeout = config.egress_proxy.tunnel_idle_timeout;
-  return std::make_shared<net::EgressContext>(std::make_shared<const net::EgressConfig>(config.egress), limits,
-                                              std::move(log), std::move(resolver));
+  return std::make_shared<net::EgressContext>(egress_config_of(config), limits, std::move(log), std::move(resolver));
 }
 
 // The inference gateway, when the operator gave a model credential: a listener beside the
@@ -156,7 +164,10 @@ std::unique_ptr<backup::MirrorService> mirror_of(const ServerConfig& config, Acc
 exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_ptr<AccountVolumes> volumes) {
   exec::ProcessTableOptions o;
   // In the account's volume (made by resolving the caller before any command starts).
-  o.log_dir_of = [volumes](const std::string& account) { return volumes->paths(account).daemon + "/logs"; };
+  // Every box of an account (its profiles' too) logs in the account's volume.
+  o.log_dir_of = [volumes](const std::string& box) {
+    return volumes->paths(std::string(account_of_box(box))).daemon + "/logs";
+  };
   o.output_cap = config.exec.output_cap;
   o.retention = config.exec.retention;
   return o;
@@ -300,6 +311,22 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
     return storage.quota_for(account.external_id).disk_bytes;
   });
   if (options_.local) boxes_.set_run_shape(options_.local->spec, options_.local->env);
+  // A profile's box: its limits over [box]'s, its read-only binds after the box's own.
+  boxes_.set_profile_shape([profiles = profiles_](BoxSpec& spec, std::string_view name) {
+    std::shared_ptr<const ProfileConfig> table = profiles->get();
+    const Profile* profile = table->find(name);
+    if (!profile) return;
+    const uint64_t file_size = spec.limits.file_size;  // the user's quota, whatever the profile
+    spec.limits = profile->limits(spec.limits);
+    spec.limits.file_size = file_size;
+    spec.binds.insert(spec.binds.end(), profile->binds.begin(), profile->binds.end());
+  });
+  // isolation = "context": a box and a workspace per X-Terminal-Context-Id (but "default").
+  callers_.set_context_isolation([profiles = profiles_](std::string_view name) {
+    std::shared_ptr<const ProfileConfig> table = profiles->get();
+    const Profile* profile = table->find(name);
+    return profile && profile->isolation == Profile::Isolation::context;
+  });
   // The request counters' slots, one per route of the table now served (metrics/http_requests.hpp).
   std::vector<metrics::RouteName> names;
   for (const http::Route& r : http_.router().routes())
@@ -316,7 +343,8 @@ Daemon::~Daemon() { stop(); }
 // On a launcher thread, as the account's network namespace is made: the egress proxy's listener
 // there, and the gateway's. A service that cannot listen leaves that box without it, said once.
 void Daemon::serve_netns(const std::string& account, int netns_fd) {
-  std::optional<Account> known = accounts_.find_by_name(account);
+  // `account` is the box's key: a profile's box serves its account's user.
+  std::optional<Account> known = accounts_.find_by_name(account_of_box(account));
   std::string user = known ? known->external_id : std::string();
   try {
     if (egress_on()) egress_.serve(net::listen_in_netns(netns_fd, config_.egress_proxy.port), account, user);
@@ -491,7 +519,7 @@ void Daemon::run() {
 void Daemon::reload() {
   try {
     ServerConfig fresh = load_config(options_);
-    egress_.set_config(std::make_shared<const net::EgressConfig>(std::move(fresh.egress)));
+    egress_.set_config(egress_config_of(fresh));
     log::info("daemon", "SIGHUP: egress policy reloaded");
     const size_t profiles = fresh.profiles.profiles.size();
     profiles_->set(std::move(fresh.profiles));

@@ -12,14 +12,15 @@ AccountBoxes::AccountBoxes(BoxManager& manager, std::string state_dir, Limits li
                            AgentMounts agent)
     : manager_(manager), state_dir_(std::move(state_dir)), limits_(limits), ports_(ports), agent_(std::move(agent)) {}
 
-BoxSpec AccountBoxes::spec_for(const Account& account) const {
+BoxSpec AccountBoxes::spec_for(const Account& account, const BoxPlace& place) const {
   BoxSpec spec;
-  spec.name = account.name;
+  spec.name = place.key.empty() ? account.name : place.key;
+  if (spec.name != account.name) spec.login = account.name;
   spec.hostname = "agentbox";
   spec.uid = account.uid;
   spec.gid = account.gid;
   spec.identity = IdentityMode::host_uid;
-  spec.home_source = state_dir_ + "/" + account.home_dir;
+  spec.home_source = place.home_source.empty() ? state_dir_ + "/" + account.home_dir : place.home_source;
   spec.home_target = "/home/" + account.name;
   spec.limits = limits_;
   if (file_size_of_) spec.limits.file_size = file_size_of_(account);
@@ -44,6 +45,7 @@ BoxSpec AccountBoxes::spec_for(const Account& account) const {
       spec.home_source = run_shape_->home_source;
     }
   }
+  if (!place.profile.empty() && profile_shape_) profile_shape_(spec, place.profile);
   return spec;
 }
 

@@ -8,11 +8,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "box/box_manager.hpp"
 #include "exec/process_table.hpp"
 #include "exec/terminals.hpp"
 #include "store/account_store.hpp"
+#include "store/box_key.hpp"
 
 namespace agentbox::exec {
 
@@ -35,8 +37,14 @@ class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
                AgentMounts agent = {});
 
   // The box an account gets: its name, uid, home; the configured limits; loopback-only network
-  // with the egress proxy on it; Claude Code and the skills when configured.
-  BoxSpec spec_for(const Account& account) const;
+  // with the egress proxy on it; Claude Code and the skills when configured. Another place
+  // (store/box_key.hpp: a profile's box, a context's) is another box, keyed place.key, shaped
+  // by its profile (set_profile_shape), showing place.home_source as home when set.
+  BoxSpec spec_for(const Account& account, const BoxPlace& place = {}) const;
+  // What a profile changes in a box (its limits, its binds): the daemon's, from the profiles
+  // in force. Unset, or a profile it does not know: the box as the default's.
+  using ProfileShape = std::function<void(BoxSpec& spec, std::string_view profile)>;
+  void set_profile_shape(ProfileShape shape) { profile_shape_ = std::move(shape); }
 
   uint64_t spawn(const BoxSpec& spec, SpawnRequest req, std::vector<UniqueFd> stdio, SpawnHandlers handlers) override;
   void signal(const std::string& account, uint64_t id, int sig) override;
@@ -71,6 +79,7 @@ class AccountBoxes : public ProcessSpawner, public TerminalSpawner {
   std::function<uint64_t(const Account&)> file_size_of_;
   std::optional<BoxSpec> run_shape_;
   std::map<std::string, std::string> run_env_;
+  ProfileShape profile_shape_;
   void set_run_env(SpawnRequest& req) const;
 };
 

@@ -58,6 +58,7 @@ CallerContext context_of(const http::Request& outer) {
   c.listener_tag = outer.listener_tag;
   c.remote_address = outer.remote_address;
   c.local_address = outer.local_address;
+  c.scope = outer.scope;
   return c;
 }
 
@@ -88,6 +89,7 @@ void call_route(const http::Router& router, const Tool& tool, const json& argume
   req.listener_tag = caller.listener_tag;
   req.remote_address = caller.remote_address;
   req.local_address = caller.local_address;
+  req.scope = caller.scope;
 
   http::call_in_memory(router, *route, req, "MCP " + tool.name, [done = std::move(done)](http::InMemoryReply r) {
     if (r.aborted) {

@@ -28,6 +28,7 @@ struct CallerContext {
   std::string listener_tag;
   std::string remote_address;
   std::string local_address;
+  std::string scope;  // the profile of /p/NAME/mcp: the inner routes run under it too
 };
 CallerContext context_of(const http::Request& outer);
 

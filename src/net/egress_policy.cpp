@@ -127,6 +127,11 @@ EgressPolicy EgressConfig::policy_for(std::string_view user) const {
   return it == users.end() ? default_policy : default_policy.with(it->second);
 }
 
+EgressPolicy EgressConfig::policy_for(std::string_view user, std::string_view profile) const {
+  auto it = profile.empty() ? profiles.end() : profiles.find(profile);
+  return it == profiles.end() ? policy_for(user) : policy_for(user).with(it->second);
+}
+
 std::string describe_for_box(const EgressPolicy& policy) {
   if (policy.allow.empty())
     return "none. Only localhost inside this environment is reachable; downloads and API calls fail.";

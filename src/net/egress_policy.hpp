@@ -51,8 +51,13 @@ struct EgressConfig {
   EgressPolicy default_policy;
   std::map<std::string, EgressPolicy, std::less<>> users;  // by X-User-Id
   std::map<std::string, IpAddress, std::less<>> hosts;     // normalized name -> address
+  // By profile name ([profiles.NAME] allow, deny, allow_addresses): added after the user's, so
+  // a profile's deny beats a user's allow. The daemon copies them in from the profiles.
+  std::map<std::string, EgressPolicy, std::less<>> profiles;
 
   EgressPolicy policy_for(std::string_view user) const;
+  // The policy of user's box under profile ("" the default: policy_for(user)).
+  EgressPolicy policy_for(std::string_view user, std::string_view profile) const;
 };
 
 struct Verdict {

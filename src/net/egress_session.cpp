@@ -18,6 +18,7 @@
 #include "net/hop_by_hop.hpp"
 #include "net/socket_buffers.hpp"
 #include "net/splice_relay.hpp"
+#include "store/box_key.hpp"
 
 namespace agentbox::net {
 
@@ -170,7 +171,8 @@ void EgressSession::on_read_head(error_code ec) {
   // The policy is made again only when the configuration changed (SIGHUP), not per request.
   if (auto config = context_->config(); config != config_) {
     config_ = std::move(config);
-    policy_ = config_->policy_for(who_->user);
+    // A profile's box (its key NAME~PROFILE) adds the profile's rules to the user's.
+    policy_ = config_->policy_for(who_->user, profile_of_box(who_->account));
   }
   Verdict verdict = check_name(policy_, target_.host, target_.port);
   if (!verdict.allowed) return refuse(verdict.reason);

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import websockets
 
-from conftest import agentbox_bin, new_workdir, remove_workdir, run, running_daemon, sh
+from conftest import Origin, agentbox_bin, new_workdir, remove_workdir, run, running_daemon, sh
 
 CONFIG = """
 [box]
@@ -198,3 +198,218 @@ def test_config_check_names_file_key_and_line_of_a_bad_profile():
         assert r.returncode == 0, r.stderr
     finally:
         remove_workdir(workdir)
+
+
+# A profile's own box (isolation "user": one per user and profile): its limits, its binds and its
+# egress rules are the profile's, the default profile's box the control each time.
+BOX_USER = f"boxes-{TAG}"
+BOXES_CONFIG = """
+[box]
+pids = 4096
+[accounts]
+disk = "64M"
+[hosts]
+"ref.test" = "127.0.0.1"
+[policy.default]
+allow_addresses = ["127.0.0.1/32"]
+[policy.users."{user}"]
+allow = ["ref.test"]
+[profiles.locked]
+pids = 321
+memory = "300M"
+binds = ["{bind}:/ref"]
+deny = ["ref.test"]
+[profiles.chats]
+isolation = "context"
+"""
+
+
+@pytest.fixture(scope="module")
+def boxes_daemon():
+    bind = new_workdir("profiles-bind")
+    try:
+        os.chmod(bind, 0o755)
+        with open(os.path.join(bind, "marker.txt"), "w") as f:
+            f.write("from the profile's bind\n")
+        os.chmod(os.path.join(bind, "marker.txt"), 0o644)
+        with running_daemon("profiles-boxes", config_text=BOXES_CONFIG.format(user=BOX_USER, bind=bind)) as d:
+            yield d
+    finally:
+        remove_workdir(bind)
+
+
+def host_pid_of(marker):
+    """The host pid of the box process running `sleep MARKER`."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read() == f"sleep\0{marker}\0".encode():
+                        return pid
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"sleep {marker} was not found on the host")
+
+
+def cgroup_value(pid, v1_controller, name):
+    """A cgroup file of the process's own cgroup, read on the host (v1 or v2)."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if v1_controller in controllers.split(","):
+                directory = f"/sys/fs/cgroup/{v1_controller}{path}"
+                break
+            if controllers == "":
+                directory = f"/sys/fs/cgroup{path}"
+    with open(os.path.join(directory, name)) as f:
+        return f.read().strip()
+
+
+def box_limits(client):
+    """pids.max and the memory limit of the box client's commands run in."""
+    marker = f"{uuid.uuid4().int % 9000 + 1000}.{uuid.uuid4().int % 900 + 100}"
+    p = run(client, f"exec sleep {marker}", wait=0, pty=False)
+    try:
+        pid = host_pid_of(marker)
+        pids = cgroup_value(pid, "pids", "pids.max")
+        memory = (cgroup_value(pid, "memory", "memory.limit_in_bytes")
+                  if os.path.isdir("/sys/fs/cgroup/memory") else cgroup_value(pid, "memory", "memory.max"))
+        return pids, memory
+    finally:
+        client.delete(f"/execute/{p['id']}")
+
+
+def test_a_profiles_box_has_the_profiles_limits(boxes_daemon):
+    with owui(boxes_daemon, "locked", BOX_USER) as locked, boxes_daemon.client(user=BOX_USER) as plain:
+        assert box_limits(locked) == ("321", str(300 << 20))
+        pids, memory = box_limits(plain)  # the control: the same user's default box
+        assert pids == "4096" and memory != str(300 << 20)
+
+
+def test_a_profiles_box_is_another_box_of_the_same_user(boxes_daemon):
+    with owui(boxes_daemon, "locked", BOX_USER) as locked, boxes_daemon.client(user=BOX_USER) as plain:
+        p = run(locked, "exec sleep 1234.5", wait=0, pty=False)
+        try:
+            assert p["id"] in [q["id"] for q in locked.get("/execute").json()]
+            assert p["id"] not in [q["id"] for q in plain.get("/execute").json()]
+            assert plain.get(f"/execute/{p['id']}/status").status_code == 404
+            _, out, _ = sh(plain, "ps -eo args")
+            assert "sleep 1234.5" not in out
+            _, out, _ = sh(locked, "ps -eo args; id -un; echo $HOME")
+            assert "sleep 1234.5" in out
+            # The same user, the same home: a file written in one is there in the other.
+            assert f"/home/{out.split()[-2]}" == out.split()[-1]
+        finally:
+            locked.delete(f"/execute/{p['id']}")
+        r = locked.post("/files/write", json={"path": "both.txt", "content": "one home"})
+        assert r.status_code == 200, r.text
+        assert plain.get("/files/read", params={"path": "both.txt"}).json()["content"] == "one home"
+
+
+def test_a_profiles_read_only_bind_is_in_its_box_only(boxes_daemon):
+    with owui(boxes_daemon, "locked", BOX_USER) as locked, boxes_daemon.client(user=BOX_USER) as plain:
+        code, out, _ = sh(locked, "cat /ref/marker.txt")
+        assert code == 0 and out == "from the profile's bind\n"
+        code, _, err = sh(locked, "echo x > /ref/written.txt")
+        assert code != 0, "the bind is read-only"
+        code, _, _ = sh(plain, "test -e /ref/marker.txt")
+        assert code != 0, "the default profile's box has no such bind"
+
+
+def test_a_profiles_deny_beats_the_users_allow(boxes_daemon):
+    o = Origin()
+    try:
+        url = f"http://ref.test:{o.port}"
+        with owui(boxes_daemon, "locked", BOX_USER) as locked, boxes_daemon.client(user=BOX_USER) as plain:
+            code, out, err = sh(plain, f"curl -sS --max-time 10 {url}/allowed")
+            assert code == 0 and out.startswith("origin saw /allowed"), out + err  # the control
+            code, out, _ = sh(locked, f"curl -s --max-time 10 -w ' %{{http_code}}' {url}/denied")
+            assert out.endswith(" 403") and 'denied by this sandbox\'s network policy (rule "ref.test")' in out, out
+        assert "/denied" not in o.paths
+    finally:
+        o.close()
+
+
+# isolation "context": each chat of a user its own box and workspace; "default" the user's home.
+def test_two_chats_of_a_context_profile_see_nothing_of_each_other(boxes_daemon):
+    user = f"chats-{TAG}"
+    with owui(boxes_daemon, "chats", user, context="chat:a") as a, \
+            owui(boxes_daemon, "chats", user, context="chat:b") as b, \
+            owui(boxes_daemon, "chats", user, context="default") as home, boxes_daemon.client(user=user) as plain:
+        assert plain.post("/files/write", json={"path": "home.txt", "content": "home"}).status_code == 200
+        r = a.post("/files/write", json={"path": "a.txt", "content": "chat a"})
+        assert r.status_code == 200, r.text
+        assert a.get("/files/read", params={"path": "a.txt"}).json()["content"] == "chat a"
+        # Chat B: no route and no command finds A's file, nor the home's.
+        assert b.get("/files/read", params={"path": "a.txt"}).status_code == 404
+        names = [e["name"] for e in b.get("/files/list").json()["entries"]]
+        assert "a.txt" not in names and "home.txt" not in names, names
+        _, out, _ = sh(b, "ls -A ~; echo $HOME; ls /home")
+        assert "a.txt" not in out and "home.txt" not in out, out
+        code, _, _ = sh(b, "cat ~/../*/a.txt; find / -name a.txt 2>/dev/null | grep -q .")
+        assert code != 0
+        _, out, _ = sh(a, "ls -A ~")
+        assert "a.txt" in out and "home.txt" not in out, out
+        # The default context is the user's own home, where no chat's workspace is.
+        for c in (home, plain):
+            _, out, _ = sh(c, "ls -A ~")
+            assert "home.txt" in out and "a.txt" not in out, out
+        # Processes of A are not B's: not in its list, its status (404) or its ps.
+        p = run(a, "exec sleep 2345.6", wait=0, pty=False)
+        try:
+            assert p["id"] in [q["id"] for q in a.get("/execute").json()]
+            assert p["id"] not in [q["id"] for q in b.get("/execute").json()]
+            assert b.get(f"/execute/{p['id']}/status").status_code == 404
+            _, out, _ = sh(b, "ps -eo args")
+            assert "sleep 2345.6" not in out
+            _, out, _ = sh(a, "ps -eo args")
+            assert "sleep 2345.6" in out
+        finally:
+            a.delete(f"/execute/{p['id']}")
+
+
+def test_proxy_reaches_a_server_of_its_own_chat_only(boxes_daemon):
+    user = f"chats-proxy-{TAG}"
+    port = 8133
+    with owui(boxes_daemon, "chats", user, context="chat:a") as a, \
+            owui(boxes_daemon, "chats", user, context="chat:b") as b:
+        pid = run(a, f"python3 -m http.server {port} --bind 127.0.0.1", wait=0)["id"]
+        try:
+            deadline = time.monotonic() + 15
+            while True:
+                r = a.get(f"/proxy/{port}/")
+                if r.status_code == 200 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert r.status_code == 200, r.text  # the control: its own chat reaches it
+            assert b.get(f"/proxy/{port}/").status_code != 200
+            code, _, _ = sh(b, f"curl -s --noproxy '*' --max-time 3 http://127.0.0.1:{port}/")
+            assert code != 0
+        finally:
+            a.delete(f"/execute/{pid}")
+
+
+def test_the_users_quota_covers_every_workspace(boxes_daemon):
+    user = f"chats-quota-{TAG}"
+    with owui(boxes_daemon, "chats", user, context="chat:a") as a, \
+            owui(boxes_daemon, "chats", user, context="automation:b") as b:
+        code, _, err = sh(a, "head -c 40M /dev/zero > ~/big && sync")
+        assert code == 0, err
+        code, _, _ = sh(b, "head -c 40M /dev/zero > ~/big && sync")
+        assert code != 0, "64M for the user, whichever workspace holds it"
+        sh(a, "rm ~/big && sync")
+        code, _, err = sh(b, "rm -f ~/big; head -c 40M /dev/zero > ~/big && sync")
+        assert code == 0, err  # the control: with A's file gone, B has the room
+
+
+def test_a_malformed_context_id_is_400_naming_the_header(boxes_daemon):
+    user = f"chats-bad-{TAG}"
+    for bad in ("chat:", "session:1", "chat:" + "x" * 260, "chat:a\tb"):
+        with owui(boxes_daemon, "chats", user, context=bad) as c:
+            r = c.get("/files/list")
+            assert r.status_code == 400, (bad, r.text)
+            assert "X-Terminal-Context-Id" in r.json()["detail"]
+    with owui(boxes_daemon, "chats", user, context="automation:nightly") as c:
+        assert c.get("/files/list").status_code == 200

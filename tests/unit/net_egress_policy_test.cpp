@@ -148,6 +148,22 @@ TEST(EgressPolicy, AUsersAdditionsAddToTheDefault) {
   EXPECT_TRUE(allowed(bob, "registry.npmjs.org", 443));
 }
 
+TEST(EgressPolicy, AProfilesRulesAddToTheUsersAndItsDenyWins) {
+  EgressConfig config;
+  config.default_policy = policy({"registry.npmjs.org"});
+  config.users["alice"] = policy({"ref.test", "crates.io"});
+  config.profiles["locked"] = policy({"pypi.org"}, {"ref.test"});
+  EgressPolicy locked = config.policy_for("alice", "locked");
+  EXPECT_FALSE(allowed(locked, "ref.test", 443));  // the profile's deny over the user's allow
+  EXPECT_TRUE(allowed(locked, "crates.io", 443));
+  EXPECT_TRUE(allowed(locked, "pypi.org", 443));
+  EXPECT_TRUE(allowed(locked, "registry.npmjs.org", 443));
+  // The default profile, and a profile without rules: the user's policy as it was.
+  EXPECT_TRUE(allowed(config.policy_for("alice", ""), "ref.test", 443));
+  EXPECT_TRUE(allowed(config.policy_for("alice", "other"), "ref.test", 443));
+  EXPECT_FALSE(allowed(config.policy_for("alice", ""), "pypi.org", 443));
+}
+
 TEST(EgressPolicy, MalformedHostsAreNotHosts) {
   for (std::string_view host :
        {"", ".", "a b.com", "exa$mple.com", ".example.com", "a..b", "ex*ample.com", "http://x", "x/y", "evil.com.."})

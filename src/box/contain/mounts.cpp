@@ -365,18 +365,20 @@ const std::vector<std::string>& etc_allowlist() {
 // user is one of them, e.g. `agentbox run` by nobody).
 std::string passwd_file(const BoxSpec& spec) {
   std::string out;
-  if (spec.uid != 0 && spec.name != "root") out += "root:x:0:0:root:/root:/usr/sbin/nologin\n";
-  out += fmt::format("{0}:x:{1}:{2}:{0}:{3}:{4}\n", spec.name, spec.uid, spec.gid, spec.home_target, spec.shell);
-  if (spec.uid != 65534 && spec.name != "nobody") out += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  const std::string& name = login_name(spec);
+  if (spec.uid != 0 && name != "root") out += "root:x:0:0:root:/root:/usr/sbin/nologin\n";
+  out += fmt::format("{0}:x:{1}:{2}:{0}:{3}:{4}\n", name, spec.uid, spec.gid, spec.home_target, spec.shell);
+  if (spec.uid != 65534 && name != "nobody") out += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
   return out;
 }
 
 std::string group_file(const BoxSpec& spec) {
   std::string out;
-  if (spec.gid != 0 && spec.name != "root") out += "root:x:0:\n";
-  if (spec.gid != 5 && spec.name != "tty") out += "tty:x:5:\n";
-  out += fmt::format("{}:x:{}:\n", spec.name, spec.gid);
-  if (spec.gid != 65534 && spec.name != "nogroup") out += "nogroup:x:65534:\n";
+  const std::string& name = login_name(spec);
+  if (spec.gid != 0 && name != "root") out += "root:x:0:\n";
+  if (spec.gid != 5 && name != "tty") out += "tty:x:5:\n";
+  out += fmt::format("{}:x:{}:\n", name, spec.gid);
+  if (spec.gid != 65534 && name != "nogroup") out += "nogroup:x:65534:\n";
   return out;
 }
 

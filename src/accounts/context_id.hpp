@@ -1,0 +1,19 @@
+#pragma once
+// The context a request names: X-Terminal-Context-Id, as Open WebUI's orchestrator connections
+// send it (default | chat:<id> | automation:<id>, at most 256 characters, no control
+// characters). Under a profile with isolation "context" each one but "default" gets a box and a
+// workspace of its own (accounts/directory.hpp). Absent or empty: "default". Anything else, or
+// the header twice: HttpError 400 naming the header.
+//
+// Runs on: any thread (a pure function of the request).
+#include <string>
+
+#include "http/request.hpp"
+
+namespace agentbox::accounts {
+
+inline constexpr std::string_view kDefaultContext = "default";
+
+std::string context_id_of(const http::Request& req);
+
+}  // namespace agentbox::accounts
