@@ -39,7 +39,7 @@ struct TurnOptions {
   std::string public_url;  // links start with this; empty: http://<the address the
                            // request arrived at> (Request::local_address), never Host
   std::string network;     // the box's network, for the system prompt (per user: below)
-  std::function<std::string(const std::string& user)> network_of;
+  std::function<std::string(const std::string& user, const std::string& profile)> network_of;
   std::string unavailable;  // why turns cannot run here (no CLI, no credential): 503 with it
   // Open WebUI's background tasks (api/agent_tasks.hpp): one plain Messages call each.
   std::string task_model = "claude-haiku-4-5";  // [agent] task_model

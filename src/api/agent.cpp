@@ -220,7 +220,8 @@ agent::TurnSetup prepare(AskedTurn asked, ChatSessions& chats, const AgentRoutes
     t.resume = chats.find(s.box.name, s.chat);
     t.warm_key = s.box.name + '\n' + s.chat;  // its CLI may stay for the chat's next turn
   }
-  const std::string network = options.network_of ? options.network_of(s.caller.account.external_id) : options.network;
+  const std::string network =
+      options.network_of ? options.network_of(s.caller.account.external_id, s.caller.profile) : options.network;
   t.append_system_prompt = box_prompt(s.caller, s.dir.shown, network);
   if (!asked.system.empty()) t.append_system_prompt += "\n\n" + asked.system;
   return s;

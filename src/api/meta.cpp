@@ -84,7 +84,7 @@ void add_meta_routes(Router& router, const Services& s) {
   accounts::AccountDirectory& callers = *s.callers;
   exec::AccountBoxes& boxes = *s.boxes;
   const std::string& version = s.version;
-  const std::function<std::string(const std::string& user)> network_of = s.network_of;
+  const auto network_of = s.network_of;
   RouteOptions open;
   open.is_public = true;
   router.add(
@@ -108,11 +108,11 @@ void add_meta_routes(Router& router, const Services& s) {
   auto os = std::make_shared<const std::string>(os_name());
   // The caller's prompt: the caller resolved off the io thread when that is slow
   // (accounts/caller_routes.hpp).
-  AsyncHandler callers_prompt =
-      accounts::with_caller(callers, [&boxes, tools, os, network_of](const Request&, const accounts::Caller& caller) {
-        return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account, caller.place()), caller.cwd, *os,
-                                                        *tools, network_of(caller.account.external_id))}});
-      });
+  AsyncHandler callers_prompt = accounts::with_caller(callers, [&boxes, tools, os, network_of](
+                                                                   const Request&, const accounts::Caller& caller) {
+    return Response::json({{"prompt", system_prompt(boxes.spec_for(caller.account, caller.place()), caller.cwd, *os,
+                                                    *tools, network_of(caller.account.external_id, caller.profile))}});
+  });
   router.add_async(
       http::verb::get, "/system",
       [&boxes, tools, os, network_of, callers_prompt](const Request& req, std::shared_ptr<ResponseWriter> writer) {
@@ -121,8 +121,10 @@ void add_meta_routes(Router& router, const Services& s) {
         if (!req.header("X-User-Id") && !req.header("X-OpenWebUI-User-Id")) {
           Account generic;
           generic.uid = generic.gid = 1;  // never shown: the generic prompt names no account
-          writer->send(
-              Response::json({{"prompt", system_prompt(boxes.spec_for(generic), {}, *os, *tools, network_of(""))}}));
+          BoxPlace place;
+          place.profile = req.scope;  // under /p/{profile}: a generic box of that profile
+          writer->send(Response::json(
+              {{"prompt", system_prompt(boxes.spec_for(generic, place), {}, *os, *tools, network_of("", req.scope))}}));
           return;
         }
         callers_prompt(req, std::move(writer));

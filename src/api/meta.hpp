@@ -13,7 +13,7 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 
 struct Services;
-// services.network_of(external user id) describes what that user's box may reach.
+// services.network_of(external user id, profile) describes what that user's box may reach.
 void add_meta_routes(Router& router, const Services& services);
 
 // The text of GET /system for a box: what a model should know before it runs anything.

@@ -44,14 +44,20 @@ std::optional<Response> refuse_profile(const ProfileConfig& profiles, const Requ
                                                     : "the profiles you may use are " + quoted_list(names)));
   }
   if (options.is_public || profile->admits(user)) return std::nullopt;
-  if (!user.empty())
-    return error_response(http::status::forbidden,
-                          fmt::format("Profile '{}' is not open to user '{}'", req.scope, user));
+  if (!user.empty()) return error_response(http::status::forbidden, *profile_closed_to(profiles, req));
   // A takeover that authenticates later (the terminal's WebSocket) may name its user then;
   // anyone else must name one here.
   if (!authenticated && options.auth_in_handler) return std::nullopt;
   return error_response(http::status::forbidden,
                         fmt::format("Profile '{}' is open to some users only: name yours (X-User-Id)", req.scope));
+}
+
+std::optional<std::string> profile_closed_to(const ProfileConfig& profiles, const Request& req) {
+  if (req.scope.empty()) return std::nullopt;
+  const std::string user = named_user(req);
+  const Profile* profile = profiles.find(req.scope);
+  if (profile && profile->admits(user)) return std::nullopt;
+  return fmt::format("Profile '{}' is not open to user '{}'", req.scope, user);
 }
 
 void add_profile_scope(Router& router, const Services& s) {

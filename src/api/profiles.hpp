@@ -30,6 +30,10 @@ void add_profile_scope(http::Router& router, const Services& s);
 std::optional<http::Response> refuse_profile(const ProfileConfig& profiles, const http::Request& req,
                                              const http::RouteOptions& options, bool authenticated);
 
+// Why the profile of a request (req.scope) is not open to the user it names, if it is not:
+// the terminal's auth frame names its user after the upgrade was let through.
+std::optional<std::string> profile_closed_to(const ProfileConfig& profiles, const http::Request& req);
+
 // The box a request gets under its profile (req.scope; "" the default): `profile`, `isolation`,
 // `memory`, `cpu` (millicores), `pids`, `tmp` (bytes), `idle_timeout` (seconds). GET /usage.
 // base, idle_timeout: the default box's ([box], [accounts]); profiles may be null (none).

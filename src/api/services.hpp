@@ -82,10 +82,11 @@ struct Services {
 
   // The network: each account's egress decisions, its model tokens, what its box may reach.
   std::shared_ptr<NetworkLog> network_log;
-  std::shared_ptr<TokenLedger> tokens;                             // null when off (no model gateway)
-  std::function<std::string(const std::string& user)> network_of;  // net::describe_for_box of a user's policy
-  std::shared_ptr<const http::SignedLinks> links;                  // the agent's download links
-  net::InferenceGateway* gateway = nullptr;                        // null when off (no model credential)
+  std::shared_ptr<TokenLedger> tokens;  // null when off (no model gateway)
+  std::function<std::string(const std::string& user, const std::string& profile)>
+      network_of;  // net::describe_for_box of a user's policy under a profile ("" the default)
+  std::shared_ptr<const http::SignedLinks> links;  // the agent's download links
+  net::InferenceGateway* gateway = nullptr;        // null when off (no model credential)
 
   // Backup, restore and the cluster.
   backup::MirrorService* mirror = nullptr;  // null when off (no [backup] dir)

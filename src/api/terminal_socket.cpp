@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "api/profiles.hpp"
 #include "http/authorize.hpp"
 #include "http/error.hpp"
 #include "http/takeover_response.hpp"
@@ -30,7 +31,8 @@ constexpr std::uint16_t kCloseEnded = 1000;            // the terminal ended (th
 constexpr std::uint16_t kCloseInternal = 1011;         // the daemon could not serve it
 constexpr std::uint16_t kCloseTryAgain = 1013;         // its place went to a new connection (RFC 6455 7.4.1)
 constexpr std::uint16_t kCloseBadAuth = 4001;          // no auth frame in time, or a wrong key
-constexpr std::uint16_t kCloseOtherUser = 4003;        // a user's key, and the request names someone else
+constexpr std::uint16_t kCloseForbidden = 4003;        // a user's key, and the request names someone else or
+                                                       // a profile that is not open to that user
 constexpr std::uint16_t kCloseNotFound = 4004;         // no such terminal of this user (or it ended)
 constexpr std::chrono::seconds kHandshakeTimeout{10};  // the opening and the closing handshake
 
@@ -220,7 +222,11 @@ void TerminalSocket::on_auth_frame(std::string_view text) {
         ctx_->user_keys && UserKeys::looks_like(key) ? ctx_->user_keys->user_of(key) : std::nullopt;
     if (!user) return do_close(kCloseBadAuth, "Invalid API key");
     if (!bind_user(request_, *user))
-      return do_close(kCloseOtherUser, "This API key belongs to another user than the one the request names");
+      return do_close(kCloseForbidden, "This API key belongs to another user than the one the request names");
+    // The upgrade named no user, so its profile could not be checked for one: now it can.
+    if (ctx_->profiles)
+      if (std::optional<std::string> closed = profile_closed_to(*ctx_->profiles->get(), request_))
+        return do_close(kCloseForbidden, *closed);
   }
   authenticated_ = true;
   slot_.on_evict(nullptr);

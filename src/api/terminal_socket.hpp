@@ -33,6 +33,7 @@
 
 #include "accounts/caller_routes.hpp"
 #include "accounts/directory.hpp"
+#include "config/profile_table.hpp"
 #include "exec/terminals.hpp"
 #include "http/api_key_auth.hpp"
 #include "http/router.hpp"
@@ -60,6 +61,9 @@ struct TerminalSocketContext {
   ApiKeyAuth auth;  // the shared key, in an auth frame
   TerminalSocketOptions options;
   std::shared_ptr<const UserKeys> user_keys;  // a user's key, in an auth frame, names its user; none: refused
+  // Under /p/{profile}: the profiles, to check the user an auth frame names (api/profiles.hpp);
+  // null: none configured.
+  std::shared_ptr<const ProfileTable> profiles;
 };
 
 class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {

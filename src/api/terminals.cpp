@@ -66,7 +66,7 @@ void add_terminal_routes(Router& router, const Services& s) {
   // One path for the REST description and the WebSocket: the route sees the upgrade header.
   auto ctx = std::make_shared<const TerminalSocketContext>(
       TerminalSocketContext{terminals, callers, ApiKeyAuth(options.shared_key_in_frame ? options.api_key : ""),
-                            options.socket, options.user_keys});
+                            options.socket, options.user_keys, s.profiles});
   router.add_takeover(
       http::verb::get, "/api/terminals/{id}",
       [ctx, &callers, &terminals](Takeover t) {

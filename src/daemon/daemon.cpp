@@ -174,8 +174,9 @@ exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_
 }
 
 // network_of: what the agent's system prompt says of a user's network (Services::network_of).
-api::AgentRoutesOptions agent_options(const ServerConfig& config, bool claude, bool gateway,
-                                      std::function<std::string(const std::string& user)> network_of) {
+api::AgentRoutesOptions agent_options(
+    const ServerConfig& config, bool claude, bool gateway,
+    std::function<std::string(const std::string& user, const std::string& profile)> network_of) {
   api::AgentRoutesOptions o;
   o.claude_model = config.agent.model;
   o.max_turns = config.agent.max_turns;
@@ -391,8 +392,8 @@ api::Services Daemon::services_of() {
   s.network_log = network_log_;
   s.tokens = token_ledger_;
   s.gateway = gateway_ ? &*gateway_ : nullptr;
-  s.network_of = [egress = egress_context_](const std::string& user) {
-    return net::describe_for_box(egress->config()->policy_for(user));
+  s.network_of = [egress = egress_context_](const std::string& user, const std::string& profile) {
+    return net::describe_for_box(egress->config()->policy_for(user, profile));
   };
   // Claude Code's download links open without the API key.
   s.links = std::make_shared<const http::SignedLinks>(load_or_create_state_secret(config_.state_dir, "link_key"));

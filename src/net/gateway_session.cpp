@@ -19,6 +19,7 @@
 #include "net/body_relay.hpp"
 #include "net/hop_by_hop.hpp"
 #include "net/ip_address.hpp"
+#include "store/box_key.hpp"
 
 namespace agentbox::net {
 
@@ -60,7 +61,10 @@ std::string seconds(std::chrono::milliseconds ms) { return std::to_string((ms.co
 
 GatewaySession::GatewaySession(tcp::socket client, std::shared_ptr<BoxAccount> who,
                                std::shared_ptr<GatewayContext> context)
-    : client_(std::move(client)), who_(std::move(who)), context_(std::move(context)) {
+    : client_(std::move(client)),
+      who_(std::move(who)),
+      account_(account_of_box(who_->account)),
+      context_(std::move(context)) {
   ++who_->open;
   // An answer's events go out as they come, not after the box's ACK of the last one.
   boost::system::error_code ignored;
@@ -156,7 +160,7 @@ void GatewaySession::do_read_held_body() {
   if (request_->is_done()) {
     // Read off the loop, which serves every box; the session waits for nothing else meanwhile.
     client_.expires_never();
-    return context_->scans().post(who_->account, [self = shared_from_this()] {
+    return context_->scans().post(account_, [self = shared_from_this()] {
       WorstCaseScan scan = worst_case_tokens(self->held_, self->context_->options().context_tokens);
       asio::post(self->client_.get_executor(),
                  [self, scan = std::move(scan)]() mutable { self->on_scanned(std::move(scan)); });
@@ -176,7 +180,7 @@ void GatewaySession::on_held_body_read(error_code ec) {
   const size_t used = body_buffer_.size() - request_->get().body().size;
   if (used > 0) {
     const size_t cap = context_->options().request_memory;
-    if (!context_->hold(who_->account, used)) {
+    if (!context_->hold(account_, used)) {
       const bool alone = held_.size() + used > cap;
       std::string why =
           alone ? fmt::format(
@@ -207,7 +211,7 @@ void GatewaySession::on_scanned(WorstCaseScan scan) {
   const uint64_t budget = context_->options().daily_tokens;
   uint64_t left = 0;
   std::optional<TokenReservation> reserved =
-      context_->ledger()->reserve(who_->account, utc_today(), worst.total(), budget, left);
+      context_->ledger()->reserve(account_, utc_today(), worst.total(), budget, left);
   if (!reserved) {
     std::string why = fmt::format(
         "agentbox: this request may spend up to {} tokens (max_tokens {} and {} of input, bounded by {}), more than "
@@ -225,7 +229,7 @@ void GatewaySession::on_scanned(WorstCaseScan scan) {
 }
 
 void GatewaySession::release_held() {
-  context_->unhold(who_->account, held_.size());
+  context_->unhold(account_, held_.size());
   std::string().swap(held_);
 }
 
@@ -492,7 +496,7 @@ void GatewaySession::count(const TokenCounts& used) {
     reservation_->settle(used);
     reservation_.reset();
   } else if (context_->ledger()) {
-    context_->ledger()->add(who_->account, utc_today(), used);
+    context_->ledger()->add(account_, utc_today(), used);
   }
 }
 

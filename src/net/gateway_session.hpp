@@ -79,6 +79,9 @@ class GatewaySession : public std::enable_shared_from_this<GatewaySession> {
   std::optional<TlsStream> tls_;
   std::optional<boost::beast::tcp_stream> plain_;
   std::shared_ptr<BoxAccount> who_;
+  // The account the box belongs to: a profile's or a context's box spends its user's budget and
+  // request memory, not one of its own (who_->account is the box's key, the log's).
+  std::string account_;
   std::shared_ptr<GatewayContext> context_;
 
   boost::beast::flat_buffer client_buffer_;

@@ -305,7 +305,7 @@ def running_daemon(tag, **kw):
 @pytest.fixture(scope="session")
 def daemon():
     """The daemon most tests share (API key from the environment)."""
-    with running_daemon("main", lifetime=900) as d:
+    with running_daemon("main", lifetime=3600) as d:
         yield d
 
 

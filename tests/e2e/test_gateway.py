@@ -18,6 +18,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from conftest import run, running_daemon, sh, wait_done, wait_for_output
@@ -342,6 +343,26 @@ def test_a_spent_daily_budget_answers_429_without_reaching_the_upstream(make_dae
         assert t["daily_budget"] == budget and t["remaining_today"] == WORST - 1
         with d.client(user=f"budget-other-{uuid.uuid4().hex[:8]}") as other:
             ask(other, expect_http=200)  # one account's budget is its own
+
+
+def test_a_users_chats_spend_one_daily_budget(make_daemon, plain_fake):
+    # A context box (its own network namespace and gateway listener) spends its user's budget:
+    # two answers in chat A leave less than a worst case, so the user's default box is refused.
+    budget = 2 * USED + WORST - 1
+    d = own_daemon(make_daemon, f'[inference.anthropic]\nupstream = "http://127.0.0.1:{plain_fake.port}"\n'
+                                f'daily_tokens = {budget}\n[profiles.chats]\nisolation = "context"\n')
+    user = f"budget-chats-{uuid.uuid4().hex[:8]}"
+    chat = httpx.Client(base_url=f"{d.url}/p/chats", timeout=60,
+                        headers={"Authorization": f"Bearer {d.api_key}", "X-User-Id": user,
+                                 "X-Terminal-Context-Id": "chat:a"})
+    with chat, d.client(user=user) as plain:
+        ask(chat, expect_http=200)
+        ask(chat, expect_http=200)
+        assert wait_tokens(plain, 2 * USED)["today"]["total_tokens"] == 2 * USED  # the user's, seen by default
+        status, text = ask(plain)
+        assert status == 429 and "daily token budget" in text
+        with d.client(user=f"budget-chats-other-{uuid.uuid4().hex[:8]}") as other:
+            ask(other, expect_http=200)  # the control: another user's budget is untouched
 
 
 def test_an_upstream_that_is_down_gives_the_box_a_clean_502(make_daemon):

@@ -97,6 +97,43 @@ def test_terminal_websocket_under_the_prefix(daemon):
     asyncio.run(talk())
 
 
+def test_a_users_key_in_the_auth_frame_is_held_to_the_profiles_users(daemon):
+    # A browser opens the socket naming no user, and its auth frame names one with a user's key:
+    # the profile's `users` is checked then. Carol may not use "team"; Alice may (the control).
+    def admin_key():
+        with open(os.path.join(daemon.state_dir, "admin_key")) as f:
+            return f.read().strip()
+
+    def user_key(user):
+        r = httpx.post(f"{daemon.url}/admin/keys", json={"user": user},
+                       headers={"Authorization": f"Bearer {admin_key()}"}, timeout=30)
+        assert r.status_code == 201, r.text
+        return r.json()["key"]
+
+    with owui(daemon, "team", ALICE) as c:
+        r = c.post("/api/terminals")
+        assert r.status_code == 200, r.text
+        tid = r.json()["id"]
+
+    async def close_code(key):
+        url = f"ws://127.0.0.1:{daemon.port}/p/team/api/terminals/{urllib.parse.quote(tid)}"
+        async with websockets.connect(url, open_timeout=WS_TIMEOUT, ping_interval=None) as ws:
+            await ws.send(json.dumps({"type": "auth", "token": key}))
+            try:
+                await ws.send(b"echo ws-$((6*7))\n")
+                seen = b""
+                deadline = time.monotonic() + WS_TIMEOUT
+                while b"ws-42" not in seen:
+                    seen += await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic()))
+                return "attached"
+            except websockets.ConnectionClosed as e:
+                return (e.rcvd.code, e.rcvd.reason) if e.rcvd else None
+
+    code, reason = asyncio.run(close_code(user_key(CAROL)))
+    assert code == 4003 and "not open to user" in reason, (code, reason)
+    assert asyncio.run(close_code(user_key(ALICE))) == "attached"
+
+
 def test_proxy_under_the_prefix(daemon):
     port = 8131
     with owui(daemon, "open", ALICE) as c:
@@ -330,6 +367,20 @@ def test_a_profiles_deny_beats_the_users_allow(boxes_daemon):
         assert "/denied" not in o.paths
     finally:
         o.close()
+
+
+def test_the_system_prompt_states_the_profiles_network(boxes_daemon):
+    # What the model is told of its box under /p/locked: the profile's deny rule over the user's allow.
+    with owui(boxes_daemon, "locked", BOX_USER) as locked, boxes_daemon.client(user=BOX_USER) as plain:
+        under = locked.get("/system")
+        assert under.status_code == 200, under.text
+        assert 'never ref.test' in under.json()["prompt"], under.json()["prompt"]
+        default = plain.get("/system").json()["prompt"]  # the control: the same user's default box
+        assert "ref.test" in default and "never ref.test" not in default
+    generic = httpx.get(f"{boxes_daemon.url}/p/locked/system",
+                        headers={"Authorization": f"Bearer {boxes_daemon.api_key}"}, timeout=30)
+    assert generic.status_code == 200, generic.text  # Open WebUI's key-only ask: a generic box of the profile
+    assert "ref.test" not in generic.json()["prompt"]  # the user's allow rule is no one else's
 
 
 # isolation "context": each chat of a user its own box and workspace; "default" the user's home.
