@@ -185,3 +185,47 @@ def test_the_operator_lists_and_deletes_workspaces(daemon):
         assert a2.get("/files/read", params={"path": "g"}).status_code == 200, "the other profile's is kept"
         r = cli(daemon, "workspaces", "delete", user, "chat:nope", "--profile", "chats")
         assert r.returncode == 1 and "No workspace" in r.stderr, r.stderr
+
+
+def test_keep_days_trashes_unused_workspaces_but_not_one_whose_box_runs(daemon):
+    user = f"keep-{TAG}"
+    idle, busy = "chat:idle-1", "chat:busy-1"
+    with owui(daemon, "kept", user, idle) as a, owui(daemon, "kept", user, busy) as b, \
+            daemon.client(user=user) as plain:
+        assert a.post("/files/write", json={"path": "keep.txt", "content": "old work"}).status_code == 200
+        assert b.post("/files/write", json={"path": "busy.txt", "content": "running"}).status_code == 200
+        p = run(b, "exec sleep 4567.8", wait=0, pty=False)
+        try:
+            set_clock(daemon, time.time() + 1 * DAY)  # a day on: within keep_days, nothing goes
+            time.sleep(3)
+            assert not [i for i in trash_items(plain) if i.get("workspace")], trash_items(plain)
+            set_clock(daemon, time.time() + 3 * DAY)  # past keep_days = 2
+            item = wait_for_trash(plain, idle)
+            time.sleep(2)  # passes enough for the busy one, had it been taken
+            assert b.get("/files/read", params={"path": "busy.txt"}).status_code == 200, "its box runs: kept"
+            assert busy not in [(i.get("workspace") or {}).get("context") for i in trash_items(plain)]
+        finally:
+            set_clock(daemon, None)
+            b.delete(f"/execute/{p['id']}")
+        r = plain.post("/files/trash/restore", json={"id": item["id"]})
+        assert r.status_code == 200, r.text
+        _, out, _ = sh(a, "cat ~/keep.txt")
+        assert out == "old work", out
+
+
+def test_reset_daily_empties_workspaces_made_before_midnight(daemon):
+    user = f"reset-{TAG}"
+    chat = "chat:daily-1"
+    with owui(daemon, "daily", user, chat) as a, daemon.client(user=user) as plain:
+        assert a.post("/files/write", json={"path": "today.txt", "content": "today"}).status_code == 200
+        try:
+            set_clock(daemon, time.time() + DAY)  # tomorrow: after the next midnight
+            item = wait_for_trash(plain, chat)
+        finally:
+            set_clock(daemon, None)
+        # The chat starts clean...
+        assert a.get("/files/read", params={"path": "today.txt"}).status_code == 404
+        # ...and the trash gives yesterday's work back.
+        assert plain.post("/files/trash/restore", json={"id": item["id"]}).status_code == 200
+        _, out, _ = sh(a, "cat ~/today.txt")
+        assert out == "today", out
