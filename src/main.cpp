@@ -23,6 +23,7 @@
 #include "cli/keys_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/run_options.hpp"
+#include "cli/workspaces_command.hpp"
 #include "util/error.hpp"
 #include "util/file_io.hpp"
 
@@ -106,6 +107,9 @@ int main(int argc, char** argv) {
   agentbox::cli::ClusterOptions cluster_opts;
   auto* cluster = app.add_subcommand("cluster", "A cluster of agentbox nodes behind nginx (docs/SCALING.md)");
   if (wanted("cluster")) agentbox::cli::add_cluster_options(*cluster, cluster_opts);
+  agentbox::cli::WorkspacesOptions workspaces_opts;
+  auto* workspaces = app.add_subcommand("workspaces", "Contexts' workspaces, through the running daemon (admin key)");
+  if (wanted("workspaces")) agentbox::cli::add_workspaces_options(*workspaces, workspaces_opts);
 
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
   try {
@@ -134,6 +138,7 @@ int main(int argc, char** argv) {
     if (accounts->parsed()) return agentbox::cli::run_accounts(*accounts, accounts_opts);
     if (cluster->parsed()) return agentbox::cli::run_cluster(*cluster, cluster_opts);
     if (keys->parsed()) return agentbox::cli::run_keys(*keys, keys_opts);
+    if (workspaces->parsed()) return agentbox::cli::run_workspaces(*workspaces, workspaces_opts);
   } catch (const agentbox::UsageError& e) {
     std::cerr << "agentbox: " << e.what() << "\n";
     return 2;

@@ -16,4 +16,8 @@ inline constexpr std::string_view kDefaultContext = "default";
 
 std::string context_id_of(const http::Request& req);
 
+// What is wrong with `value` as a context id ("" when nothing is): the check context_id_of
+// makes, for a context named elsewhere (DELETE /p/{profile}/workspaces/{context}).
+std::string_view context_id_problem(std::string_view value);
+
 }  // namespace agentbox::accounts

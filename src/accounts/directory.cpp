@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "accounts/context_id.hpp"
+#include "accounts/workspaces.hpp"
 #include "fs/dir_list.hpp"
 #include "fs/fs_error.hpp"
 #include "http/error.hpp"
@@ -61,6 +62,7 @@ std::string AccountDirectory::make_workspace(const Account& account, std::string
   } else if (errno != EEXIST) {
     throw sys_error("mkdir(" + path + ")");
   }
+  note_workspace_use(path, context);  // its last use, for the operator and keep_days
   return path;
 }
 
@@ -104,6 +106,8 @@ bool AccountDirectory::ready(const http::Request& req, bool query_user_allowed) 
   std::optional<Account> account = identities_.cached(user, unix_now());
   return account && homes_.find(account->name, OpenHomes::Clock::now()) != nullptr;
 }
+
+Account AccountDirectory::account_for(const http::Request& req) { return account_of(user_id_of(req)); }
 
 Caller AccountDirectory::resolve(const http::Request& req, bool query_user_allowed) {
   const std::string user = user_id_of(req, query_user_allowed);

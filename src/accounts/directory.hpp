@@ -79,6 +79,9 @@ class AccountDirectory {
   // records activity. The session is X-Session-Id, else X-Terminal-Context-Id; a session cwd
   // that is no longer a directory falls back to the home.
   Caller resolve(const http::Request& req, bool query_user_allowed = false);
+  // The account req names (admitted, made on first sight) without resolving its box or making
+  // a workspace: for the routes that act on a context's workspace from outside it.
+  Account account_for(const http::Request& req);
   // Whether resolve(req) costs memory only now: the account is in memory with no last_seen
   // write due and its home is open (its volume mounted). A request that names no valid user is
   // ready too: resolving it fails at once with its 400.

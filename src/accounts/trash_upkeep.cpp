@@ -27,7 +27,15 @@ TrashUpkeep::TrashUpkeep(AccountDirectory& callers, AccountStore& accounts, uint
     name_this_thread("trash-upkeep");
     std::unique_lock lock(mu_);
     while (!stopping_) {
+      std::vector<std::function<void()>> passes = passes_;
       lock.unlock();
+      for (const auto& pass : passes) {
+        try {
+          pass();
+        } catch (const std::exception& e) {
+          log::warn("accounts", "volume upkeep: {}", e.what());
+        }
+      }
       run_once();
       lock.lock();
       wake_.wait_for(lock, interval_, [this] { return stopping_; });
@@ -44,6 +52,11 @@ void TrashUpkeep::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+void TrashUpkeep::add_pass(std::function<void()> pass) {
+  std::lock_guard lock(mu_);
+  passes_.push_back(std::move(pass));
 }
 
 void TrashUpkeep::run_once() {

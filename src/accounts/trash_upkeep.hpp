@@ -11,8 +11,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "accounts/directory.hpp"
 #include "store/account_store.hpp"
@@ -35,6 +37,10 @@ class TrashUpkeep {
   // One pass over the volumes in use (the thread's; public for tests).
   void run_once();
 
+  // Another job run at the start of each pass on this thread (the workspaces' sweep:
+  // accounts/workspace_sweep.hpp), so periodic volume work shares one thread. Any thread.
+  void add_pass(std::function<void()> pass);
+
  private:
   AccountDirectory& callers_;
   AccountStore& accounts_;
@@ -43,6 +49,7 @@ class TrashUpkeep {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::vector<std::function<void()>> passes_;  // guarded by mu_
   std::thread thread_;
 };
 

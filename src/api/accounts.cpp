@@ -3,7 +3,9 @@
 #include <chrono>
 #include <ctime>
 #include <future>
+#include <set>
 
+#include "accounts/workspaces.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "http/error.hpp"
@@ -38,8 +40,18 @@ std::map<std::string, std::string> box_states(BoxManager& boxes) {
   return states.get();
 }
 
+// The account's contexts (accounts/workspaces.hpp): their count, when its volume is in use
+// (null otherwise: an unmounted volume is not mounted for a listing).
+nlohmann::json workspace_count(accounts::AccountDirectory& callers, const std::set<std::string>& opened,
+                               const std::string& name) {
+  if (!opened.contains(name)) return nullptr;
+  return accounts::list_workspaces(callers.volumes().paths(name).root, false).size();
+}
+
 Response list(AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes) {
   const std::map<std::string, std::string> states = box_states(boxes);
+  const std::vector<std::string> in_use = callers.volumes().opened();
+  const std::set<std::string> opened(in_use.begin(), in_use.end());
   nlohmann::json out = nlohmann::json::array();
   for (const Account& a : accounts.list()) {
     auto state = states.find(a.name);
@@ -49,7 +61,8 @@ Response list(AccountStore& accounts, accounts::AccountDirectory& callers, BoxMa
                    {"created", a.created},
                    {"last_active", a.last_seen},
                    {"box", state == states.end() ? "stopped" : state->second},
-                   {"disk", disk_json(callers.volumes().usage(a.name))}});
+                   {"disk", disk_json(callers.volumes().usage(a.name))},
+                   {"workspaces", workspace_count(callers, opened, a.name)}});
   }
   return Response::json({{"accounts", std::move(out)}});
 }

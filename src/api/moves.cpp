@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "accounts/workspaces.hpp"
 #include "api/accounts.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
@@ -183,6 +184,10 @@ class Mover {
     }
     for (const char* part : {"home", "trash"})
       if (exists(staging + "/" + part)) moves::reown_tree(staging + "/" + part, account.uid, account.gid);
+    // Contexts' workspaces (accounts/workspaces.hpp): each the account's; their parents and
+    // records stay the daemon's, as tar made them.
+    for (const accounts::Workspace& w : accounts::list_workspaces(staging, false))
+      moves::reown_tree(accounts::workspace_dir(staging, w.profile, w.hash), account.uid, account.gid);
     s_.moves->commit_in(id, account.name, records);  // the commit point
     log::info("moves", "move {}: {} committed as {} (uid {})", id, *user, account.name, account.uid);
     moves::move_test_pause("committed");
@@ -228,7 +233,7 @@ class Mover {
     replace_file(dir + "/move.json", doc.dump(), 0600);
     const VolumePaths v = s_.callers->volumes().open({account->name, account->uid, account->gid});
     moves::ArchivePart volume{v.root, {}};
-    for (const char* part : {"home", "trash", "daemon/logs"})
+    for (const char* part : {"home", "trash", "daemon/logs", "workspaces"})
       if (exists(v.root + "/" + part)) volume.entries.push_back(part);
     const std::string path = "/admin/moves/" + m.id + "?user=" + http::percent_encode(m.external_id) +
                              "&from=" + http::percent_encode(s_.placement->node());
@@ -285,8 +290,10 @@ class Mover {
     const VolumePaths v = s_.callers->volume_of(*account);
     const std::string staging = v.root + "/" + kStaging;
     if (!exists(staging)) return *account;
-    const std::pair<std::string, std::string> parts[] = {
-        {"home", v.home}, {"trash", v.trash}, {"daemon/logs", v.daemon + "/logs"}};
+    const std::pair<std::string, std::string> parts[] = {{"home", v.home},
+                                                         {"trash", v.trash},
+                                                         {"daemon/logs", v.daemon + "/logs"},
+                                                         {"workspaces", v.root + "/workspaces"}};
     for (const auto& [part, into] : parts) {
       const std::string from = staging + "/" + part;
       if (!exists(from)) continue;

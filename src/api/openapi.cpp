@@ -331,6 +331,24 @@ json paths() {
                 with_ok(errors({{"404", "No terminal open in this chat."}, {"422", "Invalid arguments."}}),
                         json_response("Typed.", {{"type", "object"}})),
                 body("UserTerminalInput"));
+
+  // Documented for the front end, not a tool: without an operationId Open WebUI makes no tool
+  // of it, so the model cannot delete the chat it works in.
+  json delete_workspace = operation(
+      "", "Delete a chat's workspace",
+      "Under /p/{profile} with isolation \"context\": stops the context's box and moves its workspace to "
+      "the user's trash as one item (POST /files/trash/restore puts it back).",
+      {param("context", "path", type("string"), "The context id, URL-encoded (chat:<id>, automation:<id>).")},
+      with_ok(
+          errors({{"400", "Malformed context id."},
+                  {"404", "No workspace for this context, or the profile keeps none."},
+                  {"409", "The context 'default' is the user's home."}}),
+          json_response("In the trash.",
+                        {{"type", "object"},
+                         {"properties",
+                          {{"context", type("string")}, {"profile", type("string")}, {"trash_id", type("string")}}}})));
+  delete_workspace.erase("operationId");
+  p["/workspaces/{context}"]["delete"] = std::move(delete_workspace);
   return p;
 }
 

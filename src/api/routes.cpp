@@ -25,6 +25,7 @@
 #include "api/trash.hpp"
 #include "api/usage.hpp"
 #include "api/user_terminal.hpp"
+#include "api/workspaces.hpp"
 
 namespace agentbox::api {
 
@@ -61,6 +62,9 @@ void register_routes(http::Router& router, const Services& s) {
   add_account_routes(router, s);
   // POST, GET /admin/keys; DELETE /admin/keys/{id}
   add_key_routes(router, s);
+  // DELETE /workspaces/{context} (under /p/{profile}); GET /admin/accounts/{user}/workspaces;
+  // DELETE /admin/accounts/{user}/workspaces/{context}
+  add_workspace_routes(router, s);
   if (s.placement) {
     // GET /admin/cluster; POST /admin/cluster/reload
     add_cluster_routes(router, s);

@@ -3,6 +3,7 @@
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "api/storage_full.hpp"
+#include "api/workspaces.hpp"
 #include "fs/trash.hpp"
 #include "http/json_body.hpp"
 
@@ -14,12 +15,17 @@ namespace {
 using nlohmann::json;
 
 json item_json(const TrashItem& t, uint32_t trash_days) {
-  return {{"id", t.id},
-          {"path", t.path},
-          {"type", t.type},
-          {"size", t.size},
-          {"deleted_at", t.deleted_at},
-          {"expires_at", t.deleted_at + int64_t{trash_days} * 86400}};
+  json j = {{"id", t.id},
+            {"path", t.path},
+            {"type", t.type},
+            {"size", t.size},
+            {"deleted_at", t.deleted_at},
+            {"expires_at", t.deleted_at + int64_t{trash_days} * 86400}};
+  // A context's workspace (api/workspaces.hpp): restored to its context, not into the home.
+  if (t.workspace)
+    j["workspace"] = {{"profile", t.workspace->profile},
+                      {"context", t.workspace->context.empty() ? json(nullptr) : json(t.workspace->context)}};
+  return j;
 }
 
 }  // namespace
@@ -44,13 +50,18 @@ void add_trash_routes(Router& router, const Services& s) {
 
   router.add_async(
       http::verb::post, "/files/trash/restore",
-      offload(pool, Handler([&callers](const Request& req) {
+      offload(pool, Handler([&callers, manager = s.manager](const Request& req) {
                 accounts::Caller caller = callers.resolve(req);
                 json body = parse_json_object(req);
                 const std::string id = required_string(body, "id");
                 std::optional<HomePath> to;
                 if (auto path = optional_string(body, "path")) to = caller.home->path(*path, caller.cwd);
                 Trash trash(callers.volume_of(caller.account).trash, *caller.home);
+                if (!to) {
+                  // A workspace goes back where its context's box finds it, whoever asks.
+                  if (std::optional<TrashItem> item = trash.find(id); item && item->workspace)
+                    return restore_workspace_item(callers, *manager, caller.account, *item);
+                }
                 TrashRestore r = with_room(callers, req, [&] { return trash.restore(id, to); });
                 return Response::json({{"path", r.path}, {"replaced", r.replaced ? json(*r.replaced) : json(nullptr)}});
               })));

@@ -23,6 +23,13 @@ std::string inodes_text(const nlohmann::json& disk) {
   return fmt::format("{} of {}", disk.value("inodes_used", uint64_t{0}), disk.value("inodes_limit", uint64_t{0}));
 }
 
+// Its contexts' workspaces (agentbox workspaces list USER names them); "-" when its volume is
+// not in use, so the daemon did not look.
+std::string contexts_text(const nlohmann::json& account) {
+  auto n = account.find("workspaces");
+  return n != account.end() && n->is_number() ? std::to_string(n->get<uint64_t>()) : "-";
+}
+
 void print_list(const nlohmann::json& answer) {
   const nlohmann::json& accounts = answer["accounts"];
   if (accounts.empty()) {
@@ -30,12 +37,12 @@ void print_list(const nlohmann::json& answer) {
     return;
   }
   // The user id goes last: it is the front end's, of any length.
-  const std::string row = "{:<24} {:>8} {:<8} {:<22} {:<16} {:<20} {}\n";
-  std::cout << fmt::format(fmt::runtime(row), "NAME", "UID", "BOX", "DISK", "FILES", "LAST ACTIVE", "USER");
+  const std::string row = "{:<24} {:>8} {:<8} {:<22} {:<16} {:<20} {:>8} {}\n";
+  std::cout << fmt::format(fmt::runtime(row), "NAME", "UID", "BOX", "DISK", "FILES", "LAST ACTIVE", "CONTEXTS", "USER");
   for (const nlohmann::json& a : accounts)
     std::cout << fmt::format(fmt::runtime(row), a.value("name", ""), a.value("uid", 0), a.value("box", ""),
                              disk_text(a["disk"]), inodes_text(a["disk"]), utc_time(a.value("last_active", 0.0)),
-                             a.value("user", ""));
+                             contexts_text(a), a.value("user", ""));
 }
 
 // Asked on a terminal; elsewhere --yes is required, so a script never deletes by accident.

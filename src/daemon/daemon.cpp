@@ -4,10 +4,13 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <thread>
 
+#include "accounts/workspace_sweep.hpp"
 #include "agent/warm_clis.hpp"
 #include "api/health.hpp"
 #include "api/metrics.hpp"
@@ -67,6 +70,37 @@ std::chrono::seconds trash_upkeep_interval() {
   if (const char* s = ::getenv("AGENTBOX_TEST_TRASH_UPKEEP_SECONDS"); s && *s)
     return std::chrono::seconds(std::atoi(s));
   return std::chrono::seconds(60);
+}
+
+// What the workspaces' sweep reads (accounts/workspace_sweep.hpp): the profiles in force, the
+// boxes not stopped, and the clock. Test hook (tests/e2e/test_workspaces.py): the unix time
+// written in the file AGENTBOX_TEST_WORKSPACE_CLOCK names, when it holds one, so a test moves
+// days ahead at once.
+accounts::WorkspaceSweep::Sources workspace_sweep_sources(std::shared_ptr<ProfileTable> profiles, BoxManager& manager) {
+  accounts::WorkspaceSweep::Sources s;
+  s.keeping = [profiles] {
+    std::map<std::string, accounts::WorkspaceKeeping> out;
+    for (const auto& [name, p] : profiles->get()->profiles)
+      if (p.keep_days || p.reset) out[name] = {p.keep_days, p.reset};
+    return out;
+  };
+  s.busy_boxes = [&manager] {
+    auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
+    std::future<std::map<std::string, std::string>> states = answer->get_future();
+    manager.box_states([answer](std::map<std::string, std::string> m) { answer->set_value(std::move(m)); });
+    if (states.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
+      throw Error("the box loop did not say which boxes run");
+    std::set<std::string> busy;
+    for (const auto& [key, state] : states.get()) busy.insert(key);
+    return busy;
+  };
+  s.now = [clock = std::string(::getenv("AGENTBOX_TEST_WORKSPACE_CLOCK") ? ::getenv("AGENTBOX_TEST_WORKSPACE_CLOCK")
+                                                                         : "")] {
+    int64_t t = 0;
+    if (!clock.empty() && (std::ifstream(clock) >> t) && t > 0) return t;
+    return static_cast<int64_t>(::time(nullptr));
+  };
+  return s;
 }
 
 // `agentbox mcp` as an ordinary user makes no cgroup (run refuses its limit flags): none is
@@ -328,6 +362,10 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
     const Profile* profile = table->find(name);
     return profile && profile->isolation == Profile::Isolation::context;
   });
+  // [profiles.NAME] keep_days and reset: a pass of the trash upkeep's thread.
+  auto sweep =
+      std::make_shared<accounts::WorkspaceSweep>(callers_, accounts_, workspace_sweep_sources(profiles_, manager_));
+  trash_upkeep_.add_pass([sweep] { sweep->run_once(); });
   // The request counters' slots, one per route of the table now served (metrics/http_requests.hpp).
   std::vector<metrics::RouteName> names;
   for (const http::Route& r : http_.router().routes())

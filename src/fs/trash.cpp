@@ -60,6 +60,26 @@ uint64_t size_of(const EntryRef& e, const struct stat& st, const std::string& sh
   return total;
 }
 
+// The item's `info`; false (errno set) when it could not be written whole.
+bool write_info(int item_dir, const TrashItem& t) {
+  json info = {{"path", t.path}, {"type", t.type}, {"size", t.size}, {"deleted_at", t.deleted_at}};
+  if (t.workspace)
+    info["workspace"] = {
+        {"profile", t.workspace->profile}, {"hash", t.workspace->hash}, {"context", t.workspace->context}};
+  const std::string text = info.dump();
+  UniqueFd f(::openat(item_dir, kInfo, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  return f && ::write(f.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+// Splits a daemon-made host path into its parent (opened O_PATH, no link followed) and name.
+EntryRef host_entry(const std::string& host_path) {
+  const size_t slash = host_path.rfind('/');
+  if (slash == std::string::npos || slash + 1 == host_path.size()) throw Error("not a host path: " + host_path);
+  UniqueFd parent(::open(host_path.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!parent) throw sys_error("open(" + host_path.substr(0, slash) + ")");
+  return {std::move(parent), host_path.substr(slash + 1)};
+}
+
 }  // namespace
 
 bool is_trash_id(std::string_view id) {
@@ -107,6 +127,8 @@ std::optional<TrashItem> Trash::read_item(const std::string& id) const {
   t.type = j.value("type", "file");
   t.size = j.value("size", uint64_t{0});
   t.deleted_at = j.value("deleted_at", int64_t{0});
+  if (const auto ws = j.find("workspace"); ws != j.end() && ws->is_object())
+    t.workspace = TrashWorkspace{ws->value("profile", ""), ws->value("hash", ""), ws->value("context", "")};
   return t;
 }
 
@@ -131,14 +153,7 @@ TrashPut Trash::put(const HomePath& p) {
     } else {
       UniqueFd item = open_in_dir(dir_.get(), out.item.id, O_PATH | O_DIRECTORY);
       if (!item) throw sys_error("open(trash item)");
-      const std::string info = json{
-          {"path", out.item.path},
-          {"type", out.item.type},
-          {"size", out.item.size},
-          {"deleted_at",
-           out.item.deleted_at}}.dump();
-      UniqueFd f(::openat(item.get(), kInfo, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (f && ::write(f.get(), info.data(), info.size()) == static_cast<ssize_t>(info.size())) {
+      if (write_info(item.get(), out.item)) {
         fs_check(::renameat(e.dir.get(), e.name.c_str(), item.get(), kEntry), p.shown);
         return out;
       }
@@ -179,6 +194,8 @@ TrashRestore Trash::restore(const std::string& id, const std::optional<HomePath>
   auto as_user = home_.as_user();
   std::optional<TrashItem> item = is_trash_id(id) ? read_item(id) : std::nullopt;
   if (!item) throw FsError(FsErrorKind::not_found, "Not in the trash: " + id);
+  if (item->workspace && !to)
+    throw FsError(FsErrorKind::bad_request, "Item " + id + " is a workspace: it goes back to its context");
   const HomePath dest = to ? *to : home_.path(item->path);
   if (dest.is_home()) throw FsError(FsErrorKind::bad_request, "Cannot restore over the home directory");
   home_.make_dirs(dest.parent(home_.box_home()));
@@ -193,6 +210,77 @@ TrashRestore Trash::restore(const std::string& id, const std::optional<HomePath>
   UniqueFd from = open_in_dir(dir_.get(), id, O_PATH | O_DIRECTORY);
   if (!from) throw_fs_errno(errno, dest.shown);
   fs_check(::renameat2(from.get(), kEntry, e.dir.get(), e.name.c_str(), RENAME_NOREPLACE), dest.shown);
+  drop(id);
+  return out;
+}
+
+std::optional<TrashItem> Trash::find(const std::string& id) const {
+  auto as_user = home_.as_user();
+  return is_trash_id(id) ? read_item(id) : std::nullopt;
+}
+
+TrashItem Trash::put_workspace(const std::string& host_dir, const TrashWorkspace& ws) {
+  EntryRef e = host_entry(host_dir);
+  struct stat st {};
+  if (::fstatat(e.dir.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+    throw FsError(FsErrorKind::not_found, "No workspace for context " + (ws.context.empty() ? ws.hash : ws.context));
+  TrashItem item;
+  item.path = home_.box_home();
+  item.type = "directory";
+  item.workspace = ws;
+  item.size = size_of(e, st, item.path);
+  for (;;) {
+    item.id = new_id();
+    item.deleted_at = id_millis(item.id) / 1000;
+    int err = 0;
+    UniqueFd made;
+    {
+      auto as_user = home_.as_user();  // the item is the account's, as every other
+      if (::mkdirat(dir_.get(), item.id.c_str(), 0700) != 0) {
+        err = errno;
+      } else {
+        made = open_in_dir(dir_.get(), item.id, O_PATH | O_DIRECTORY);
+        if (!made) throw sys_error("open(trash item)");
+        if (!write_info(made.get(), item)) {
+          err = errno ? errno : EIO;
+          made.reset();
+          drop(item.id);
+        }
+      }
+    }
+    if (made) {
+      // As the daemon (this thread's own identity): the workspace's parent is the daemon's
+      // (0711), which no box and no account may change.
+      if (::renameat(e.dir.get(), e.name.c_str(), made.get(), kEntry) == 0) return item;
+      err = errno;
+      auto as_user = home_.as_user();
+      drop(item.id);
+      throw_fs_errno(err, item.path);
+    }
+    if (!is_full(err) || !purge_oldest()) throw_fs_errno(err, item.path);
+  }
+}
+
+TrashRestore Trash::restore_workspace(const std::string& id, const std::string& host_dir) {
+  std::optional<TrashItem> item = find(id);
+  if (!item || !item->workspace) throw FsError(FsErrorKind::not_found, "No workspace in the trash: " + id);
+  TrashRestore out;
+  out.path = home_.box_home();
+  // The parents are the daemon's, made as AccountDirectory makes them: no box reaches them.
+  const std::string parent = host_dir.substr(0, host_dir.rfind('/'));
+  for (const std::string& dir : {parent.substr(0, parent.rfind('/')), parent})
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
+  EntryRef e = host_entry(host_dir);
+  struct stat st {};
+  if (::fstatat(e.dir.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+    out.replaced = put_workspace(host_dir, *item->workspace).id;
+  UniqueFd from = open_in_dir(dir_.get(), id, O_PATH | O_DIRECTORY);
+  if (!from) throw_fs_errno(errno, out.path);
+  // Only a directory becomes a box's home, never a link put in its place.
+  if (::fstatat(from.get(), kEntry, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+    throw FsError(FsErrorKind::bad_request, "Item " + id + " holds no workspace directory");
+  fs_check(::renameat2(from.get(), kEntry, e.dir.get(), e.name.c_str(), RENAME_NOREPLACE), out.path);
+  auto as_user = home_.as_user();
   drop(id);
   return out;
 }

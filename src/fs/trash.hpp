@@ -17,12 +17,21 @@
 
 namespace agentbox {
 
+// A context's workspace (issue 35) held in the trash as one item: restored to where its
+// context's box finds it, not into a home.
+struct TrashWorkspace {
+  std::string profile;
+  std::string hash;     // its directory's name (store/box_key.hpp: context_hash)
+  std::string context;  // as X-Terminal-Context-Id named it; "" when unknown
+};
+
 struct TrashItem {
   std::string id;
-  std::string path;        // where it was, as the box sees it
-  std::string type;        // "file" or "directory" (a link is a "file")
-  uint64_t size = 0;       // bytes of the files in it (apparent sizes)
-  int64_t deleted_at = 0;  // unix seconds
+  std::string path;                         // where it was, as the box sees it
+  std::string type;                         // "file" or "directory" (a link is a "file")
+  uint64_t size = 0;                        // bytes of the files in it (apparent sizes)
+  int64_t deleted_at = 0;                   // unix seconds
+  std::optional<TrashWorkspace> workspace;  // set: a context's workspace (put_workspace)
 };
 
 struct TrashPut {
@@ -49,6 +58,19 @@ class Trash {
   // Moves the item back to where it was (or to `to`), making missing parent directories. An
   // entry in the way goes to the trash first: nothing is lost. Unknown id: not_found.
   TrashRestore restore(const std::string& id, const std::optional<HomePath>& to);
+  // The item `id`, if the trash holds it.
+  std::optional<TrashItem> find(const std::string& id) const;
+
+  // A context's workspace: `host_dir` (made by the daemon, outside every box's view) moved into
+  // the trash as one item, shown as the home its box saw. Runs as the daemon for the move (the
+  // workspace's parent is the daemon's) and leaves the item the account's. Never deletes: a
+  // volume too full for the item's bookkeeping after the oldest items went is an error.
+  TrashItem put_workspace(const std::string& host_dir, const TrashWorkspace& ws);
+  // Moves a workspace item back to `host_dir` (its parents made as the daemon's, 0711); a
+  // workspace in the way goes to the trash first. restore() of a workspace item without `to`
+  // is bad_request: the route that knows where workspaces live restores it here.
+  TrashRestore restore_workspace(const std::string& id, const std::string& host_dir);
+
   // Deletes one item for good (not_found when there is none); clear() deletes them all.
   void remove(const std::string& id);
   size_t clear();

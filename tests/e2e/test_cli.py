@@ -221,6 +221,7 @@ def test_help_names_the_program():
     (["backup", "restore", "--help"], ["--date", "--all", "--listen", "--state"]),
     (["accounts", "move", "--help"], ["--to", "--cluster", "--router-dir"]),
     (["cluster", "nginx-conf", "--help"], ["--http-only", "--pins-map", "--read-timeout"]),
+    (["workspaces", "delete", "--help"], ["--profile", "context", "--listen"]),
     (["--help-all"], ["--allow-net", "--config", "check ", "restore ", "move ", "--cluster", "nginx-conf "]),
 ])
 def test_every_subcommand_still_shows_its_options(args, needles):
@@ -234,6 +235,7 @@ def test_every_subcommand_still_shows_its_options(args, needles):
     (["run", "--bogus", "--", "true"], "--bogus"),
     (["backup", "status", "--bogus"], "--bogus"),
     (["cluster", "owner"], "user"),  # a required argument of a subcommand
+    (["workspaces", "delete", "alice"], "context"),
     (["bogus"], "subcommand"),
 ])
 def test_a_bad_command_line_is_one_line_and_exit_2(args, needle):

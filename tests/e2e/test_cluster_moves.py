@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from conftest import agentbox_bin, run, sh, text_of
-from test_cluster import NODES, Cluster, running_cluster
+from test_cluster import CONFIG, NODES, Cluster, running_cluster
 
 HOOK = "AGENTBOX_TEST_MOVE_PAUSE"
 
@@ -92,9 +92,13 @@ class MoveCluster(Cluster):
         return mine[:n]
 
 
+# A profile whose chats have workspaces of their own (issue 35): they live in the volume and move with it.
+PROFILES = '[profiles.chats]\nisolation = "context"\n'
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    with running_cluster("moves", MoveCluster) as c:
+    with running_cluster("moves", MoveCluster, config=CONFIG + PROFILES) as c:
         yield c
 
 
@@ -341,3 +345,45 @@ def test_a_home_too_big_for_the_target_is_refused_mid_stream_and_moves_once_the_
         r = c.move(user, "n3")
         assert r.returncode == 0, r.stderr
         assert_moved(c, user, before)
+
+
+def test_a_move_carries_the_workspaces_of_the_users_chats(cluster):
+    c = cluster
+    user = c.users_owned_by("n1", 1)[0]
+
+    def chat(context):
+        u = c.client(user, via=c.router.url + "/p/chats")
+        u.headers["X-Terminal-Context-Id"] = context
+        return u
+
+    with chat("chat:mv-a") as a, chat("chat:mv-b") as b:
+        assert a.post("/files/write", json={"path": "a.txt", "content": "chat a on n1"}).status_code == 200
+        assert b.post("/files/write", json={"path": "b.txt", "content": "chat b on n1"}).status_code == 200
+        assert a.get("/files/cwd").headers["x-agentbox-node"] == "n1"
+        old_uid = sh(a, "id -u")[1]
+        # Chat B's workspace goes to the trash before the move: the item moves too.
+        r = b.delete("/workspaces/" + "chat%3Amv-b")
+        assert r.status_code == 200, r.text
+        trash_id = r.json()["trash_id"]
+    r = c.move(user, "n3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    c.router.wait_old_workers_gone()
+    with chat("chat:mv-a") as a, chat("chat:mv-b") as b:
+        deadline = time.monotonic() + 10
+        while (r := a.get("/files/read", params={"path": "a.txt"})).status_code == 421:
+            assert time.monotonic() < deadline, r.text
+            time.sleep(0.1)
+        assert r.status_code == 200 and r.headers["x-agentbox-node"] == "n3", r.text
+        assert r.json()["content"] == "chat a on n1"
+        code, out, _ = sh(a, "id -u; stat -c %u ~/a.txt; echo more >> ~/a.txt && cat ~/a.txt")
+        uid, owner, *content = out.split("\n")
+        assert code == 0 and uid == owner != old_uid.strip(), out  # n3's uid for the account, writable
+        assert content[0] == "chat a on n1more", out
+        # The trashed workspace restores on n3, where chat B finds it.
+        assert b.get("/files/read", params={"path": "b.txt"}).status_code == 404
+        r = b.post("/files/trash/restore", json={"id": trash_id})
+        assert r.status_code == 200, r.text
+        assert sh(b, "cat ~/b.txt")[1] == "chat b on n1"
+    with c.admin("n3") as op:
+        contexts = [w["context"] for w in op.get(f"/admin/accounts/{user}/workspaces").json()["workspaces"]]
+        assert sorted(contexts) == ["chat:mv-a", "chat:mv-b"], contexts

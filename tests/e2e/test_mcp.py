@@ -44,7 +44,7 @@ def test_the_tools_are_openapis_model_tools_and_every_schema_compiles_in_ajv_str
     assert {n: t["compile_error"] for n, t in tour["tools"].items() if t["compile_error"]} == {}
     # Generated from /openapi.json: the same names, descriptions and limits.
     doc = httpx.get(daemon.url + "/openapi.json").json()
-    ops = {op["operationId"]: op for path in doc["paths"].values() for op in path.values()}
+    ops = {op["operationId"]: op for path in doc["paths"].values() for op in path.values() if "operationId" in op}
     for name, tool in tour["tools"].items():
         assert tool["description"] == ops[name]["description"], name
         for p in ops[name].get("parameters", []):

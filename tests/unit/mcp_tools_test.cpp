@@ -29,11 +29,17 @@ TEST(McpToolTable, EveryOperationOfTheOpenApiDocumentIsATool) {
   json doc = api::openapi_document("test");
   std::set<std::string> ops;
   for (const auto& [path, methods] : doc["paths"].items())
-    for (const auto& [method, op] : methods.items()) ops.insert(op["operationId"].get<std::string>());
+    for (const auto& [method, op] : methods.items())
+      if (op.contains("operationId")) ops.insert(op["operationId"].get<std::string>());
   std::set<std::string> names;
   for (const Tool& t : tools_of(doc)) names.insert(t.name);
   EXPECT_EQ(names, ops);
   EXPECT_TRUE(names.count("run_command"));
+  // Documented for the front end without an operationId, so no tool: the model does not delete
+  // the chat it works in (api/openapi.cpp).
+  ASSERT_TRUE(doc["paths"].contains("/workspaces/{context}"));
+  EXPECT_FALSE(doc["paths"]["/workspaces/{context}"]["delete"].contains("operationId"));
+  for (const Tool& t : tools_of(doc)) EXPECT_NE(t.pattern, "/workspaces/{context}");
 }
 
 TEST(McpToolTable, ArgumentsKeepWhereTheRestRequestTakesThem) {
