@@ -322,6 +322,14 @@ allow_addresses = ["127.0.0.1/32"]
         if left:
             self.ledger.violation(f"after the clean stop the daemon left: {left}")
         self.check_dead(final=True)
+        # And what a clean stop saved: a daemon started again answers the same (a process end
+        # the store refused while the state disk was full would read "lost" here).
+        d.start(timeout=60)
+        self.generation += 1
+        n = self.ledger.verify(self.client_of, "after a clean stop and a start")
+        print(f"ledger verified after a clean stop and a start: {n} records", flush=True)
+        if d.stop(timeout=60) != 0 or d.leftovers:
+            self.ledger.violation(f"the second clean stop: leftovers {d.leftovers}")
         self.scan_logs()
 
     def cleanup(self):
