@@ -35,14 +35,16 @@ REPORTS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", 
 # After a phase, RSS may stay above the baseline (taken after the first phase) by what glibc's
 # arenas keep of freed memory: 4 MiB request bodies (the full-volume fault) parsed on the file
 # threads raised a release build from 31 to 67 MiB once, flat afterwards (seed 2, 3 users), so
-# 25% plus 48 MiB; a leak still shows as growth past it over a longer run. Descriptors: a few
-# sockets still closing. Under ASan freed memory sits in its quarantine: SOAK_RSS_SLACK_MIB.
+# 25% plus 48 MiB; a leak still shows as growth past it over a longer run. Descriptors: sockets
+# still closing and boxes' channels, up to 15 above and flat with 6 users (seed 7): 32. Under ASan
+# freed memory sits in its quarantine: SOAK_RSS_SLACK_MIB.
 RSS_SLACK_KIB = int(os.environ.get("SOAK_RSS_SLACK_MIB", "48")) * 1024
-FD_SLACK = 16
+FD_SLACK = 32
 # And each account first seen since the baseline may keep, until [accounts] idle_timeout, its
 # home and volume descriptors, its network namespace and the listeners the daemon serves there,
-# and its box's channels: 20 measured for the stuck-start account (seed 4); 24 allowed.
-FD_PER_NEW_ACCOUNT = 24
+# and its box's channels (a stuck start's box is held until its timeout): 20 and 39 measured
+# after the first stuck start (4 users seed 4, 6 users seed 7), flat after later ones; 48 allowed.
+FD_PER_NEW_ACCOUNT = 48
 STATEFS_MIB = 640
 
 
@@ -220,6 +222,14 @@ allow_addresses = ["127.0.0.1/32"]
         """None of a SIGKILLed daemon's processes, cgroups or namespaces remain once its
         successor has run. Its cgroups are left today (issue 37, being fixed on branch
         issue37-admission): a note unless SOAK_STRICT_CGROUPS=1."""
+        if self.dead and self.daemon.proc is not None:
+            # The dead daemon's volumes are its successor's now: each mounted once, each image on
+            # one loop device (a second would be the dead one's, left attached).
+            mounts = leftovers.mounts_under(self.daemon.state_dir)
+            images = [image for _, image in leftovers.loops_under(self.daemon.state_dir)]
+            twice = sorted({m for m in mounts if mounts.count(m) > 1} | {i for i in images if images.count(i) > 1})
+            if twice:
+                self.ledger.violation(f"after a SIGKILL and a restart, mounted or attached twice: {twice}")
         for pid, tree, netns, ended in self.dead:
             left = leftovers.left_by(pid, tree, netns, ended)
             cgroups = left.pop("cgroup", [])
