@@ -5,7 +5,6 @@ a full volume, a full state filesystem, a stuck box start, a client that stops r
 Runs on: the soak's main thread (one fault at a time), beside the worker threads.
 """
 import os
-import signal
 import socket
 import time
 

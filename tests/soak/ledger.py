@@ -85,8 +85,21 @@ class Ledger:
     def verify(self, client_of, when):
         """Every acknowledged write is there with the same bytes and every finished process record
         answers the same, through the API of the daemon running now."""
-        from conftest import text_of  # tests/e2e on sys.path (soak.py)
         files, procs = self.snapshot()
+        clients = {}
+
+        def client(user):  # one per user for this pass, closed after it
+            if user not in clients:
+                clients[user] = client_of(user)
+            return clients[user]
+        try:
+            return self._verify(client, files, procs, when)
+        finally:
+            for c in clients.values():
+                c.close()
+
+    def _verify(self, client_of, files, procs, when):
+        from conftest import text_of  # tests/e2e on sys.path (soak.py)
         checked = 0
         for user, paths in files.items():
             c = client_of(user)

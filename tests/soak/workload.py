@@ -169,11 +169,13 @@ class User:
             return
         tid = r.json()["id"]
         a, b = self.rng.randrange(10**5, 10**6), self.rng.randrange(10**5, 10**6)
+        generation = self.h.generation
         try:
             asyncio.run(self._type(tid, f"echo $(({a}+{b}))\n", str(a + b).encode()))
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as e:
-            if self.h.up.is_set():
-                self.h.ledger.violation(f"{self.name}: terminal {tid}: {type(e).__name__}: {e}")
+            if self.h.generation != generation or not self.h.up.is_set():
+                raise DaemonDown() from e
+            self.h.ledger.violation(f"{self.name}: terminal {tid}: {type(e).__name__}: {e}")
         self.call("terminal delete", "DELETE", f"/api/terminals/{tid}")
 
     async def _type(self, tid, line, wanted):
