@@ -10,7 +10,8 @@ using namespace ptable;
 
 void ProcessTable::Impl::shut_down() {
   if (guard.closed()) return;
-  guard.close();  // waits for the handlers at work
+  guard.close();        // waits for the handlers at work
+  save_unsaved_ends();  // the last chance for ends a full disk refused
   std::vector<std::shared_ptr<Proc>> all;
   {
     std::lock_guard lock(mu);
@@ -89,13 +90,17 @@ void ProcessTable::Impl::purge() {
   } catch (const std::exception& e) {
     report_store_failure("purge (tried again next round)", e);
   }
+  save_unsaved_ends();
   std::vector<std::shared_ptr<Proc>> evicted;
   {
     std::lock_guard lock(mu);
     const auto now = Clock::now();
+    std::set<std::string> end_unsaved;  // stays in memory, the one copy that knows its end
+    for (const auto& e : unsaved) end_unsaved.insert(e.id);
     for (auto it = procs.begin(); it != procs.end();) {
       const Proc& p = *it->second;
-      if (p.status != ProcessStatus::running && (p.ended < cutoff || now - p.finished_at >= kEvictAfter)) {
+      if (p.status != ProcessStatus::running && !end_unsaved.contains(p.id) &&
+          (p.ended < cutoff || now - p.finished_at >= kEvictAfter)) {
         evicted.push_back(std::move(it->second));
         it = procs.erase(it);
       } else {

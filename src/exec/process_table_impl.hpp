@@ -205,6 +205,11 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
 
   void finish(const std::shared_ptr<Proc>& p);
 
+  // Records a process's end; one the store refuses (a full state disk) is kept and written with
+  // the next end or purge pass, or at shutdown, so a restart still reads "done", not "lost".
+  void save_end(const std::string& id, ProcessStatus status, std::optional<int> code, int64_t ended);
+  void save_unsaved_ends();
+
   // A caller's callback: what it throws is reported (util/unhandled.hpp), never the loop's.
   template <class Fn, class... Args>
   static void call_quietly(Fn& fn, Args&&... args) {
@@ -275,6 +280,13 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Proc>> procs;  // by id
   std::set<std::string> reported;                      // failures said once
+  struct UnsavedEnd {
+    std::string id;
+    ProcessStatus status;
+    std::optional<int> code;
+    int64_t ended;
+  };
+  std::deque<UnsavedEnd> unsaved;  // ends the store refused, oldest first (bounded)
 };
 
 }  // namespace agentbox::exec

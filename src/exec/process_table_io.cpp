@@ -143,18 +143,46 @@ void ProcessTable::Impl::finish(const std::shared_ptr<Proc>& p) {
     p->stdin_open = false;
   }
   close_io(*p);
-  try {
-    store.update(p->id, status, code, ended);
-  } catch (const std::exception& e) {
-    // The memory copy answers until eviction; a lost update only shows after a restart.
-    report_store_failure("update", e);
-  }
+  save_end(p->id, status, code, ended);
   auto waiters = std::move(p->waiters);
   p->waiters.clear();
   for (auto& w : waiters) complete(w);
   auto kill_done = std::move(p->kill_done);
   p->kill_done.clear();
   for (auto& d : kill_done) call_quietly(d, true);
+}
+
+void ProcessTable::Impl::save_end(const std::string& id, ProcessStatus status, std::optional<int> code, int64_t ended) {
+  // Bounded: past this many a disk that stays full loses the oldest (they read "lost" after a
+  // restart, as all of them did before).
+  constexpr size_t kMaxUnsaved = 100000;
+  {
+    std::lock_guard lock(mu);
+    unsaved.push_back({id, status, code, ended});
+    if (unsaved.size() > kMaxUnsaved) unsaved.pop_front();
+  }
+  save_unsaved_ends();
+}
+
+void ProcessTable::Impl::save_unsaved_ends() {
+  std::deque<UnsavedEnd> todo;
+  {
+    std::lock_guard lock(mu);
+    todo.swap(unsaved);
+  }
+  while (!todo.empty()) {
+    const UnsavedEnd& e = todo.front();
+    try {
+      store.update(e.id, e.status, e.code, e.ended);
+    } catch (const std::exception& ex) {
+      // The memory copy answers meanwhile; kept for the next try, in order.
+      report_store_failure("update (tried again later)", ex);
+      std::lock_guard lock(mu);
+      unsaved.insert(unsaved.begin(), todo.begin(), todo.end());
+      return;
+    }
+    todo.pop_front();
+  }
 }
 
 void ProcessTable::Impl::report_store_failure(const char* what, const std::exception& e) {

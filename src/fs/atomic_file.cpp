@@ -77,6 +77,19 @@ void AtomicFile::commit() {
   if (mode_ == Mode::unnamed) link_under_temp_name();
   fs_check(::renameat(target_.dir.get(), temp_name_.c_str(), target_.dir.get(), target_.name.c_str()), shown_);
   committed_ = true;
+  sync_directory();
+}
+
+void AtomicFile::sync_directory() {
+  // The rename lasts only once its directory is on disk: answered before that, a disk that fails
+  // before the next journal commit brings the old file back after a restart (tests/soak's
+  // full_state fault showed it). target_.dir is O_PATH, which fsync refuses: reopen ".". A
+  // directory the account made unreadable still syncs, through its filesystem.
+  UniqueFd dir(::openat(target_.dir.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir)
+    fs_check(::fsync(dir.get()), shown_);
+  else
+    fs_check(::syncfs(fd_.get()), shown_);
 }
 
 }  // namespace agentbox

@@ -2,7 +2,8 @@
 // AtomicFile: a new file that replaces an entry only when complete. It is written as an unnamed
 // O_TMPFILE in the target's directory, so a crash or an error at any point leaves nothing
 // behind; commit() fsyncs it, links it under a random temporary name and renames that over the
-// target in one step. Readers see the old file or the new one, never a partial one.
+// target in one step, then syncs the directory, so what commit() returns for stays after a crash.
+// Readers see the old file or the new one, never a partial one.
 //
 // Filesystems without O_TMPFILE get a named temporary file (".agentbox-<random>.tmp") that is
 // unlinked on failure and by the destructor (a crash can leave that one behind).
@@ -46,6 +47,7 @@ class AtomicFile {
 
  private:
   void link_under_temp_name();
+  void sync_directory();
 
   EntryRef target_;
   std::string shown_;

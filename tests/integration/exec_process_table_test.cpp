@@ -3,12 +3,16 @@
 // and a background child that keeps the terminal open.
 #include "exec/process_table.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -19,6 +23,7 @@
 #include "support/sigpipe_ignored.hpp"
 #include "util/box_loop.hpp"
 #include "util/file_io.hpp"
+#include "util/unique_fd.hpp"
 
 namespace agentbox {
 // Statuses by name in failure messages.
@@ -464,6 +469,42 @@ TEST_F(ProcessTableTest, ShutDownDropsPendingWaitsAndLeavesRunningCommandsLost) 
   auto lost = table().get("alice", running, {});
   ASSERT_TRUE(lost);
   EXPECT_EQ(lost->status, ProcessStatus::lost);
+}
+
+// A command that ends while the state disk is full (tests/soak's full_state fault): the store
+// refuses its end, the table keeps it and writes it with the next end once there is room, so the
+// next daemon reads "done" with its exit code, not "lost".
+TEST_F(ProcessTableTest, AnEndTheFullDiskRefusedIsSavedOnceThereIsRoom) {
+  const std::string small = state_ + "/small";
+  fs::create_directory(small);
+  ASSERT_EQ(::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=2m"), 0) << std::strerror(errno);
+  store_ = std::make_unique<ProcessStore>(open_state_db(small));  // the logs stay in state_/logs
+  const std::string ending = start("alice", "read line; exit 3", false, std::nullopt);
+  {
+    UniqueFd filler(::open((small + "/filler").c_str(), O_WRONLY | O_CREAT, 0600));
+    ASSERT_TRUE(filler) << std::strerror(errno);
+    const std::string page(4096, 'x');
+    while (::write(filler.get(), page.data(), page.size()) > 0) {
+    }
+    while (::write(filler.get(), "x", 1) > 0) {
+    }
+    ASSERT_EQ(errno, ENOSPC);
+    EXPECT_EQ(table().input("alice", ending, "go\n"), InputResult::ok);
+    EXPECT_EQ(finished("alice", ending).exit_code, 3);
+    // The control: the store did refuse it (before the fix this record read "lost" next).
+    EXPECT_EQ(store_->get("alice", ending)->status, ProcessStatus::running);
+  }
+  fs::remove(small + "/filler");
+  finished("alice", start("alice", "true"));  // the next end writes the kept one first
+
+  make_table();
+  auto v = table().get("alice", ending, {});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, ProcessStatus::done);
+  EXPECT_EQ(v->exit_code, 3);
+  table_.reset();
+  store_.reset();
+  ::umount2(small.c_str(), MNT_DETACH);
 }
 
 TEST_F(ProcessTableTest, RetentionPurgeRemovesRecordsAndLogs) {
