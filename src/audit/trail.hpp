@@ -1,7 +1,7 @@
 #pragma once
 // The audit trail: the hooks hand an event's builder to record(), which queues it (bounded) and
-// returns; ONE writer thread builds each event (OCSF, audit/ocsf.hpp), stamps it, writes it as
-// one line to the file (audit/audit_file.hpp) and, with stdout, to fd 1. Nothing on the request
+// returns; ONE writer thread (woken every 100 ms, or by a half-full queue) builds each event (OCSF, audit/ocsf.hpp),
+// stamps it, writes it as one line to the file (audit/audit_file.hpp) and, with stdout, to fd 1. Nothing on the request
 // path waits for a disk: a full queue drops the event and counts it, and a write that fails
 // (ENOSPC, EIO) stops the writing (agentbox_audit_writing 0) until a retry succeeds, every
 // event meanwhile dropped and counted. One instance per process, as metrics::events(): the rooms
