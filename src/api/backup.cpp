@@ -9,6 +9,7 @@
 #include "accounts/move_gate.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
+#include "audit/trail.hpp"
 #include "backup/mirror_layout.hpp"
 #include "fs/confined_dir.hpp"
 #include "fs/home_path.hpp"
@@ -45,8 +46,11 @@ Response restore_every_account(moves::RestoreAllContext& context, const nlohmann
     if (body.contains(field))
       unprocessable(std::string("Field 'all' restores whole accounts: it takes no '") + field + "'");
   nlohmann::json answer = moves::restore_all(context);
-  if (answer.contains("restored") && answer["restored"].is_array())
+  if (answer.contains("restored") && answer["restored"].is_array()) {
     metrics::add(metrics::events().restores, answer["restored"].size());
+    for (const nlohmann::json& r : answer["restored"])
+      audit::account(audit::AccountActivity::restore, r.value("name", ""), r.value("user", ""));
+  }
   return Response::json(std::move(answer));
 }
 
@@ -90,6 +94,7 @@ Response restore(AccountStore& accounts, accounts::AccountDirectory& callers, ba
   std::shared_ptr<const ConfinedDir> home = callers.home(account);
   RestoreResult r = restore_into_home(*home, parent.get(), steps.back(), target);
   metrics::add(metrics::events().restores);
+  audit::account(audit::AccountActivity::restore, account.name, account.external_id);
   return Response::json({{"user", account.name},
                          {"path", target.shown},
                          {"date", date ? nlohmann::json(*date) : nlohmann::json(nullptr)},

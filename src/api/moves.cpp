@@ -17,6 +17,7 @@
 #include "api/accounts.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
+#include "audit/trail.hpp"
 #include "fs/entry_ops.hpp"
 #include "http/error.hpp"
 #include "http/json_body.hpp"
@@ -210,6 +211,7 @@ class Mover {
       s_.move_gate->reload();
       log::info("moves", "move {}: {} is served here from now on", id, move->external_id);
       metrics::add(metrics::events().moves_activated);
+      audit::account(audit::AccountActivity::move_in, account.name, account.external_id);
     }
     return answer_in(account, "active");
   }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "audit/trail.hpp"
 #include "box/box_error.hpp"
 #include "box/spawn_failure.hpp"
 #include "box/start_steps.hpp"
@@ -117,7 +118,8 @@ void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio,
   spawns_[id].handlers = std::move(handlers);
   Pending p;
   p.id = id;
-  p.on_reply = [this, id, tty = req.tty](protocol::InitReply& reply, std::vector<UniqueFd>& fds) {
+  p.on_reply = [this, id, tty = req.tty, cmd = audit::on() ? audit::command_line(req.argv) : std::string()](
+                   protocol::InitReply& reply, std::vector<UniqueFd>& fds) {
     auto it = spawns_.find(id);
     if (it == spawns_.end()) return;
     SpawnEntry& e = it->second;
@@ -130,7 +132,9 @@ void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio,
         r.pty_master = std::move(fds[0]);
       }
       e.started = true;
+      e.pid = spawned->pid;
       metrics::add(metrics::events().box_commands_running, 1);
+      audit::process({audit::now_ms(), true, name_, spawned->pid, cmd, {}, false});
       auto started = e.handlers.started;
       started(std::move(r));
       if (auto again = spawns_.find(id); again != spawns_.end() && again->second.early_exit)
@@ -312,6 +316,7 @@ void BoxOwner::on_exit(uint64_t spawn, int status) {
     return;
   }
   auto ended = std::move(it->second.handlers.ended);
+  audit::process({audit::now_ms(), false, name_, it->second.pid, {}, audit::exit_code_of(status), false});
   spawns_.erase(it);
   metrics::add(metrics::events().box_commands_running, -1);
   ended(SpawnEnd{true, status});
@@ -357,6 +362,7 @@ void BoxOwner::fail_all(const std::string& why) {
   for (auto& [id, e] : spawns) {
     if (e.started) {
       metrics::add(metrics::events().box_commands_running, -1);
+      audit::process({audit::now_ms(), false, name_, e.pid, {}, std::nullopt, true});
       if (e.handlers.ended) e.handlers.ended(SpawnEnd{false, 0});
     } else if (e.handlers.failed) {
       e.handlers.failed(std::make_exception_ptr(BoxUnavailable(why, retry_after_)));

@@ -111,6 +111,7 @@ class BoxOwner : public std::enable_shared_from_this<BoxOwner> {
     SpawnHandlers handlers;
     bool started = false;
     std::optional<int> early_exit;  // its exit came before its Spawned reply was read
+    int pid = 0;                    // in the box's pid namespace, once started (the audit's)
   };
 
   void queue(std::string data, std::vector<UniqueFd> fds, Pending pending);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "config/agent_config.hpp"
+#include "config/audit_config.hpp"
 #include "config/egress_config.hpp"
 #include "config/inference_config.hpp"
 #include "config/metrics_config.hpp"
@@ -199,7 +200,8 @@ constexpr std::array<std::string_view, 8> kOwnSections = {"limits",    "accounts
 constexpr auto kSections = [] {
   std::array<std::string_view, kOwnSections.size() + kEgressSections.size() + kInferenceSections.size() +
                                    kAgentSections.size() + kStorageSections.size() + kAuthSections.size() +
-                                   kNotebookSections.size() + kProfileSections.size() + kMetricsSections.size()>
+                                   kNotebookSections.size() + kProfileSections.size() + kMetricsSections.size() +
+                                   kAuditSections.size()>
       all{};
   size_t i = 0;
   for (std::string_view s : kOwnSections) all[i++] = s;
@@ -211,6 +213,7 @@ constexpr auto kSections = [] {
   for (std::string_view s : kNotebookSections) all[i++] = s;
   for (std::string_view s : kProfileSections) all[i++] = s;
   for (std::string_view s : kMetricsSections) all[i++] = s;
+  for (std::string_view s : kAuditSections) all[i++] = s;
   return all;
 }();
 
@@ -281,7 +284,8 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
         return apply_egress_key(config.egress, key, value) || apply_inference_key(config.inference, key, value) ||
                apply_agent_key(config.agent, key, value) || apply_storage_key(config.storage, key, value) ||
                apply_auth_key(config.auth, key, value) || apply_notebook_key(config.notebooks, key, value) ||
-               apply_profile_key(config.profiles, key, value) || apply_metrics_key(config.metrics, key, value);
+               apply_profile_key(config.profiles, key, value) || apply_metrics_key(config.metrics, key, value) ||
+               apply_audit_key(config.audit, key, value);
       });
   for (std::string& e : declare_profiles(config.profiles, *doc, path)) errors.push_back(std::move(e));
   for (std::string& e : cross_checks(config, path)) errors.push_back(std::move(e));
@@ -291,6 +295,7 @@ std::vector<std::string> overlay_file(ServerConfig& config, const std::string& p
     config.state_dir = absolute_path(config.state_dir, file_dir);
   resolve_agent_paths(config.agent, file_dir);  // the same for the agent's paths
   if (!config.backup.dir.empty()) config.backup.dir = absolute_path(config.backup.dir, file_dir);
+  if (!config.audit.path.empty()) config.audit.path = absolute_path(config.audit.path, file_dir);
   return errors;
 }
 

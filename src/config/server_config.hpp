@@ -58,6 +58,7 @@
 
 #include "box/box_spec.hpp"
 #include "config/agent_config.hpp"
+#include "config/audit_config.hpp"
 #include "config/auth_config.hpp"
 #include "config/inference_config.hpp"
 #include "config/metrics_config.hpp"
@@ -159,6 +160,8 @@ struct ServerConfig {
   ProfileConfig profiles;  // [profiles.NAME]: the boxes under /p/NAME (config/profile_config.hpp)
   // [metrics]: a listener for GET /metrics without a key (config/metrics_config.hpp)
   MetricsConfig metrics;
+  // [audit]: the OCSF audit trail (config/audit_config.hpp)
+  AuditConfig audit;
 };
 
 struct ListenAddress {

@@ -17,6 +17,7 @@
 #include "api/proxy.hpp"
 #include "api/routes.hpp"
 #include "config/units.hpp"
+#include "daemon/audit_requests.hpp"
 #include "daemon/metrics_page.hpp"
 #include "http/signed_links.hpp"
 #include "http/user_keys.hpp"
@@ -524,11 +525,13 @@ http::HttpServerOptions Daemon::http_options() {
     m->observe(
         r.route_index == http::CompletedRequest::kNoRoute ? metrics::HttpRequestMetrics::kUnmatched : r.route_index,
         r.method, r.status, std::chrono::duration<double>(r.duration).count());
+    audit_request(r, m->pattern(r.route_index));
   };
   return h;
 }
 
 void Daemon::run() {
+  start_audit();
   const ListenAddress& addr = startup_.address;
   http::ListenerInfo listener = http_.listen(addr.host, addr.port);
   http_.start();
@@ -602,6 +605,19 @@ void Daemon::stop() {
   loop_.stop();                        // open tunnels and model requests end with the box loop
   network_log_->flush();               // the decisions and tokens so far are stored
   if (token_ledger_) token_ledger_->flush();
+  audit::stop();  // the events queued so far are written, last
+}
+
+// [audit]: the trail's writer, told the operator's secrets (never written, whatever field
+// they would reach) and how to name a user's account off the request path.
+void Daemon::start_audit() {
+  std::vector<std::string> scrub = {startup_.api_key, startup_.admin_key};
+  if (startup_.model_credential) scrub.push_back(startup_.model_credential->secret);
+  audit::start(trail_options(config_, kVersion, std::move(scrub), [this](const std::string& user) {
+    std::optional<Account> account = accounts_.find(user);
+    return account ? account->name : std::string();
+  }));
+  if (audit::on()) log::info("audit", "audit trail in {}", trail_options(config_, kVersion, {}, {}).file.path);
 }
 
 }  // namespace agentbox::daemon

@@ -90,6 +90,7 @@ struct Daemon {
   http::HttpServerOptions http_options();
   void reload();
   bool egress_on() const;
+  void start_audit();
   std::string metrics_page();
   http::Router metrics_routes();
 

@@ -1,5 +1,6 @@
 #include "daemon/metrics_page.hpp"
 
+#include "audit/trail.hpp"
 #include "metrics/events.hpp"
 #include "metrics/exposition.hpp"
 #include "metrics/process_stats.hpp"
@@ -89,6 +90,20 @@ void write_mirror(Exposition& out, backup::MirrorService& mirror) {
       last.value("bytes_copied", 0.0));
 }
 
+// The audit trail's writer (audit/trail.hpp): what it wrote, what it dropped, whether it writes.
+void write_audit(Exposition& out) {
+  const audit::TrailStats& a = audit::stats();
+  out.family("agentbox_audit_events_total", "counter", "Audit events written, by OCSF class.");
+  for (size_t i = 0; i < audit::kClassCount; ++i)
+    out.sample("agentbox_audit_events_total", load(a.events[i]), {{"class", audit::kClassNames[i]}});
+  out.family("agentbox_audit_dropped_total", "counter",
+             "Audit events not written, by reason (queue_full, write_error: the disk refused).");
+  for (size_t i = 0; i < std::size(audit::kDropReasons); ++i)
+    out.sample("agentbox_audit_dropped_total", load(a.dropped[i]), {{"reason", audit::kDropReasons[i]}});
+  one(out, "agentbox_audit_writing", "gauge", "1 while the audit trail is on and its last write succeeded, else 0.",
+      a.writing.load(std::memory_order_relaxed) ? 1 : 0);
+}
+
 }  // namespace
 
 std::string metrics_page(const MetricsSources& s) {
@@ -117,6 +132,7 @@ std::string metrics_page(const MetricsSources& s) {
   one(out, "agentbox_restores_total", "counter", "Restores from the mirror (a path, or an account by --all).",
       load(m.restores));
   if (s.mirror) write_mirror(out, *s.mirror);
+  write_audit(out);
   metrics::write_process_stats(out);
   return out.take();
 }

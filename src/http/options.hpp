@@ -15,13 +15,19 @@ struct Request;
 class SignedLinks;
 class UserKeys;
 
-// One answered request, as the access log sees it: for a metrics observer.
+// One answered request, as the access log sees it: for a metrics observer and the audit trail.
 struct CompletedRequest {
   static constexpr size_t kNoRoute = static_cast<size_t>(-1);
+  // The credential authorize() found valid (AuthDecision::By: nothing, api_key, admin_key,
+  // signed_link, user_key); and whether it refused the request (401, 403) for it.
+  enum class Credential : std::uint8_t { nothing, api_key, admin_key, signed_link, user_key };
   size_t route_index = kNoRoute;  // the route's position in the router's table; kNoRoute: none matched
   std::string_view method;        // the request's method as sent ("-" when never read)
   unsigned status = 0;
   std::chrono::steady_clock::duration duration{};  // head read to last byte sent
+  Credential credential = Credential::nothing;
+  bool refused_credential = false;
+  const Request* request = nullptr;  // headers (user ones bound by authorize), body, remote address
 };
 
 struct HttpServerOptions {

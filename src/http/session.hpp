@@ -191,6 +191,8 @@ class Session final : public AnySession, public std::enable_shared_from_this<Ses
   std::uint64_t request_seq_ = 0;
   Request request_;
   const Route* route_ = nullptr;
+  CompletedRequest::Credential credential_ = CompletedRequest::Credential::nothing;  // for on_request
+  bool refused_credential_ = false;
   std::string method_ = "-";
   unsigned version_ = 11;
   bool request_keep_alive_ = false;

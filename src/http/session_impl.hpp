@@ -204,7 +204,9 @@ void Session<Stream>::route_request() {
   request_.query = std::move(target->query);
   AuthDecision auth = authorize(route_->options, request_, ctx_->credentials, std::time(nullptr));
   if (auth.authenticated()) slot_.authenticated();
+  credential_ = static_cast<CompletedRequest::Credential>(auth.by);
   if (!auth.allowed()) {
+    refused_credential_ = true;
     count(ctx_->counters.unauthorized);
     return respond_early(std::move(*auth.refusal));
   }

@@ -265,7 +265,7 @@ void Session<Stream>::on_response_complete() {
   if (ctx_->options.on_request) {
     const auto& table = ctx_->router.routes();
     const size_t index = route_ ? static_cast<size_t>(route_ - table.data()) : CompletedRequest::kNoRoute;
-    ctx_->options.on_request({index, method_, status_, took});
+    ctx_->options.on_request({index, method_, status_, took, credential_, refused_credential_, &request_});
   }
   if (async_pending_) {
     async_pending_ = false;
@@ -276,6 +276,8 @@ void Session<Stream>::on_response_complete() {
   // Reset the per-request state before the next request.
   auto keep = std::move(hold_);  // released when this handler returns
   route_ = nullptr;
+  credential_ = CompletedRequest::Credential::nothing;
+  refused_credential_ = false;
   request_ = Request{};
   method_ = "-";
   response_started_ = false;

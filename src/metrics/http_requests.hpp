@@ -34,6 +34,10 @@ class HttpRequestMetrics {
   // route_index: the matched route's position, or kUnmatched.
   void observe(size_t route_index, std::string_view method, unsigned status, double seconds);
   void write(Exposition& out) const;
+  // The pattern of the route at route_index ("unmatched" for kUnmatched or before name_routes()).
+  std::string_view pattern(size_t route_index) const {
+    return route_index < route_count_ ? std::string_view(routes_[route_index].pattern) : "unmatched";
+  }
 
   // Answers 507 (a volume or quota full): agentbox_storage_refusals_total.
   std::uint64_t storage_refusals() const { return storage_refusals_.load(std::memory_order_relaxed); }

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "audit/trail.hpp"
 #include "metrics/events.hpp"
 #include "net/body_relay.hpp"
 #include "net/hop_by_hop.hpp"
@@ -489,6 +490,8 @@ void EgressSession::record(bool allowed, std::string reason, uint64_t up, uint64
   metrics::add(allowed ? m.egress_allowed : m.egress_denied);
   metrics::add(m.egress_bytes_up, up);
   metrics::add(m.egress_bytes_down, down);
+  audit::net_decision({d.ts_ms, false, d.kind, d.account, who_->user, d.host, static_cast<std::uint16_t>(d.port),
+                       d.address, allowed, d.reason, up, down});
   context_->record(std::move(d));
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "audit/trail.hpp"
 #include "metrics/events.hpp"
 #include "net/body_relay.hpp"
 #include "net/hop_by_hop.hpp"
@@ -483,6 +484,8 @@ void GatewaySession::record(bool allowed, std::string reason) {
   d.bytes_up = static_cast<int64_t>(bytes_up_);
   d.bytes_down = static_cast<int64_t>(bytes_down_);
   metrics::add(allowed ? metrics::events().gateway_allowed : metrics::events().gateway_denied);
+  audit::net_decision({d.ts_ms, true, d.kind, d.account, who_->user, d.host, static_cast<std::uint16_t>(d.port),
+                       d.address, allowed, d.reason, bytes_up_, bytes_down_});
   context_->record(std::move(d));
 }
 

@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "audit/trail.hpp"
 #include "store/account_name.hpp"
 
 namespace agentbox {
@@ -38,6 +39,7 @@ Account AccountStore::get_or_create_named(std::string_view external_id, std::str
   if (std::optional<Account> found = find_where("external_id", external_id)) return *found;
   Account created = create_locked(external_id, static_cast<int64_t>(std::time(nullptr)), name);
   tx.commit();
+  audit::account(audit::AccountActivity::create, created.name, created.external_id);
   return created;
 }
 
@@ -102,6 +104,7 @@ std::optional<Account> AccountStore::remove(std::string_view name, int64_t now) 
     st.step();
   }
   tx.commit();
+  audit::account(audit::AccountActivity::remove, account->name, account->external_id);
   return account;
 }
 
