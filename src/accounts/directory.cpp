@@ -89,7 +89,14 @@ std::shared_ptr<const ConfinedDir> AccountDirectory::home_of(const Account& acco
 Account AccountDirectory::account_of(std::string_view external_id) {
   std::optional<Account> held = identities_.find(external_id);  // memory, else the store
   admission_.check(external_id, held ? &*held : nullptr);
-  if (!held) return identities_.create(external_id);
+  if (!held) {
+    admission_.check_new(external_id);  // max_accounts, the uid range, new_per_minute
+    try {
+      return identities_.create(external_id);
+    } catch (const AccountsFull& full) {  // another creation took the last room meanwhile
+      admission_.refuse_full(external_id, full);
+    }
+  }
   identities_.touch(*held, unix_now());
   return *held;
 }

@@ -75,9 +75,10 @@ class AccountDirectory {
                    std::shared_ptr<AccountVolumes> volumes = nullptr, AdmissionSources admission = {});
 
   // The caller of req (user_id_of). Refuses users this node may not serve (Admission: 503, 421,
-  // 409). Creates the account and its home (owned by the account's uid, 0700) on first sight;
-  // records activity. The session is X-Session-Id, else X-Terminal-Context-Id; a session cwd
-  // that is no longer a directory falls back to the home.
+  // 409) and new users past the creation limits (429, 503). Creates the account and its home
+  // (owned by the account's uid, 0700) on first sight; records activity. The session is
+  // X-Session-Id, else X-Terminal-Context-Id; a session cwd that is no longer a directory falls
+  // back to the home.
   Caller resolve(const http::Request& req, bool query_user_allowed = false);
   // Whether resolve(req) costs memory only now: the account is in memory with no last_seen
   // write due and its home is open (its volume mounted). A request that names no valid user is

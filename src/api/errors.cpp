@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <string>
 
+#include "accounts/admission.hpp"
 #include "agent/chat_request.hpp"
 #include "box/box_error.hpp"
 #include "box/spawn_result.hpp"
@@ -37,6 +38,10 @@ std::string could_not_start(std::string_view starting, std::string_view why) {
 Response error_response_for(std::exception_ptr error, std::string_view context, std::string_view starting) {
   try {
     std::rethrow_exception(error);
+  } catch (const accounts::RetryLater& e) {  // a limit that says when to come back
+    Response r = error_response(e.status(), e.detail(), e.code());
+    r.headers.set(http::field::retry_after, std::to_string(e.retry_after()));
+    return r;
   } catch (const HttpError& e) {
     return error_response(e.status(), e.detail(), e.code());
   } catch (const FsError& e) {  // its message names paths only as the box sees them
