@@ -58,6 +58,9 @@ std::string AccountDirectory::make_workspace(const Account& account, std::string
     if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
   if (::mkdir(path.c_str(), 0700) == 0) {
     if (::chown(path.c_str(), account.uid, account.gid) != 0) throw sys_error("chown(" + path + ")");
+  } else if (errno == ENOSPC || errno == EDQUOT) {  // the account's volume is full: its quota's 507
+    throw FsError(FsErrorKind::insufficient_storage, "Disk quota exceeded: no room for this context's workspace",
+                  errno);
   } else if (errno != EEXIST) {
     throw sys_error("mkdir(" + path + ")");
   }
