@@ -13,6 +13,7 @@
 #include "api/metrics.hpp"
 #include "api/proxy.hpp"
 #include "api/routes.hpp"
+#include "box/cgroup_orphans.hpp"
 #include "config/units.hpp"
 #include "daemon/metrics_page.hpp"
 #include "http/signed_links.hpp"
@@ -76,6 +77,16 @@ std::unique_ptr<CgroupDriver> detect_cgroups(const ServeOptions& options) {
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
   if (!cgroups) throw Error("cgroups: " + why + " (see `agentbox doctor`)");
+  if (!options.local) {
+    // A predecessor killed with SIGKILL left its boxes' groups, and what ran in them: gone
+    // before this daemon's first box (box/cgroup_orphans.hpp).
+    const OrphanSweep sweep = reap_orphan_groups(agentbox_group_parents("/sys/fs/cgroup"));
+    if (sweep.groups > 0)
+      std::cout << "cgroups: removed " << sweep.groups << " groups left by a daemon that is gone ("
+                << sweep.tasks_killed << " tasks killed)\n";
+    for (const std::string& failed : sweep.failed)
+      std::cerr << "cgroups: a group left behind stays: " << failed << "\n";
+  }
   return cgroups;
 }
 
