@@ -1,10 +1,11 @@
 #include "accounts/admission.hpp"
 
+#include "accounts/creation_rate.hpp"
 #include "accounts/move_gate.hpp"
 #include "accounts/placement_guard.hpp"
 #include "accounts/restore_gate.hpp"
 #include "box/box_error.hpp"
-#include "http/error.hpp"
+#include "metrics/events.hpp"
 
 namespace agentbox::accounts {
 
@@ -32,13 +33,33 @@ std::optional<Refusal> decide(std::string_view user_id, const AdmissionFacts& f)
     return Refusal{status::misdirected_request,
                    "user " + user + " belongs to node " + *f.owner_node + " (" + f.owner_server + ")"};
   if (f.deleted) return Refusal{status::conflict, "This account is being deleted by the operator; try again shortly"};
+  if (!f.held && f.full) return Refusal{status::service_unavailable, f.full->what()};
+  if (!f.held && f.creation_wait > 0)
+    return Refusal{status::too_many_requests,
+                   "new accounts are limited to " + std::to_string(f.per_minute) +
+                       " a minute ([accounts] new_per_minute); retry in " + std::to_string(f.creation_wait) + " s",
+                   f.creation_wait};
   return std::nullopt;
 }
 
 void refuse(const Refusal& r) {
   if (r.status == status::service_unavailable) throw BoxUnavailable(r.detail, r.retry_after);
+  if (r.retry_after > 0) throw RetryLater(r.status, r.detail, r.retry_after);
   throw http::HttpError(r.status, r.detail);
 }
+
+namespace {
+
+// agentbox_account_admission_refusals_total{reason}: the new-account rows of the table.
+void count_refusal(const AdmissionFacts& f) {
+  metrics::AdmissionRefusal why = metrics::AdmissionRefusal::rate;
+  if (f.full)
+    why = f.full->limit() == AccountsFull::Limit::max_accounts ? metrics::AdmissionRefusal::max_accounts
+                                                               : metrics::AdmissionRefusal::uid_range;
+  metrics::add(metrics::events().account_admission_refusals[static_cast<size_t>(why)]);
+}
+
+}  // namespace
 
 void Admission::add_move(std::string_view external_id, AdmissionFacts& f) const {
   if (!sources_.moves) return;
@@ -66,6 +87,25 @@ AdmissionFacts Admission::facts(std::string_view external_id, const Account* hel
 
 void Admission::check(std::string_view external_id, const Account* held) const {
   if (std::optional<Refusal> r = decide(external_id, facts(external_id, held))) refuse(*r);
+}
+
+void Admission::check_new(std::string_view external_id) const {
+  AdmissionFacts f{.held = false};
+  if (sources_.accounts) f.full = sources_.accounts->full();
+  if (!f.full && sources_.creations) {
+    f.creation_wait = sources_.creations->take();
+    f.per_minute = sources_.creations->per_minute();
+  }
+  if (std::optional<Refusal> r = decide(external_id, f)) {
+    count_refusal(f);
+    refuse(*r);
+  }
+}
+
+void Admission::refuse_full(std::string_view external_id, const AccountsFull& full) const {
+  AdmissionFacts f{.held = false, .full = full};
+  count_refusal(f);
+  refuse(*decide(external_id, f));
 }
 
 void Admission::check_move(std::string_view external_id) const {

@@ -59,6 +59,9 @@ std::string AccountDirectory::make_workspace(const Account& account, std::string
     if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
   if (::mkdir(path.c_str(), 0700) == 0) {
     if (::chown(path.c_str(), account.uid, account.gid) != 0) throw sys_error("chown(" + path + ")");
+  } else if (errno == ENOSPC || errno == EDQUOT) {  // the account's volume is full: its quota's 507
+    throw FsError(FsErrorKind::insufficient_storage, "Disk quota exceeded: no room for this context's workspace",
+                  errno);
   } else if (errno != EEXIST) {
     throw sys_error("mkdir(" + path + ")");
   }
@@ -91,7 +94,14 @@ std::shared_ptr<const ConfinedDir> AccountDirectory::home_of(const Account& acco
 Account AccountDirectory::account_of(std::string_view external_id) {
   std::optional<Account> held = identities_.find(external_id);  // memory, else the store
   admission_.check(external_id, held ? &*held : nullptr);
-  if (!held) return identities_.create(external_id);
+  if (!held) {
+    admission_.check_new(external_id);  // max_accounts, the uid range, new_per_minute
+    try {
+      return identities_.create(external_id);
+    } catch (const AccountsFull& full) {  // another creation took the last room meanwhile
+      admission_.refuse_full(external_id, full);
+    }
+  }
   identities_.touch(*held, unix_now());
   return *held;
 }

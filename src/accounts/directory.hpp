@@ -75,9 +75,10 @@ class AccountDirectory {
                    std::shared_ptr<AccountVolumes> volumes = nullptr, AdmissionSources admission = {});
 
   // The caller of req (user_id_of). Refuses users this node may not serve (Admission: 503, 421,
-  // 409). Creates the account and its home (owned by the account's uid, 0700) on first sight;
-  // records activity. The session is X-Session-Id, else X-Terminal-Context-Id; a session cwd
-  // that is no longer a directory falls back to the home.
+  // 409) and new users past the creation limits (429, 503). Creates the account and its home
+  // (owned by the account's uid, 0700) on first sight; records activity. The session is
+  // X-Session-Id, else X-Terminal-Context-Id; a session cwd that is no longer a directory falls
+  // back to the home.
   Caller resolve(const http::Request& req, bool query_user_allowed = false);
   // The account req names (admitted, made on first sight) without resolving its box or making
   // a workspace: for the routes that act on a context's workspace from outside it.

@@ -1,5 +1,7 @@
 #include "accounts/identities.hpp"
 
+#include "util/log.hpp"
+
 namespace agentbox::accounts {
 
 namespace {
@@ -46,7 +48,14 @@ void Identities::touch(const Account& account, int64_t now) {
     if (known && now - known->touched < kTouchEvery) return;
     if (known) known->touched = now;
   }
-  store_.touch(account.name, now);
+  try {
+    store_.touch(account.name, now);
+  } catch (const DbError& e) {
+    // Bookkeeping only: a full state disk must not refuse a known user's request for it. The
+    // write is tried again at the next request a minute on.
+    if (!e.disk_full()) throw;
+    log::warn("accounts", "last_seen of {} not recorded: {}", account.name, e.what());
+  }
 }
 
 void Identities::forget(std::string_view external_id) {

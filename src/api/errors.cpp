@@ -3,11 +3,14 @@
 #include <cerrno>
 #include <string>
 
+#include "accounts/admission.hpp"
 #include "agent/chat_request.hpp"
 #include "box/box_error.hpp"
 #include "box/spawn_result.hpp"
 #include "exec/terminals.hpp"
 #include "fs/fs_error.hpp"
+#include "store/sqlite.hpp"
+#include "util/log.hpp"
 
 namespace agentbox::api {
 
@@ -27,6 +30,9 @@ http::status status_of(FsErrorKind kind) {
   return http::status::internal_server_error;
 }
 
+// A full state disk waits for an operator: clients need not come back at once.
+constexpr int kStateFullRetrySeconds = 30;
+
 std::string could_not_start(std::string_view starting, std::string_view why) {
   std::string out = starting.empty() ? "Could not start" : std::string(starting) + " could not start";
   return out.append(": ").append(why);
@@ -37,6 +43,10 @@ std::string could_not_start(std::string_view starting, std::string_view why) {
 Response error_response_for(std::exception_ptr error, std::string_view context, std::string_view starting) {
   try {
     std::rethrow_exception(error);
+  } catch (const accounts::RetryLater& e) {  // a limit that says when to come back
+    Response r = error_response(e.status(), e.detail(), e.code());
+    r.headers.set(http::field::retry_after, std::to_string(e.retry_after()));
+    return r;
   } catch (const HttpError& e) {
     return error_response(e.status(), e.detail(), e.code());
   } catch (const FsError& e) {  // its message names paths only as the box sees them
@@ -51,6 +61,17 @@ Response error_response_for(std::exception_ptr error, std::string_view context, 
     return error_response(http::status::too_many_requests, e.what());
   } catch (const agent::ChatRequestError& e) {
     return error_response(http::status::bad_request, e.what());
+  } catch (const DbError& e) {
+    // The state disk is full: the operator's to free; what was written before stays, and this
+    // request changed nothing (its transaction was not committed). Anything else stays a 500.
+    if (e.disk_full()) {
+      log::error("api", "{}: the state disk is full: {}", context, e.what());
+      Response r = error_response(http::status::service_unavailable,
+                                  "The server's state disk is full: nothing was changed; retry once the operator "
+                                  "has freed space");
+      r.headers.set(http::field::retry_after, std::to_string(kStateFullRetrySeconds));
+      return r;
+    }
   } catch (const SpawnError& e) {  // exec or cwd in the box: the command's problem, not ours
     return error_response(http::status::bad_request, could_not_start(starting, e.what()));
   } catch (const Error& e) {

@@ -16,6 +16,7 @@
 //   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
 //              spare_volumes = 2
+//              new_per_minute = 600  max_accounts = 0   (new users past either: 429 / 503)
 //              disk = "10G"  inodes = 1000000  trash_days = 7   (config/storage_config.hpp)
 //   [accounts.users."ID"] disk = "50G"  inodes = 2000000
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
@@ -102,6 +103,8 @@ struct ServerConfig {
     size_t file_ops = 2;                     // file operations running at once per account, 1-64
     size_t open_homes = 256;                 // home directory descriptors kept open (least recently used)
     size_t spare_volumes = 2;                // volumes made ahead for new accounts (with quotas), 0-64
+    uint32_t new_per_minute = 600;           // accounts made a minute at most (a burst of as many); 0: no limit
+    size_t max_accounts = 0;                 // accounts held at most; 0: as many as the uid range has
   } accounts;
 
   StorageConfig storage;  // [accounts] disk, inodes, trash_days, [accounts.users."ID"]

@@ -16,6 +16,7 @@
 #include "api/metrics.hpp"
 #include "api/proxy.hpp"
 #include "api/routes.hpp"
+#include "box/cgroup_orphans.hpp"
 #include "config/units.hpp"
 #include "daemon/audit_requests.hpp"
 #include "daemon/metrics_page.hpp"
@@ -111,6 +112,16 @@ std::unique_ptr<CgroupDriver> detect_cgroups(const ServeOptions& options) {
   std::string why;
   std::unique_ptr<CgroupDriver> cgroups = CgroupDriver::detect("/sys/fs/cgroup", &why);
   if (!cgroups) throw Error("cgroups: " + why + " (see `agentbox doctor`)");
+  if (!options.local) {
+    // A predecessor killed with SIGKILL left its boxes' groups, and what ran in them: gone
+    // before this daemon's first box (box/cgroup_orphans.hpp).
+    const OrphanSweep sweep = reap_orphan_groups(agentbox_group_parents("/sys/fs/cgroup"));
+    if (sweep.groups > 0)
+      std::cout << "cgroups: removed " << sweep.groups << " groups left by a daemon that is gone ("
+                << sweep.tasks_killed << " tasks killed)\n";
+    for (const std::string& failed : sweep.failed)
+      std::cerr << "cgroups: a group left behind stays: " << failed << "\n";
+  }
   return cgroups;
 }
 
@@ -303,10 +314,13 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
       move_gate_(move_store_
                      ? std::optional<accounts::MoveGate>(std::in_place, *move_store_, startup_.placement->node())
                      : std::nullopt),
+      creation_rate_(config_.accounts.new_per_minute),
       callers_(accounts_, config_.state_dir, {.open_homes = config_.accounts.open_homes}, volumes_,
                {.restoring = &restore_gate_,
                 .moves = move_gate_ ? &*move_gate_ : nullptr,
-                .placement = startup_.placement.get()}),
+                .placement = startup_.placement.get(),
+                .accounts = &accounts_,
+                .creations = &creation_rate_}),
       trash_upkeep_(callers_, accounts_, config_.storage.trash_days, trash_upkeep_interval()),
       boxes_(manager_, config_.state_dir, config_.box,
              {.egress_proxy = egress_on() ? config_.egress_proxy.port : uint16_t{0},
@@ -338,6 +352,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
   // Callers whose resolution is slow (SQL, a new volume, a mount: accounts/caller_routes.hpp)
   // wait in the file pool, fair per account, so the API's io thread never waits for them.
   callers_.set_pool(file_pool_);
+  accounts_.limit_accounts(config_.accounts.max_accounts);  // new users past it: 503 (admission)
   if (startup_.placement) {
     if (::mkdir((config_.state_dir + "/moves").c_str(), 0700) != 0 && errno != EEXIST)
       throw sys_error("mkdir(" + config_.state_dir + "/moves)");

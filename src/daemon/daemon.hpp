@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 
+#include "accounts/creation_rate.hpp"
 #include "accounts/directory.hpp"
 #include "accounts/move_gate.hpp"
 #include "accounts/restore_gate.hpp"
@@ -141,6 +142,7 @@ struct Daemon {
   // The gates the directory's admission reads (accounts/admission.hpp): before it.
   accounts::RestoreGate restore_gate_;
   std::optional<accounts::MoveGate> move_gate_;  // a cluster node's
+  accounts::CreationRate creation_rate_;         // [accounts] new_per_minute
   accounts::AccountDirectory callers_;
   accounts::TrashUpkeep trash_upkeep_;  // "trash-upkeep"
 

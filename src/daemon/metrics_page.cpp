@@ -131,6 +131,11 @@ std::string metrics_page(const MetricsSources& s) {
       load(m.moves_activated));
   one(out, "agentbox_restores_total", "counter", "Restores from the mirror (a path, or an account by --all).",
       load(m.restores));
+  out.family("agentbox_account_admission_refusals_total", "counter",
+             "New users refused an account, by limit (rate, max_accounts, uid_range).");
+  for (size_t i = 0; i < metrics::kAdmissionRefusalNames.size(); ++i)
+    out.sample("agentbox_account_admission_refusals_total", load(m.account_admission_refusals[i]),
+               {{"reason", metrics::kAdmissionRefusalNames[i]}});
   if (s.mirror) write_mirror(out, *s.mirror);
   write_audit(out);
   metrics::write_process_stats(out);

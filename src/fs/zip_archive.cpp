@@ -6,6 +6,7 @@
 #include <zip.h>
 
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <set>
@@ -271,6 +272,11 @@ struct ArchiveSink {
 };
 
 [[noreturn]] void throw_zip(std::string_view what, zip_error_t* error) {
+  // The archive is built in the account's volume: a full one is its quota's doing (507).
+  if (const int err = zip_error_code_system(error); err == ENOSPC || err == EDQUOT)
+    throw FsError(FsErrorKind::insufficient_storage,
+                  std::string("Disk quota exceeded: the archive does not fit in your storage: ") + std::strerror(err),
+                  err);
   throw Error("libzip " + std::string(what) + ": " + zip_error_strerror(error), zip_error_code_system(error));
 }
 
@@ -289,6 +295,11 @@ ZipArchive make_zip_archive(const ConfinedDir& home, const std::vector<HomePath>
 
   // As the daemon: the temporary file lives outside every home.
   UniqueFd out(::open(temp_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!out && (errno == ENOSPC || errno == EDQUOT))  // no inode left in the account's volume
+    throw FsError(
+        FsErrorKind::insufficient_storage,
+        std::string("Disk quota exceeded: no room in your storage to build the archive: ") + std::strerror(errno),
+        errno);
   if (!out) throw sys_error("open(O_TMPFILE in " + temp_dir + ")");
 
   Planner plan{home, opt, {}, {}, 0};

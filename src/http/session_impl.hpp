@@ -32,6 +32,9 @@ namespace session_detail {
 inline constexpr std::size_t kReadChunk = 16 * 1024;  // first read of a request
 inline constexpr std::uint64_t kMaxLingerBytes = 64ull * 1024 * 1024;
 inline constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// A spooled body that the account's volume has no room for (no inode for the file, no block).
+inline constexpr std::string_view kBodyDoesNotFit =
+    "Disk quota exceeded: the request body does not fit in your storage";
 
 // The client went away or the operation was cancelled: nothing to answer.
 inline bool is_disconnect(const error_code& ec) {
@@ -237,6 +240,11 @@ void Session<Stream>::route_request() {
       }
     }
     UniqueFd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (!file && (errno == ENOSPC || errno == EDQUOT)) {
+      // The account's volume has no inode left (or no block) for the spool file: its quota, as
+      // when a write of the body fails below, not the server.
+      return respond_early(error_response(http::status::insufficient_storage, kBodyDoesNotFit));
+    }
     if (!file) {
       log::error("http", "{}: open(O_TMPFILE in {}): {}", context(), dir, std::strerror(errno));
       return respond_early(error_response(http::status::internal_server_error, "Internal Server Error"));
@@ -293,8 +301,7 @@ void Session<Stream>::on_read_body(error_code ec) {
     if (int err = body_parser_->get().body().write_errno) {
       // The account's volume is full: its quota, not the server, stopped the upload.
       if (err == ENOSPC || err == EDQUOT)
-        return respond_early(error_response(http::status::insufficient_storage,
-                                            "Disk quota exceeded: the request body does not fit in your storage"));
+        return respond_early(error_response(http::status::insufficient_storage, kBodyDoesNotFit));
       log::error("http", "{}: writing request body to spool file: {}", context(), std::strerror(err));
       return respond_early(error_response(http::status::internal_server_error, "Internal Server Error"));
     }

@@ -23,6 +23,10 @@ inline constexpr std::array<std::string_view, 5> kStartFailureNames = {"launch",
 // What a gateway answer's tokens were: agentbox_gateway_tokens_total{kind}.
 inline constexpr std::array<std::string_view, 4> kTokenKinds = {"input", "output", "cache_creation", "cache_read"};
 
+// Why a new user's account was not made: agentbox_account_admission_refusals_total{reason}.
+enum class AdmissionRefusal : std::uint8_t { rate, max_accounts, uid_range };
+inline constexpr std::array<std::string_view, 3> kAdmissionRefusalNames = {"rate", "max_accounts", "uid_range"};
+
 struct Events {
   Histogram box_start_seconds{kStartSeconds};  // launch to init's "ready"
   std::atomic<std::int64_t> boxes_starting{0};
@@ -43,6 +47,7 @@ struct Events {
 
   std::atomic<std::uint64_t> moves_activated{0};
   std::atomic<std::uint64_t> restores{0};
+  std::array<std::atomic<std::uint64_t>, kAdmissionRefusalNames.size()> account_admission_refusals{};
 };
 
 Events& events();

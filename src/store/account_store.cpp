@@ -79,6 +79,16 @@ size_t AccountStore::count() {
   return static_cast<size_t>(db_.query_int64("SELECT COUNT(*) FROM accounts"));
 }
 
+void AccountStore::limit_accounts(size_t max_accounts) {
+  std::lock_guard lock(mu_);
+  max_accounts_ = max_accounts;
+}
+
+std::optional<AccountsFull> AccountStore::full() {
+  std::lock_guard lock(mu_);
+  return full_locked();
+}
+
 bool AccountStore::touch(std::string_view name, int64_t now) {
   std::lock_guard lock(mu_);
   Statement st = db_.prepare("UPDATE accounts SET last_seen = ?1 WHERE name = ?2");
@@ -153,6 +163,20 @@ bool AccountStore::name_taken_locked(std::string_view name) {
 // One past the highest uid ever given (deleted accounts' included), so a uid is never handed
 // out twice. Slot 0 is `agentbox run`'s.
 uid_t AccountStore::next_uid_locked() {
+  std::optional<uid_t> uid;
+  if (std::optional<AccountsFull> full = full_locked(&uid)) throw *full;
+  return *uid;
+}
+
+std::optional<AccountsFull> AccountStore::full_locked(std::optional<uid_t>* next_uid) {
+  if (max_accounts_ > 0) {
+    const auto held = static_cast<size_t>(db_.query_int64("SELECT COUNT(*) FROM accounts"));
+    if (held >= max_accounts_)
+      return AccountsFull(AccountsFull::Limit::max_accounts,
+                          "this node holds " + std::to_string(held) +
+                              " accounts, its limit ([accounts] max_accounts = " + std::to_string(max_accounts_) +
+                              "): no new account can be made");
+  }
   const int64_t first = int64_t{range_.base} + 1;
   const int64_t end = int64_t{range_.base} + range_.count;  // exclusive
   Statement st = db_.prepare(
@@ -163,9 +187,11 @@ uid_t AccountStore::next_uid_locked() {
   std::optional<int64_t> highest = st.column_optional_int64(0);
   int64_t uid = highest ? *highest + 1 : first;
   if (uid >= end)
-    throw Error("uid range " + std::to_string(first) + "-" + std::to_string(end - 1) +
-                " is exhausted: no uid for a new account (raise accounts.uid_count)");
-  return static_cast<uid_t>(uid);
+    return AccountsFull(AccountsFull::Limit::uid_range,
+                        "the uid range " + std::to_string(first) + "-" + std::to_string(end - 1) +
+                            " is exhausted: no uid for a new account (widen it with [accounts] uid_count)");
+  if (next_uid) *next_uid = static_cast<uid_t>(uid);
+  return std::nullopt;
 }
 
 }  // namespace agentbox

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "store/sqlite.hpp"
+#include "util/error.hpp"
 
 namespace agentbox {
 
@@ -31,6 +32,19 @@ struct Account {
   int64_t last_seen = 0;  // unix seconds
 };
 
+// No room for one more account: the operator's cap ([accounts] max_accounts) or the uid range
+// is used up (uids of deleted accounts are never given again). The message names the limit and
+// the config key that raises it; accounts/admission.hpp answers it 503.
+class AccountsFull : public Error {
+ public:
+  enum class Limit { max_accounts, uid_range };
+  AccountsFull(Limit limit, std::string message) : Error(std::move(message)), limit_(limit) {}
+  Limit limit() const noexcept { return limit_; }
+
+ private:
+  Limit limit_;
+};
+
 class AccountStore {
  public:
   // Takes its own connection (open_state_db). Safe to use from several threads; several
@@ -38,7 +52,7 @@ class AccountStore {
   AccountStore(Db db, UidRange range);
 
   // The account for external_id, created on first call. Concurrent calls for the same id, in
-  // this or another process, return the same account. Throws when the uid range is exhausted.
+  // this or another process, return the same account. Throws AccountsFull when there is no room.
   Account get_or_create(std::string_view external_id);
 
   // The same, but an account made here is named `name` when that is a name of external_id
@@ -55,6 +69,11 @@ class AccountStore {
   // Whether an account named `name` was deleted from this store (remove()).
   bool was_deleted(std::string_view name);
 
+  // At most this many accounts (0: as many as the uid range holds); set before serving.
+  void limit_accounts(size_t max_accounts);
+  // Why one more account cannot be made now (nullopt: it can), as get_or_create would throw it.
+  std::optional<AccountsFull> full();
+
   // Records activity (unix seconds); returns false if there is no such account.
   bool touch(std::string_view name, int64_t now);
 
@@ -70,10 +89,12 @@ class AccountStore {
   std::string free_name_locked(std::string_view external_id, std::string_view wanted_name);
   bool name_taken_locked(std::string_view name);
   uid_t next_uid_locked();
+  std::optional<AccountsFull> full_locked(std::optional<uid_t>* next_uid = nullptr);
 
   std::mutex mu_;  // guards db_: one statement sequence at a time on this connection
   Db db_;
   UidRange range_;
+  size_t max_accounts_ = 0;  // guarded by mu_; 0: no cap below the uid range
 };
 
 }  // namespace agentbox

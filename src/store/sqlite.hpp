@@ -23,6 +23,8 @@ class DbError : public Error {
  public:
   DbError(std::string message, int result_code) : Error(std::move(message)), result_code_(result_code) {}
   int result_code() const noexcept { return result_code_; }  // extended, e.g. SQLITE_CONSTRAINT_UNIQUE
+  // The state filesystem had no room for the write (SQLITE_FULL): the statement changed nothing.
+  bool disk_full() const noexcept { return (result_code_ & 0xff) == SQLITE_FULL; }
 
  private:
   int result_code_;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "accounts/creation_rate.hpp"
 #include "accounts/move_gate.hpp"
 #include "accounts/placement_guard.hpp"
 #include "accounts/restore_gate.hpp"
@@ -34,6 +35,8 @@ struct Case {
 
 AdmissionFacts moving() { return {.move = Move::moving, .move_node = "n3"}; }
 AdmissionFacts moved() { return {.move = Move::moved, .move_node = "n3", .move_server = "127.0.0.1:8103"}; }
+AccountsFull at_cap() { return {AccountsFull::Limit::max_accounts, "holds 2 (max_accounts = 2)"}; }
+AccountsFull no_uids() { return {AccountsFull::Limit::uid_range, "uid range 1-3 is exhausted (uid_count)"}; }
 AdmissionFacts elsewhere() { return {.held = false, .owner_node = "n2", .owner_server = "127.0.0.1:8102"}; }
 
 TEST(AdmissionDecide, EachCaseHasOneAnswer) {
@@ -54,6 +57,27 @@ TEST(AdmissionDecide, EachCaseHasOneAnswer) {
        std::nullopt,
        ""},
       {"its account being deleted", {.deleted = true}, status::conflict, deleted},
+      {"new, at max_accounts",
+       {.held = false, .full = at_cap()},
+       status::service_unavailable,
+       "holds 2 (max_accounts = 2)"},
+      {"new, the uid range used up",
+       {.held = false, .full = no_uids()},
+       status::service_unavailable,
+       "uid range 1-3 is exhausted (uid_count)"},
+      {"new, the creation rate spent",
+       {.held = false, .creation_wait = 12, .per_minute = 5},
+       status::too_many_requests,
+       "new accounts are limited to 5 a minute ([accounts] new_per_minute); retry in 12 s",
+       12},
+      {"held: the creation limits never refuse a known user",
+       {.held = true, .full = at_cap(), .creation_wait = 12, .per_minute = 5},
+       std::nullopt,
+       ""},
+      {"new, owned elsewhere and the node full: the owner is named, no account is made here",
+       {.held = false, .owner_node = "n2", .owner_server = "127.0.0.1:8102", .full = at_cap()},
+       status::misdirected_request,
+       owned_elsewhere},
       // The first case that applies answers.
       {"restored and moved",
        {.restoring = true, .move = Move::moved, .move_node = "n3"},
@@ -100,6 +124,13 @@ TEST(AdmissionDecide, ARefusalIsThrownAsTheApiAnswersIt) {
   } catch (const BoxUnavailable& e) {
     EXPECT_STREQ(e.what(), "wait");
     EXPECT_EQ(e.retry_after(), 5);
+  }
+  try {
+    refuse({status::too_many_requests, "slow down", 7});
+    FAIL();
+  } catch (const RetryLater& e) {
+    EXPECT_EQ(e.status(), status::too_many_requests);
+    EXPECT_EQ(e.retry_after(), 7) << "a 429 carries its Retry-After";
   }
   for (status s : {status::misdirected_request, status::conflict}) {
     try {
@@ -193,6 +224,55 @@ TEST_F(AdmissionTest, WithoutSourcesOnlyDeletedAccountsAreRefused) {
   const Account a = account("a", "a-1");
   admission.begin_delete("a-1");
   EXPECT_EQ(answer(admission, "a", &a), status::conflict);
+}
+
+TEST(CreationRate, ABurstOfTheRateThenOneEveryInterval) {
+  const CreationRate::Clock::time_point t0{};
+  CreationRate rate(6, t0);  // a burst of 6, then one every 10 s
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(rate.take(t0), 0) << i;
+  EXPECT_EQ(rate.take(t0), 10) << "the 7th waits for a token";
+  EXPECT_EQ(rate.take(t0 + std::chrono::seconds(4)), 6) << "a refusal spends nothing";
+  EXPECT_EQ(rate.take(t0 + std::chrono::seconds(10)), 0);
+  EXPECT_EQ(rate.take(t0 + std::chrono::seconds(10)), 10);
+  EXPECT_EQ(rate.take(t0 + std::chrono::hours(1)), 0) << "refilled";
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(rate.take(t0 + std::chrono::hours(1)), 0) << "at most a minute's worth";
+  EXPECT_GT(rate.take(t0 + std::chrono::hours(1)), 0);
+  CreationRate unlimited(0, t0);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(unlimited.take(t0), 0);
+}
+
+TEST_F(AdmissionTest, NewAccountsMeetTheStoreAndTheRate) {
+  AccountStore accounts(open_state_db(scratch_.path()), UidRange{3000000, 100});
+  accounts.limit_accounts(3);
+  CreationRate rate(2);
+  Admission admission({.accounts = &accounts, .creations = &rate});
+  auto new_answer = [&](const std::string& user) -> std::optional<status> {
+    try {
+      admission.check_new(user);
+      accounts.get_or_create(user);
+      return std::nullopt;
+    } catch (const RetryLater& e) {
+      EXPECT_GT(e.retry_after(), 0);
+      return e.status();
+    } catch (const BoxUnavailable& e) {
+      EXPECT_NE(std::string(e.what()).find("max_accounts"), std::string::npos) << e.what();
+      return status::service_unavailable;
+    }
+  };
+  EXPECT_EQ(new_answer("a"), std::nullopt);
+  EXPECT_EQ(new_answer("b"), std::nullopt);
+  EXPECT_EQ(new_answer("c"), status::too_many_requests) << "the rate's burst of 2 is spent";
+  const std::optional<Account> a = accounts.find("a");
+  EXPECT_EQ(answer(admission, "a", &*a), std::nullopt) << "a known user is never refused";
+  rate.take(CreationRate::Clock::now() + std::chrono::minutes(5));  // refill, spending one
+  EXPECT_EQ(new_answer("c"), std::nullopt);
+  EXPECT_EQ(new_answer("d"), status::service_unavailable) << "3 accounts: max_accounts";
+  try {
+    admission.refuse_full("d", *accounts.full());
+    FAIL();
+  } catch (const BoxUnavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("max_accounts"), std::string::npos);
+  }
 }
 
 }  // namespace

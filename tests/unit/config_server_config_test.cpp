@@ -60,6 +60,8 @@ TEST_F(ServerConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_EQ(c.accounts.file_ops, 2u);
   EXPECT_EQ(c.accounts.open_homes, 256u);
   EXPECT_EQ(c.accounts.spare_volumes, 2u);
+  EXPECT_EQ(c.accounts.new_per_minute, 600u);
+  EXPECT_EQ(c.accounts.max_accounts, 0u);
   EXPECT_EQ(c.box.memory_bytes, 2ull << 30);
   EXPECT_EQ(c.box.pids, 1024u);
   EXPECT_EQ(c.box.cpu_millicores, 2000u);
@@ -407,6 +409,19 @@ TEST_F(ServerConfigTest, AccountBoundsTakeTheirSmallestAndLargestValues) {
   EXPECT_EQ(c.accounts.file_ops, 64u);
   EXPECT_EQ(c.accounts.max_active, 100000u);
   EXPECT_EQ(c.accounts.open_homes, 100000u);
+}
+
+TEST_F(ServerConfigTest, AccountAdmissionLimits) {
+  ServerConfig c = load_server_config(write_config("[accounts]\nnew_per_minute = 0\nmax_accounts = 500\n"), env_of({}));
+  EXPECT_EQ(c.accounts.new_per_minute, 0u) << "0: no rate limit";
+  EXPECT_EQ(c.accounts.max_accounts, 500u);
+  const std::string path = write_config("[accounts]\nnew_per_minute = -1\nmax_accounts = \"lots\"\n");
+  const std::vector<std::string> errors = validate_config_file(path);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_THAT(errors[0], HasSubstr(path + ": accounts.new_per_minute: must be between 0 and"));
+  EXPECT_THAT(errors[0], HasSubstr("(line 2)"));
+  EXPECT_THAT(errors[1], HasSubstr(path + ": accounts.max_accounts:"));
+  EXPECT_THAT(errors[1], HasSubstr("(line 3)"));
 }
 
 TEST_F(ServerConfigTest, BadAccountBoundsNameTheirKey) {

@@ -187,12 +187,35 @@ TEST_F(AccountStoreTest, ExhaustedUidRangeFailsClearly) {
   try {
     accounts.get_or_create("one too many");
     FAIL() << "no error";
-  } catch (const Error& e) {
+  } catch (const AccountsFull& e) {
+    EXPECT_EQ(e.limit(), AccountsFull::Limit::uid_range);
     EXPECT_THAT(e.what(), HasSubstr("uid range 3000001-3000003 is exhausted"));
+    EXPECT_THAT(e.what(), HasSubstr("[accounts] uid_count"));
   }
   EXPECT_FALSE(accounts.find("one too many")) << "a failed creation leaves nothing behind";
   EXPECT_EQ(accounts.get_or_create("user1").uid, 3000002u) << "existing accounts still work";
   EXPECT_THROW(AccountStore(open_state_db(dir_), UidRange{3000000, 1}), Error);
+}
+
+TEST_F(AccountStoreTest, MaxAccountsCapsCreationsNotKnownUsers) {
+  AccountStore accounts(open_state_db(dir_), UidRange{3000000, 100});
+  accounts.limit_accounts(2);
+  EXPECT_FALSE(accounts.full());
+  accounts.get_or_create("a");
+  Account b = accounts.get_or_create("b");
+  ASSERT_TRUE(accounts.full());
+  EXPECT_EQ(accounts.full()->limit(), AccountsFull::Limit::max_accounts);
+  try {
+    accounts.get_or_create("c");
+    FAIL() << "no error";
+  } catch (const AccountsFull& e) {
+    EXPECT_EQ(e.limit(), AccountsFull::Limit::max_accounts);
+    EXPECT_THAT(e.what(), HasSubstr("max_accounts = 2"));
+  }
+  EXPECT_FALSE(accounts.find("c"));
+  EXPECT_EQ(accounts.get_or_create("b").uid, b.uid) << "a known user is never refused";
+  ASSERT_TRUE(accounts.remove(b.name, 5));
+  EXPECT_FALSE(accounts.full()) << "a deleted account makes room under the cap";
 }
 
 TEST_F(AccountStoreTest, TouchRecordsActivity) {
