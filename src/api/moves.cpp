@@ -158,7 +158,8 @@ class Mover {
     }
     // Made by this move (or by its earlier, interrupted attempt): a uid of this node's range.
     const Account account = s_.accounts->get_or_create(*user);
-    const VolumePaths v = s_.callers->volume_of(account);
+    const VolumeLease lease = s_.callers->lease_volume(account);  // the volume stays attached meanwhile
+    const VolumePaths& v = lease.paths();
     const std::string staging = v.root + "/" + kStaging;
     remove_path(staging);  // an interrupted attempt's
     make_dir(staging);
@@ -226,7 +227,8 @@ class Mover {
     make_dir(s_.state_dir + "/moves");
     make_dir(dir);
     replace_file(dir + "/move.json", doc.dump(), 0600);
-    const VolumePaths v = s_.callers->volumes().open({account->name, account->uid, account->gid});
+    const VolumeLease lease = s_.callers->volumes().lease({account->name, account->uid, account->gid});
+    const VolumePaths& v = lease.paths();
     moves::ArchivePart volume{v.root, {}};
     for (const char* part : {"home", "trash", "daemon/logs"})
       if (exists(v.root + "/" + part)) volume.entries.push_back(part);
@@ -282,7 +284,8 @@ class Mover {
   Account place(const MoveIn& m) {
     std::optional<Account> account = s_.accounts->find(m.external_id);
     if (!account) throw Error("move " + m.id + ": the account of " + m.external_id + " is missing");
-    const VolumePaths v = s_.callers->volume_of(*account);
+    const VolumeLease lease = s_.callers->lease_volume(*account);  // the volume stays attached meanwhile
+    const VolumePaths& v = lease.paths();
     const std::string staging = v.root + "/" + kStaging;
     if (!exists(staging)) return *account;
     const std::pair<std::string, std::string> parts[] = {

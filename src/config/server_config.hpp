@@ -101,6 +101,8 @@ struct ServerConfig {
     size_t file_ops = 2;                     // file operations running at once per account, 1-64
     size_t open_homes = 256;                 // home directory descriptors kept open (least recently used)
     size_t spare_volumes = 2;                // volumes made ahead for new accounts (with quotas), 0-64
+    std::chrono::seconds volume_idle{300};   // a volume nothing uses this long is detached (1-86400)
+    size_t attached = 0;                     // volumes attached at once, idle ones detached first; 0: no cap
   } accounts;
 
   StorageConfig storage;  // [accounts] disk, inodes, trash_days, [accounts.users."ID"]

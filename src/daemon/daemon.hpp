@@ -52,6 +52,7 @@
 #include "util/fair_pool.hpp"
 #include "util/terminal_loop.hpp"
 #include "volumes/account_volumes.hpp"
+#include "volumes/idle_volumes.hpp"
 
 namespace agentbox::daemon {
 
@@ -91,6 +92,7 @@ struct Daemon {
   void reload();
   bool egress_on() const;
   std::string metrics_page();
+  void start_idle_volumes();
   http::Router metrics_routes();
 
   // ---- What this daemon is: settled before anything is made, kept to the end ------------------
@@ -142,6 +144,8 @@ struct Daemon {
   std::optional<accounts::MoveGate> move_gate_;  // a cluster node's
   accounts::AccountDirectory callers_;
   accounts::TrashUpkeep trash_upkeep_;  // "trash-upkeep"
+  // Detaches the volumes nothing uses ([accounts] volume_idle, attached): with loop images only.
+  std::optional<IdleVolumes> idle_volumes_;  // "idle-volumes"
 
   // ---- What runs in the boxes: uses the boxes and the callers, so it comes after them ---------
   exec::AccountBoxes boxes_;

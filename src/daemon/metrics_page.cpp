@@ -116,6 +116,12 @@ std::string metrics_page(const MetricsSources& s) {
       load(m.moves_activated));
   one(out, "agentbox_restores_total", "counter", "Restores from the mirror (a path, or an account by --all).",
       load(m.restores));
+  one(out, "agentbox_volumes_attached", "gauge", "Account volumes attached (mounted, a loop device each) now.",
+      load(m.volumes_attached));
+  one(out, "agentbox_volume_attaches_total", "counter", "Account volumes attached for a use.", load(m.volume_attaches));
+  one(out, "agentbox_volume_detaches_total", "counter",
+      "Account volumes detached: idle, over [accounts] attached, or let go (account deleted).",
+      load(m.volume_detaches));
   if (s.mirror) write_mirror(out, *s.mirror);
   metrics::write_process_stats(out);
   return out.take();
