@@ -91,8 +91,12 @@ def wait_until(predicate, timeout):
 
 
 def metric(daemon, name):
-    with daemon.client() as c:
-        page = c.get("/metrics").text
+    with open(os.path.join(daemon.state_dir, "admin_key")) as f:
+        admin_key = f.read().strip()
+    with daemon.client(key=admin_key) as c:
+        r = c.get("/metrics")
+    assert r.status_code == 200, r.text
+    page = r.text
     for line in page.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])
