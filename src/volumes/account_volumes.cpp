@@ -1,5 +1,6 @@
 #include "volumes/account_volumes.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +35,23 @@ void ensure_dir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
   if (errno != EEXIST) throw sys_error("mkdir(" + path + ")");
 }
 
+// The volumes mounted in VOLUMES now (each on a device of its own): left by an earlier run killed
+// before it could unmount them.
+std::vector<std::string> mounted_volumes(const std::string& volumes_dir) {
+  std::vector<std::string> found;
+  UniqueFd dir(::open(volumes_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat top {};
+  if (!dir || ::fstat(dir.get(), &top) != 0) return found;
+  for (const DirEntry& e : read_dir_entries(dir.get(), volumes_dir)) {
+    if (e.name.starts_with('.') || (e.type != DT_DIR && e.type != DT_UNKNOWN)) continue;
+    struct stat st {};
+    if (::fstatat(dir.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_dev != top.st_dev)
+      found.push_back(e.name);
+  }
+  return found;
+}
+
 }  // namespace
 
 AccountVolumes::AccountVolumes(std::string state_dir, std::unique_ptr<VolumeBackend> backend,
@@ -43,6 +61,14 @@ AccountVolumes::AccountVolumes(std::string state_dir, std::unique_ptr<VolumeBack
   // Search permission only: the daemon reaches each volume by name, no one lists them.
   if (::mkdir(volumes_dir_.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + volumes_dir_ + ")");
   backend_->open_root(volumes_dir_);
+  // Attached as if used now: the detacher lets them go when idle, the mirror copies them first.
+  for (const std::string& name : mounted_volumes(volumes_dir_)) {
+    VolumeUses::Use& use = uses_->by_name[name];
+    use.lock = std::make_shared<std::mutex>();
+    use.attached = use.touched = true;
+    use.used = VolumeUses::Clock::now();
+    metrics::add(metrics::events().volumes_attached, 1);
+  }
 }
 
 AccountVolumes::~AccountVolumes() {

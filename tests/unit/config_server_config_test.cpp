@@ -535,9 +535,6 @@ TEST_F(ServerConfigTest, OperatorWrittenKeyFileIsUsedAsIs) {
   EXPECT_EQ(load_or_create_api_key(state), "my-own-key-0123456789abcdef0123456789");
 }
 
-}  // namespace
-}  // namespace agentbox
-
 TEST_F(ServerConfigTest, IdleVolumesDetachAfterFiveMinutesWithNoCapUnlessSet) {
   ServerConfig c = load_server_config(write_config(""), env_of({}));
   EXPECT_EQ(c.accounts.volume_idle, 300s);
@@ -549,3 +546,6 @@ TEST_F(ServerConfigTest, IdleVolumesDetachAfterFiveMinutesWithNoCapUnlessSet) {
   EXPECT_THROW(load_server_config(write_config("[accounts]\nvolume_idle = 86401\n"), env_of({})), Error);
   EXPECT_THROW(load_server_config(write_config("[accounts]\nattached = -1\n"), env_of({})), Error);
 }
+
+}  // namespace
+}  // namespace agentbox
