@@ -297,6 +297,7 @@ class Mover {
       if (::rename(from.c_str(), into.c_str()) != 0) throw sys_error("rename(" + from + ", " + into + ")");
     }
     remove_path(staging);
+    s_.callers->close_home(account->name);  // a descriptor of the empty home kept open would show it
     return *account;
   }
 

@@ -85,6 +85,9 @@ Restored restore_one(RestoreAllContext& c, int mirror_root, const backup::Mirror
   check(::renameat(staging.get(), std::string(backup::kHomeDir).c_str(), root.get(), "home"),
         "rename(" + staged + ", " + v.home + ")");
   backup::remove_tree(root.get(), kStaging);
+  // A descriptor of the empty home kept open (the trash upkeep opens every attached volume's)
+  // would go on showing it.
+  c.callers.close_home(r.account.name);
   return r;
 }
 
