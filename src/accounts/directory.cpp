@@ -37,6 +37,11 @@ VolumePaths AccountDirectory::volume_of(const Account& account) {
   return volumes_->open({account.name, account.uid, account.gid});
 }
 
+VolumeLease AccountDirectory::lease_volume(const Account& account) {
+  admission_.check_deleted(account);
+  return volumes_->lease({account.name, account.uid, account.gid});
+}
+
 void AccountDirectory::begin_delete(const Account& account) {
   admission_.begin_delete(account.name);
   homes_.close(account.name);
@@ -128,6 +133,7 @@ Caller AccountDirectory::resolve(const http::Request& req, bool query_user_allow
     if (context != kDefaultContext) caller.context = std::move(context);
   }
   caller.account = account_of(user);
+  caller.volume = std::make_shared<const VolumeLease>(lease_volume(caller.account));
   caller.home = home_of(caller.account);
   caller.box = box_key(caller.account.name, caller.profile, caller.context);
   if (!caller.context.empty()) {

@@ -41,6 +41,8 @@ namespace agentbox::accounts {
 
 struct Caller {
   Account account;
+  // Pins the account's volume while the request runs (volumes/volume_lease.hpp): taken first.
+  std::shared_ptr<const VolumeLease> volume;
   std::shared_ptr<const ConfinedDir> home;  // the account's home; all file access goes through it
   std::string box_home;                     // "/home/NAME": the home as the box sees it
   std::string session_id;                   // X-Session-Id, "" when absent
@@ -110,6 +112,11 @@ class AccountDirectory {
   // The account's volume, ready (mounted): its home, trash and the daemon's files for it.
   VolumePaths volume_of(const Account& account);
   AccountVolumes& volumes() { return *volumes_; }
+  // The account's volume, attached and pinned while the lease lives.
+  VolumeLease lease_volume(const Account& account);
+  // The account's volume is being detached: its home descriptor kept open goes (else the
+  // unmount is busy). Requests that hold one keep theirs, and the unmount waits for them.
+  void close_home(const std::string& name) { homes_.close(name); }
 
   // Who may be served here (the operator's routes ask it too: an account being moved is not
   // deleted meanwhile).

@@ -91,6 +91,7 @@ Response restore(AccountStore& accounts, accounts::AccountDirectory& callers, ba
   if (::fstatat(parent.get(), steps.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) throw not_saved();
 
   // Through the account's volume (mounted if it was not): what is restored counts to its quota.
+  const VolumeLease volume = callers.lease_volume(account);
   std::shared_ptr<const ConfinedDir> home = callers.home(account);
   RestoreResult r = restore_into_home(*home, parent.get(), steps.back(), target);
   metrics::add(metrics::events().restores);

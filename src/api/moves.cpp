@@ -160,7 +160,8 @@ class Mover {
     }
     // Made by this move (or by its earlier, interrupted attempt): a uid of this node's range.
     const Account account = s_.accounts->get_or_create(*user);
-    const VolumePaths v = s_.callers->volume_of(account);
+    const VolumeLease lease = s_.callers->lease_volume(account);  // the volume stays attached meanwhile
+    const VolumePaths& v = lease.paths();
     const std::string staging = v.root + "/" + kStaging;
     remove_path(staging);  // an interrupted attempt's
     make_dir(staging);
@@ -233,7 +234,8 @@ class Mover {
     make_dir(s_.state_dir + "/moves");
     make_dir(dir);
     replace_file(dir + "/move.json", doc.dump(), 0600);
-    const VolumePaths v = s_.callers->volumes().open({account->name, account->uid, account->gid});
+    const VolumeLease lease = s_.callers->volumes().lease({account->name, account->uid, account->gid});
+    const VolumePaths& v = lease.paths();
     moves::ArchivePart volume{v.root, {}};
     for (const char* part : {"home", "trash", "daemon/logs", "workspaces"})
       if (exists(v.root + "/" + part)) volume.entries.push_back(part);
@@ -289,7 +291,8 @@ class Mover {
   Account place(const MoveIn& m) {
     std::optional<Account> account = s_.accounts->find(m.external_id);
     if (!account) throw Error("move " + m.id + ": the account of " + m.external_id + " is missing");
-    const VolumePaths v = s_.callers->volume_of(*account);
+    const VolumeLease lease = s_.callers->lease_volume(*account);  // the volume stays attached meanwhile
+    const VolumePaths& v = lease.paths();
     const std::string staging = v.root + "/" + kStaging;
     if (!exists(staging)) return *account;
     const std::pair<std::string, std::string> parts[] = {{"home", v.home},
@@ -303,6 +306,7 @@ class Mover {
       if (::rename(from.c_str(), into.c_str()) != 0) throw sys_error("rename(" + from + ", " + into + ")");
     }
     remove_path(staging);
+    s_.callers->close_home(account->name);  // a descriptor of the empty home kept open would show it
     return *account;
   }
 

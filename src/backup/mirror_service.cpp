@@ -130,6 +130,8 @@ PassReport MirrorService::run_pass() {
     }
     AccountPass account{home.name, {}};
     try {
+      std::shared_ptr<const void> pinned;
+      if (home.pin && !(pinned = home.pin())) continue;
       UniqueFd src(::open(home.host_home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!src && errno == ENOENT) continue;  // never used: no home yet
       if (!src) throw sys_error("open(" + home.host_home + ")");
@@ -140,6 +142,7 @@ PassReport MirrorService::run_pass() {
       account.stats = mirror_tree(src.get(), dst.get(), today, options_.tree);
       if (!home.external_id.empty()) write_record(dst.get(), {home.external_id, home.name, home.uid, home.created});
       purge_deleted(dst.get(), today, options_.keep_deleted_days, account.stats);
+      if (home.copied && account.stats.errors == 0) home.copied();
     } catch (const std::exception& e) {
       account.stats.error(e.what());
     }

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,6 +34,11 @@ struct MirrorHome {
   std::string external_id;
   uid_t uid = 0;
   int64_t created = 0;
+  // Unset: the home is copied when it exists. Set: called first; what it returns is held while
+  // the home is copied (the account's volume attached), and null skips the home this pass (its
+  // volume detached, nothing changed since its last copy). copied() after a copy without error.
+  std::function<std::shared_ptr<const void>()> pin;
+  std::function<void()> copied;
 };
 
 struct MirrorServiceOptions {

@@ -79,7 +79,7 @@ void set_admin_key(ServerConfig& c, std::string_view text) {
   c.admin_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 45> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 47> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -141,6 +141,14 @@ constexpr std::array<TomlField<ServerConfig>, 45> kFields = {{
     {"accounts.max_accounts",
      [](ServerConfig& c, const toml::node& v) {
        c.accounts.max_accounts = static_cast<size_t>(toml_integer(v, 0, kMaxUid));
+     }},
+    {"accounts.volume_idle",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.volume_idle = std::chrono::seconds(toml_integer(v, 1, 86400));
+     }},
+    {"accounts.attached",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.attached = static_cast<size_t>(toml_integer(v, 0, INT32_MAX));
      }},
     {"box.memory", [](ServerConfig& c, const toml::node& v) { c.box.memory_bytes = toml_size(v); }},
     {"box.pids",

@@ -105,6 +105,8 @@ struct ServerConfig {
     size_t spare_volumes = 2;                // volumes made ahead for new accounts (with quotas), 0-64
     uint32_t new_per_minute = 600;           // accounts made a minute at most (a burst of as many); 0: no limit
     size_t max_accounts = 0;                 // accounts held at most; 0: as many as the uid range has
+    std::chrono::seconds volume_idle{300};   // a volume nothing uses this long is detached (1-86400)
+    size_t attached = 0;                     // volumes attached at once, idle ones detached first; 0: no cap
   } accounts;
 
   StorageConfig storage;  // [accounts] disk, inodes, trash_days, [accounts.users."ID"]

@@ -8,6 +8,8 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "accounts/workspace_sweep.hpp"
@@ -184,18 +186,27 @@ std::shared_ptr<http::UserKeys> load_user_keys(ApiKeyStore& store) {
 }
 
 std::unique_ptr<backup::MirrorService> mirror_of(const ServerConfig& config, AccountStore& accounts,
-                                                 accounts::RestoreGate& restore_gate) {
+                                                 accounts::RestoreGate& restore_gate,
+                                                 std::shared_ptr<AccountVolumes> volumes) {
   if (config.backup.dir.empty()) return nullptr;
   backup::MirrorServiceOptions m;
   m.dir = config.backup.dir;
   m.interval = config.backup.interval;
   m.keep_deleted_days = static_cast<int>(config.backup.keep_deleted_days);
   m.status_file = config.state_dir + "/backup_status.json";
-  m.homes = [&accounts, &restore_gate, state_dir = config.state_dir] {
+  m.homes = [&accounts, &restore_gate, state_dir = config.state_dir, volumes] {
     std::vector<backup::MirrorHome> homes;
-    for (const Account& a : accounts.list())
-      if (!restore_gate.restoring(a.external_id))  // its home is not complete: the mirror's copy is the truth
-        homes.push_back({a.name, state_dir + "/" + a.home_dir, a.external_id, a.uid, a.created});
+    for (const Account& a : accounts.list()) {
+      if (restore_gate.restoring(a.external_id)) continue;  // its home is not complete: the mirror's copy is the truth
+      backup::MirrorHome home{a.name, state_dir + "/" + a.home_dir, a.external_id, a.uid, a.created, {}, {}};
+      // A volume detached since it was used is attached for its copy; one copied since, not again.
+      home.pin = [volumes, a]() -> std::shared_ptr<const void> {
+        if (!volumes->mirror_wanted(a.name)) return nullptr;
+        return std::make_shared<const VolumeLease>(volumes->lease({a.name, a.uid, a.gid}, true));
+      };
+      home.copied = [volumes, name = a.name] { volumes->mirror_taken(name); };
+      homes.push_back(std::move(home));
+    }
     return homes;
   };
   // Only what this node deleted is put away: after a lost disk the mirror waits for a restore.
@@ -339,7 +350,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
                   .idle_timeout = config_.notebooks.idle_timeout,
                   .cell_timeout = config_.notebooks.cell_timeout}),
       file_pool_(std::make_shared<FairPool>(kFileThreads, static_cast<unsigned>(config_.accounts.file_ops), "files")),
-      mirror_(mirror_of(config_, accounts_, restore_gate_)),
+      mirror_(mirror_of(config_, accounts_, restore_gate_, volumes_)),
       profiles_(std::make_shared<ProfileTable>(config_.profiles)),
       services_(services_of()),
       http_(routes(), http_options(), http_io_) {
@@ -353,6 +364,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
   // wait in the file pool, fair per account, so the API's io thread never waits for them.
   callers_.set_pool(file_pool_);
   accounts_.limit_accounts(config_.accounts.max_accounts);  // new users past it: 503 (admission)
+  if (volumes_->backend().kind() == VolumeKind::loop_image) start_idle_volumes();
   if (startup_.placement) {
     if (::mkdir((config_.state_dir + "/moves").c_str(), 0700) != 0 && errno != EEXIST)
       throw sys_error("mkdir(" + config_.state_dir + "/moves)");
@@ -591,6 +603,24 @@ void Daemon::reload() {
   }
 }
 
+// Volumes nothing uses are detached: an account with a box (starting, running or stopping: its
+// processes and terminals) keeps its volume; requests, uploads, moves and restores hold a
+// lease. The box manager is asked on the detaching thread, a bounded wait.
+void Daemon::start_idle_volumes() {
+  auto pinned = [this]() -> std::optional<std::set<std::string>> {
+    auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
+    std::future<std::map<std::string, std::string>> states = answer->get_future();
+    manager_.box_states([answer](std::map<std::string, std::string> s) { answer->set_value(std::move(s)); });
+    if (states.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return std::nullopt;
+    std::set<std::string> accounts;
+    for (const auto& [box, state] : states.get()) accounts.insert(std::string(account_of_box(box)));
+    return accounts;
+  };
+  idle_volumes_.emplace(
+      *volumes_, IdleVolumePolicy{.idle = config_.accounts.volume_idle, .max_attached = config_.accounts.attached},
+      std::move(pinned), [this](const std::string& name) { callers_.close_home(name); });
+}
+
 // The shutdown: what serves stops before what it uses, each step after the ones that could still
 // reach it. Then the members go in reverse order, each already stopped: the writers store what
 // they hold once their last holder has gone, the volumes unmount, the uid range is let go.
@@ -600,25 +630,26 @@ void Daemon::stop() {
   // The metrics listener first: its page reads everything below.
   if (metrics_http_) metrics_http_->stop();
 
-  http_.stop();                        // no new request; those in flight finish within the grace period,
-                                       // the rest are closed; no route runs after this
-  file_pool_->stop();                  // blocking work under way finishes (a deletion, a move, a
-                                       // turn's last step); what waited for a client now gone is dropped
-  if (mirror_) mirror_->stop();        // a pass under way ends at its next file
-  trash_upkeep_.stop();                // no purge while the boxes and volumes go
-  terminals_.shut_down();              // no terminal handler runs after this
-  terminal_loop_.stop();               // the terminals' WebSockets go with their loop, before the
-                                       // boxes their shells run in
-  notebooks_.shut_down();              // no idle sweep; kernels are left to their boxes
-  processes_.shut_down();              // running commands are left to their boxes (read back "lost")
-  manager_.shut_down();                // every box stopped (bounded), the launchers joined, the zygote
-                                       // gone: nothing on a launcher (a /proxy socket made in a box)
-                                       // posts to the API's io context after this, and http_io_ and the
-                                       // terminals' loop outlive it (declared before manager_)
-  egress_.stop_all();                  // no new tunnel
-  if (gateway_) gateway_->stop_all();  // no new model request
-  loop_.stop();                        // open tunnels and model requests end with the box loop
-  network_log_->flush();               // the decisions and tokens so far are stored
+  http_.stop();                              // no new request; those in flight finish within the grace period,
+                                             // the rest are closed; no route runs after this
+  file_pool_->stop();                        // blocking work under way finishes (a deletion, a move, a
+                                             // turn's last step); what waited for a client now gone is dropped
+  if (mirror_) mirror_->stop();              // a pass under way ends at its next file
+  trash_upkeep_.stop();                      // no purge while the boxes and volumes go
+  if (idle_volumes_) idle_volumes_->stop();  // no detach while the boxes go
+  terminals_.shut_down();                    // no terminal handler runs after this
+  terminal_loop_.stop();                     // the terminals' WebSockets go with their loop, before the
+                                             // boxes their shells run in
+  notebooks_.shut_down();                    // no idle sweep; kernels are left to their boxes
+  processes_.shut_down();                    // running commands are left to their boxes (read back "lost")
+  manager_.shut_down();                      // every box stopped (bounded), the launchers joined, the zygote
+                                             // gone: nothing on a launcher (a /proxy socket made in a box)
+                                             // posts to the API's io context after this, and http_io_ and the
+                                             // terminals' loop outlive it (declared before manager_)
+  egress_.stop_all();                        // no new tunnel
+  if (gateway_) gateway_->stop_all();        // no new model request
+  loop_.stop();                              // open tunnels and model requests end with the box loop
+  network_log_->flush();                     // the decisions and tokens so far are stored
   if (token_ledger_) token_ledger_->flush();
   audit::stop();  // the events queued so far are written, last
 }

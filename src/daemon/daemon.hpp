@@ -53,6 +53,7 @@
 #include "util/fair_pool.hpp"
 #include "util/terminal_loop.hpp"
 #include "volumes/account_volumes.hpp"
+#include "volumes/idle_volumes.hpp"
 
 namespace agentbox::daemon {
 
@@ -93,6 +94,7 @@ struct Daemon {
   bool egress_on() const;
   void start_audit();
   std::string metrics_page();
+  void start_idle_volumes();
   http::Router metrics_routes();
 
   // ---- What this daemon is: settled before anything is made, kept to the end ------------------
@@ -145,6 +147,8 @@ struct Daemon {
   accounts::CreationRate creation_rate_;         // [accounts] new_per_minute
   accounts::AccountDirectory callers_;
   accounts::TrashUpkeep trash_upkeep_;  // "trash-upkeep"
+  // Detaches the volumes nothing uses ([accounts] volume_idle, attached): with loop images only.
+  std::optional<IdleVolumes> idle_volumes_;  // "idle-volumes"
 
   // ---- What runs in the boxes: uses the boxes and the callers, so it comes after them ---------
   exec::AccountBoxes boxes_;

@@ -136,6 +136,12 @@ std::string metrics_page(const MetricsSources& s) {
   for (size_t i = 0; i < metrics::kAdmissionRefusalNames.size(); ++i)
     out.sample("agentbox_account_admission_refusals_total", load(m.account_admission_refusals[i]),
                {{"reason", metrics::kAdmissionRefusalNames[i]}});
+  one(out, "agentbox_volumes_attached", "gauge", "Account volumes attached (mounted, a loop device each) now.",
+      load(m.volumes_attached));
+  one(out, "agentbox_volume_attaches_total", "counter", "Account volumes attached for a use.", load(m.volume_attaches));
+  one(out, "agentbox_volume_detaches_total", "counter",
+      "Account volumes detached: idle, over [accounts] attached, or let go (account deleted).",
+      load(m.volume_detaches));
   if (s.mirror) write_mirror(out, *s.mirror);
   write_audit(out);
   metrics::write_process_stats(out);

@@ -48,6 +48,10 @@ struct Events {
   std::atomic<std::uint64_t> moves_activated{0};
   std::atomic<std::uint64_t> restores{0};
   std::array<std::atomic<std::uint64_t>, kAdmissionRefusalNames.size()> account_admission_refusals{};
+
+  std::atomic<std::int64_t> volumes_attached{0};  // account volumes mounted now (volumes/account_volumes)
+  std::atomic<std::uint64_t> volume_attaches{0};  // mounted for a use
+  std::atomic<std::uint64_t> volume_detaches{0};  // unmounted when idle (or over [accounts] attached)
 };
 
 Events& events();

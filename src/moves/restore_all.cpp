@@ -60,7 +60,8 @@ struct Restored {
 Restored restore_one(RestoreAllContext& c, int mirror_root, const backup::MirroredAccount& m) {
   const backup::MirrorRecord& record = *m.record;
   Restored r{c.accounts.get_or_create_named(record.user, record.name), {}};
-  const VolumePaths v = c.callers.volume_of(r.account);
+  const VolumeLease lease = c.callers.lease_volume(r.account);  // the volume stays attached meanwhile
+  const VolumePaths& v = lease.paths();
   UniqueFd root = open_dir(AT_FDCWD, v.root);
   backup::remove_tree(root.get(), kStaging);  // an interrupted attempt's
   if (::mkdirat(root.get(), kStaging, 0700) != 0) throw sys_error(fmt::format("mkdir({}/{})", v.root, kStaging));
@@ -84,6 +85,9 @@ Restored restore_one(RestoreAllContext& c, int mirror_root, const backup::Mirror
   check(::renameat(staging.get(), std::string(backup::kHomeDir).c_str(), root.get(), "home"),
         "rename(" + staged + ", " + v.home + ")");
   backup::remove_tree(root.get(), kStaging);
+  // A descriptor of the empty home kept open (the trash upkeep opens every attached volume's)
+  // would go on showing it.
+  c.callers.close_home(r.account.name);
   return r;
 }
 

@@ -1,9 +1,11 @@
 #include "volumes/account_volumes.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -12,6 +14,7 @@
 
 #include "fs/dir_entries.hpp"
 #include "fs/entry_ops.hpp"
+#include "metrics/events.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
 
@@ -32,6 +35,23 @@ void ensure_dir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
   if (errno != EEXIST) throw sys_error("mkdir(" + path + ")");
 }
 
+// The volumes mounted in VOLUMES now (each on a device of its own): left by an earlier run killed
+// before it could unmount them.
+std::vector<std::string> mounted_volumes(const std::string& volumes_dir) {
+  std::vector<std::string> found;
+  UniqueFd dir(::open(volumes_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat top {};
+  if (!dir || ::fstat(dir.get(), &top) != 0) return found;
+  for (const DirEntry& e : read_dir_entries(dir.get(), volumes_dir)) {
+    if (e.name.starts_with('.') || (e.type != DT_DIR && e.type != DT_UNKNOWN)) continue;
+    struct stat st {};
+    if (::fstatat(dir.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_dev != top.st_dev)
+      found.push_back(e.name);
+  }
+  return found;
+}
+
 }  // namespace
 
 AccountVolumes::AccountVolumes(std::string state_dir, std::unique_ptr<VolumeBackend> backend,
@@ -41,10 +61,18 @@ AccountVolumes::AccountVolumes(std::string state_dir, std::unique_ptr<VolumeBack
   // Search permission only: the daemon reaches each volume by name, no one lists them.
   if (::mkdir(volumes_dir_.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + volumes_dir_ + ")");
   backend_->open_root(volumes_dir_);
+  // Attached as if used now: the detacher lets them go when idle, the mirror copies them first.
+  for (const std::string& name : mounted_volumes(volumes_dir_)) {
+    VolumeUses::Use& use = uses_->by_name[name];
+    use.lock = std::make_shared<std::mutex>();
+    use.attached = use.touched = true;
+    use.used = VolumeUses::Clock::now();
+    metrics::add(metrics::events().volumes_attached, 1);
+  }
 }
 
 AccountVolumes::~AccountVolumes() {
-  for (const std::string& name : ready_) {
+  for (const std::string& name : opened()) {
     try {
       backend_->release(paths(name).root);
     } catch (const Error&) {
@@ -67,40 +95,128 @@ VolumePaths AccountVolumes::paths(const std::string& name) const {
 }
 
 std::shared_ptr<std::mutex> AccountVolumes::lock_of(const std::string& name) {
-  std::lock_guard lock(mu_);
-  std::shared_ptr<std::mutex>& one = locks_[name];
+  std::lock_guard lock(uses_->mu);
+  std::shared_ptr<std::mutex>& one = uses_->by_name[name].lock;
   if (!one) one = std::make_shared<std::mutex>();
   return one;
 }
 
-VolumePaths AccountVolumes::open(const VolumeOwner& owner) {
+void AccountVolumes::forget_attached(const std::string& name) {
+  auto it = uses_->by_name.find(name);
+  if (it == uses_->by_name.end() || !it->second.attached) return;
+  it->second.attached = false;
+  metrics::add(metrics::events().volumes_attached, -1);
+}
+
+VolumeLease AccountVolumes::lease(const VolumeOwner& owner, bool for_mirror) {
   VolumePaths p = paths(owner.name);
+  const auto pin = [&](VolumeUses::Use& use) {
+    ++use.leases;
+    use.touched = use.touched || !for_mirror;
+    return VolumeLease(uses_, owner.name, p);
+  };
   {
-    std::lock_guard lock(mu_);
-    if (ready_.contains(owner.name)) return p;
+    std::lock_guard lock(uses_->mu);
+    auto it = uses_->by_name.find(owner.name);
+    if (it != uses_->by_name.end() && it->second.attached) return pin(it->second);
   }
-  const std::shared_ptr<std::mutex> one = lock_of(owner.name);
-  std::lock_guard preparing(*one);
-  {
-    std::lock_guard lock(mu_);
-    if (ready_.contains(owner.name)) return p;  // prepared by the request this one waited for
-    if (retired_.contains(owner.name)) throw Error("the account " + owner.name + " has been deleted", ENOENT);
+  for (;;) {
+    const std::shared_ptr<std::mutex> one = lock_of(owner.name);
+    std::lock_guard preparing(*one);
+    {
+      std::lock_guard lock(uses_->mu);
+      VolumeUses::Use& use = uses_->by_name[owner.name];
+      if (use.lock != one) continue;      // detached and forgotten while this waited: the new lock
+      if (use.attached) return pin(use);  // prepared by the request this one waited for
+      if (retired_.contains(owner.name)) throw Error("the account " + owner.name + " has been deleted", ENOENT);
+    }
+    if (hold_) hold_(owner.name);
+    backend_->prepare(p.root, quota_of_(owner.name));
+    ensure_dir(p.home, 0700, owner.uid, owner.gid);
+    ensure_dir(p.trash, 0700, owner.uid, owner.gid);
+    ensure_dir(p.daemon, 0700, 0, 0);
+    ensure_dir(p.daemon + "/logs", 0700, 0, 0);
+    std::lock_guard lock(uses_->mu);
+    VolumeUses::Use& use = uses_->by_name[owner.name];
+    use.attached = true;
+    use.used = VolumeUses::Clock::now();
+    metrics::add(metrics::events().volumes_attached, 1);
+    metrics::add(metrics::events().volume_attaches);
+    return pin(use);
   }
-  if (hold_) hold_(owner.name);
-  backend_->prepare(p.root, quota_of_(owner.name));
-  ensure_dir(p.home, 0700, owner.uid, owner.gid);
-  ensure_dir(p.trash, 0700, owner.uid, owner.gid);
-  ensure_dir(p.daemon, 0700, 0, 0);
-  ensure_dir(p.daemon + "/logs", 0700, 0, 0);
-  std::lock_guard lock(mu_);
-  ready_.insert(owner.name);
-  locks_.erase(owner.name);  // a waiter holds its own reference, and finds the volume ready
-  return p;
+}
+
+bool AccountVolumes::mirror_wanted(const std::string& name) const {
+  std::lock_guard lock(uses_->mu);
+  auto it = uses_->by_name.find(name);
+  return (it != uses_->by_name.end() && it->second.attached) || unmirrored_.contains(name);
+}
+
+void AccountVolumes::mirror_taken(const std::string& name) {
+  std::lock_guard lock(uses_->mu);
+  unmirrored_.erase(name);
 }
 
 std::vector<std::string> AccountVolumes::opened() const {
-  std::lock_guard lock(mu_);
-  return {ready_.begin(), ready_.end()};
+  std::vector<std::string> names;
+  std::lock_guard lock(uses_->mu);
+  for (const auto& [name, use] : uses_->by_name)
+    if (use.attached) names.push_back(name);
+  return names;
+}
+
+size_t AccountVolumes::attached() const {
+  std::lock_guard lock(uses_->mu);
+  size_t n = 0;
+  for (const auto& [name, use] : uses_->by_name) n += use.attached ? 1 : 0;
+  return n;
+}
+
+std::vector<AccountVolumes::Unleased> AccountVolumes::unleased() const {
+  std::vector<Unleased> found;
+  {
+    std::lock_guard lock(uses_->mu);
+    for (const auto& [name, use] : uses_->by_name)
+      if (use.attached && use.leases == 0) found.push_back({name, use.used});
+  }
+  std::sort(found.begin(), found.end(), [](const Unleased& a, const Unleased& b) { return a.used < b.used; });
+  return found;
+}
+
+bool AccountVolumes::detach_unused(const std::string& name, VolumeUses::Clock::time_point unused_since,
+                                   const std::function<void(const std::string&)>& before_detach) {
+  const std::shared_ptr<std::mutex> one = lock_of(name);
+  std::lock_guard detaching(*one);
+  {
+    std::lock_guard lock(uses_->mu);
+    auto it = uses_->by_name.find(name);
+    if (it == uses_->by_name.end() || it->second.lock != one || !it->second.attached || it->second.leases > 0 ||
+        it->second.used > unused_since)
+      return false;
+    // From here a new lease waits for this volume's lock, and attaches it again.
+    forget_attached(name);
+    if (it->second.touched) unmirrored_.insert(name);
+  }
+  bool detached = false;
+  try {
+    if (before_detach) before_detach(name);
+    detached = backend_->detach(paths(name).root);
+  } catch (const std::exception&) {
+    detached = false;
+  }
+  std::lock_guard lock(uses_->mu);
+  auto it = uses_->by_name.find(name);
+  if (detached) {
+    metrics::add(metrics::events().volume_detaches);
+    if (it != uses_->by_name.end() && it->second.leases == 0) uses_->by_name.erase(it);
+    return true;
+  }
+  if (it != uses_->by_name.end()) {  // still mounted: in use by something holding a file
+    it->second.attached = true;
+    it->second.used = VolumeUses::Clock::now();
+    metrics::add(metrics::events().volumes_attached, 1);
+  }
+  return false;
 }
 
 VolumeUsage AccountVolumes::usage(const std::string& name) const { return backend_->usage(paths(name).root); }
@@ -109,8 +225,8 @@ void AccountVolumes::release(const std::string& name) {
   const std::shared_ptr<std::mutex> one = lock_of(name);
   std::lock_guard releasing(*one);
   backend_->release(paths(name).root);
-  std::lock_guard lock(mu_);
-  ready_.erase(name);
+  std::lock_guard lock(uses_->mu);
+  forget_attached(name);
 }
 
 std::string AccountVolumes::retire(const std::string& name) {
@@ -118,9 +234,9 @@ std::string AccountVolumes::retire(const std::string& name) {
   const std::shared_ptr<std::mutex> one = lock_of(name);
   std::lock_guard retiring(*one);
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(uses_->mu);
     retired_.insert(name);
-    ready_.erase(name);
+    forget_attached(name);
   }
   backend_->release(p.root);
   const std::string deleted = volumes_dir_ + "/" + kDeletedDir;
@@ -134,9 +250,7 @@ std::string AccountVolumes::retire(const std::string& name) {
     const std::string from = p.root + suffix, to = into + "/" + name + suffix;
     if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) throw sys_error("rename(" + from + ", " + to + ")");
   }
-  std::lock_guard lock(mu_);
-  locks_.erase(name);  // retired: no open() prepares it again, whichever lock it waited on
-  return into;
+  return into;  // retired: no lease() prepares it again, whichever lock it waited on
 }
 
 size_t AccountVolumes::purge_retired(int64_t cutoff) {

@@ -7,11 +7,13 @@
 //   STATE/volumes/.deleted/     volumes of deleted accounts, until purged (a rename away: VOLUMES
 //                               is a mount of its own, so nothing can leave it by rename)
 // so all of them are charged to the account's quota and nothing it writes reaches the state
-// filesystem. A volume is prepared once per daemon run and per account.
+// filesystem. A volume is attached (prepared: made once, mounted) on first use and held by
+// leases (volumes/volume_lease.hpp) while in use; one no lease holds may be detached again
+// (volumes/idle_volumes.hpp) and is attached again on its next use.
 //
 // Runs on: any thread. Preparing a volume blocks (mkfs, a loop device, a mount: a pool thread's
 // work, accounts/caller_routes.hpp); volumes of different accounts are prepared side by side,
-// one account's by one thread at a time.
+// one account's by one thread at a time; detach_unused() on the idle detacher's thread.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "volumes/volume_backend.hpp"
+#include "volumes/volume_lease.hpp"
 
 namespace agentbox {
 
@@ -31,10 +34,6 @@ struct VolumeOwner {
   std::string name;  // the account's name (a directory name: store/account_name.hpp)
   uid_t uid = 0;
   gid_t gid = 0;
-};
-
-struct VolumePaths {
-  std::string root, home, trash, daemon;
 };
 
 class AccountVolumes {
@@ -47,8 +46,18 @@ class AccountVolumes {
   AccountVolumes(const AccountVolumes&) = delete;
   AccountVolumes& operator=(const AccountVolumes&) = delete;
 
-  // The account's volume, ready: made and mounted on first use, its directories there.
-  VolumePaths open(const VolumeOwner& owner);
+  // The account's volume, attached (made and mounted on first use, its directories there) and
+  // pinned until the lease is dropped.
+  // The mirror's lease (for_mirror) leaves the volume as it was, for mirror_wanted().
+  VolumeLease lease(const VolumeOwner& owner, bool for_mirror = false);
+  // Whether the mirror should copy the volume: attached now, or detached since something but
+  // the mirror used it (its last changes perhaps not copied yet). A detached volume's copy
+  // then taken (mirror_taken) is its last until it is used again.
+  bool mirror_wanted(const std::string& name) const;
+  void mirror_taken(const std::string& name);
+  // The same for a brief use by path: attached now, its idle window begun again, not pinned
+  // (what holds a descriptor in it keeps it mounted: detaching never forces an unmount).
+  VolumePaths open(const VolumeOwner& owner) { return lease(owner).paths(); }
   // The paths only (nothing is made or checked).
   VolumePaths paths(const std::string& name) const;
   // Home relative to the state dir ("volumes/NAME/home"): Account::home_dir.
@@ -58,10 +67,24 @@ class AccountVolumes {
   VolumeUsage usage(const std::string& name) const;
   DiskQuota quota(const std::string& name) const { return quota_of_(name); }
   const VolumeBackend& backend() const { return *backend_; }
-  // Names of the volumes prepared by this daemon run (the ones in use).
+  // Names of the volumes attached now.
   std::vector<std::string> opened() const;
+  size_t attached() const;
   // The volume goes out of use: unmounted, forgotten (opened again on its next use).
   void release(const std::string& name);
+
+  // The attached volumes no lease holds, the least recently used first.
+  struct Unleased {
+    std::string name;
+    VolumeUses::Clock::time_point used;
+  };
+  std::vector<Unleased> unleased() const;
+  // Detaches the volume if no lease has held it since `unused_since`: before_detach(name) first
+  // (drop the descriptors kept in it), then an unmount that is never forced. False when it was
+  // used meanwhile or something still holds a file in it (it stays attached, its idle window
+  // begun again).
+  bool detach_unused(const std::string& name, VolumeUses::Clock::time_point unused_since,
+                     const std::function<void(const std::string&)>& before_detach);
   // The account's home is this directory, outside its volume (`agentbox mcp` as an ordinary
   // user: the run home, which it cannot bind over the volume's). Set before the account's
   // first use.
@@ -80,16 +103,18 @@ class AccountVolumes {
  private:
   std::string volumes_dir_;
   std::unique_ptr<VolumeBackend> backend_;
-  // The lock of one account's volume: its preparation, release and retirement take turns.
+  // The lock of one account's volume: its preparation, detach, release and retirement take turns.
   std::shared_ptr<std::mutex> lock_of(const std::string& name);
+  // Marks the volume detached (under uses_->mu) and counts it.
+  void forget_attached(const std::string& name);
 
   std::function<DiskQuota(const std::string&)> quota_of_;
   std::function<void(const std::string&)> hold_;
-  mutable std::mutex mu_;          // guards the sets and the map below, never held while preparing
-  std::set<std::string> ready_;    // volumes prepared by this daemon run
-  std::set<std::string> retired_;  // accounts deleted during this run
-  std::map<std::string, std::shared_ptr<std::mutex>> locks_;  // by name, while not ready
-  std::map<std::string, std::string> home_overrides_;         // set_home: written before any reader
+  // Attached volumes and their leases; its mutex guards retired_ too, never held while preparing.
+  std::shared_ptr<VolumeUses> uses_ = std::make_shared<VolumeUses>();
+  std::set<std::string> retired_;                      // accounts deleted during this run
+  std::set<std::string> unmirrored_;                   // detached since used, not mirrored since
+  std::map<std::string, std::string> home_overrides_;  // set_home: written before any reader
 };
 
 }  // namespace agentbox

@@ -109,6 +109,17 @@ class LoopImageBackend final : public VolumeBackend {
     throw sys_error("umount(" + dir + ")");
   }
 
+  bool detach(const std::string& dir) override {
+    if (is_mounted(dir)) {
+      if (::umount2(dir.c_str(), 0) != 0) {
+        if (errno == EBUSY) return false;
+        throw sys_error("umount(" + dir + ")");
+      }
+    }
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) throw sys_error("rmdir(" + dir + ")");
+    return true;
+  }
+
  private:
   SparePolicy spare_policy_;
   std::unique_ptr<SpareVolumes> spares_;  // while VOLUMES is open

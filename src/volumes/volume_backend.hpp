@@ -65,6 +65,11 @@ class VolumeBackend {
   // The volume is no longer in use (account deleted): unmounted, its image and directory kept
   // for the caller to move away.
   virtual void release(const std::string& dir) = 0;
+  // The volume is idle: unmounted (its loop device frees itself) unless something holds a file
+  // in it, never forced; false then, and it stays mounted. Its empty mount point goes too, so a
+  // path into the volume fails with ENOENT until prepare() attaches it again, rather than
+  // reaching the state filesystem under it.
+  virtual bool detach(const std::string& /*dir*/) { return true; }
   // The spares made ahead, while VOLUMES is open (null: none).
   virtual const SpareVolumes* spares() const { return nullptr; }
 };

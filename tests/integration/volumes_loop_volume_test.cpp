@@ -95,7 +95,10 @@ TEST_F(LoopVolumeTest, AVolumeHoldsItsQuotaAndNoMoreEvenForRootWithoutSysResourc
   }).join();
   EXPECT_EQ(err, ENOSPC);
   u = backend_->usage(dir);
-  EXPECT_GE(u.bytes_used + (1 << 20), u.bytes_limit);
+  // Full within ext4's own reserve: without resize_inode (ext4_image.cpp) a 32 MiB volume
+  // reports ~0.8 MiB more blocks, and what can be written is the same 26.6 MB as with it.
+  EXPECT_GE(u.bytes_used + (2 << 20), u.bytes_limit);
+  EXPECT_GE(u.bytes_used, 26ull << 20);
 }
 
 TEST_F(LoopVolumeTest, AMountedVolumeIsReusedAndARaisedQuotaGrowsItAtItsNextMount) {

@@ -550,5 +550,17 @@ TEST_F(ServerConfigTest, OperatorWrittenKeyFileIsUsedAsIs) {
   EXPECT_EQ(load_or_create_api_key(state), "my-own-key-0123456789abcdef0123456789");
 }
 
+TEST_F(ServerConfigTest, IdleVolumesDetachAfterFiveMinutesWithNoCapUnlessSet) {
+  ServerConfig c = load_server_config(write_config(""), env_of({}));
+  EXPECT_EQ(c.accounts.volume_idle, 300s);
+  EXPECT_EQ(c.accounts.attached, 0u) << "no cap";
+  c = load_server_config(write_config("[accounts]\nvolume_idle = 1\nattached = 2\n"), env_of({}));
+  EXPECT_EQ(c.accounts.volume_idle, 1s);
+  EXPECT_EQ(c.accounts.attached, 2u);
+  EXPECT_THROW(load_server_config(write_config("[accounts]\nvolume_idle = 0\n"), env_of({})), Error);
+  EXPECT_THROW(load_server_config(write_config("[accounts]\nvolume_idle = 86401\n"), env_of({})), Error);
+  EXPECT_THROW(load_server_config(write_config("[accounts]\nattached = -1\n"), env_of({})), Error);
+}
+
 }  // namespace
 }  // namespace agentbox
