@@ -43,6 +43,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
     Clock::time_point last_active = Clock::now();
     bool retired = false;  // removed from the map: work for it goes to a new slot
     bool checking_idle = false;
+    std::chrono::milliseconds idle_timeout{0};     // the current box's (BoxSpec::idle_timeout); 0: opts'
     std::vector<std::function<void()>> when_gone;  // stop() completions
   };
 
@@ -127,6 +128,7 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
           self->owner_gone(slot, gone);
         });
     slot->owner = owner;
+    slot->idle_timeout = spec.idle_timeout;
     launch(account, slot, owner, spec);
     return owner;
   }
@@ -194,7 +196,8 @@ struct BoxManager::Impl : std::enable_shared_from_this<Impl> {
       return;
     }
     const auto last = std::max(slot->last_active, owner->last_event());
-    if (!owner->ready() || owner->live_commands() > 0 || now - last < opts.idle_timeout || slot->checking_idle) return;
+    const auto idle_timeout = slot->idle_timeout.count() > 0 ? slot->idle_timeout : opts.idle_timeout;
+    if (!owner->ready() || owner->live_commands() > 0 || now - last < idle_timeout || slot->checking_idle) return;
     slot->checking_idle = true;
     owner->count_processes([self = shared_from_this(), slot, owner](std::optional<int> n) {
       slot->checking_idle = false;

@@ -5,6 +5,7 @@
 // function (see their files). It travels to agentbox-init as JSON (box_spec_json.cpp).
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,6 +65,9 @@ struct BoxSpec {
   std::vector<std::string> system_paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"};
 
   Limits limits;
+  // Stopped after this long idle (no command, no process); 0: BoxManagerOptions::idle_timeout.
+  // A profile's `idle_timeout` (config/profile_config.hpp).
+  std::chrono::milliseconds idle_timeout{0};
   bool use_cgroup = true;  // false only where cgroups are not available (non-root run)
 
   // Network: by default the box gets a fresh network namespace holding only `lo`. When

@@ -383,6 +383,7 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
     spec.limits = profile->limits(spec.limits);
     spec.limits.file_size = file_size;
     spec.binds.insert(spec.binds.end(), profile->binds.begin(), profile->binds.end());
+    if (profile->idle_timeout) spec.idle_timeout = *profile->idle_timeout;
   });
   // isolation = "context": a box and a workspace per X-Terminal-Context-Id (but "default").
   callers_.set_context_isolation([profiles = profiles_](std::string_view name) {

@@ -28,6 +28,9 @@ keep_days = 2
 [profiles.daily]
 isolation = "context"
 reset = "@daily"
+[profiles.brief]
+isolation = "context"
+idle_timeout = 1
 """
 TAG = uuid.uuid4().hex[:8]
 DAY = 86400
@@ -229,3 +232,26 @@ def test_reset_daily_empties_workspaces_made_before_midnight(daemon):
         assert plain.post("/files/trash/restore", json={"id": item["id"]}).status_code == 200
         _, out, _ = sh(a, "cat ~/today.txt")
         assert out == "today", out
+
+
+def test_a_profiles_idle_timeout_stops_its_boxes_and_not_the_others(daemon):
+    # [profiles.brief] idle_timeout = 1: its context's box stops within seconds; the same user's
+    # box in a profile without one ([accounts]' 900 s) keeps running (the control).
+    user = f"idle-{TAG}"
+    with owui(daemon, "brief", user, "chat:short") as brief, owui(daemon, "chats", user, "chat:long") as chats:
+        for c in (brief, chats):
+            code, out, _ = sh(c, "echo started > mark; echo ok")
+            assert code == 0 and out == "ok\n"
+        states = {}
+        deadline = time.monotonic() + 20
+        with admin(daemon) as op:
+            while time.monotonic() < deadline:
+                r = op.get(f"/admin/accounts/{user}/workspaces")
+                assert r.status_code == 200, r.text
+                states = {w["profile"]: w["box"] for w in r.json()["workspaces"]}
+                if states.get("brief") == "stopped":
+                    break
+                time.sleep(0.25)
+        assert states.get("brief") == "stopped", states
+        assert states.get("chats") == "running", states
+        assert brief.get("/files/read", params={"path": "mark"}).json()["content"] == "started\n"  # the workspace stays
