@@ -30,16 +30,6 @@ nlohmann::json disk_json(const VolumeUsage& u) {
           {"inodes_limit", u.inodes_limit}};
 }
 
-// Waits for every account's box state (the box loop answers from each account's strand).
-std::map<std::string, std::string> box_states(BoxManager& boxes) {
-  auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
-  auto states = answer->get_future();
-  boxes.box_states([answer](std::map<std::string, std::string> s) { answer->set_value(std::move(s)); });
-  if (states.wait_for(kStopWait) != std::future_status::ready)
-    throw HttpError(http::status::gateway_timeout, "The box loop did not answer");
-  return states.get();
-}
-
 // The account's contexts (accounts/workspaces.hpp): their count, when its volume is in use
 // (null otherwise: an unmounted volume is not mounted for a listing).
 nlohmann::json workspace_count(accounts::AccountDirectory& callers, const std::set<std::string>& opened,
@@ -93,6 +83,15 @@ Response remove(AccountStore& accounts, accounts::AccountDirectory& callers, Box
 }
 
 }  // namespace
+
+std::map<std::string, std::string> box_states(BoxManager& boxes) {
+  auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
+  auto states = answer->get_future();
+  boxes.box_states([answer](std::map<std::string, std::string> s) { answer->set_value(std::move(s)); });
+  if (states.wait_for(kStopWait) != std::future_status::ready)
+    throw HttpError(http::status::gateway_timeout, "The box loop did not answer");
+  return states.get();
+}
 
 void stop_box_for_good(BoxManager& boxes, const std::string& name) {
   // The account's own box, then its profiles' (keys NAME~PROFILE: store/box_key.hpp).

@@ -12,6 +12,7 @@
 // own requests get 409. Errors as {"detail"}: 404 unknown user, 503 an account being moved
 // (api/moves.hpp), 504 a box that would not stop.
 #include <cstdint>
+#include <map>
 #include <memory>
 
 #include "accounts/directory.hpp"
@@ -27,6 +28,11 @@ using namespace agentbox::http;  // the HTTP library, spoken unqualified
 // Stops the account's boxes (its profiles' too) for good: what ran in it (commands, terminals, agent runs) ends.
 // HttpError 504 when it has not stopped within a minute. Blocks: call from a pool thread.
 void stop_box_for_good(BoxManager& boxes, const std::string& name);
+
+// Every box's state by key ("running", "starting", "stopping"; absent: stopped), as the box
+// loop answers from each box's strand. HttpError 504 when it does not answer within a minute.
+// Blocks: call from a pool thread.
+std::map<std::string, std::string> box_states(BoxManager& boxes);
 
 struct Services;
 // Both routes run on the file pool (a deletion waits for the box to stop).

@@ -4,6 +4,7 @@
 #include <future>
 
 #include "accounts/context_id.hpp"
+#include "api/accounts.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "config/profile_table.hpp"
@@ -46,15 +47,6 @@ json workspace_json(const accounts::Workspace& w, const std::map<std::string, st
           {"created", w.created},
           {"last_used", w.last_used},
           {"box", state == states.end() ? "stopped" : state->second}};
-}
-
-std::map<std::string, std::string> box_states(BoxManager& boxes) {
-  auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
-  auto states = answer->get_future();
-  boxes.box_states([answer](std::map<std::string, std::string> s) { answer->set_value(std::move(s)); });
-  if (states.wait_for(kStopWait) != std::future_status::ready)
-    throw HttpError(http::status::gateway_timeout, "The box loop did not answer");
-  return states.get();
 }
 
 // Stops the workspace's box, then moves it to the trash: {"context", "trash_id", "profile"}.
