@@ -258,6 +258,9 @@ binds = ["{bind}:/ref"]
 deny = ["ref.test"]
 [profiles.chats]
 isolation = "context"
+[profiles.lockedchats]
+isolation = "context"
+deny = ["ref.test"]
 """
 
 
@@ -419,6 +422,58 @@ def test_two_chats_of_a_context_profile_see_nothing_of_each_other(boxes_daemon):
             assert "sleep 2345.6" in out
         finally:
             a.delete(f"/execute/{p['id']}")
+
+
+def test_a_chats_terminal_is_not_anothers(boxes_daemon):
+    user = f"chats-term-{TAG}"
+    with owui(boxes_daemon, "chats", user, context="chat:a") as a, \
+            owui(boxes_daemon, "chats", user, context="chat:b") as b:
+        r = a.post("/api/terminals")
+        assert r.status_code == 200, r.text
+        tid = r.json()["id"]
+        try:
+            assert tid in [t["id"] for t in a.get("/api/terminals").json()]
+            assert tid not in [t["id"] for t in b.get("/api/terminals").json()]
+            assert a.get(f"/api/terminals/{tid}").status_code == 200  # the control
+            assert b.get(f"/api/terminals/{tid}").status_code == 404
+
+            async def close_code():
+                url = (f"ws://127.0.0.1:{boxes_daemon.port}/p/chats/api/terminals/{urllib.parse.quote(tid)}"
+                       f"?user_id={urllib.parse.quote(user)}")
+                async with websockets.connect(url, open_timeout=WS_TIMEOUT, ping_interval=None,
+                                              extra_headers={"X-Terminal-Context-Id": "chat:b"}) as ws:
+                    await ws.send(json.dumps({"type": "auth", "token": boxes_daemon.api_key}))
+                    try:
+                        await asyncio.wait_for(ws.recv(), WS_TIMEOUT)
+                    except websockets.ConnectionClosed as e:
+                        return e.rcvd.code if e.rcvd else None
+                    return "attached"
+
+            assert asyncio.run(close_code()) == 4004  # chat B's socket finds no such terminal
+        finally:
+            a.delete(f"/api/terminals/{tid}")
+
+
+def test_each_chats_egress_follows_the_profile_and_is_logged_per_chat(boxes_daemon):
+    # BOX_USER may reach ref.test ([policy.users]); [profiles.lockedchats] denies it in every chat.
+    o = Origin()
+    try:
+        url = f"http://ref.test:{o.port}"
+        with owui(boxes_daemon, "lockedchats", BOX_USER, context="chat:x") as x, \
+                owui(boxes_daemon, "lockedchats", BOX_USER, context="chat:y") as y, \
+                boxes_daemon.client(user=BOX_USER) as plain:
+            for c, path in ((x, "/from-x"), (y, "/from-y")):
+                _, out, _ = sh(c, f"curl -s --max-time 10 -w ' %{{http_code}}' {url}{path}")
+                assert out.endswith(" 403") and 'rule "ref.test"' in out, out
+            code, out, err = sh(plain, f"curl -sS --max-time 10 {url}/from-default")
+            assert code == 0 and out.startswith("origin saw /from-default"), out + err  # the control
+            logged = {name: [e for e in c.get("/network/log").json()["entries"] if e["host"] == "ref.test"]
+                      for name, c in (("x", x), ("y", y))}
+            assert len(logged["x"]) == 1 and not logged["x"][0]["allowed"], logged
+            assert len(logged["y"]) == 1 and not logged["y"][0]["allowed"], logged  # each chat its own log
+        assert "/from-x" not in o.paths and "/from-y" not in o.paths and "/from-default" in o.paths
+    finally:
+        o.close()
 
 
 def test_proxy_reaches_a_server_of_its_own_chat_only(boxes_daemon):
