@@ -138,10 +138,12 @@ def test_a_lost_state_directory_is_rebuilt_from_the_mirror(make_daemon):
 
 
 def test_a_restore_killed_mid_way_is_finished_by_the_next_run(make_daemon):
-    d = make_daemon(tag="restore-kill", config_text=BACKUP, api_key=secrets.token_hex(16)).start()
+    d = make_daemon(tag="restore-kill", config_text=WORKSPACES, api_key=secrets.token_hex(16)).start()
     u = "kill me@example.org"
     with client(d, u) as c:
         before = populate(c, u)
+    with chat(d, u, "chat:a") as a:  # its workspace is staged with the home, and finished with it
+        assert a.post("/files/write", json={"path": "notes.txt", "content": "chat a's"}).status_code == 200
     mirror_pass(d)
     lose_the_disk(d)
     d.extra_env[HOOK] = "restore-staged=60"
@@ -158,6 +160,8 @@ def test_a_restore_killed_mid_way_is_finished_by_the_next_run(make_daemon):
             r = c.get("/files/list", params={"path": "."})
             assert r.status_code == 503 and "being restored" in r.json()["detail"], r.text
             assert r.headers["retry-after"] == "5"
+        with chat(d, u, "chat:a") as a:
+            assert a.get("/files/read", params={"path": "notes.txt"}).status_code == 503
         d.stop(sig=signal.SIGKILL)
     finally:
         run.kill()
@@ -174,6 +178,9 @@ def test_a_restore_killed_mid_way_is_finished_by_the_next_run(make_daemon):
     assert f"restored  {u} as {before['name']}" in r.stdout and "an interrupted restore finished" in r.stdout, r.stdout
     with client(d, u) as c:
         assert_back(c, u, before)
+    with chat(d, u, "chat:a") as a:
+        r = a.get("/files/read", params={"path": "notes.txt"})
+        assert r.status_code == 200 and r.json()["content"] == "chat a's", r.text
     assert "nothing to restore" in restore_all(d).stdout
 
 
