@@ -36,6 +36,18 @@ nlohmann::json stats_json(const MirrorStats& s) {
 
 }  // namespace
 
+// The account's contexts' workspaces into account_dir/workspaces, kept as the home's are.
+void MirrorService::mirror_workspaces(const std::string& host, int account_dir, const std::string& today,
+                                      MirrorStats& stats) const {
+  UniqueFd src(::open(host.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!src && errno == ENOENT) return;  // no context has had a workspace yet
+  if (!src) return stats.error(fmt::format("{}: {}", host, std::strerror(errno)));
+  MirrorTreeOptions tree = options_.tree;
+  tree.copy = kWorkspacesDir;
+  tree.kept_under = kKeptWorkspaces;
+  stats.add(mirror_tree(src.get(), account_dir, today, tree));
+}
+
 nlohmann::json to_json(const PassReport& r) {
   nlohmann::json j = stats_json(r.total);
   j["started"] = unix_seconds(r.started);
@@ -140,6 +152,7 @@ PassReport MirrorService::run_pass() {
       UniqueFd dst(::openat(root.get(), home.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!dst) throw sys_error("open(" + home.name + ")");
       account.stats = mirror_tree(src.get(), dst.get(), today, options_.tree);
+      if (!home.host_workspaces.empty()) mirror_workspaces(home.host_workspaces, dst.get(), today, account.stats);
       if (!home.external_id.empty()) write_record(dst.get(), {home.external_id, home.name, home.uid, home.created});
       purge_deleted(dst.get(), today, options_.keep_deleted_days, account.stats);
       if (home.copied && account.stats.errors == 0) home.copied();

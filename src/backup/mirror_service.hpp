@@ -2,9 +2,9 @@
 // MirrorService: the daemon's mirror of homes ([backup] dir, interval, keep_deleted_days). One
 // thread of its own (low CPU and I/O priority, never an HTTP or box-loop thread) runs a pass at
 // start and then every interval, or at once on run_now(): each account's home is mirrored with
-// mirror_tree() into DIR/NAME (backup/mirror_layout.hpp) and its .deleted days older than
-// keep_deleted_days are purged. After each pass the status is written (atomically) to
-// status_file, so the last pass is still known after a restart.
+// mirror_tree() into DIR/NAME (backup/mirror_layout.hpp), its contexts' workspaces beside it,
+// and its .deleted days older than keep_deleted_days are purged. After each pass the status is
+// written (atomically) to status_file, so the last pass is still known after a restart.
 //
 // Runs on: its own thread ("mirror"); start(), stop(), run_now() and status() from any other.
 #include <sys/types.h>
@@ -39,6 +39,9 @@ struct MirrorHome {
   // volume detached, nothing changed since its last copy). copied() after a copy without error.
   std::function<std::shared_ptr<const void>()> pin;
   std::function<void()> copied;
+  // Its contexts' workspaces on the host (VOLUME/workspaces), copied with the home into
+  // DIR/NAME/workspaces under the same pin; "" or missing: none.
+  std::string host_workspaces;
 };
 
 struct MirrorServiceOptions {
@@ -99,6 +102,7 @@ class MirrorService {
  private:
   void thread_main();
   void write_status_file(const nlohmann::json& last_pass) const;
+  void mirror_workspaces(const std::string& host, int account_dir, const std::string& today, MirrorStats& stats) const;
 
   MirrorServiceOptions options_;
   std::mutex pass_mu_;     // held for a whole pass

@@ -352,6 +352,7 @@ UniqueFd TreeMirror::deleted_dir(const std::string& rel) {
   if (!date_dir_) {
     UniqueFd deleted = open_or_make(account_fd_, std::string(kDeletedDir));
     date_dir_ = open_or_make(deleted.get(), date_);
+    if (!options_.kept_under.empty()) date_dir_ = open_or_make(date_dir_.get(), std::string(options_.kept_under));
   }
   UniqueFd cur(::fcntl(date_dir_.get(), F_DUPFD_CLOEXEC, 0));
   if (!cur) throw sys_error("dup");
@@ -415,13 +416,13 @@ MirrorStats mirror_tree(int src_dir_fd, int account_dir_fd, std::string_view dat
   if (!src) throw sys_error("open home");
   struct stat root;
   check(::fstat(src.get(), &root), "fstat home");
-  const std::string home(kHomeDir);
+  const std::string home(options.copy);
   UniqueFd dst(::openat(account_dir_fd, home.c_str(), kDirFlags));
   if (!dst) {
     if (errno == ENOTDIR || errno == ELOOP) remove_tree(account_dir_fd, home);
-    if (::mkdirat(account_dir_fd, home.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(home)");
+    if (::mkdirat(account_dir_fd, home.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + home + ")");
     dst.reset(::openat(account_dir_fd, home.c_str(), kDirFlags));
-    if (!dst) throw sys_error("open(home)");
+    if (!dst) throw sys_error("open(" + home + ")");
   }
   TreeMirror(account_dir_fd, date, options, stats).mirror_dir(src.get(), dst.get(), "");
   try {
@@ -455,7 +456,7 @@ void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& liv
   } catch (const Error& e) {
     return stats.error(fmt::format("mirror: {}", e.what()));
   }
-  const std::string home(kHomeDir), deleted(kDeletedDir), day(today);
+  const std::string home(kHomeDir), workspaces(kWorkspacesDir), deleted(kDeletedDir), day(today);
   for (const DirEntry& e : entries) {
     if (e.name.starts_with('.') || live.contains(e.name)) continue;
     try {
@@ -463,19 +464,26 @@ void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& liv
       if (!account) continue;  // not a directory of ours
       struct stat st {};
       const bool has_home = ::fstatat(account.get(), home.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-      if (has_home && gone && !gone(e.name)) continue;  // not deleted here: kept whole for a restore
-      if (has_home) {
+      const bool has_workspaces = ::fstatat(account.get(), workspaces.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+      if ((has_home || has_workspaces) && gone && !gone(e.name))
+        continue;  // not deleted here: kept whole for a restore
+      if (has_home || has_workspaces) {
         if (::mkdirat(account.get(), deleted.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(.deleted)");
         const std::string into = deleted + "/" + day;
         if (::mkdirat(account.get(), into.c_str(), 0700) != 0 && errno != EEXIST)
           throw sys_error("mkdir(" + into + ")");
-        const std::string put_away = into + "/" + std::string(kPutAwayHome);
-        std::string target = put_away;
-        for (int n = 2; ::renameat2(account.get(), home.c_str(), account.get(), target.c_str(), RENAME_NOREPLACE) != 0;
-             ++n) {
-          if (errno != EEXIST || n > 100) throw sys_error("rename(home, " + target + ")");
-          target = put_away + "-" + std::to_string(n);
-        }
+        // `what` into .deleted/DAY/as, as-2, as-3, ... (the first name free).
+        auto put_away = [&](const std::string& what, std::string_view as) {
+          const std::string first = into + "/" + std::string(as);
+          std::string target = first;
+          for (int n = 2;
+               ::renameat2(account.get(), what.c_str(), account.get(), target.c_str(), RENAME_NOREPLACE) != 0; ++n) {
+            if (errno != EEXIST || n > 100) throw sys_error("rename(" + what + ", " + target + ")");
+            target = first + "-" + std::to_string(n);
+          }
+        };
+        if (has_home) put_away(home, kPutAwayHome);
+        if (has_workspaces) put_away(workspaces, kKeptWorkspaces);
       }
       purge_deleted(account.get(), today, keep_days, stats);
       // Nothing kept any more: the account's directory goes.

@@ -47,10 +47,16 @@ struct MirrorTreeOptions {
   // Test hook: runs after a file's bytes are copied and before the source is checked again
   // (relative path of the file), so a test can change the source mid-copy.
   std::function<void(const std::string& rel)> after_copy;
+  // The copy's directory in account_dir_fd, and where under .deleted/DATE what it replaces or
+  // removes is kept ("": at its path there): a home's "home" and "", the contexts' workspaces'
+  // "workspaces" and ".account-workspaces" (backup/mirror_layout.hpp).
+  std::string_view copy = "home";
+  std::string_view kept_under = "";
 };
 
 // Mirrors the tree under src_dir_fd (a directory descriptor of the home) into
-// account_dir_fd/home; entries replaced or gone go to account_dir_fd/.deleted/<date>/.
+// account_dir_fd/home (options.copy); entries replaced or gone go to
+// account_dir_fd/.deleted/<date>/ (options.kept_under).
 // Errors on single entries are counted in the result and the pass goes on; an entry whose
 // source directory could not be read is never treated as deleted.
 MirrorStats mirror_tree(int src_dir_fd, int account_dir_fd, std::string_view date,
@@ -62,10 +68,10 @@ void purge_deleted(int account_dir_fd, std::string_view today, int keep_days, Mi
 
 // The mirrors of accounts that no longer exist (deleted by the operator): every directory of
 // mirror_root_fd not named in `live` (nor starting with '.') for which `gone` says yes (null:
-// every one) has its home moved into its .deleted/<today>/ (as ".account-home"), so it is kept
-// keep_days like any deleted file and then purged; the account's directory (with its
-// account.json) goes once nothing is left in it. A directory `gone` says no to keeps its home:
-// an account this node never deleted, waiting for `backup restore --all` after a lost disk.
+// every one) has its home moved into its .deleted/<today>/ (as ".account-home", its workspaces
+// as ".account-workspaces"), so it is kept keep_days like any deleted file and then purged; the account's directory
+// (with its account.json) goes once nothing is left in it. A directory `gone` says no to keeps its home: an account
+// this node never deleted, waiting for `backup restore --all` after a lost disk.
 void put_away_gone_accounts(int mirror_root_fd, const std::set<std::string>& live, std::string_view today,
                             int keep_days, MirrorStats& stats,
                             const std::function<bool(const std::string& name)>& gone = nullptr);

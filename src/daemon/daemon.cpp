@@ -205,6 +205,7 @@ std::unique_ptr<backup::MirrorService> mirror_of(const ServerConfig& config, Acc
         return std::make_shared<const VolumeLease>(volumes->lease({a.name, a.uid, a.gid}, true));
       };
       home.copied = [volumes, name = a.name] { volumes->mirror_taken(name); };
+      home.host_workspaces = volumes->paths(a.name).root + "/workspaces";  // in the same volume: under the same pin
       homes.push_back(std::move(home));
     }
     return homes;

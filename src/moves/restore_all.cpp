@@ -6,9 +6,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "accounts/workspaces.hpp"
 #include "backup/mirror_layout.hpp"
 #include "backup/mirror_tree.hpp"
 #include "moves/transfer.hpp"
@@ -56,6 +59,39 @@ struct Restored {
   backup::MirrorStats stats;
 };
 
+// The mirror's MIRROR/NAME/workspaces into STAGING/workspaces, owned as a move leaves them
+// (api/moves.cpp): each workspace the account's, their parents and records the daemon's.
+// False when the mirror holds none.
+bool stage_workspaces(int saved, int staging, const std::string& staging_path, Restored& r) {
+  const std::string ws(backup::kWorkspacesDir);
+  UniqueFd saved_ws(::openat(saved, ws.c_str(), kDirFlags));
+  if (!saved_ws && errno == ENOENT) return false;
+  if (!saved_ws) throw sys_error("open(" + ws + ")");
+  backup::MirrorStats stats =
+      backup::mirror_tree(saved_ws.get(), staging, backup::utc_date(std::chrono::system_clock::now()),
+                          {.skip_temporaries = true, .copy = backup::kWorkspacesDir});
+  if (stats.errors > 0)
+    throw Error(
+        fmt::format("{} entries of the workspaces could not be copied (the first: {}); the user stays "
+                    "refused until a run succeeds",
+                    stats.errors, stats.error_messages.empty() ? "" : stats.error_messages.front()));
+  r.stats.add(stats);
+  // The copy kept the owners of the node that was lost: its daemon's may not be this one's.
+  // (Modes are kept: these have no set-id bits for chown to clear.)
+  const std::string root = staging_path + "/" + ws;
+  std::vector<std::string> daemons{root};
+  for (const auto& profile : std::filesystem::directory_iterator(root)) {
+    daemons.push_back(profile.path());
+    if (profile.is_directory() && !profile.is_symlink())
+      for (const auto& entry : std::filesystem::directory_iterator(profile.path())) daemons.push_back(entry.path());
+  }
+  for (const std::string& path : daemons)
+    check(::lchown(path.c_str(), ::geteuid(), ::getegid()), "chown(" + path + ")");
+  for (const accounts::Workspace& w : accounts::list_workspaces(staging_path, false))
+    reown_tree(accounts::workspace_dir(staging_path, w.profile, w.hash), r.account.uid, r.account.gid);
+  return true;
+}
+
 // Steps 2-3 of restore_all.hpp for one account whose marker is written.
 Restored restore_one(RestoreAllContext& c, int mirror_root, const backup::MirroredAccount& m) {
   const backup::MirrorRecord& record = *m.record;
@@ -79,11 +115,17 @@ Restored restore_one(RestoreAllContext& c, int mirror_root, const backup::Mirror
   const std::string staged = v.root + "/" + kStaging + "/" + std::string(backup::kHomeDir);
   reown_tree(staged, r.account.uid, r.account.gid);
   check(::chmod(staged.c_str(), 0700), "chmod(" + staged + ")");  // the home's mode is the daemon's
+  const bool workspaces = stage_workspaces(saved.get(), staging.get(), v.root + "/" + kStaging, r);
   move_test_pause("restore-staged");
   // The home the volume was made with is empty: it goes, and the restored one takes its place.
   backup::remove_tree(root.get(), "home");
   check(::renameat(staging.get(), std::string(backup::kHomeDir).c_str(), root.get(), "home"),
         "rename(" + staged + ", " + v.home + ")");
+  if (workspaces) {
+    const std::string ws(backup::kWorkspacesDir);
+    backup::remove_tree(root.get(), ws);  // none yet in a new volume; an interrupted attempt's
+    check(::renameat(staging.get(), ws.c_str(), root.get(), ws.c_str()), "rename(" + ws + ")");
+  }
   backup::remove_tree(root.get(), kStaging);
   // A descriptor of the empty home kept open (the trash upkeep opens every attached volume's)
   // would go on showing it.

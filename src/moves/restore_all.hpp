@@ -8,6 +8,8 @@
 //      node's range;
 //   3. the mirror's copy goes into VOLUME/.restore-in/home (bytes, modes, times, symlinks as
 //      links, nothing followed), re-owned to the new uid, and is renamed over the (empty) home;
+//      its contexts' workspaces (MIRROR/NAME/workspaces) likewise into VOLUME/workspaces, each
+//      workspace re-owned to the new uid, their parents and records to the daemon (as a move);
 //   4. the marker goes: the user is served again.
 // A crash anywhere leaves the marker, so the user stays refused and the next run redoes steps
 // 2-4 (each repeatable). Skipped, with the reason: accounts this node holds, homes the mirror

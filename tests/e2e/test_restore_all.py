@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 
+import httpx
 import pytest
 
 from conftest import agentbox_bin, next_uid_base, remove_workdir, sh
@@ -137,10 +138,12 @@ def test_a_lost_state_directory_is_rebuilt_from_the_mirror(make_daemon):
 
 
 def test_a_restore_killed_mid_way_is_finished_by_the_next_run(make_daemon):
-    d = make_daemon(tag="restore-kill", config_text=BACKUP, api_key=secrets.token_hex(16)).start()
+    d = make_daemon(tag="restore-kill", config_text=WORKSPACES, api_key=secrets.token_hex(16)).start()
     u = "kill me@example.org"
     with client(d, u) as c:
         before = populate(c, u)
+    with chat(d, u, "chat:a") as a:  # its workspace is staged with the home, and finished with it
+        assert a.post("/files/write", json={"path": "notes.txt", "content": "chat a's"}).status_code == 200
     mirror_pass(d)
     lose_the_disk(d)
     d.extra_env[HOOK] = "restore-staged=60"
@@ -157,6 +160,8 @@ def test_a_restore_killed_mid_way_is_finished_by_the_next_run(make_daemon):
             r = c.get("/files/list", params={"path": "."})
             assert r.status_code == 503 and "being restored" in r.json()["detail"], r.text
             assert r.headers["retry-after"] == "5"
+        with chat(d, u, "chat:a") as a:
+            assert a.get("/files/read", params={"path": "notes.txt"}).status_code == 503
         d.stop(sig=signal.SIGKILL)
     finally:
         run.kill()
@@ -173,6 +178,9 @@ def test_a_restore_killed_mid_way_is_finished_by_the_next_run(make_daemon):
     assert f"restored  {u} as {before['name']}" in r.stdout and "an interrupted restore finished" in r.stdout, r.stdout
     with client(d, u) as c:
         assert_back(c, u, before)
+    with chat(d, u, "chat:a") as a:
+        r = a.get("/files/read", params={"path": "notes.txt"})
+        assert r.status_code == 200 and r.json()["content"] == "chat a's", r.text
     assert "nothing to restore" in restore_all(d).stdout
 
 
@@ -258,3 +266,66 @@ def test_a_cluster_nodes_lost_disk_is_restored_and_its_users_reach_their_files_t
         for d in c.nodes.values():
             if d.proc:
                 os.kill(d.pid, signal.SIGHUP)
+
+
+WORKSPACES = BACKUP + '[profiles.chats]\nisolation = "context"\n'
+
+
+def chat(d, user, context):
+    """Open WebUI's headers for a chat of the context profile `chats`."""
+    headers = {"Authorization": f"Bearer {d.api_key}", "X-User-Id": user, "X-Terminal-Context-Id": context,
+               "X-Session-Id": f"s-{context}"}
+    return httpx.Client(base_url=f"{d.url}/p/chats", headers=headers, timeout=60)
+
+
+def test_contexts_workspaces_are_mirrored_and_restored_with_the_home(make_daemon):
+    d = make_daemon(tag="restore-ws", config_text=WORKSPACES, api_key=secrets.token_hex(16)).start()
+    user = "ws-owner@example.org"
+    with client(d, user) as c:  # the control: the default home
+        assert c.post("/files/write", json={"path": "home.txt", "content": "the home's"}).status_code == 200
+        name = c.get("/files/read", params={"path": "home.txt"}).json()["path"].split("/")[2]
+    with chat(d, user, "chat:a") as a:
+        for path, text in (("notes.txt", "chat a's notes"), ("gone.txt", "deleted later")):
+            assert a.post("/files/write", json={"path": path, "content": text}).status_code == 200, path
+        old_uid = sh(a, "id -u")[1].strip()
+    mirror_pass(d)
+    copies = os.path.join(mirror_dir(d), name, "workspaces", "chats")
+    hashes = os.listdir(copies)
+    [ws] = [h for h in hashes if os.path.isdir(os.path.join(copies, h))]
+    assert ws + ".json" in hashes, hashes  # its record beside it
+    with open(os.path.join(copies, ws, "notes.txt")) as f:
+        assert f.read() == "chat a's notes"
+    assert os.stat(os.path.join(copies, ws)).st_uid == int(old_uid)  # owners kept in the mirror
+    # A file deleted in the workspace is kept under .deleted, apart from the home's.
+    with chat(d, user, "chat:a") as a:
+        assert sh(a, "rm gone.txt")[0] == 0
+    mirror_pass(d)
+    assert not os.path.exists(os.path.join(copies, ws, "gone.txt"))
+    days = os.listdir(os.path.join(mirror_dir(d), name, ".deleted"))
+    assert any(os.path.isfile(os.path.join(mirror_dir(d), name, ".deleted", day, ".account-workspaces", "chats", ws,
+                                           "gone.txt")) for day in days), days
+
+    lose_the_disk(d)
+    d.start()
+    wait_for_pass_after(d, 0)
+    r = restore_all(d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"restored  {user} as {name} (uid " in r.stdout, r.stdout
+    with client(d, user) as c:
+        r = c.get("/files/read", params={"path": "home.txt"})
+        assert r.status_code == 200 and r.json()["content"] == "the home's", r.text
+    with chat(d, user, "chat:a") as a:
+        r = a.get("/files/read", params={"path": "notes.txt"})
+        assert r.status_code == 200 and r.json()["content"] == "chat a's notes", r.text
+        assert a.get("/files/read", params={"path": "gone.txt"}).status_code == 404
+        # Re-owned to the new uid: the chat's box writes where it did.
+        code, out, err = sh(a, "id -u; stat -c %u notes.txt .; echo more >> notes.txt")
+        assert code == 0, err
+        uid, *owners = out.split()
+        assert uid != old_uid and owners == [uid, uid], out
+    with chat(d, user, "chat:b") as b:  # another chat still sees its own workspace only
+        assert b.get("/files/read", params={"path": "notes.txt"}).status_code == 404
+    vol = os.path.join(d.state_dir, "volumes", name, "workspaces")
+    if os.path.isdir(vol):  # a plain directory volume: the parents and the record are the daemon's
+        for p in (vol, os.path.join(vol, "chats"), os.path.join(vol, "chats", ws + ".json")):
+            assert os.stat(p).st_uid == os.geteuid(), p

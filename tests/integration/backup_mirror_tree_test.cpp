@@ -329,5 +329,51 @@ TEST(MirrorServiceTest, ADeletedAccountsMirrorIsKeptKeepDaysThenGoes) {
   EXPECT_TRUE(fs::exists(mirror + "/.not-an-account"));
 }
 
+TEST(MirrorServiceTest, WorkspacesAreMirroredBesideTheHomeKeptApartAndPutAwayWithIt) {
+  testing::ScratchDir scratch("mirror-workspaces");
+  const std::string vol = scratch.path() + "/vol", mirror = scratch.path() + "/mirror";
+  const std::string ws = vol + "/workspaces/chats/0123abcd";
+  fs::create_directories(vol + "/home");
+  fs::create_directories(ws);
+  write(vol + "/home/notes.txt", "the home's");
+  write(ws + "/notes.txt", "chat a's");
+  write(ws + ".json", R"({"context":"chat:a","created":1})");
+  auto now = std::chrono::system_clock::from_time_t(1'767'225'600);  // 2026-01-01 00:00 UTC
+  MirrorHome alice{"alice", vol + "/home"};
+  alice.host_workspaces = vol + "/workspaces";
+  MirrorHome bob{"bob", scratch.path() + "/bob-home"};
+  bob.host_workspaces = scratch.path() + "/bob-workspaces";  // none yet: not an error
+  fs::create_directories(bob.host_home);
+  std::vector<MirrorHome> accounts = {alice, bob};
+  MirrorServiceOptions o;
+  o.dir = mirror;
+  o.keep_deleted_days = 7;
+  o.homes = [&] { return accounts; };
+  o.clock = [&] { return now; };
+  MirrorService service(o);
+  EXPECT_EQ(service.run_pass().total.errors, 0u);
+  EXPECT_EQ(read(mirror + "/alice/home/notes.txt"), "the home's");
+  EXPECT_EQ(read(mirror + "/alice/workspaces/chats/0123abcd/notes.txt"), "chat a's");
+  EXPECT_EQ(read(mirror + "/alice/workspaces/chats/0123abcd.json"), R"({"context":"chat:a","created":1})");
+  EXPECT_FALSE(fs::exists(mirror + "/bob/workspaces"));
+
+  // Same relative path deleted in both: each kept, apart.
+  fs::remove(vol + "/home/notes.txt");
+  fs::remove(ws + "/notes.txt");
+  EXPECT_EQ(service.run_pass().total.errors, 0u);
+  EXPECT_EQ(read(mirror + "/alice/.deleted/2026-01-01/notes.txt"), "the home's");
+  EXPECT_EQ(read(mirror + "/alice/.deleted/2026-01-01/.account-workspaces/chats/0123abcd/notes.txt"), "chat a's");
+  EXPECT_FALSE(fs::exists(mirror + "/alice/workspaces/chats/0123abcd/notes.txt"));
+
+  accounts = {bob};  // alice's account is deleted: her workspaces go with her home
+  EXPECT_EQ(service.run_pass().total.errors, 0u);
+  EXPECT_FALSE(fs::exists(mirror + "/alice/workspaces"));
+  EXPECT_TRUE(fs::exists(mirror + "/alice/.deleted/2026-01-01/.account-home"));
+  EXPECT_TRUE(fs::exists(mirror + "/alice/.deleted/2026-01-01/.account-workspaces-2/chats/0123abcd.json"));
+  now += std::chrono::hours(24 * 7);
+  EXPECT_EQ(service.run_pass().total.errors, 0u);
+  EXPECT_FALSE(fs::exists(mirror + "/alice")) << "nothing of alice's is left after keep_deleted_days";
+}
+
 }  // namespace
 }  // namespace agentbox::backup
