@@ -87,7 +87,7 @@ def test_twenty_thousand_users_keep_open_descriptors_bounded(tmpfs_dir, make_dae
     # Descriptors, not disks: without quotas, so no volume is mounted per user (the bound on
     # mounted volumes is the storage suite's business).
     d = make_daemon(tag="many", state_dir=os.path.join(tmpfs_dir, "state"), lifetime=600,
-                    config_text='[accounts]\ndisk = "0"\n').start()
+                    config_text='[accounts]\ndisk = "0"\nnew_per_minute = 0\n').start()
     regular = f"regular-{uuid.uuid4().hex[:8]}"
     assert_serves(d, regular)
     before = open_fds(d.pid)

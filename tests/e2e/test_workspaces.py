@@ -114,7 +114,13 @@ def test_delete_moves_the_workspace_to_the_trash_and_restore_brings_it_back(daem
         assert body["context"] == gone and body["profile"] == "chats" and body["trash_id"], body
 
         # Its box stopped (its command ended) and the chat starts from an empty workspace.
-        r = a.get(f"/execute/{p['id']}/status")
+        # (the end reaches the process table from the box loop a moment after the stop)
+        deadline = time.monotonic() + 10
+        while True:
+            r = a.get(f"/execute/{p['id']}/status")
+            if r.status_code == 404 or r.json()["status"] != "running" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert r.status_code == 404 or r.json()["status"] != "running", r.text
         _, out, _ = sh(a, "ps -eo args; ls -A ~")
         assert "sleep 3456.7" not in out and "notes.txt" not in out, out
