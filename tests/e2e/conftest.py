@@ -540,6 +540,14 @@ class Origin:
 
 
 @pytest.fixture(scope="module")
+def origin():
+    """A recording HTTP origin on the host's 127.0.0.1 (Origin), one per test module."""
+    o = Origin()
+    yield o
+    o.close()
+
+
+@pytest.fixture(scope="module")
 def fake():
     """The scripted Anthropic upstream (tests/fakes/fake_anthropic.py), one per test module."""
     from fake_anthropic import FakeAnthropic

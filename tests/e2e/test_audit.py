@@ -18,7 +18,7 @@ import uuid
 import httpx
 import pytest
 
-from conftest import Origin, running_daemon, sh
+from conftest import running_daemon, sh
 
 UPSTREAM_KEY = "sk-ant-api03-AUDIT-" + uuid.uuid4().hex
 COOKIE_VALUE = "cookie-" + uuid.uuid4().hex
@@ -55,13 +55,6 @@ def metric(d, name):
     m = re.search(rf"^{re.escape(name)} (\S+)$", r.text, re.M)
     assert m, (name, r.text[-2000:])
     return float(m.group(1))
-
-
-@pytest.fixture(scope="module")
-def origin():
-    o = Origin()
-    yield o
-    o.close()
 
 
 @pytest.fixture(scope="module")

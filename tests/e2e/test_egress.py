@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from conftest import Origin, run, running_daemon, sh, text_of, wait_done, wait_for_output
+from conftest import run, running_daemon, sh, text_of, wait_done, wait_for_output
 
 ALICE = f"egress-alice-{uuid.uuid4().hex[:8]}"
 BOB = f"egress-bob-{uuid.uuid4().hex[:8]}"
@@ -36,13 +36,6 @@ allow_addresses = ["127.0.0.1/32"]
 [policy.users."{ALICE}"]
 allow = ["alice-only.test"]
 """ + HOSTS
-
-
-@pytest.fixture(scope="module")
-def origin():
-    o = Origin()
-    yield o
-    o.close()
 
 
 @pytest.fixture(scope="module")

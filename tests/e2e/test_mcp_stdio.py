@@ -13,17 +13,10 @@ import time
 
 import pytest
 
-from conftest import Origin, agentbox_bin, new_workdir, remove_workdir
+from conftest import agentbox_bin, new_workdir, remove_workdir
 from test_mcp import MODEL_TOOLS
 
 MCP_CLIENT = pathlib.Path(__file__).resolve().parent / "mcp_client"
-
-
-@pytest.fixture(scope="module")
-def origin():
-    o = Origin()
-    yield o
-    o.close()
 
 
 @pytest.fixture

@@ -12,17 +12,10 @@ import time
 
 import pytest
 
-from conftest import Origin, agentbox_bin, new_workdir, remove_workdir
+from conftest import agentbox_bin, new_workdir, remove_workdir
 
 DENIED_LINE = "agentbox: {host}:{port} is not in this sandbox's network allowlist"
 PROXY = "http://127.0.0.1:3128"
-
-
-@pytest.fixture(scope="module")
-def origin():
-    o = Origin()
-    yield o
-    o.close()
 
 
 @pytest.fixture
