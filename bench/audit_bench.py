@@ -8,34 +8,16 @@ alternating rounds. Target: <= 1.05x each.
 """
 import argparse
 import os
-import secrets
 import statistics
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import Daemon, loadavg, wait_quiet  # noqa: E402
-from metrics_bench import p50s, scraper  # noqa: E402
+from bench_util import loadavg, wait_quiet  # noqa: E402
+from metrics_bench import measure as metrics_measure  # noqa: E402
 
 
 def measure(binary, on, n, slot):
-    key = secrets.token_hex(24)
-    config = '[metrics]\nlisten = "127.0.0.1:0"\n[audit]\nlevel = "METADATA"\n' if on else ""
-    d = Daemon(binary, key, config=config, slot=slot, who="audit_bench")
-    stop = threading.Event()
-    t = None
-    try:
-        if on:
-            line = d.banner("metrics on ")
-            assert line, "no metrics listener"
-            t = threading.Thread(target=scraper, args=(line.split()[-1].rsplit("/", 1)[0], stop), daemon=True)
-            t.start()
-        return p50s(d, key, n)
-    finally:
-        stop.set()
-        if t:
-            t.join(5)
-        d.stop()
+    return metrics_measure(binary, on, n, slot, extra_config='[audit]\nlevel = "METADATA"\n', who="audit_bench")
 
 
 def main():

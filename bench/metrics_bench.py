@@ -64,10 +64,12 @@ def scraper(url, stop):
             assert r.status_code == 200 and "agentbox_http_requests_total" in r.text
 
 
-def measure(binary, metrics_on, n, slot):
+def measure(binary, metrics_on, n, slot, extra_config="", who="metrics_bench"):
+    """p50s of one daemon; metrics_on: a metrics listener scraped every second, and extra_config
+    (TOML) beside it (bench/audit_bench.py: [audit])."""
     key = secrets.token_hex(24)
-    config = '[metrics]\nlisten = "127.0.0.1:0"\n' if metrics_on else ""
-    d = Daemon(binary, key, config=config, slot=slot, who="metrics_bench")
+    config = '[metrics]\nlisten = "127.0.0.1:0"\n' + extra_config if metrics_on else ""
+    d = Daemon(binary, key, config=config, slot=slot, who=who)
     stop = threading.Event()
     t = None
     try:
