@@ -104,6 +104,18 @@ void NetworkLog::flush() {
   --flushing_;
 }
 
+void NetworkLog::after_stored(std::function<void()> done) {
+  {
+    std::lock_guard lock(mu_);
+    if (written_ < recorded_) {
+      waiters_.emplace_back(recorded_, std::move(done));
+      wake_.notify_one();
+      return;
+    }
+  }
+  done();
+}
+
 uint64_t NetworkLog::dropped() const {
   std::lock_guard lock(mu_);
   return dropped_;
@@ -133,7 +145,8 @@ void NetworkLog::write_loop() {
       wake_.wait(lock, ready);
     if (queue_.empty() && stopping_) return;
     if (queue_.empty()) continue;  // time to purge
-    wake_.wait_for(lock, kGather, [&] { return stopping_ || flushing_ > 0 || queue_.size() >= kBatch; });
+    wake_.wait_for(lock, kGather,
+                   [&] { return stopping_ || flushing_ > 0 || !waiters_.empty() || queue_.size() >= kBatch; });
     while (!queue_.empty() && batch.size() < kBatch) {
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
@@ -151,7 +164,22 @@ void NetworkLog::write_loop() {
     lock.lock();
     written_ += n;
     stored_.notify_all();
+    run_stored_waiters(lock);
   }
+}
+
+// Runs, unlocked, the after_stored() callbacks whose decisions are all stored now.
+void NetworkLog::run_stored_waiters(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::function<void()>> ready;
+  std::erase_if(waiters_, [&](auto& w) {
+    if (w.first > written_) return false;
+    ready.push_back(std::move(w.second));
+    return true;
+  });
+  if (ready.empty()) return;
+  lock.unlock();
+  for (auto& done : ready) done();
+  lock.lock();
 }
 
 void NetworkLog::store(std::vector<NetworkDecision>& batch) {

@@ -16,11 +16,12 @@
 // Allowed decisions are never merged (each carries its own bytes).
 //
 // Runs on: record() on the box loop (never waits); one writer thread ("netlog-writer") stores;
-// list(), flush() and purge_before() from any thread.
+// list(), flush(), after_stored() and purge_before() from any thread.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -76,6 +77,11 @@ class NetworkLog {
   void record(NetworkDecision decision);
   // Returns once everything recorded before the call is stored.
   void flush();
+  // Runs done once everything recorded before the call is stored: at once on this thread when
+  // it is, else on the writer thread after the batch that stores it (which then gathers no
+  // longer). What a box was just refused is in the log its next read lists, without a wait on
+  // the caller's thread. done must be quick and must not throw.
+  void after_stored(std::function<void()> done);
 
   // The account's decisions, newest first: at most limit, older than before_id when given.
   std::vector<NetworkDecision> list(std::string_view account, size_t limit, std::optional<int64_t> before_id = {});
@@ -91,6 +97,7 @@ class NetworkLog {
   };
 
   void write_loop();
+  void run_stored_waiters(std::unique_lock<std::mutex>& lock);
   void store(std::vector<NetworkDecision>& batch);
   void insert(NetworkDecision& d);
   bool merge_into_row(const NetworkDecision& d, const std::string& key);
@@ -108,6 +115,9 @@ class NetworkLog {
   uint64_t popped_ = 0;
   uint64_t recorded_ = 0, written_ = 0, dropped_ = 0;
   int flushing_ = 0;  // callers of flush() waiting: the writer stores without gathering
+  // after_stored() callbacks and the count of recorded_ each waits for (never more than
+  // recorded_, so the writer reaches them all).
+  std::vector<std::pair<uint64_t, std::function<void()>>> waiters_;
   bool stopping_ = false;
 
   std::mutex db_mu_;  // guards db_ and what the writer keeps of it, below (the writer and readers)

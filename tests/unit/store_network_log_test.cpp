@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "store/schema.hpp"
@@ -64,6 +65,21 @@ TEST_F(NetworkLogTest, ADecisionThatComesAloneIsStoredWithoutAFlush) {
   }
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].host, "alone.example");
+}
+
+// GET /network/log lists through after_stored: what was recorded before it asked is listed,
+// and nothing waits when everything is stored already.
+TEST_F(NetworkLogTest, AfterStoredSeesEverythingRecordedBeforeIt) {
+  NetworkLog log(open_state_db(scratch_.path()));
+  std::promise<size_t> none_queued;
+  log.after_stored([&] { none_queued.set_value(log.list("alice", 10).size()); });
+  EXPECT_EQ(none_queued.get_future().get(), 0u);
+  for (int round = 1; round <= 20; ++round) {
+    log.record(decision("alice", "h" + std::to_string(round) + ".example", false));
+    std::promise<size_t> listed;
+    log.after_stored([&] { listed.set_value(log.list("alice", 100).size()); });
+    ASSERT_EQ(listed.get_future().get(), static_cast<size_t>(round));
+  }
 }
 
 // A burst larger than one batch (kBatch, 512) while the writer is gathering: every decision
