@@ -267,10 +267,12 @@ void ProxySession::prepare_response_head(bool interim) {
 }
 
 void ProxySession::do_relay_response(bool interim) {
-  if (interim)
+  if (interim) {
     client_writing_ = true;
-  else
+  } else {
     head_started_ = true;
+    conn_.report(status_);  // the box's answer (101: a WebSocket tunnel from here on)
+  }
   prepare_response_head(interim);
   response_out_.emplace(response_parser_->get());
   if (!response_parser_->is_done() && down_buffer_.empty()) down_buffer_.resize(options_.buffer_size);
@@ -377,6 +379,7 @@ void ProxySession::fail(http::status status, std::string detail) {
 void ProxySession::do_answer(Response response) {
   state_ = State::answering;
   status_ = static_cast<unsigned>(response.status);
+  conn_.report(status_);
   error_code ignored;
   upstream_.close(ignored);
   client_.cancel(ignored);  // a body read or the client watch: the answer comes first

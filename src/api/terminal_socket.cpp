@@ -50,6 +50,7 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
         request_(std::move(takeover.request)),
         authenticated_(takeover.key_accepted),
         slot_(std::move(takeover.slot)),
+        report_(std::move(takeover.report)),
         ws_(std::move(takeover.socket)),
         parser_(std::move(takeover.parser)) {}
 
@@ -64,7 +65,8 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
 
  private:
   void on_accept(beast::error_code ec) {
-    if (ec) return;
+    if (ec) return report_(400);       // Beast turned the upgrade down, or the client left mid-handshake
+    if (authenticated_) report_(101);  // the upgrade's key; else the auth frame decides
     UniqueFd fd(beast::get_lowest_layer(ws_).release_socket().release(ec));
     if (ec || !fd || ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK) != 0) return;
     TerminalLoop& loop = ctx_->terminals.loop();
@@ -74,11 +76,13 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
       UniqueFd fd;
       Request request;
       ConnectionSlot slot;
+      TakeoverReport report;
     };
-    auto moved = std::make_shared<Moved>(Moved{std::move(fd), std::move(request_), std::move(slot_)});
+    auto moved =
+        std::make_shared<Moved>(Moved{std::move(fd), std::move(request_), std::move(slot_), std::move(report_)});
     loop.post([moved, authenticated = authenticated_, ctx = ctx_]() mutable {
       std::make_shared<TerminalSocket>(std::move(moved->fd), std::move(moved->request), authenticated, std::move(ctx),
-                                       std::move(moved->slot))
+                                       std::move(moved->slot), std::move(moved->report))
           ->start();
     });
   }
@@ -87,6 +91,7 @@ class Upgrade : public std::enable_shared_from_this<Upgrade> {
   Request request_;
   bool authenticated_;
   ConnectionSlot slot_;
+  TakeoverReport report_;
   websocket::stream<beast::tcp_stream> ws_;
   std::unique_ptr<Takeover::Parser> parser_;  // holds the upgrade request async_accept answers
 };
@@ -112,11 +117,13 @@ void TerminalSocket::serve(Takeover takeover, std::shared_ptr<const TerminalSock
 }
 
 TerminalSocket::TerminalSocket(UniqueFd fd, Request request, bool authenticated,
-                               std::shared_ptr<const TerminalSocketContext> ctx, ConnectionSlot slot)
+                               std::shared_ptr<const TerminalSocketContext> ctx, ConnectionSlot slot,
+                               TakeoverReport report)
     : ctx_(std::move(ctx)),
       loop_(ctx_->terminals.loop()),
       slot_(std::move(slot)),
       request_(std::move(request)),
+      report_(std::move(report)),
       terminal_id_(request_.param("id")),
       fd_(std::move(fd)),
       frames_(
@@ -217,12 +224,19 @@ void TerminalSocket::on_auth_frame(std::string_view text) {
   if (ctx_->auth.accepts("Bearer " + key)) {
     if (!names_user(request_))  // the shared key names no one
       return do_close(kCloseBadAuth, "Missing user: send X-User-Id or ?user_id=, or authenticate with a user's key");
+    report_(101, {.credential = TakeoverReport::Credential::api_key, .head = &request_});
   } else {
     const std::optional<std::string> user =
         ctx_->user_keys && UserKeys::looks_like(key) ? ctx_->user_keys->user_of(key) : std::nullopt;
-    if (!user) return do_close(kCloseBadAuth, "Invalid API key");
-    if (!bind_user(request_, *user))
+    if (!user) {
+      report_(101, {.refused = true, .key_in_frame = true, .head = &request_});  // an Authentication failure
+      return do_close(kCloseBadAuth, "Invalid API key");
+    }
+    if (!bind_user(request_, *user)) {
+      report_(101, {.credential = TakeoverReport::Credential::user_key, .refused = true, .head = &request_});
       return do_close(kCloseForbidden, "This API key belongs to another user than the one the request names");
+    }
+    report_(101, {.credential = TakeoverReport::Credential::user_key, .head = &request_});
     // The upgrade named no user, so its profile could not be checked for one: now it can.
     if (ctx_->profiles)
       if (std::optional<std::string> closed = profile_closed_to(*ctx_->profiles->get(), request_))
@@ -376,6 +390,9 @@ void TerminalSocket::idle_tick() {
 void TerminalSocket::do_close(std::uint16_t code, std::string reason) {
   if (gone_ || closing_) return;
   closing_ = true;
+  // Closed before an auth frame decided (a timeout, a payload that is no auth frame): 4001 is
+  // an Authentication failure, any other close a connection that never named anyone.
+  report_(101, {.refused = code == kCloseBadAuth, .head = &request_});
   loop().cancel(auth_timer_);
   if (client_) {
     client_->detach();
@@ -393,6 +410,7 @@ void TerminalSocket::do_close(std::uint16_t code, std::string reason) {
 void TerminalSocket::tear_down() {
   if (gone_) return;
   gone_ = true;
+  report_(101, {.head = &request_});  // the client left before its auth frame
   loop().cancel(auth_timer_);
   loop().cancel(tick_timer_);
   loop().cancel(close_timer_);

@@ -73,8 +73,9 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   static void serve(Takeover takeover, std::shared_ptr<const TerminalSocketContext> ctx);
 
   // On the loop: fd has had its upgrade answered; slot is its place in the connection limits.
+  // report: the upgrade's, when the auth frame is still to decide it (http/takeover_report.hpp).
   TerminalSocket(UniqueFd fd, Request request, bool authenticated, std::shared_ptr<const TerminalSocketContext> ctx,
-                 ConnectionSlot slot = {});
+                 ConnectionSlot slot = {}, TakeoverReport report = {});
   ~TerminalSocket();
   void start();
 
@@ -100,9 +101,10 @@ class TerminalSocket : public std::enable_shared_from_this<TerminalSocket> {
   TerminalLoop& loop() const { return loop_; }
 
   std::shared_ptr<const TerminalSocketContext> ctx_;
-  TerminalLoop& loop_;   // the terminals'; it outlives every socket on it (they go when it stops)
-  ConnectionSlot slot_;  // idle (may make room for others) until the auth frame
-  Request request_;      // the upgrade's head
+  TerminalLoop& loop_;     // the terminals'; it outlives every socket on it (they go when it stops)
+  ConnectionSlot slot_;    // idle (may make room for others) until the auth frame
+  Request request_;        // the upgrade's head
+  TakeoverReport report_;  // the upgrade's 101, reported once the auth frame decided who it is
   std::string terminal_id_;
   UniqueFd fd_;
   WebSocketFrames frames_;

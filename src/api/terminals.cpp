@@ -74,6 +74,7 @@ void add_terminal_routes(Router& router, const Services& s) {
         if (!t.key_accepted) {
           Response r = error_response(http::status::unauthorized, "Invalid API key");
           r.headers.set(http::field::www_authenticate, "Bearer");
+          t.report(401, {.refused = true});  // an Authentication failure, as on any other route
           return respond_and_close(std::move(t), std::move(r));
         }
         // The caller at once when ready, else from the pool: back on the connection's strand.

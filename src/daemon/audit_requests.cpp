@@ -46,8 +46,8 @@ void audit_request(const http::CompletedRequest& r, std::string_view route) {
   const http::Request& req = *r.request;
   if (r.refused_credential) {
     audit::auth_refused({audit::now_ms(), std::string(r.method), std::string(route), r.status,
-                         req.header("Authorization").has_value(), std::string(req.header("X-User-Id").value_or("")),
-                         ip_of(req.remote_address)});
+                         req.header("Authorization").has_value() || r.key_in_frame,
+                         std::string(req.header("X-User-Id").value_or("")), ip_of(req.remote_address)});
     return;
   }
   if (r.credential == Credential::nothing) return;  // public routes: no one to name

@@ -28,6 +28,7 @@ struct CompletedRequest {
   Credential credential = Credential::nothing;
   bool refused_credential = false;
   const Request* request = nullptr;  // headers (user ones bound by authorize), body, remote address
+  bool key_in_frame = false;         // a key came other than in Authorization (a WebSocket's auth frame)
 };
 
 struct HttpServerOptions {
@@ -60,8 +61,9 @@ struct HttpServerOptions {
   std::shared_ptr<const UserKeys> user_keys;  // per-user keys (http/user_keys.hpp); none: no such key
   std::string openwebui_jwt_secret;           // X-OpenWebUI-User-Jwt's HS256 secret; empty: the header is ignored
   bool require_jwt = false;                   // the shared key is refused without a valid X-OpenWebUI-User-Jwt
-  // Called on the io thread once per answered request (not for takeovers), where the access log
-  // is written; must not block. Empty: nothing observes.
+  // Called once per answered request, where the access log is written (an io thread); for a
+  // takeover route, where its handler answers (http/takeover_report.hpp: an io strand or the
+  // terminals' loop). Must not block. Empty: nothing observes.
   std::function<void(const CompletedRequest&)> on_request;
 };
 

@@ -23,6 +23,7 @@
 #include "http/error.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
+#include "http/takeover_report.hpp"
 
 namespace agentbox::http {
 
@@ -46,6 +47,7 @@ struct Takeover {
   boost::beast::flat_buffer buffer;  // bytes read past the head
   bool key_accepted = false;         // the request's Authorization header held the API key
   ConnectionSlot slot;               // the connection's place in the limits: keep it while it is open
+  TakeoverReport report;             // call with the status answered (respond_and_close does)
 };
 using TakeoverHandler = std::function<void(Takeover)>;
 

@@ -348,9 +348,12 @@ void Session<Stream>::hand_over(const TakeoverHandler& handler, bool key_accepte
     state_ = State::closed;
     log::info("http", "{} \"{}\" taken over by its handler", remote_, context());
     slot_.on_evict(nullptr);  // busy from here on; a handler that waits may set its own
+    const size_t index = static_cast<size_t>(route_ - ctx_->router.routes().data());
+    TakeoverReport report(ctx_->options.on_request, index, method_, credential_, request_, started_);
     Takeover t{std::move(request_), std::make_unique<Takeover::Parser>(std::move(*header_parser_)),
                std::move(socket_),  std::move(buffer_),
-               key_accepted,        std::move(slot_)};
+               key_accepted,        std::move(slot_),
+               std::move(report)};
     header_parser_.reset();
     auto keep = std::move(hold_);
     try {

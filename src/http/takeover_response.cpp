@@ -23,6 +23,7 @@ struct Answer {
 }  // namespace
 
 void respond_and_close(Takeover takeover, Response response) {
+  takeover.report(static_cast<unsigned>(response.status));
   const unsigned version = takeover.parser ? takeover.parser->get().version() : 11;
   auto answer = std::make_shared<Answer>(Answer{beast::tcp_stream(std::move(takeover.socket)),
                                                 http::response<http::string_body>(response.status, version),

@@ -6,6 +6,7 @@ upstream credential, JWT or cookie value appears anywhere in the file's bytes; a
 a burst of requests leaves no torn line; level NONE writes nothing; and a disk that fills stops
 the trail, not the API, and says so in /metrics.
 """
+import asyncio
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import uuid
 
 import httpx
 import pytest
+import websockets
 
 from conftest import running_daemon, sh
 
@@ -156,6 +158,56 @@ def test_a_scripted_session_leaves_one_event_per_action(adaemon, origin, fake):
     # Account Change: the two accounts created, each once, as their users.
     created = [e for e in by_class(events, 3001) if e["activity_id"] == 1]
     assert sorted(e["user"]["uid"] for e in created) == sorted([alice_id, bob_id]), created
+
+
+def test_takeovers_are_audited_with_their_caller(adaemon):
+    # The terminal WebSocket and /proxy take the connection over from the HTTP layer; they are
+    # audited as every other request, and a key refused in the WebSocket's auth frame is an
+    # Authentication failure.
+    d = adaemon
+    user = f"carol-{uuid.uuid4().hex[:8]}"
+    with d.client(user=user) as c:
+        r = c.post("/api/terminals")
+        assert r.status_code == 200, r.text
+        tid = r.json()["id"]
+        url = f"ws://127.0.0.1:{d.port}/api/terminals/{tid}"
+
+        async def sessions():
+            async with websockets.connect(url, extra_headers={"X-User-Id": user}, open_timeout=15,
+                                          ping_interval=None) as ws:
+                await ws.send(json.dumps({"type": "auth", "token": d.api_key}))
+                await ws.send(b"echo audited-$((40+2))\n")
+                seen = b""
+                while b"audited-42" not in seen:
+                    seen += await asyncio.wait_for(ws.recv(), 15)
+            async with websockets.connect(url, extra_headers={"X-User-Id": user}, open_timeout=15,
+                                          ping_interval=None) as ws:
+                await ws.send(json.dumps({"type": "auth", "token": BAD_KEY}))
+                with pytest.raises(websockets.ConnectionClosed):
+                    await asyncio.wait_for(ws.recv(), 15)
+                return ws.close_code
+
+        assert asyncio.run(sessions()) == 4001
+        proxied = c.get("/proxy/1/somewhere").status_code  # nothing listens on port 1 in the box
+
+    def mine(ev, uid, route):
+        return [e for e in ev if e["class_uid"] == uid and e.get("api", {}).get("operation") == route]
+
+    def refusals(ev):
+        return [e for e in ev if e["class_uid"] == 3002 and e.get("user", {}).get("uid") == user]
+
+    events = wait_events(d.audit_path, lambda ev: mine(ev, 6003, "/proxy/{port}/{path:path}") and refusals(ev))
+    ws = [e for e in mine(events, 6003, "/api/terminals/{id}") if e["actor"]["user"].get("uid") == user]
+    assert len(ws) == 1, ws  # the accepted session; the refused one is no API Activity
+    assert ws[0]["api"]["response"]["code"] == 101 and ws[0]["unmapped"]["key_kind"] == "shared"
+    assert ws[0]["http_request"]["http_method"] == "GET"
+    px = [e for e in mine(events, 6003, "/proxy/{port}/{path:path}") if e["actor"]["user"].get("uid") == user]
+    assert len(px) == 1 and px[0]["api"]["response"]["code"] == proxied, px
+    auth = refusals(events)
+    assert len(auth) == 1 and auth[0]["status_id"] == 2, auth
+    assert auth[0]["http_request"]["url"]["path"] == "/api/terminals/{id}"
+    assert auth[0]["status_detail"] == "the key presented is not valid here"  # in the frame, not a header
+    assert tid not in json.dumps(ws + px + auth)  # the route's pattern, never the path
 
 
 def test_no_secret_reaches_the_file(adaemon):

@@ -5,6 +5,7 @@ each of them counted. `promtool check metrics` accepts the page; a thousand user
 no series; the page is the admin key's on the API and keyless only on its own listener; and
 /health/ready says 503, naming the state dir, while the state dir takes no file.
 """
+import asyncio
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import uuid
 
 import httpx
 import pytest
+import websockets
 
 from conftest import running_daemon, sh
 
@@ -212,6 +214,43 @@ def test_promtool_accepts_the_page(mdaemon):
     r = subprocess.run(["promtool", "check", "metrics"], input=page(mdaemon), capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 0 and r.stdout == "" and r.stderr == "", (r.stdout, r.stderr)
+
+
+def requests_total(text, route, method, status):
+    m = re.search(rf'^agentbox_http_requests_total\{{route="{re.escape(route)}",method="{method}",'
+                  rf'status="{status}"\}} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_takeover_routes_are_counted_under_their_pattern(mdaemon):
+    # The terminal WebSocket and /proxy take the connection over from the HTTP layer: their
+    # answers (101, the proxied status) are counted all the same, by pattern.
+    user = f"takeover-{uuid.uuid4().hex[:8]}"
+    before = page(mdaemon)
+    with mdaemon.client(user=user) as c:
+        r = c.post("/api/terminals")
+        assert r.status_code == 200, r.text
+        tid = r.json()["id"]
+
+        async def session():
+            url = f"ws://127.0.0.1:{mdaemon.port}/api/terminals/{tid}?user_id={user}"
+            async with websockets.connect(url, open_timeout=15, ping_interval=None) as ws:
+                await ws.send(json.dumps({"type": "auth", "token": mdaemon.api_key}))
+                await ws.send(b"echo took-$((40+2))\n")
+                seen = b""
+                while b"took-42" not in seen:
+                    seen += await asyncio.wait_for(ws.recv(), 15)
+
+        asyncio.run(session())
+        proxied = c.get("/proxy/1/somewhere").status_code  # nothing listens on port 1 in the box
+    after = page(mdaemon)
+    ws_route = "/api/terminals/{id}"
+    assert requests_total(after, ws_route, "GET", 101) == requests_total(before, ws_route, "GET", 101) + 1
+    proxy_route = "/proxy/{port}/{path:path}"
+    assert (requests_total(after, proxy_route, "GET", proxied) ==
+            requests_total(before, proxy_route, "GET", proxied) + 1), proxied
+    for what in (tid, user, "/proxy/1", "somewhere"):  # labels are patterns, never paths
+        assert what not in after
 
 
 def test_a_thousand_users_requests_add_no_series(mdaemon):
