@@ -38,6 +38,7 @@ class Packet:
     dst: str = ""
     dport: int = 0
     syn: bool = False   # a TCP connection attempt (SYN without ACK)
+    sport: int = 0      # TCP and UDP
     payload: bytes = b""  # UDP only
 
     def __str__(self):
@@ -57,10 +58,16 @@ def _parse(frame):
     l4 = ip[ihl:]
     if proto == "tcp":
         flags = l4[13]
-        return Packet(proto, src, dst, struct.unpack("!H", l4[2:4])[0], syn=bool(flags & 0x02) and not flags & 0x10)
+        sport, dport = struct.unpack("!HH", l4[0:4])
+        return Packet(proto, src, dst, dport, syn=bool(flags & 0x02) and not flags & 0x10, sport=sport)
     if proto == "udp":
-        return Packet(proto, src, dst, struct.unpack("!H", l4[2:4])[0], payload=bytes(l4[8:]))
+        sport, dport = struct.unpack("!HH", l4[0:4])
+        return Packet(proto, src, dst, dport, payload=bytes(l4[8:]), sport=sport)
     return Packet(proto, src, dst)
+
+
+def _flow(p):
+    return (p.src, p.sport, p.dst, p.dport)
 
 
 class Window:
@@ -221,10 +228,14 @@ class Bait:
         yield seen
         self.settle()
         with self.lock:
+            # A connection opened before the window may still close in it (a late FIN or RST):
+            # its packets are the earlier block's, not this one's.
+            earlier = {_flow(p) for p in self.packets[:start["packets"]] if p.syn}
             for kind, first in start.items():
                 items = getattr(self, kind)[first:]
                 if kind == "packets":
-                    items = [p for p in items if not (p.proto == "udp" and p.dport == MARK_PORT)]
+                    items = [p for p in items if not (p.proto == "udp" and p.dport == MARK_PORT)
+                             and not (p.proto == "tcp" and not p.syn and _flow(p) in earlier)]
                 setattr(seen, kind, items)
 
     def close(self):
