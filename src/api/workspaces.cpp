@@ -38,7 +38,7 @@ std::string context_param(const Request& req) {
 
 json workspace_json(const accounts::Workspace& w, const std::map<std::string, std::string>& states,
                     const std::string& name) {
-  const std::string key = name + kBoxKeySeparator + w.profile + kBoxKeySeparator + w.hash;
+  const std::string key = box_key_of_hash(name, w.profile, w.hash);
   auto state = states.find(key);
   return {{"profile", w.profile},
           {"hash", w.hash},
@@ -117,7 +117,7 @@ Response delete_for_admin(const Services& s, const Request& req) {
 }  // namespace
 
 void stop_workspace_box(BoxManager& boxes, const Account& account, const accounts::Workspace& w) {
-  const std::string key = account.name + kBoxKeySeparator + w.profile + kBoxKeySeparator + w.hash;
+  const std::string key = box_key_of_hash(account.name, w.profile, w.hash);
   auto stopped = std::make_shared<std::promise<void>>();
   std::future<void> gone = stopped->get_future();
   boxes.stop(key, [stopped] { stopped->set_value(); });

@@ -79,7 +79,7 @@ void set_admin_key(ServerConfig& c, std::string_view text) {
   c.admin_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 47> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 48> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -163,6 +163,8 @@ constexpr std::array<TomlField<ServerConfig>, 47> kFields = {{
      [](ServerConfig& c, const toml::node& v) { c.box.tcp_memory_bytes = checked_tcp_memory(toml_size(v)); }},
     {"exec.output_cap", [](ServerConfig& c, const toml::node& v) { c.exec.output_cap = toml_size(v); }},
     {"exec.retention", [](ServerConfig& c, const toml::node& v) { c.exec.retention = toml_seconds(v); }},
+    {"exec.keep_finished",
+     [](ServerConfig& c, const toml::node& v) { c.exec.keep_finished = static_cast<size_t>(toml_integer(v, 0, 1'000'000)); }},
     {"terminals.max_per_account",
      [](ServerConfig& c, const toml::node& v) {
        c.terminals.max_per_account = static_cast<size_t>(toml_integer(v, 1, kMaxTerminalsPerAccount));

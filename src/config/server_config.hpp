@@ -22,7 +22,7 @@
 //   [box]      memory = "2G"  pids = 1024  cpu = "2"  tmp = "512M"
 //              ptys = 256           # devpts max= of each box: the host's pty pool is shared
 //              tcp_memory = "64M"   # socket buffers of its TCP (cgroup v1 kmem.tcp; v2: in memory)
-//   [exec]     output_cap = "16M"  retention = 3600
+//   [exec]     output_cap = "16M"  retention = 3600  keep_finished = 1000
 //   [terminals] max_per_account = 16  idle_timeout = 3600
 //   [proxy]    connect_timeout = 10  response_timeout = 60  idle_timeout = 300
 //              tunnel_idle_timeout = 3600
@@ -116,6 +116,7 @@ struct ServerConfig {
   struct Exec {
     uint64_t output_cap = 16ull << 20;     // output log kept per process, bytes
     std::chrono::seconds retention{3600};  // a finished process stays queryable this long
+    size_t keep_finished = 1000;           // and at most this many per account (0: no cap)
   } exec;
 
   struct Terminals {

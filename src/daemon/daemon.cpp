@@ -228,6 +228,7 @@ exec::ProcessTableOptions table_options(const ServerConfig& config, std::shared_
   };
   o.output_cap = config.exec.output_cap;
   o.retention = config.exec.retention;
+  o.keep_finished = config.exec.keep_finished;
   return o;
 }
 

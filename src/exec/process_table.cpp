@@ -85,8 +85,14 @@ void ProcessTable::Impl::notify_output(const std::shared_ptr<Proc>& p) {
 
 void ProcessTable::Impl::purge() {
   const int64_t cutoff = unix_now() - static_cast<int64_t>(opts.retention.count());
+  std::set<std::string> dropped;  // beyond keep_finished: out of memory too, their logs are gone
   try {
     for (const auto& path : store.purge_ended_before_returning_logs(cutoff)) OutputLog::remove(path);
+    if (opts.keep_finished > 0)
+      for (const auto& d : store.purge_finished_beyond(opts.keep_finished)) {
+        OutputLog::remove(d.log_path);
+        dropped.insert(d.id);
+      }
   } catch (const std::exception& e) {
     report_store_failure("purge (tried again next round)", e);
   }
@@ -100,7 +106,7 @@ void ProcessTable::Impl::purge() {
     for (auto it = procs.begin(); it != procs.end();) {
       const Proc& p = *it->second;
       if (p.status != ProcessStatus::running && !end_unsaved.contains(p.id) &&
-          (p.ended < cutoff || now - p.finished_at >= kEvictAfter)) {
+          (p.ended < cutoff || now - p.finished_at >= kEvictAfter || dropped.contains(p.id))) {
         evicted.push_back(std::move(it->second));
         it = procs.erase(it);
       } else {

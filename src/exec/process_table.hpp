@@ -90,6 +90,7 @@ struct ProcessTableOptions {
   uint64_t output_cap = 16ull << 20;                // bytes of output kept per process (newest)
   size_t memory_tail = 64 << 10;                    // of which the newest are also kept in memory
   std::chrono::seconds retention{3600};             // finished processes stay this long
+  size_t keep_finished = 1000;                      // and at most this many per account; 0: no cap
   std::chrono::milliseconds kill_grace{3000};       // TERM → KILL after this
   std::chrono::milliseconds drain_grace{200};       // after exit, wait this long for output EOF
   std::chrono::milliseconds purge_interval{60000};  // how often expired records and logs go

@@ -15,6 +15,8 @@ inline constexpr char kBoxKeySeparator = '~';
 
 // account; account~profile when profile is not ""; account~profile~hash when context is not "".
 std::string box_key(std::string_view account, std::string_view profile, std::string_view context = {});
+// The same key from a context's hash (what a workspace records), not its id.
+std::string box_key_of_hash(std::string_view account, std::string_view profile, std::string_view hash);
 // The account a key belongs to (the key itself for the default profile's box). Inline, as
 // profile_of_box: the egress proxy links without the store's library (the static CLI).
 inline std::string_view account_of_box(std::string_view key) { return key.substr(0, key.find(kBoxKeySeparator)); }

@@ -110,4 +110,17 @@ std::vector<std::string> ProcessStore::purge_ended_before_returning_logs(int64_t
   return logs;
 }
 
+std::vector<ProcessStore::Dropped> ProcessStore::purge_finished_beyond(size_t keep) {
+  std::lock_guard lock(mu_);
+  Statement st = db_.prepare(
+      "DELETE FROM processes WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER ("
+      "PARTITION BY substr(account, 1, instr(account || '~', '~') - 1) ORDER BY ended DESC, started DESC, rowid DESC) "
+      "AS n "
+      "FROM processes WHERE status != 'running') WHERE n > ?1) RETURNING id, log_path");
+  st.bind(1, static_cast<int64_t>(keep));
+  std::vector<Dropped> out;
+  while (st.step()) out.push_back({st.column_text(0), st.column_text(1)});
+  return out;
+}
+
 }  // namespace agentbox

@@ -56,6 +56,14 @@ class ProcessStore {
   int purge_ended_before(int64_t cutoff);
   // The same, answering the log_path of each record dropped (so its log files can go too).
   std::vector<std::string> purge_ended_before_returning_logs(int64_t cutoff);
+  // A finished record dropped to keep an account within its count: its id and log_path.
+  struct Dropped {
+    std::string id, log_path;
+  };
+  // Drops the oldest finished records of each account (its boxes' together: the key before
+  // '~') beyond the newest `keep` (by end, then start, then insertion): their logs are charged to the account's quota,
+  // inodes included, and a user running thousands of commands an hour must not fill it with them.
+  std::vector<Dropped> purge_finished_beyond(size_t keep);
 
  private:
   std::mutex mu_;  // guards db_

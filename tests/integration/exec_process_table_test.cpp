@@ -524,6 +524,32 @@ TEST_F(ProcessTableTest, RetentionPurgeRemovesRecordsAndLogs) {
   EXPECT_TRUE(table().list("alice").empty());
 }
 
+// [exec] keep_finished: within the retention, an account's oldest finished processes and their
+// logs go past the cap (they fill its quota's inodes otherwise); its newest stay queryable.
+TEST_F(ProcessTableTest, KeepFinishedDropsTheOldestFinishedAndTheirLogs) {
+  opts_.keep_finished = 2;
+  opts_.purge_interval = 100ms;
+  std::vector<std::string> ids, logs;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(start("alice", "echo " + std::to_string(i)));
+    finished("alice", ids.back());
+    logs.push_back(store_->get("alice", ids.back())->log_path);
+  }
+  const auto deadline = Clock::now() + 5s;
+  while (Clock::now() < deadline && (store_->get("alice", ids[1]) || fs::exists(logs[1] + ".0")))
+    std::this_thread::sleep_for(50ms);
+  for (int i : {0, 1}) {
+    EXPECT_FALSE(store_->get("alice", ids[i])) << i;
+    EXPECT_FALSE(fs::exists(logs[i] + ".0")) << i;
+    EXPECT_FALSE(table().get("alice", ids[i], {})) << i;
+  }
+  for (int i : {2, 3}) {
+    EXPECT_TRUE(store_->get("alice", ids[i])) << i;
+    EXPECT_TRUE(fs::exists(logs[i] + ".0")) << i;
+    EXPECT_EQ(text_of(*table().get("alice", ids[i], {})), std::to_string(i) + "\r\n") << i;
+  }
+}
+
 TEST_F(ProcessTableTest, BackgroundChildHoldingTheTerminalDoesNotKeepItRunning) {
   // The child ignores the SIGHUP sent when the shell exits, so it keeps the terminal open; the
   // shell waits until the child is ready for that.

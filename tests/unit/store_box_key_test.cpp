@@ -30,6 +30,8 @@ TEST(BoxKey, AContextsKeyNamesItsProfileAndAHashOfTheContext) {
   EXPECT_NE(a, b);
   EXPECT_EQ(account_of_box(a), "alice-3f2a9c");
   EXPECT_EQ(profile_of_box(a), "chat");
+  // A workspace records the hash, not the id: its box's key is the same from either.
+  EXPECT_EQ(box_key_of_hash("alice-3f2a9c", "chat", context_hash("chat:abc")), a);
 }
 
 TEST(BoxKey, NoAccountNameHoldsTheSeparator) {

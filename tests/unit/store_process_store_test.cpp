@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "store/schema.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -115,6 +117,30 @@ TEST_F(ProcessStoreTest, RestartMarksOnlyRunningAsLost) {
   EXPECT_EQ(fin.status, ProcessStatus::done);
   EXPECT_EQ(fin.ended, 120);
   EXPECT_EQ(after.mark_running_as_lost(600), 0);
+}
+
+// [exec] keep_finished: an account's newest finished records stay, its boxes' (profiles',
+// chats') counted together; running ones and other accounts' are never dropped.
+TEST_F(ProcessStoreTest, PurgeBeyondKeepsEachAccountsNewestFinished) {
+  ProcessStore procs(open_state_db(dir_));
+  for (int i = 0; i < 4; ++i) {
+    const std::string id = "a" + std::to_string(i);
+    procs.insert(record(id, i % 2 ? "alice-2bd806~chat~0123456789abcdef" : "alice-2bd806", 100 + i));
+    procs.update(id, ProcessStatus::done, 0, 200 + i);
+  }
+  procs.insert(record("running", "alice-2bd806", 50));
+  procs.insert(record("b0", "bob-81b637", 10));
+  procs.update("b0", ProcessStatus::done, 0, 11);
+  std::vector<ProcessStore::Dropped> dropped = procs.purge_finished_beyond(2);
+  ASSERT_EQ(dropped.size(), 2u);
+  std::set<std::string> ids{dropped[0].id, dropped[1].id};
+  EXPECT_EQ(ids, (std::set<std::string>{"a0", "a1"}));
+  EXPECT_EQ(dropped[0].log_path, "logs/" + dropped[0].id + ".log");
+  EXPECT_TRUE(procs.get("alice-2bd806", "a2"));
+  EXPECT_TRUE(procs.get("alice-2bd806~chat~0123456789abcdef", "a3"));
+  EXPECT_TRUE(procs.get("alice-2bd806", "running"));
+  EXPECT_TRUE(procs.get("bob-81b637", "b0"));
+  EXPECT_TRUE(procs.purge_finished_beyond(2).empty());
 }
 
 TEST_F(ProcessStoreTest, PurgeDropsOnlyFinishedRecordsPastRetention) {
