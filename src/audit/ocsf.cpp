@@ -153,18 +153,21 @@ json network_activity(const NetDecision& d) {
 }
 
 json process_activity(const ProcessEvent& p) {
-  const bool ok = p.launch || (!p.lost && p.exit_code && *p.exit_code == 0);
-  json e = p.launch ? base(kProcessActivity, "Process Activity", 1, "Launch", true, p.time_ms)
+  const bool launched = p.launch && p.failure.empty();
+  const bool ok = launched || (!p.launch && !p.lost && p.exit_code && *p.exit_code == 0);
+  json e = p.launch ? base(kProcessActivity, "Process Activity", 1, "Launch", launched, p.time_ms)
                     : base(kProcessActivity, "Process Activity", 2, "Terminate", ok, p.time_ms);
-  if (!p.launch) {  // a command that fails is no alert
+  if (!p.launch) {  // a command that fails is no alert; a box that could not run one is (Medium)
     e["severity_id"] = 1;
     e["severity"] = "Informational";
   }
-  json proc = {{"pid", p.pid}};
+  json proc = json::object();
+  if (p.pid > 0) proc["pid"] = p.pid;
   if (!p.cmd_line.empty()) proc["cmd_line"] = p.cmd_line;
   e["process"] = std::move(proc);
   if (p.exit_code) e["exit_code"] = *p.exit_code;
   if (p.lost) e["status_detail"] = "its box went away before the exit was seen";
+  if (!launched && p.launch) e["status_detail"] = p.failure;
   const std::string_view account = std::string_view(p.box).substr(0, p.box.find('~'));
   e["actor"] = {{"user", user_object({}, account)}};
   e["device"] = {{"name", p.box}, {"type_id", 99}, {"type", "agentbox box"}};

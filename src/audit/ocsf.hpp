@@ -83,6 +83,9 @@ struct ProcessEvent {
   std::string cmd_line;          // argv joined by spaces, cut at 1 KiB (launch only)
   std::optional<int> exit_code;  // terminate: the exit status, or 128 + the signal
   bool lost = false;             // terminate: its box went away before the exit was seen
+  // launch: why the command never started (its box did not start or went away, init refused
+  // it); "" when it started. A failed launch has no pid.
+  std::string failure;
 };
 
 // An account created, deleted, moved in or restored (Account Change, 3001).

@@ -21,6 +21,12 @@ constexpr int kRetryAfterTimeout = 5;
 
 double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000; }
 
+// A command that never started, for the audit trail: its box did not start (or went away
+// first), or init refused it. cmd is "" when the trail is off.
+void audit_launch_failed(const std::string& box, const std::string& cmd, const std::string& why) {
+  audit::process({audit::now_ms(), true, box, 0, cmd, std::nullopt, false, why});
+}
+
 }  // namespace
 
 BoxOwner::BoxOwner(BoxStrand strand, FairPool& blocking, std::string name, Options options, OnGone on_gone)
@@ -111,7 +117,9 @@ void BoxOwner::launch_failed(const std::string& why) {
 void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio, SpawnHandlers handlers) {
   if (!accepting()) {
     auto failed = std::move(handlers.failed);
-    failed(std::make_exception_ptr(BoxUnavailable("box " + name_ + " is stopping; try again", 1)));
+    const std::string why = "box " + name_ + " is stopping; try again";
+    audit_launch_failed(name_, audit::on() ? audit::command_line(req.argv) : std::string(), why);
+    failed(std::make_exception_ptr(BoxUnavailable(why, 1)));
     return;
   }
   last_event_ = Clock::now();
@@ -143,21 +151,27 @@ void BoxOwner::spawn(uint64_t id, SpawnRequest req, std::vector<UniqueFd> stdio,
     }
     auto failed = std::move(e.handlers.failed);
     std::exception_ptr error;
+    std::string why;
     if (auto* f = std::get_if<protocol::SpawnFailed>(&reply)) {
       error = spawn_failure_error(*f);
+      why = f->message;
     } else if (auto* refused = std::get_if<protocol::Refused>(&reply)) {
-      error = std::make_exception_ptr(Error("spawn: " + refused->message));
+      why = "spawn: " + refused->message;
+      error = std::make_exception_ptr(Error(why));
     } else {
-      error = std::make_exception_ptr(Error("spawn: init answered out of turn"));
+      why = "spawn: init answered out of turn";
+      error = std::make_exception_ptr(Error(why));
     }
+    audit_launch_failed(name_, cmd, why);
     spawns_.erase(it);
     failed(error);
   };
-  p.on_fail = [this, id](const std::string& why) {
+  p.on_fail = [this, id, cmd = audit::on() ? audit::command_line(req.argv) : std::string()](const std::string& why) {
     auto it = spawns_.find(id);
     if (it == spawns_.end() || it->second.started) return;  // a started one ends in fail_all
     auto failed = std::move(it->second.handlers.failed);
     spawns_.erase(it);
+    audit_launch_failed(name_, cmd, why);
     failed(std::make_exception_ptr(BoxUnavailable(why, retry_after_)));
   };
   std::string data = protocol::encode(protocol::Spawn{id, std::move(req)}).dump();

@@ -1,7 +1,8 @@
 """The audit trail (issue 36): with `[audit] level = "REQUEST"`, a scripted session (two users,
 an /execute, a file write, a refused key, a denied egress to a listener of ours, a gateway call
-to the fake upstream, a new account, an admin request) leaves one OCSF event of the right class
-with the right actor and outcome for each action; every line parses; no API key, admin key,
+to the fake upstream, a new account, an admin request, a quota refusal, a box start that fails;
+the last two as test_metrics.py takes them) leaves one OCSF event of the right class with the
+right actor and outcome for each action; every line parses; no API key, admin key,
 upstream credential, JWT or cookie value appears anywhere in the file's bytes; a SIGKILL during
 a burst of requests leaves no torn line; level NONE writes nothing; and a disk that fills stops
 the trail, not the API, and says so in /metrics.
@@ -21,6 +22,8 @@ import pytest
 import websockets
 
 from conftest import running_daemon, sh
+from scripted_session import (ACCOUNTS_CONFIG, FAILED_START_COMMAND, HOLD_START_ENV, fail_a_box_start,
+                              refuse_a_write_for_quota)
 
 UPSTREAM_KEY = "sk-ant-api03-AUDIT-" + uuid.uuid4().hex
 COOKIE_VALUE = "cookie-" + uuid.uuid4().hex
@@ -64,11 +67,12 @@ def adaemon(fake):
     config = f"""
 [audit]
 level = "REQUEST"
+{ACCOUNTS_CONFIG}
 [inference.anthropic]
 upstream = "{fake.url}"
 """
     with running_daemon("audit", lifetime=600, config_text=config,
-                        env={"AGENTBOX_ANTHROPIC_API_KEY": UPSTREAM_KEY}) as d:
+                        env={**HOLD_START_ENV, "AGENTBOX_ANTHROPIC_API_KEY": UPSTREAM_KEY}) as d:
         d.audit_path = os.path.join(d.state_dir, "audit", "audit.jsonl")
         yield d
 
@@ -93,6 +97,10 @@ def test_a_scripted_session_leaves_one_event_per_action(adaemon, origin, fake):
                                    '-H "anthropic-version: 2023-06-01" -H "content-type: application/json" '
                                    """-d '{"model":"claude-test","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}'""")
         assert out == "200", (out, err)
+        # A quota refusal: bob's volume filled from his box, then his write through the API (507).
+        refuse_a_write_for_quota(bob)
+    # A box start that fails: a new user whose box's init never answers (503 after 3 s).
+    stuck_id = fail_a_box_start(d)
     # A refused key, from our address.
     with d.client(user=alice_id, key=BAD_KEY) as mallory:
         assert mallory.get("/files/list", params={"directory": "."}).status_code == 401
@@ -103,7 +111,10 @@ def test_a_scripted_session_leaves_one_event_per_action(adaemon, origin, fake):
     def by_class(events, uid):
         return [e for e in events if e["class_uid"] == uid]
 
-    events = wait_events(d.audit_path, lambda ev: by_class(ev, 3002) and by_class(ev, 4002) and
+    def launch_failed(events):
+        return [e for e in by_class(events, 1007) if e["activity_id"] == 1 and e["status_id"] == 2]
+
+    events = wait_events(d.audit_path, lambda ev: by_class(ev, 3002) and by_class(ev, 4002) and launch_failed(ev) and
                          any(e.get("api", {}).get("operation") == "/admin/accounts" for e in ev))
     for e in events:  # the base of every event
         assert e["metadata"]["version"] == "1.3.0"
@@ -115,7 +126,7 @@ def test_a_scripted_session_leaves_one_event_per_action(adaemon, origin, fake):
 
     # API Activity: the user, the key's kind, the route's pattern, the status.
     api = by_class(events, 6003)
-    writes = [e for e in api if e["api"]["operation"] == "/files/write"]
+    writes = [e for e in api if e["api"]["operation"] == "/files/write" and e["actor"]["user"].get("uid") == alice_id]
     assert len(writes) == 1, writes
     w = writes[0]
     assert w["actor"]["user"]["uid"] == alice_id and w["unmapped"]["key_kind"] == "shared"
@@ -125,7 +136,7 @@ def test_a_scripted_session_leaves_one_event_per_action(adaemon, origin, fake):
     assert w["http_request"]["http_headers"]["authorization"] == "[REDACTED]"
     assert w["http_request"]["http_headers"]["cookie"] == "[REDACTED]"
     execs = [e for e in api if e["api"]["operation"] == "/execute" and e["actor"]["user"].get("uid") == bob_id]
-    assert len(execs) == 1 and execs[0]["status_id"] == 1, execs
+    assert len(execs) == 2 and all(e["status_id"] == 1 for e in execs), execs  # `exit 3` and the fill
     adm = [e for e in api if e["api"]["operation"] == "/admin/accounts"]
     assert len(adm) == 1 and adm[0]["unmapped"]["key_kind"] == "admin" and adm[0]["actor"]["user"]["type"] == "Admin"
 
@@ -155,9 +166,30 @@ def test_a_scripted_session_leaves_one_event_per_action(adaemon, origin, fake):
     bob_end = [e for e in procs if e["activity_id"] == 2 and e.get("exit_code") == 3]
     assert len(bob_end) == 1 and bob_end[0]["actor"]["user"]["name"].startswith("bob"), procs
 
-    # Account Change: the two accounts created, each once, as their users.
+    # The quota refusal: bob's write, answered 507, a failure, his own.
+    refused = [e for e in api if e["api"]["operation"] == "/files/write" and e["actor"]["user"].get("uid") == bob_id]
+    assert len(refused) == 1, refused
+    assert refused[0]["api"]["response"]["code"] == 507 and refused[0]["status_code"] == "507"
+    assert refused[0]["status_id"] == 2 and refused[0]["status"] == "Failure"
+    assert refused[0]["unmapped"]["key_kind"] == "shared" and refused[0]["http_request"]["http_method"] == "POST"
+    assert refused[0]["actor"]["user"]["account"]["name"].startswith("bob-")
+
+    # The failed box start: the request a failure (503), as the stuck user...
+    stuck = [e for e in api if e["actor"]["user"].get("uid") == stuck_id]
+    assert [(e["api"]["operation"], e["api"]["response"]["code"], e["status_id"]) for e in stuck] == \
+        [("/execute", 503, 2)], stuck
+    # ...and its command's launch a failure naming why, in the stuck user's box, with no pid.
+    failed = launch_failed(events)
+    assert len(failed) == 1, failed
+    f = failed[0]
+    assert FAILED_START_COMMAND in f["process"]["cmd_line"] and "pid" not in f["process"], f
+    assert f["actor"]["user"]["name"].startswith("stuck-") and f["device"]["name"].startswith("stuck-"), f
+    assert "did not start within 3 s" in f["status_detail"] and f["severity_id"] == 3, f
+    assert not [e for e in procs if e["device"]["name"] == f["device"]["name"] and e is not f], procs
+
+    # Account Change: the three accounts created, each once, as their users.
     created = [e for e in by_class(events, 3001) if e["activity_id"] == 1]
-    assert sorted(e["user"]["uid"] for e in created) == sorted([alice_id, bob_id]), created
+    assert sorted(e["user"]["uid"] for e in created) == sorted([alice_id, bob_id, stuck_id]), created
 
 
 def test_takeovers_are_audited_with_their_caller(adaemon):

@@ -21,8 +21,8 @@ import pytest
 import websockets
 
 from conftest import running_daemon, sh
+from scripted_session import ACCOUNTS_CONFIG, HOLD_START_ENV, STUCK, fail_a_box_start, refuse_a_write_for_quota
 
-STUCK = "stuck-"  # users whose box never answers its start (AGENTBOX_TEST_HOLD_START)
 REAL_KEY = "sk-ant-api03-METRICS-" + uuid.uuid4().hex
 MB = 1 << 20
 
@@ -38,14 +38,11 @@ def mdaemon(fake):
     config = f"""
 [metrics]
 listen = "127.0.0.1:0"
-[accounts]
-start_timeout = 3
-disk = "64M"
-inodes = 4000
+{ACCOUNTS_CONFIG}
 [inference.anthropic]
 upstream = "{fake.url}"
 """
-    env = {"AGENTBOX_TEST_HOLD_START": STUCK, "AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}
+    env = {**HOLD_START_ENV, "AGENTBOX_ANTHROPIC_API_KEY": REAL_KEY}
     with running_daemon("metrics", lifetime=600, config_text=config, env=env) as d:
         with open(d.log_path) as f:
             m = re.search(r"metrics on (http://127\.0\.0\.1:\d+)/metrics", f.read())
@@ -160,10 +157,7 @@ def test_prometheus_counts_a_scripted_session(mdaemon, prometheus, fake):
         assert out == "200", (out, err)
 
         # A quota refusal: bob's volume filled, then a write through the API.
-        code, out, _ = sh(bob, "dd if=/dev/zero of=fill bs=1M count=100 2>&1; echo rc=$?")
-        assert "No space left on device" in out, out
-        r = bob.post("/files/write", json={"path": "note.txt", "content": "x" * (2 * MB)})
-        assert r.status_code == 507, r.text
+        refuse_a_write_for_quota(bob)
 
         # A command that runs on: the gauge of commands in boxes sees it, and sees it end.
         r = alice.post("/execute", params={"wait": 0}, json={"command": "sleep 60"})
@@ -173,9 +167,7 @@ def test_prometheus_counts_a_scripted_session(mdaemon, prometheus, fake):
         wait_scraped(prometheus, "agentbox_box_commands_running", 0)
 
     # A box start that fails: its init never answers, and the start times out.
-    with mdaemon.client(user=f"{STUCK}{uuid.uuid4().hex[:8]}", timeout=30) as stuck:
-        r = stuck.post("/execute", params={"wait": 10}, json={"command": "echo never"})
-        assert r.status_code == 503, r.text
+    fail_a_box_start(mdaemon)
 
     wait_scraped(prometheus, 'agentbox_box_start_failures_total{reason="timeout"}', 1)
     p = prometheus

@@ -88,6 +88,28 @@ TEST(AuditEvents, EachClassHasItsNumbers) {
   EXPECT_EQ(account_change({1, AccountActivity::restore, "a-1", "alice"})["activity_name"], "Restore");
 }
 
+TEST(AuditEvents, ALaunchThatFailedIsAFailureWithItsReasonAndNoPid) {
+  // A command whose box never started (or that init refused): Launch, Failure, Medium, why.
+  ProcessEvent failed{
+      1, true, "stuck-1", 0, "sh -c echo never", std::nullopt, false, "box stuck-1 did not start within 3 s"};
+  json e = process_activity(failed);
+  expect_base(e, 1007, 1);
+  EXPECT_EQ(e["status_id"], 2);
+  EXPECT_EQ(e["status"], "Failure");
+  EXPECT_EQ(e["severity_id"], 3);
+  EXPECT_EQ(e["status_detail"], "box stuck-1 did not start within 3 s");
+  EXPECT_EQ(e["process"]["cmd_line"], "sh -c echo never");
+  EXPECT_FALSE(e["process"].contains("pid"));  // none was made
+  EXPECT_EQ(e["actor"]["user"]["name"], "stuck-1");
+  EXPECT_FALSE(e.contains("exit_code"));
+  // The control: the same command launched is a Success with its pid and no detail.
+  json ok = process_activity({1, true, "stuck-1", 42, "sh -c echo never", std::nullopt, false});
+  EXPECT_EQ(ok["status_id"], 1);
+  EXPECT_EQ(ok["severity_id"], 1);
+  EXPECT_EQ(ok["process"]["pid"], 42);
+  EXPECT_FALSE(ok.contains("status_detail"));
+}
+
 TEST(AuditEvents, ExitCodesAsAShellShowsThem) {
   EXPECT_EQ(exit_code_of(3 << 8), 3);
   EXPECT_EQ(exit_code_of(9), 137);  // killed by SIGKILL
