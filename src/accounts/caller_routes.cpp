@@ -32,33 +32,34 @@ const Caller& Resolved::get() const {
   return *caller;
 }
 
-http::AsyncHandler with_caller(AccountDirectory& callers, CallerHandler handler, bool query_user_allowed) {
+http::AsyncHandler with_caller(AccountDirectory& callers, CallerHandler handler, bool query_user_allowed, HomeUse use) {
   return with_caller(callers,
                      CallerAsyncHandler([handler = std::move(handler)](const http::Request& req, const Caller& caller,
                                                                        std::shared_ptr<http::ResponseWriter> writer) {
                        writer->send(handler(req, caller));
                      }),
-                     query_user_allowed);
+                     query_user_allowed, use);
 }
 
-http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler handler, bool query_user_allowed) {
+http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler handler, bool query_user_allowed,
+                               HomeUse use) {
   auto shared = std::make_shared<const CallerAsyncHandler>(std::move(handler));
-  return
-      [&callers, shared, query_user_allowed](const http::Request& req, std::shared_ptr<http::ResponseWriter> writer) {
-        std::shared_ptr<FairPool> pool = pool_for(callers, req, query_user_allowed);
-        // Ready: an exception is answered by the session, as any handler's.
-        if (!pool) return (*shared)(req, callers.resolve(req, query_user_allowed), std::move(writer));
-        // The copy travels with the job: req is only valid during this call.
-        auto owned = std::make_shared<http::Request>(http::copy_request(req));
-        pool->post(user_id_of(req, query_user_allowed), [&callers, shared, owned, writer, query_user_allowed] {
-          if (!writer->is_open()) return;  // the client left while the job waited
-          try {
-            (*shared)(*owned, callers.resolve(*owned, query_user_allowed), writer);
-          } catch (...) {
-            writer->fail(std::current_exception());
-          }
-        });
-      };
+  return [&callers, shared, query_user_allowed, use](const http::Request& req,
+                                                     std::shared_ptr<http::ResponseWriter> writer) {
+    std::shared_ptr<FairPool> pool = pool_for(callers, req, query_user_allowed);
+    // Ready: an exception is answered by the session, as any handler's.
+    if (!pool) return (*shared)(req, callers.resolve(req, query_user_allowed, use), std::move(writer));
+    // The copy travels with the job: req is only valid during this call.
+    auto owned = std::make_shared<http::Request>(http::copy_request(req));
+    pool->post(user_id_of(req, query_user_allowed), [&callers, shared, owned, writer, query_user_allowed, use] {
+      if (!writer->is_open()) return;  // the client left while the job waited
+      try {
+        (*shared)(*owned, callers.resolve(*owned, query_user_allowed, use), writer);
+      } catch (...) {
+        writer->fail(std::current_exception());
+      }
+    });
+  };
 }
 
 void resolve_caller(AccountDirectory& callers, const http::Request& req, bool query_user_allowed,

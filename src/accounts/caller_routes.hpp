@@ -37,8 +37,16 @@ using CallerAsyncHandler =
     std::function<void(const http::Request&, const Caller&, std::shared_ptr<http::ResponseWriter>)>;
 
 // The route's handler, given the caller of each request (user_id_of with query_user_allowed).
-http::AsyncHandler with_caller(AccountDirectory& callers, CallerHandler handler, bool query_user_allowed = false);
-http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler handler, bool query_user_allowed = false);
+// A route that only reads says HomeUse::read: its callers with no volume get none made.
+http::AsyncHandler with_caller(AccountDirectory& callers, CallerHandler handler, bool query_user_allowed = false,
+                               HomeUse use = HomeUse::write);
+http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler handler, bool query_user_allowed = false,
+                               HomeUse use = HomeUse::write);
+// with_caller for a route that only reads (HomeUse::read): its callers with no volume get none.
+template <class Handler>
+http::AsyncHandler with_reader(AccountDirectory& callers, Handler handler) {
+  return with_caller(callers, std::move(handler), false, HomeUse::read);
+}
 
 // A caller resolved, or what resolving it threw.
 struct Resolved {

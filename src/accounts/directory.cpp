@@ -19,6 +19,17 @@ namespace {
 
 int64_t unix_now() { return static_cast<int64_t>(::time(nullptr)); }
 
+constexpr const char* kEmptyHome = "/empty-home";
+
+// STATE/empty-home: an empty directory no account may write (root's, 0555; the daemon's own
+// when it runs as an ordinary user, still 0555: file routes run with the account's fs identity).
+void make_empty_home(const std::string& state_dir) {
+  const std::string dir = state_dir + kEmptyHome;
+  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("mkdir(" + state_dir + ")");
+  if (::mkdir(dir.c_str(), 0555) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
+  check(::chmod(dir.c_str(), 0555), "chmod(" + dir + ")");  // past the umask, and as it must stay
+}
+
 }  // namespace
 
 AccountDirectory::AccountDirectory(AccountStore& accounts, std::string state_dir, CallerCacheLimits limits,
@@ -30,7 +41,9 @@ AccountDirectory::AccountDirectory(AccountStore& accounts, std::string state_dir
       identities_(accounts, limits.known_ids),
       admission_(admission),
       homes_(limits.open_homes, limits.home_idle),
-      cwds_(limits.session_cwds) {}
+      cwds_(limits.session_cwds) {
+  make_empty_home(state_dir_);
+}
 
 VolumePaths AccountDirectory::volume_of(const Account& account) {
   admission_.check_deleted(account);
@@ -96,6 +109,11 @@ std::shared_ptr<const ConfinedDir> AccountDirectory::home_of(const Account& acco
   return opened;
 }
 
+std::shared_ptr<const ConfinedDir> AccountDirectory::empty_home(const Account& account) const {
+  return std::make_shared<const ConfinedDir>(
+      ConfinedDir::open_home(state_dir_ + kEmptyHome, "/home/" + account.name, account.uid, account.gid));
+}
+
 Account AccountDirectory::account_of(std::string_view external_id) {
   std::optional<Account> held = identities_.find(external_id);  // memory, else the store
   admission_.check(external_id, held ? &*held : nullptr);
@@ -124,7 +142,7 @@ bool AccountDirectory::ready(const http::Request& req, bool query_user_allowed) 
 
 Account AccountDirectory::account_for(const http::Request& req) { return account_of(user_id_of(req)); }
 
-Caller AccountDirectory::resolve(const http::Request& req, bool query_user_allowed) {
+Caller AccountDirectory::resolve(const http::Request& req, bool query_user_allowed, HomeUse use) {
   const std::string user = user_id_of(req, query_user_allowed);
   Caller caller;
   caller.profile = req.scope;
@@ -133,10 +151,16 @@ Caller AccountDirectory::resolve(const http::Request& req, bool query_user_allow
     if (context != kDefaultContext) caller.context = std::move(context);
   }
   caller.account = account_of(user);
-  caller.volume = std::make_shared<const VolumeLease>(lease_volume(caller.account));
-  caller.home = home_of(caller.account);
   caller.box = box_key(caller.account.name, caller.profile, caller.context);
-  if (!caller.context.empty()) {
+  if (use == HomeUse::read && !volumes_->exists(caller.account.name)) {
+    // Nothing written yet: its home, and any workspace in it, is empty; nothing is made.
+    admission_.check_deleted(caller.account);
+    caller.home = empty_home(caller.account);
+  } else {
+    caller.volume = std::make_shared<const VolumeLease>(lease_volume(caller.account));
+    caller.home = home_of(caller.account);
+  }
+  if (!caller.context.empty() && caller.volume) {
     // The context sees its workspace as its home, and nothing of the home itself.
     caller.workspace = make_workspace(caller.account, caller.profile, caller.context);
     caller.home = std::make_shared<const ConfinedDir>(ConfinedDir::open_home(

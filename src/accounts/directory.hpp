@@ -39,9 +39,18 @@ class FairPool;
 
 namespace agentbox::accounts {
 
+// What a request does with its account's disk, which decides whether resolving it makes the
+// account's volume (volumes/account_volumes.hpp):
+//   write  it may write, or needs a box: the volume is made on first use and attached
+//   read   it only reads the home: an account with no volume yet is served an empty home
+//          (read-only, shared by all such accounts) and none is made; one that has a volume
+//          gets it, attached, as a write would
+enum class HomeUse { write, read };
+
 struct Caller {
   Account account;
   // Pins the account's volume while the request runs (volumes/volume_lease.hpp): taken first.
+  // Null for a HomeUse::read request of an account with no volume yet: `home` is then empty.
   std::shared_ptr<const VolumeLease> volume;
   std::shared_ptr<const ConfinedDir> home;  // the account's home; all file access goes through it
   std::string box_home;                     // "/home/NAME": the home as the box sees it
@@ -81,7 +90,8 @@ class AccountDirectory {
   // (owned by the account's uid, 0700) on first sight; records activity. The session is
   // X-Session-Id, else X-Terminal-Context-Id; a session cwd that is no longer a directory falls
   // back to the home.
-  Caller resolve(const http::Request& req, bool query_user_allowed = false);
+  // `use` read: an account with no volume yet (a new one included) gets none made (HomeUse).
+  Caller resolve(const http::Request& req, bool query_user_allowed = false, HomeUse use = HomeUse::write);
   // The account req names (admitted, made on first sight) without resolving its box or making
   // a workspace: for the routes that act on a context's workspace from outside it.
   Account account_for(const http::Request& req);
@@ -142,6 +152,9 @@ class AccountDirectory {
   std::string make_workspace(const Account& account, std::string_view profile, std::string_view context);
   // The account's home, opened again if it is not open.
   std::shared_ptr<const ConfinedDir> home_of(const Account& account);
+  // The empty home of an account with no volume: STATE/empty-home, root's and read-only to
+  // every account (a write there fails with 403 instead of reaching the state filesystem).
+  std::shared_ptr<const ConfinedDir> empty_home(const Account& account) const;
 
   std::string state_dir_;
   std::shared_ptr<AccountVolumes> volumes_;

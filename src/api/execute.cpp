@@ -22,6 +22,7 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 using accounts::Caller;
 using accounts::with_caller;
+using accounts::with_reader;
 
 namespace {
 
@@ -334,7 +335,7 @@ void add_execute_routes(Router& router, const Services& s) {
   const ExecuteRoutesOptions options = s.execute_options;
   // Each handler is given its caller, resolved off the io thread when that is slow
   // (accounts/caller_routes.hpp); those with a request to check check it before that.
-  router.add_async(http::verb::get, "/execute", with_caller(callers, [table](const Request&, const Caller& caller) {
+  router.add_async(http::verb::get, "/execute", with_reader(callers, [table](const Request&, const Caller& caller) {
                      json list = json::array();
                      // The chat's when the request names one, else all of the account's.
                      for (const auto& p : table->list(caller.box, caller.session_id))

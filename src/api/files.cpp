@@ -1,5 +1,7 @@
 #include "api/files.hpp"
 
+#include <sys/stat.h>
+
 #include <climits>
 
 #include "api/file_preview.hpp"
@@ -84,7 +86,7 @@ json write_json(const WriteResult& r) { return {{"path", r.path}, {"size", r.siz
 // ---------------------------------------------------------------- handlers answering JSON
 
 Response get_cwd(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   // root: the top of what the file navigator may browse, as Open Terminal 0.12 names it.
   return Response::json(
       {{"cwd", caller.cwd}, {"home", caller.box_home}, {"root", {{"path", caller.box_home}, {"label", "Home"}}}});
@@ -97,7 +99,7 @@ Response post_cwd(const FileContext& ctx, const Request& req) {
 }
 
 Response list_files(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   std::string dir = req.query_param("directory").value_or(req.query_param("path").value_or("."));
   ListResult r = list_dir(*caller.home, path_of(caller, dir));
   json entries = json::array();
@@ -111,7 +113,7 @@ Response list_files(const FileContext& ctx, const Request& req) {
 }
 
 Response read_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   HomePath p = path_of(caller, required_query(req, "path"));
   ReadOptions opt = ctx.options.read;
   if (auto v = query_int(req, "start_line", 1, INT64_MAX)) opt.start_line = static_cast<uint64_t>(*v);
@@ -133,7 +135,7 @@ Response read_file(const FileContext& ctx, const Request& req) {
 }
 
 Response display_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   HomePath p = path_of(caller, required_query(req, "path"));
   return Response::json({{"path", p.shown}, {"exists", is_regular_file(*caller.home, p)}});
 }
@@ -169,11 +171,16 @@ bool is_chat_attachments(const HomePath& p) {
 }
 
 Response delete_entry(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
-  Trash trash(ctx.callers.volume_of(caller.account).trash, *caller.home);
+  // Resolved as a read: deleting from an account with no volume finds nothing, and makes none.
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   HomePath p = path_of(caller, required_query(req, "path"));
   std::optional<TrashPut> put;
   try {
+    if (!caller.volume) {  // the home is empty: not_found (or bad_request for the home itself)
+      struct stat st {};
+      caller.home->existing_entry(p, st);
+    }
+    Trash trash(ctx.callers.volume_of(caller.account).trash, *caller.home);
     put = trash.put(p);
   } catch (const FsError& e) {
     if (e.kind() != FsErrorKind::not_found || !is_chat_attachments(p)) throw;
@@ -194,7 +201,7 @@ Response move_file(const FileContext& ctx, const Request& req) {
 }
 
 Response grep_search(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   GrepOptions opt;
   opt.query = required_query(req, "query");
   opt.regex = query_bool(req, "regex").value_or(true);
@@ -215,7 +222,7 @@ Response grep_search(const FileContext& ctx, const Request& req) {
 }
 
 Response glob_search(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   GlobOptions opt;
   opt.pattern = required_query(req, "pattern");
   opt.exclude = query_list(req, "exclude");
@@ -248,15 +255,16 @@ Response upload_file(const FileContext& ctx, const Request& req) {
 using Writer = std::shared_ptr<ResponseWriter>;
 
 void view_file(const FileContext& ctx, const Request& req, const Writer& writer) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   HomePath p = path_of(caller, required_query(req, "path"));
-  if (query_bool(req, "preview").value_or(false) && previewable(p) && ctx.preview.processes)
+  // A preview needs the box; an account with no volume has no file to preview (404 below).
+  if (query_bool(req, "preview").value_or(false) && previewable(p) && ctx.preview.processes && caller.volume)
     return send_preview(ctx.preview, caller, p, req, writer);
   send_file_bytes(caller, p, req, writer);
 }
 
 void serve_file(const FileContext& ctx, const Request& req, const Writer& writer) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
   // /files/serve/home/NAME/site/index.html: the rest of the URL is an absolute box path, so
   // relative links inside an HTML preview resolve to its neighbours.
   send_file_bytes(caller, path_of(caller, "/" + req.param("path")), req, writer);

@@ -42,7 +42,7 @@ void add_network_routes(Router& router, const Services& s) {
   // refused finds the refusal in its log.
   // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
   router.add_async(http::verb::get, "/network/log",
-                   accounts::with_caller(callers, [log](const Request& req, const accounts::Caller& caller,
+                   accounts::with_reader(callers, [log](const Request& req, const accounts::Caller& caller,
                                                         std::shared_ptr<ResponseWriter> writer) {
                      int64_t limit = query_int(req, "limit", 1, kMaxEntries).value_or(kDefaultEntries);
                      std::optional<int64_t> before = query_int(req, "before", 1, INT64_MAX);

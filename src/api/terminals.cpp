@@ -18,6 +18,7 @@ namespace agentbox::api {
 using namespace agentbox::http;  // the HTTP library, spoken unqualified
 using accounts::Caller;
 using accounts::with_caller;
+using accounts::with_reader;
 
 namespace {
 
@@ -55,7 +56,7 @@ void add_terminal_routes(Router& router, const Services& s) {
                    }));
 
   router.add_async(http::verb::get, "/api/terminals",
-                   with_caller(callers, [&terminals](const Request&, const Caller& caller) {
+                   with_reader(callers, [&terminals](const Request&, const Caller& caller) {
                      json list = json::array();
                      // The chat's when the request names one, else all of the account's.
                      for (const auto& t : terminals.list(caller.box, caller.session_id))

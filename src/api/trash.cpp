@@ -37,13 +37,16 @@ void add_trash_routes(Router& router, const Services& s) {
   router.add_async(
       http::verb::get, "/files/trash",
       offload(pool, Handler([&callers, trash_days](const Request& req) {
-                accounts::Caller caller = callers.resolve(req);
-                Trash trash(callers.volume_of(caller.account).trash, *caller.home);
+                // An account with no volume yet has deleted nothing: none is made to say so.
+                accounts::Caller caller = callers.resolve(req, false, accounts::HomeUse::read);
                 json items = json::array();
                 uint64_t bytes = 0;
-                for (const TrashItem& t : trash.list()) {
-                  items.push_back(item_json(t, trash_days));
-                  bytes += t.size;
+                if (caller.volume) {
+                  Trash trash(callers.volume_of(caller.account).trash, *caller.home);
+                  for (const TrashItem& t : trash.list()) {
+                    items.push_back(item_json(t, trash_days));
+                    bytes += t.size;
+                  }
                 }
                 return Response::json({{"items", std::move(items)}, {"size", bytes}, {"retention_days", trash_days}});
               })));

@@ -34,7 +34,7 @@ void add_usage_routes(Router& router, const Services& s) {
   // Given its caller, resolved off the io thread when that is slow (accounts/caller_routes.hpp).
   router.add_async(
       http::verb::get, "/usage",
-      accounts::with_caller(callers, [ledger, daily_tokens, profiles = s.profiles, box = s.box_limits,
+      accounts::with_reader(callers, [ledger, daily_tokens, profiles = s.profiles, box = s.box_limits,
                                       idle = s.idle_timeout](const Request& req, const accounts::Caller& caller) {
         int64_t days = query_int(req, "days", 1, kMaxDays).value_or(kDefaultDays);
         nlohmann::json tokens = {{"gateway", ledger != nullptr}};

@@ -219,7 +219,24 @@ bool AccountVolumes::detach_unused(const std::string& name, VolumeUses::Clock::t
   return false;
 }
 
-VolumeUsage AccountVolumes::usage(const std::string& name) const { return backend_->usage(paths(name).root); }
+bool AccountVolumes::exists(const std::string& name) const {
+  {
+    std::lock_guard lock(uses_->mu);
+    auto it = uses_->by_name.find(name);
+    if (it != uses_->by_name.end() && it->second.attached) return true;
+  }
+  return home_overrides_.contains(name) || backend_->made(paths(name).root);
+}
+
+VolumeUsage AccountVolumes::usage(const std::string& name) const {
+  if (exists(name)) return backend_->usage(paths(name).root);
+  VolumeUsage none;
+  if (backend_->kind() == VolumeKind::plain) return none;  // unbounded, as a plain volume's
+  const DiskQuota q = quota_of_(name);
+  none.bytes_limit = q.bytes;
+  none.inodes_limit = q.inodes;
+  return none;
+}
 
 void AccountVolumes::release(const std::string& name) {
   const std::shared_ptr<std::mutex> one = lock_of(name);

@@ -63,7 +63,13 @@ class AccountVolumes {
   // Home relative to the state dir ("volumes/NAME/home"): Account::home_dir.
   static std::string home_dir(const std::string& name);
 
-  // Mounted or not (an unmounted image is read without mounting it).
+  // Whether the account's volume has been made. An account has none until something needs its
+  // disk (a write, a box, a move: whatever takes a lease()); until then its home reads as
+  // empty (accounts::HomeUse::read) and costs no disk. The one test of that state: forgetting
+  // a volume ([accounts] forget_after_days) returns its account to it.
+  bool exists(const std::string& name) const;
+  // Mounted or not (an unmounted image is read without mounting it); a volume not made yet
+  // holds nothing, its limits the quota's.
   VolumeUsage usage(const std::string& name) const;
   DiskQuota quota(const std::string& name) const { return quota_of_(name); }
   const VolumeBackend& backend() const { return *backend_; }

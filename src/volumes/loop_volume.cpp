@@ -101,6 +101,9 @@ class LoopImageBackend final : public VolumeBackend {
     return u;
   }
 
+  // The image is what holds the files (its mount point goes with each detach).
+  bool made(const std::string& dir) const override { return ::access((dir + ".img").c_str(), F_OK) == 0; }
+
   void release(const std::string& dir) override {
     if (!is_mounted(dir)) return;
     if (::umount2(dir.c_str(), 0) == 0) return;
@@ -133,6 +136,7 @@ class PlainBackend final : public VolumeBackend {
     if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) throw sys_error("mkdir(" + dir + ")");
   }
   VolumeUsage usage(const std::string&) const override { return {}; }
+  bool made(const std::string& dir) const override { return ::access(dir.c_str(), F_OK) == 0; }
   void release(const std::string&) override {}
 };
 

@@ -62,6 +62,9 @@ class VolumeBackend {
   // one stat. Safe to call again after a crash at any point.
   virtual void prepare(const std::string& dir, const DiskQuota& quota) = 0;
   virtual VolumeUsage usage(const std::string& dir) const = 0;
+  // Whether the volume has been made (prepare() ran for it, perhaps in an earlier run): an
+  // account without one has never needed its disk (AccountVolumes::exists).
+  virtual bool made(const std::string& dir) const = 0;
   // The volume is no longer in use (account deleted): unmounted, its image and directory kept
   // for the caller to move away.
   virtual void release(const std::string& dir) = 0;

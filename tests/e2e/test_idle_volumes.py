@@ -2,7 +2,7 @@
 flight, no box: no process, no terminal) is detached after [accounts] volume_idle seconds (its
 mount gone, its loop device released) and attached again by whatever needs it; at most
 [accounts] attached volumes stay attached, the least recently used idle ones going first; and an
-account that never wrote anything takes little disk.
+account that never wrote anything has no image (tests/e2e/test_lazy_volumes.py).
 """
 import os
 import subprocess
@@ -68,13 +68,10 @@ def account_names(daemon):
     return {e[:-4] for e in os.listdir(d) if e.endswith(".img")}
 
 
-def new_account(daemon, client, write=True):
-    """Makes the client's account (a file written, or a listing) and returns its name."""
+def new_account(daemon, client):
+    """Makes the client's account and its volume (a file written) and returns its name."""
     before = account_names(daemon)
-    if write:
-        r = client.post("/files/write", json={"path": "note.txt", "content": "kept while idle"})
-    else:
-        r = client.get("/files/list", params={"directory": "."})
+    r = client.post("/files/write", json={"path": "note.txt", "content": "kept while idle"})
     assert r.status_code == 200, r.text
     made = account_names(daemon) - before
     assert len(made) == 1, made
@@ -143,18 +140,25 @@ def test_a_running_process_keeps_its_volume_attached(idle):
         assert r.status_code == 200 and r.json()["content"] == "kept while idle", r.text
 
 
-def test_a_new_users_empty_home_is_listed_and_costs_little_disk(idle):
+def test_a_new_users_empty_home_is_listed_without_an_image_and_a_small_write_costs_little_disk(idle):
     with idle.client(user=f"empty-{uuid.uuid4().hex[:8]}") as c:
-        name = new_account(idle, c, write=False)
+        before = account_names(idle)
         listing = c.get("/files/list", params={"directory": "."})
         assert listing.status_code == 200 and listing.json()["entries"] == [], listing.text
+        # No image until something needs the disk (tests/e2e/test_lazy_volumes.py).
+        assert account_names(idle) == before
+        r = c.post("/files/write", json={"path": "five.txt", "content": "12345"})
+        assert r.status_code == 200, r.text
+        made = account_names(idle) - before
+        assert len(made) == 1, made
+        name = made.pop()
         # Left alone: detached; what it holds on the host is then what it costs for good.
         assert wait_until(lambda: name not in mounted_volumes(idle), SETTLE)
         paths = [p for p in (os.path.join(volumes_dir(idle), name + suffix) for suffix in (".img", ""))
                  if os.path.exists(p)]
         out = subprocess.run(["du", "-skxc"] + paths, capture_output=True, text=True, check=True, timeout=30).stdout
         used = int(out.splitlines()[-1].split()[0])
-        assert used <= 256, f"{used} KiB for an empty account: {out}"
+        assert used <= 256, f"{used} KiB for an account holding 5 bytes: {out}"
         # Its quota is the configured one all the same (the image is as large as [accounts] disk).
         assert os.path.getsize(os.path.join(volumes_dir(idle), name + ".img")) == 64 << 20
 

@@ -154,6 +154,40 @@ TEST_F(CallerTest, SessionCwdMustBeAnExistingDirectoryInsideTheHome) {
   EXPECT_THROW(callers.set_cwd(no_session, "."), HttpError);
 }
 
+// A request that only reads makes no volume for an account without one: it is served an empty
+// home no account can write into; the first request that may write makes the volume, and reads
+// from then on see it.
+TEST_F(CallerTest, AReadOfANewUserMakesNoVolumeAndTheFirstWriteDoes) {
+  accounts::Caller reader = callers.resolve(request("dora"), false, HomeUse::read);
+  const std::string volume = callers.volumes().paths(reader.account.name).root;
+  EXPECT_EQ(reader.volume, nullptr);
+  EXPECT_FALSE(callers.volumes().exists(reader.account.name));
+  EXPECT_FALSE(std::filesystem::exists(volume)) << "a read made the volume";
+  EXPECT_EQ(reader.box_home, "/home/" + reader.account.name);
+  try {
+    struct stat st {};
+    reader.home->existing_entry(reader.home->path("notes.txt"), st);
+    FAIL() << "the empty home holds nothing";
+  } catch (const FsError& e) {
+    EXPECT_EQ(e.kind(), FsErrorKind::not_found);
+  }
+  {
+    FsIdentity as_dora = reader.home->as_user();
+    EXPECT_THROW(reader.home->open(reader.home->path("notes.txt"), O_WRONLY | O_CREAT, 0600), FsError)
+        << "the empty home is read-only to the account";
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(state / "empty-home"));
+
+  accounts::Caller writer = callers.resolve(request("dora"));
+  EXPECT_EQ(writer.account.uid, reader.account.uid);
+  ASSERT_NE(writer.volume, nullptr);
+  EXPECT_TRUE(callers.volumes().exists(writer.account.name));
+  EXPECT_TRUE(std::filesystem::is_directory(callers.host_home(writer.account)));
+  accounts::Caller later = callers.resolve(request("dora"), false, HomeUse::read);
+  EXPECT_NE(later.volume, nullptr);
+  EXPECT_EQ(later.home.get(), writer.home.get()) << "a read of an account with a volume gets its home";
+}
+
 // A session's cwd removed behind its back: the session goes on from the home, and set_cwd works.
 TEST_F(CallerTest, ADeletedSessionCwdFallsBackToTheHome) {
   accounts::Caller alice = callers.resolve(request("alice", "chat-1"));

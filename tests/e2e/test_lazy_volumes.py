@@ -1,0 +1,193 @@
+"""An empty account costs no image (issue 37): the account is made on the first request naming a
+new user, its volume only when something needs the disk. Until then the routes that only read
+answer as an empty home would (a listing with no entries, a 404 for a path, no matches, an empty
+trash, nothing used of the quota) and no image, loop device or mount is made for it; the first
+write makes exactly one image, even when a read of the same new user races with it.
+"""
+import concurrent.futures
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from conftest import running_daemon
+
+IDLE = 1
+SETTLE = IDLE + 6
+DISK = 64 << 20
+CONFIG = f"""
+[accounts]
+disk = "64M"
+inodes = 4000
+spare_volumes = 0
+volume_idle = {IDLE}
+"""
+
+
+@pytest.fixture(scope="module")
+def lazy():
+    with running_daemon("lazy-volumes", config_text=CONFIG) as d:
+        yield d
+
+
+def volumes_dir(d):
+    return os.path.realpath(os.path.join(d.state_dir, "volumes"))
+
+
+def du_kib(path):
+    out = subprocess.run(["du", "-skx", path], capture_output=True, text=True, check=True, timeout=60).stdout
+    return int(out.split()[0])
+
+
+def images(d):
+    return {e[:-4] for e in os.listdir(volumes_dir(d)) if e.endswith(".img")}
+
+
+def mounted_volumes(d):
+    prefix = volumes_dir(d) + "/"
+    names = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4]
+            rest = point[len(prefix):] if point.startswith(prefix) else ""
+            if rest and "/" not in rest and not rest.startswith("."):
+                names.add(rest)
+    return names
+
+
+def loops_of(d, name):
+    image = os.path.join(volumes_dir(d), name + ".img")
+    out = subprocess.run(["losetup", "-j", image], capture_output=True, text=True, check=True, timeout=30).stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def accounts(d):
+    with open(os.path.join(d.state_dir, "admin_key")) as f:
+        admin_key = f.read().strip()
+    with d.client(key=admin_key) as a:
+        r = a.get("/admin/accounts")
+    assert r.status_code == 200, r.text
+    return {x["user"]: x for x in r.json()["accounts"]}
+
+
+def wait_until(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+def test_new_users_who_only_list_their_home_cost_no_image_until_one_writes(lazy):
+    before_images = images(lazy)
+    before_kib = du_kib(volumes_dir(lazy))
+    users = [f"lister{i}-{uuid.uuid4().hex[:8]}" for i in range(20)]
+    for user in users:
+        with lazy.client(user=user) as c:
+            r = c.get("/files/list", params={"directory": "."})
+            assert r.status_code == 200, r.text
+            assert r.json()["entries"] == [], r.text
+    known = accounts(lazy)
+    # The accounts are made (each with its uid), their volumes not.
+    assert all(u in known for u in users), sorted(set(users) - set(known))
+    names = {known[u]["name"] for u in users}
+    assert images(lazy) == before_images, images(lazy) - before_images
+    grown = du_kib(volumes_dir(lazy)) - before_kib
+    assert grown <= 256, f"the volumes directory grew by {grown} KiB for 20 users who wrote nothing"
+    assert not names & mounted_volumes(lazy)
+    assert all(loops_of(lazy, n) == [] for n in names)
+    for u in users:
+        disk = known[u]["disk"]
+        assert disk["used"] == 0 and disk["limit"] == DISK, disk
+
+    # The first write makes the one image, the file is there and the uid is the one given at first sight.
+    writer = users[0]
+    name, uid = known[writer]["name"], known[writer]["uid"]
+    with lazy.client(user=writer) as c:
+        r = c.post("/files/write", json={"path": "note.txt", "content": "hello"})
+        assert r.status_code == 200, r.text
+        assert images(lazy) - before_images == {name}
+        r = c.get("/files/read", params={"path": "note.txt"})
+        assert r.status_code == 200 and r.json()["content"] == "hello", r.text
+        assert [e["name"] for e in c.get("/files/list", params={"directory": "."}).json()["entries"]] == ["note.txt"]
+    assert os.stat(os.path.join(volumes_dir(lazy), name, "home", "note.txt")).st_uid == uid
+    after = accounts(lazy)[writer]
+    assert after["uid"] == uid and after["name"] == name
+    assert after["disk"]["used"] > 0 and after["disk"]["limit"] <= DISK
+
+    # The idle detacher takes the written volume and passes over the accounts without one.
+    assert wait_until(lambda: name not in mounted_volumes(lazy), SETTLE), "the written volume stayed attached"
+    with lazy.client(user=users[1]) as c:
+        r = c.get("/files/list", params={"directory": "."})
+        assert r.status_code == 200 and r.json()["entries"] == [], r.text
+    assert images(lazy) - before_images == {name}
+    assert os.listdir(os.path.join(lazy.state_dir, "empty-home")) == []
+
+
+def test_reads_of_a_user_without_a_volume_answer_as_an_empty_home(lazy):
+    user = f"reader-{uuid.uuid4().hex[:8]}"
+    before = images(lazy)
+    with lazy.client(user=user) as c:
+        r = c.get("/files/read", params={"path": "missing.txt"})
+        assert r.status_code == 404, r.text
+        assert "detail" in r.json()
+        assert c.get("/files/view", params={"path": "missing.txt"}).status_code == 404
+        assert c.get("/files/view", params={"path": "missing.docx", "preview": "true"}).status_code == 404
+        r = c.get("/files/list", params={"directory": "sub"})
+        assert r.status_code == 404, r.text
+        r = c.get("/files/display", params={"path": "missing.txt"})
+        assert r.status_code == 200 and r.json()["exists"] is False, r.text
+        r = c.get("/files/grep", params={"query": "anything"})
+        assert r.status_code == 200 and r.json()["matches"] == [], r.text
+        r = c.get("/files/glob", params={"pattern": "**/*"})
+        assert r.status_code == 200 and r.json()["matches"] == [], r.text
+        r = c.get("/files/trash")
+        assert r.status_code == 200 and r.json()["items"] == [] and r.json()["size"] == 0, r.text
+        r = c.get("/files/cwd")
+        assert r.status_code == 200 and r.json()["cwd"] == r.json()["home"], r.text
+        assert c.get("/usage").status_code == 200
+        assert c.get("/execute").json() == []
+        assert c.get("/api/terminals").json() == []
+        # Deleting nothing finds nothing, and makes nothing to find it in.
+        r = c.delete("/files/delete", params={"path": "missing.txt"})
+        assert r.status_code == 404, r.text
+        # A write goes nowhere near the empty home the reads were given: it makes the volume.
+        assert images(lazy) == before
+        disk = accounts(lazy)[user]["disk"]
+        assert disk["used"] == 0 and disk["limit"] == DISK, disk
+        r = c.post("/files/mkdir", json={"path": "made"})
+        assert r.status_code == 200, r.text
+        name = accounts(lazy)[user]["name"]
+        assert images(lazy) - before == {name}
+        # The same reads now see the volume: the control for every assertion above.
+        r = c.get("/files/list", params={"directory": "."})
+        assert [e["name"] for e in r.json()["entries"]] == ["made"], r.text
+        r = c.delete("/files/delete", params={"path": "made"})
+        assert r.status_code == 200, r.text
+        assert len(c.get("/files/trash").json()["items"]) == 1
+    assert os.listdir(os.path.join(lazy.state_dir, "empty-home")) == []
+
+
+def test_a_read_and_a_write_racing_for_a_new_user_make_one_image(lazy):
+    before = images(lazy)
+    users = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for i in range(10):
+            user = f"race{i}-{uuid.uuid4().hex[:8]}"
+            users.append(user)
+            with lazy.client(user=user) as reader, lazy.client(user=user) as writer:
+                listed = pool.submit(reader.get, "/files/list", params={"directory": "."})
+                wrote = pool.submit(writer.post, "/files/write", json={"path": "race.txt", "content": str(i)})
+                r, w = listed.result(timeout=60), wrote.result(timeout=60)
+                assert w.status_code == 200, w.text
+                assert r.status_code == 200, r.text
+                # Either before the write or after it, never half of it.
+                assert [e["name"] for e in r.json()["entries"]] in ([], ["race.txt"]), r.text
+                r = reader.get("/files/read", params={"path": "race.txt"})
+                assert r.status_code == 200 and r.json()["content"] == str(i), r.text
+    known = accounts(lazy)
+    assert images(lazy) - before == {known[u]["name"] for u in users}
+    assert len({known[u]["uid"] for u in users}) == len(users)
