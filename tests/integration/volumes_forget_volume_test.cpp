@@ -74,7 +74,8 @@ TEST_F(ForgetVolumeTest, AnEmptyDetachedVolumeIsDeletedAndTheNextLeaseMakesANewO
 }
 
 TEST_F(ForgetVolumeTest, AVolumeWithAFileAnywhereStays) {
-  for (const std::string where : {"home", "trash", "daemon/logs"}) {
+  for (const char* dir : {"home", "trash", "daemon/logs"}) {
+    const std::string where = dir;
     const std::string name = "bob-" + where.substr(0, 1);
     {
       VolumeLease lease = volumes_->lease({name, 1999996, 1999996});
