@@ -5,10 +5,12 @@
 #include <future>
 #include <set>
 
+#include "accounts/account_forgetting.hpp"
 #include "accounts/workspaces.hpp"
 #include "api/errors.hpp"
 #include "api/services.hpp"
 #include "http/error.hpp"
+#include "http/query_params.hpp"
 #include "store/box_key.hpp"
 #include "util/log.hpp"
 
@@ -21,6 +23,8 @@ namespace {
 // stuck one so the operator hears about it.
 constexpr auto kStopWait = std::chrono::seconds(60);
 constexpr int64_t kDay = 86400;
+constexpr uint32_t kDefaultStaleDays = 30;  // ?stale without forget_after_days
+constexpr int64_t kMaxStaleDays = 36500;
 
 nlohmann::json disk_json(const VolumeUsage& u) {
   if (u.bytes_limit == 0) return nullptr;  // plain volumes: no quota to report against
@@ -38,23 +42,38 @@ nlohmann::json workspace_count(accounts::AccountDirectory& callers, const std::s
   return accounts::list_workspaces(callers.volumes().paths(name).root, false).size();
 }
 
-Response list(AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes) {
+// ?stale (or ?stale_days=N): only the accounts not seen for N days by the daemon's clock of
+// days, N being [accounts] forget_after_days, else 30. 0: every account.
+uint32_t stale_days_of(const Request& req, uint32_t forget_after_days) {
+  if (std::optional<int64_t> days = query_int(req, "stale_days", 1, kMaxStaleDays)) return static_cast<uint32_t>(*days);
+  if (!query_bool(req, "stale").value_or(false)) return 0;
+  return forget_after_days ? forget_after_days : kDefaultStaleDays;
+}
+
+Response list(AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes, uint32_t stale_days,
+              int64_t now) {
   const std::map<std::string, std::string> states = box_states(boxes);
   const std::vector<std::string> in_use = callers.volumes().opened();
   const std::set<std::string> opened(in_use.begin(), in_use.end());
+  const bool plain = callers.volumes().backend().kind() == VolumeKind::plain;  // no counts: cannot tell
   nlohmann::json out = nlohmann::json::array();
   for (const Account& a : accounts.list()) {
+    if (stale_days && !accounts::stale_account(a.last_seen, now, stale_days)) continue;
     auto state = states.find(a.name);
+    const VolumeUsage usage = callers.volumes().usage(a.name);
     out.push_back({{"user", a.external_id},
                    {"name", a.name},
                    {"uid", a.uid},
                    {"created", a.created},
                    {"last_active", a.last_seen},
                    {"box", state == states.end() ? "stopped" : state->second},
-                   {"disk", disk_json(callers.volumes().usage(a.name))},
-                   {"workspaces", workspace_count(callers, opened, a.name)}});
+                   {"disk", disk_json(usage)},
+                   {"workspaces", workspace_count(callers, opened, a.name)},
+                   {"empty", plain ? nlohmann::json(nullptr) : nlohmann::json(volume_empty(usage))}});
   }
-  return Response::json({{"accounts", std::move(out)}});
+  nlohmann::json answer = {{"accounts", std::move(out)}};
+  if (stale_days) answer["stale_days"] = stale_days;
+  return Response::json(std::move(answer));
 }
 
 Response remove(AccountStore& accounts, accounts::AccountDirectory& callers, BoxManager& boxes, uint32_t trash_days,
@@ -115,10 +134,14 @@ void add_account_routes(Router& router, const Services& s) {
   const std::shared_ptr<FairPool>& pool = s.file_pool;
   const uint32_t trash_days = s.trash_days;
   const RouteOptions admin{.admin = true};
-  router.add_async(
-      http::verb::get, "/admin/accounts",
-      offload(pool, Handler([&accounts, &callers, &boxes](const Request&) { return list(accounts, callers, boxes); })),
-      admin);
+  router.add_async(http::verb::get, "/admin/accounts",
+                   offload(pool, Handler([&accounts, &callers, &boxes, forget = s.forget_after_days,
+                                          now = s.days_now](const Request& req) {
+                             const uint32_t stale = stale_days_of(req, forget);
+                             return list(accounts, callers, boxes, stale,
+                                         now ? now() : static_cast<int64_t>(std::time(nullptr)));
+                           })),
+                   admin);
   router.add_async(http::verb::delete_, "/admin/accounts/{user}",
                    offload(pool, Handler([&accounts, &callers, &boxes, trash_days](const Request& req) {
                              return remove(accounts, callers, boxes, trash_days, req.param("user"));

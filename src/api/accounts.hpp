@@ -3,7 +3,11 @@
 //   GET    /admin/accounts          every account: {user, name, uid, created, last_active, box,
 //                                   disk}, ordered by uid. box: "running", "starting",
 //                                   "stopping" or "stopped"; disk: {used, limit, inodes_used,
-//                                   inodes_limit} in bytes and inodes, null without quotas.
+//                                   inodes_limit} in bytes and inodes, null without quotas;
+//                                   empty: its volume holds nothing but a new account's
+//                                   (true for one never made or forgotten). ?stale=true
+//                                   (or stale_days=N, 1-36500): only those not seen for N days
+//                                   ([accounts] forget_after_days, else 30), with "stale_days".
 //   DELETE /admin/accounts/{user}   stops the account's box for good, deletes its records
 //                                   (process records, chat sessions) and moves its volume (home,
 //                                   trash, logs) to VOLUMES/.deleted, purged after trash_days.

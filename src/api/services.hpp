@@ -117,6 +117,10 @@ struct Services {
   std::function<std::string()> metrics_page;
   // GET /health/ready: "" when ready, else the part that is not (daemon/readiness.hpp).
   std::function<std::string()> readiness;
+  // [accounts] forget_after_days (0: never) and the clock days are counted by (a test's:
+  // daemon.cpp days_clock): GET /admin/accounts?stale reads both.
+  uint32_t forget_after_days = 0;
+  std::function<int64_t()> days_now;
 };
 
 }  // namespace agentbox::api

@@ -45,6 +45,40 @@ void print_list(const nlohmann::json& answer) {
                              contexts_text(a), a.value("user", ""));
 }
 
+// --stale: what [accounts] forget_after_days would take. EMPTY says whether the volume holds
+// nothing but a new account's: only those are forgotten, the rest stay whatever their age.
+void print_stale(const nlohmann::json& answer) {
+  const nlohmann::json& accounts = answer["accounts"];
+  const uint64_t days = answer.value("stale_days", uint64_t{0});
+  if (accounts.empty()) {
+    std::cout << "no account idle for " << days << " days or more\n";
+    return;
+  }
+  std::cout << accounts.size() << " account(s) idle for " << days << " days or more\n";
+  const std::string row = "{:<24} {:>8} {:<20} {:<22} {:<6} {}\n";
+  std::cout << fmt::format(fmt::runtime(row), "NAME", "UID", "LAST ACTIVE", "DISK", "EMPTY", "USER");
+  for (const nlohmann::json& a : accounts) {
+    const nlohmann::json empty = a.contains("empty") ? a["empty"] : nlohmann::json();
+    std::cout << fmt::format(fmt::runtime(row), a.value("name", ""), a.value("uid", 0),
+                             utc_time(a.value("last_active", 0.0)), disk_text(a["disk"]),
+                             empty.is_boolean() ? (empty.get<bool>() ? "yes" : "no") : "-", a.value("user", ""));
+  }
+}
+
+// --days as typed: a whole number of days, 1 to 36500; "" leaves the daemon's default.
+std::string stale_query(const AccountsOptions& o) {
+  if (!o.stale) {
+    if (!o.days.empty()) throw AdminError("--days goes with --stale");
+    return "";
+  }
+  if (o.days.empty()) return "?stale=true";
+  const bool digits = o.days.size() <= 5 && o.days.find_first_not_of("0123456789") == std::string::npos;
+  const long days = digits ? std::stol(o.days) : 0;
+  if (days < 1 || days > 36500)
+    throw AdminError("--days must be a whole number of days from 1 to 36500, not " + o.days);
+  return "?stale_days=" + std::to_string(days);
+}
+
 // Asked on a terminal; elsewhere --yes is required, so a script never deletes by accident.
 bool confirmed(const AccountsOptions& o) {
   if (o.yes) return true;
@@ -75,6 +109,9 @@ void add_accounts_options(CLI::App& accounts, AccountsOptions& o) {
   auto* list = accounts.add_subcommand("list", "Every account: uid, box, disk and file usage, last activity");
   add_admin_target_options(*list, o.target);
   list->add_flag("--json", o.json, "Print the daemon's JSON answer");
+  list->add_flag("--stale", o.stale,
+                 "Only accounts not seen for --days days: what [accounts] forget_after_days would forget (EMPTY)");
+  list->add_option("--days", o.days, "With --stale: days (default forget_after_days, else 30)")->type_name("N");
   auto* del = accounts.add_subcommand("delete", "Stop an account's box and move its files to the trash");
   add_admin_target_options(*del, o.target);
   del->add_option("user", o.user, "Account name or user id")->required();
@@ -94,9 +131,12 @@ void add_accounts_options(CLI::App& accounts, AccountsOptions& o) {
 int run_accounts(CLI::App& accounts, const AccountsOptions& o) {
   try {
     if (accounts.got_subcommand("list")) {
-      nlohmann::json r = AdminClient(find_admin_target(o.target)).get("/admin/accounts");
+      const std::string query = stale_query(o);
+      nlohmann::json r = AdminClient(find_admin_target(o.target)).get("/admin/accounts" + query);
       if (o.json)
         std::cout << r.dump(2) << "\n";
+      else if (o.stale)
+        print_stale(r);
       else
         print_list(r);
       return 0;

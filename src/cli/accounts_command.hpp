@@ -18,6 +18,11 @@ struct AccountsOptions {
   std::string user;   // delete: account name or external id
   bool yes = false;   // delete: no question asked
   MoveOptions move;   // move
+
+  // list --stale: only accounts not seen for `days` days, as typed ("" the daemon's default:
+  // forget_after_days, else 30).
+  bool stale = false;
+  std::string days;
 };
 
 // Adds the subcommands and options of `accounts` to it; run_accounts() runs whichever was parsed.

@@ -79,7 +79,7 @@ void set_admin_key(ServerConfig& c, std::string_view text) {
   c.admin_key = std::string(text);
 }
 
-constexpr std::array<TomlField<ServerConfig>, 48> kFields = {{
+constexpr std::array<TomlField<ServerConfig>, 49> kFields = {{
     {"listen", [](ServerConfig& c, const toml::node& v) { set_listen(c, toml_string(v)); }},
     {"state_dir", [](ServerConfig& c, const toml::node& v) { set_state_dir(c, toml_string(v)); }},
     {"api_key", [](ServerConfig& c, const toml::node& v) { set_api_key(c, toml_string(v)); }},
@@ -149,6 +149,10 @@ constexpr std::array<TomlField<ServerConfig>, 48> kFields = {{
     {"accounts.attached",
      [](ServerConfig& c, const toml::node& v) {
        c.accounts.attached = static_cast<size_t>(toml_integer(v, 0, INT32_MAX));
+     }},
+    {"accounts.forget_after_days",
+     [](ServerConfig& c, const toml::node& v) {
+       c.accounts.forget_after_days = static_cast<uint32_t>(toml_integer(v, 0, 36500));
      }},
     {"box.memory", [](ServerConfig& c, const toml::node& v) { c.box.memory_bytes = toml_size(v); }},
     {"box.pids",

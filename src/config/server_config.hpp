@@ -15,7 +15,7 @@
 //              when full, idle and unauthenticated ones are closed first to make room)
 //   [accounts] uid_base = 1000000  uid_count = 65536  idle_timeout = 900
 //              max_active = 1000  start_timeout = 30  file_ops = 2  open_homes = 256
-//              spare_volumes = 2
+//              spare_volumes = 2  forget_after_days = 0
 //              new_per_minute = 600  max_accounts = 0   (new users past either: 429 / 503)
 //              disk = "10G"  inodes = 1000000  trash_days = 7   (config/storage_config.hpp)
 //   [accounts.users."ID"] disk = "50G"  inodes = 2000000
@@ -107,6 +107,7 @@ struct ServerConfig {
     size_t max_accounts = 0;                 // accounts held at most; 0: as many as the uid range has
     std::chrono::seconds volume_idle{300};   // a volume nothing uses this long is detached (1-86400)
     size_t attached = 0;                     // volumes attached at once, idle ones detached first; 0: no cap
+    uint32_t forget_after_days = 0;          // an empty home not used this long loses its volume; 0: never
   } accounts;
 
   StorageConfig storage;  // [accounts] disk, inodes, trash_days, [accounts.users."ID"]

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "accounts/account_forgetting.hpp"
 #include "accounts/workspace_sweep.hpp"
 #include "agent/warm_clis.hpp"
 #include "api/health.hpp"
@@ -76,10 +77,21 @@ std::chrono::seconds trash_upkeep_interval() {
   return std::chrono::seconds(60);
 }
 
+// The clock of what counts in days (unix seconds): the workspaces' sweep, the forgetting of
+// stale accounts and `accounts list --stale`. Test hook (tests/e2e/test_workspaces.py,
+// test_forget_accounts.py): the unix time written in the file AGENTBOX_TEST_WORKSPACE_CLOCK
+// names, when it holds one, so a test moves days ahead at once.
+std::function<int64_t()> days_clock() {
+  const char* file = ::getenv("AGENTBOX_TEST_WORKSPACE_CLOCK");
+  return [clock = std::string(file ? file : "")] {
+    int64_t t = 0;
+    if (!clock.empty() && (std::ifstream(clock) >> t) && t > 0) return t;
+    return static_cast<int64_t>(::time(nullptr));
+  };
+}
+
 // What the workspaces' sweep reads (accounts/workspace_sweep.hpp): the profiles in force, the
-// boxes not stopped, and the clock. Test hook (tests/e2e/test_workspaces.py): the unix time
-// written in the file AGENTBOX_TEST_WORKSPACE_CLOCK names, when it holds one, so a test moves
-// days ahead at once.
+// boxes not stopped, and the clock (days_clock).
 accounts::WorkspaceSweep::Sources workspace_sweep_sources(std::shared_ptr<ProfileTable> profiles, BoxManager& manager) {
   accounts::WorkspaceSweep::Sources s;
   s.keeping = [profiles] {
@@ -98,12 +110,7 @@ accounts::WorkspaceSweep::Sources workspace_sweep_sources(std::shared_ptr<Profil
     for (const auto& [key, state] : states.get()) busy.insert(key);
     return busy;
   };
-  s.now = [clock = std::string(::getenv("AGENTBOX_TEST_WORKSPACE_CLOCK") ? ::getenv("AGENTBOX_TEST_WORKSPACE_CLOCK")
-                                                                         : "")] {
-    int64_t t = 0;
-    if (!clock.empty() && (std::ifstream(clock) >> t) && t > 0) return t;
-    return static_cast<int64_t>(::time(nullptr));
-  };
+  s.now = days_clock();
   return s;
 }
 
@@ -397,6 +404,19 @@ Daemon::Daemon(ServerConfig config, ServeOptions options)
   auto sweep =
       std::make_shared<accounts::WorkspaceSweep>(callers_, accounts_, workspace_sweep_sources(profiles_, manager_));
   trash_upkeep_.add_pass([sweep] { sweep->run_once(); });
+  // [accounts] forget_after_days (with quotas: an image to delete): another pass of that
+  // thread, every five minutes at most (a test's upkeep interval when it sets one).
+  if (config_.accounts.forget_after_days > 0 && volumes_->backend().kind() == VolumeKind::loop_image) {
+    auto forget = std::make_shared<accounts::AccountForgetting>(
+        *volumes_, accounts_,
+        accounts::AccountForgetting::Sources{.days = config_.accounts.forget_after_days,
+                                             .now = days_clock(),
+                                             .busy = [this] { return accounts_with_boxes(std::chrono::seconds(5)); },
+                                             .every = ::getenv("AGENTBOX_TEST_TRASH_UPKEEP_SECONDS")
+                                                          ? trash_upkeep_interval()
+                                                          : std::chrono::seconds(300)});
+    trash_upkeep_.add_pass([forget] { forget->run_due(); });
+  }
   // The request counters' slots, one per route of the table now served (metrics/http_requests.hpp).
   std::vector<metrics::RouteName> names;
   for (const http::Route& r : http_.router().routes())
@@ -491,6 +511,8 @@ api::Services Daemon::services_of() {
   s.idle_timeout = config_.accounts.idle_timeout;
   s.metrics_page = [this] { return metrics_page(); };
   s.readiness = [this] { return readiness_.failing(); };
+  s.forget_after_days = config_.accounts.forget_after_days;
+  s.days_now = days_clock();
   return s;
 }
 
@@ -610,18 +632,22 @@ void Daemon::reload() {
 // processes and terminals) keeps its volume; requests, uploads, moves and restores hold a
 // lease. The box manager is asked on the detaching thread, a bounded wait.
 void Daemon::start_idle_volumes() {
-  auto pinned = [this]() -> std::optional<std::set<std::string>> {
-    auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
-    std::future<std::map<std::string, std::string>> states = answer->get_future();
-    manager_.box_states([answer](std::map<std::string, std::string> s) { answer->set_value(std::move(s)); });
-    if (states.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return std::nullopt;
-    std::set<std::string> accounts;
-    for (const auto& [box, state] : states.get()) accounts.insert(std::string(account_of_box(box)));
-    return accounts;
-  };
+  auto pinned = [this] { return accounts_with_boxes(std::chrono::seconds(5)); };
   idle_volumes_.emplace(
       *volumes_, IdleVolumePolicy{.idle = config_.accounts.volume_idle, .max_attached = config_.accounts.attached},
       std::move(pinned), [this](const std::string& name) { callers_.close_home(name); });
+}
+
+// The accounts with a box starting, running or stopping (any of their profiles' or contexts'),
+// as the box loop answers; nullopt when it does not within `wait`.
+std::optional<std::set<std::string>> Daemon::accounts_with_boxes(std::chrono::seconds wait) {
+  auto answer = std::make_shared<std::promise<std::map<std::string, std::string>>>();
+  std::future<std::map<std::string, std::string>> states = answer->get_future();
+  manager_.box_states([answer](std::map<std::string, std::string> s) { answer->set_value(std::move(s)); });
+  if (states.wait_for(wait) != std::future_status::ready) return std::nullopt;
+  std::set<std::string> accounts;
+  for (const auto& [box, state] : states.get()) accounts.insert(std::string(account_of_box(box)));
+  return accounts;
 }
 
 // The shutdown: what serves stops before what it uses, each step after the ones that could still

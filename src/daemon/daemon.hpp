@@ -14,8 +14,11 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "accounts/creation_rate.hpp"
 #include "accounts/directory.hpp"
@@ -95,6 +98,7 @@ struct Daemon {
   void start_audit();
   std::string metrics_page();
   void start_idle_volumes();
+  std::optional<std::set<std::string>> accounts_with_boxes(std::chrono::seconds wait);
   http::Router metrics_routes();
 
   // ---- What this daemon is: settled before anything is made, kept to the end ------------------

@@ -1,5 +1,6 @@
 #include "daemon/metrics_page.hpp"
 
+#include "accounts/account_forgetting.hpp"
 #include "audit/trail.hpp"
 #include "metrics/events.hpp"
 #include "metrics/exposition.hpp"
@@ -142,6 +143,9 @@ std::string metrics_page(const MetricsSources& s) {
   one(out, "agentbox_volume_detaches_total", "counter",
       "Account volumes detached: idle, over [accounts] attached, or let go (account deleted).",
       load(m.volume_detaches));
+  one(out, "agentbox_accounts_forgotten_total", "counter",
+      "Empty volumes of accounts not seen for [accounts] forget_after_days, deleted (the accounts stay).",
+      static_cast<double>(accounts::accounts_forgotten_total()));
   if (s.mirror) write_mirror(out, *s.mirror);
   write_audit(out);
   metrics::write_process_stats(out);

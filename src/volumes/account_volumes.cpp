@@ -238,6 +238,25 @@ VolumeUsage AccountVolumes::usage(const std::string& name) const {
   return none;
 }
 
+std::optional<uint64_t> AccountVolumes::forget_if_empty(const std::string& name) {
+  if (home_overrides_.contains(name)) return std::nullopt;  // its home is not in the volume
+  const std::shared_ptr<std::mutex> one = lock_of(name);
+  std::lock_guard forgetting(*one);  // a lease() attaching it waits here, then makes a new one
+  {
+    std::lock_guard lock(uses_->mu);
+    auto it = uses_->by_name.find(name);
+    if (it == uses_->by_name.end() || it->second.lock != one || it->second.attached || it->second.leases > 0 ||
+        retired_.contains(name))
+      return std::nullopt;
+  }
+  std::optional<uint64_t> freed = backend_->remove_if_empty(paths(name).root, volume_empty);
+  std::lock_guard lock(uses_->mu);
+  if (freed) unmirrored_.erase(name);  // nothing left to copy
+  auto it = uses_->by_name.find(name);
+  if (it != uses_->by_name.end() && !it->second.attached && it->second.leases == 0) uses_->by_name.erase(it);
+  return freed;
+}
+
 void AccountVolumes::release(const std::string& name) {
   const std::shared_ptr<std::mutex> one = lock_of(name);
   std::lock_guard releasing(*one);

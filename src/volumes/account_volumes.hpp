@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +30,15 @@
 #include "volumes/volume_lease.hpp"
 
 namespace agentbox {
+
+// The inodes a volume holds with nothing in it but what a new account starts with: ext4's
+// reserved inodes 1-10 and lost+found (11), then home, trash, daemon and daemon/logs, all four
+// empty. Any file, directory or link anywhere (a home entry, a trash item, a process log, a
+// workspace, an upload being received) takes one more.
+inline constexpr uint64_t kEmptyVolumeInodes = 15;
+// Whether a volume of that usage holds nothing but a new account's (a volume with no image,
+// never made or forgotten, counts nothing: empty).
+inline bool volume_empty(const VolumeUsage& u) { return u.inodes_used <= kEmptyVolumeInodes; }
 
 struct VolumeOwner {
   std::string name;  // the account's name (a directory name: store/account_name.hpp)
@@ -91,6 +101,12 @@ class AccountVolumes {
   // begun again).
   bool detach_unused(const std::string& name, VolumeUses::Clock::time_point unused_since,
                      const std::function<void(const std::string&)>& before_detach);
+  // The volume of an account not seen for long goes for good (accounts/account_forgetting.hpp)
+  // when it is detached, no one is attaching it (under its lock, as a detach is) and its image
+  // holds nothing but a new account's (volume_empty, read from a cleanly unmounted image). The
+  // account's next use makes a new, empty one. Returns the bytes of disk freed; nullopt when
+  // it stays.
+  std::optional<uint64_t> forget_if_empty(const std::string& name);
   // The account's home is this directory, outside its volume (`agentbox mcp` as an ordinary
   // user: the run home, which it cannot bind over the volume's). Set before the account's
   // first use.

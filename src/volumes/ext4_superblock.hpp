@@ -13,4 +13,8 @@ namespace agentbox {
 // nullopt when `image` is missing or is not ext4.
 std::optional<VolumeUsage> ext4_image_usage(const std::string& image);
 
+// Whether `image` was unmounted cleanly: no journal left to replay (the kernel marks it
+// needs_recovery while mounted), no error recorded. Only then are its counts exact.
+bool ext4_image_settled(const std::string& image);
+
 }  // namespace agentbox

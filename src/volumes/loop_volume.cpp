@@ -123,6 +123,20 @@ class LoopImageBackend final : public VolumeBackend {
     return true;
   }
 
+  std::optional<uint64_t> remove_if_empty(const std::string& dir,
+                                          const std::function<bool(const VolumeUsage&)>& empty) override {
+    if (is_mounted(dir)) return std::nullopt;
+    const std::string image = dir + ".img";
+    if (!ext4_image_settled(image)) return std::nullopt;  // a journal to replay: its counts may lag
+    std::optional<VolumeUsage> usage = ext4_image_usage(image);
+    struct stat st {};
+    if (!usage || !empty(*usage) || ::stat(image.c_str(), &st) != 0) return std::nullopt;
+    // The mount point first: one that holds anything (never ours) keeps the image too.
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return std::nullopt;
+    if (::unlink(image.c_str()) != 0) throw sys_error("unlink(" + image + ")");
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+
  private:
   SparePolicy spare_policy_;
   std::unique_ptr<SpareVolumes> spares_;  // while VOLUMES is open

@@ -15,7 +15,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace agentbox {
@@ -73,6 +75,14 @@ class VolumeBackend {
   // path into the volume fails with ENOENT until prepare() attaches it again, rather than
   // reaching the state filesystem under it.
   virtual bool detach(const std::string& /*dir*/) { return true; }
+  // The detached volume at `dir` is deleted for good (its image and mount point) when its
+  // counts, read without mounting it, are exact (it was unmounted cleanly) and `empty` says
+  // they are a new volume's. Returns the bytes of disk freed; nullopt when it stays (attached,
+  // not settled, not empty, or a backend that never forgets: plain).
+  virtual std::optional<uint64_t> remove_if_empty(const std::string& /*dir*/,
+                                                  const std::function<bool(const VolumeUsage&)>& /*empty*/) {
+    return std::nullopt;
+  }
   // The spares made ahead, while VOLUMES is open (null: none).
   virtual const SpareVolumes* spares() const { return nullptr; }
 };

@@ -562,5 +562,14 @@ TEST_F(ServerConfigTest, IdleVolumesDetachAfterFiveMinutesWithNoCapUnlessSet) {
   EXPECT_THROW(load_server_config(write_config("[accounts]\nattached = -1\n"), env_of({})), Error);
 }
 
+TEST_F(ServerConfigTest, AccountsAreNeverForgottenUnlessForgetAfterDaysIsSet) {
+  ServerConfig c = load_server_config(write_config(""), env_of({}));
+  EXPECT_EQ(c.accounts.forget_after_days, 0u) << "never";
+  c = load_server_config(write_config("[accounts]\nforget_after_days = 90\n"), env_of({}));
+  EXPECT_EQ(c.accounts.forget_after_days, 90u);
+  EXPECT_THROW(load_server_config(write_config("[accounts]\nforget_after_days = -1\n"), env_of({})), Error);
+  EXPECT_THROW(load_server_config(write_config("[accounts]\nforget_after_days = 36501\n"), env_of({})), Error);
+}
+
 }  // namespace
 }  // namespace agentbox
