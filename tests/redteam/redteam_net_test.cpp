@@ -407,6 +407,9 @@ class ServeDaemon {
 
   // The probe, in user's home (copied there on first use): its path as the box sees it.
   std::string probe_for(const std::string& user) const {
+    // A write makes the user's volume (a read of a new user makes none).
+    const Reply made = request("POST", "/files/mkdir", user, R"({"path": ".probe"})");
+    if (made.status != 200) throw Error("POST /files/mkdir: " + made.text);
     const Reply cwd = request("GET", "/files/cwd", user);
     const std::string home = cwd.body.value("home", "");
     if (cwd.status != 200 || !home.starts_with("/home/")) throw Error("GET /files/cwd: " + cwd.body.dump());
