@@ -20,6 +20,13 @@ def digest(data):
     return hashlib.sha256(data).hexdigest()
 
 
+# The daemon keeps an account's newest [exec] keep_finished finished processes (soak.py sets it):
+# the ledger holds each user's newest KEEP_CHECKED, which must stay queryable. The margin covers
+# the order the client saw them finish against the daemon's (end second, start, insertion).
+KEEP_FINISHED = 1000
+KEEP_CHECKED = KEEP_FINISHED - 200
+
+
 class Ledger:
     def __init__(self):
         self._lock = threading.Lock()
@@ -75,7 +82,10 @@ class Ledger:
 
     def finished(self, user, proc, stdout):
         with self._lock:
-            self.procs[user][proc["id"]] = (proc["status"], proc["exit_code"], stdout)
+            mine = self.procs[user]
+            mine[proc["id"]] = (proc["status"], proc["exit_code"], stdout)
+            if len(mine) > KEEP_CHECKED:
+                del mine[next(iter(mine))]  # the oldest: the daemon may have let it go
 
     def snapshot(self):
         with self._lock:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 import conftest  # noqa: E402
 import faults  # noqa: E402
 import leftovers  # noqa: E402
-from ledger import Ledger  # noqa: E402
+from ledger import KEEP_FINISHED, Ledger  # noqa: E402
 from workload import User, start  # noqa: E402
 
 # What a sanitizer or the crash report prints (as tests/e2e/test_daemon_stop.py looks for; its
@@ -98,6 +98,7 @@ spare_volumes = 1
 memory = "{self.box_memory_mib}M"
 [exec]
 output_cap = "1M"
+keep_finished = {KEEP_FINISHED}
 [policy.default]
 allow = ["origin.test"]
 allow_addresses = ["127.0.0.1/32"]
