@@ -8,10 +8,10 @@ namespace agentbox::accounts {
 
 namespace {
 
-Resolved resolve_now(AccountDirectory& callers, const http::Request& req, bool query_user_allowed) {
+Resolved resolve_now(AccountDirectory& callers, const http::Request& req, bool query_user_allowed, HomeUse use) {
   Resolved r;
   try {
-    r.caller = callers.resolve(req, query_user_allowed);
+    r.caller = callers.resolve(req, query_user_allowed, use);
   } catch (...) {
     r.error = std::current_exception();
   }
@@ -62,16 +62,16 @@ http::AsyncHandler with_caller(AccountDirectory& callers, CallerAsyncHandler han
   };
 }
 
-void resolve_caller(AccountDirectory& callers, const http::Request& req, bool query_user_allowed,
+void resolve_caller(AccountDirectory& callers, const http::Request& req, bool query_user_allowed, HomeUse use,
                     std::function<void(Resolved)> done) {
   std::shared_ptr<FairPool> pool = pool_for(callers, req, query_user_allowed);
-  if (!pool) return done(resolve_now(callers, req, query_user_allowed));
+  if (!pool) return done(resolve_now(callers, req, query_user_allowed, use));
   auto head = std::make_shared<http::Request>();
   head->headers = req.headers;
   head->query = req.query;
   head->scope = req.scope;  // the profile: which of the account's boxes
-  pool->post(user_id_of(req, query_user_allowed), [&callers, head, query_user_allowed, done = std::move(done)] {
-    done(resolve_now(callers, *head, query_user_allowed));
+  pool->post(user_id_of(req, query_user_allowed), [&callers, head, query_user_allowed, use, done = std::move(done)] {
+    done(resolve_now(callers, *head, query_user_allowed, use));
   });
 }
 

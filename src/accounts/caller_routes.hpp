@@ -60,7 +60,7 @@ struct Resolved {
 // route: resolves req's caller and calls done with it, at once on this thread when it is ready,
 // else later on a pool thread (done then moves back to its connection's own executor). Only the
 // request's head is read (its fields, query and scope). done must not throw.
-void resolve_caller(AccountDirectory& callers, const http::Request& req, bool query_user_allowed,
+void resolve_caller(AccountDirectory& callers, const http::Request& req, bool query_user_allowed, HomeUse use,
                     std::function<void(Resolved)> done);
 
 }  // namespace agentbox::accounts

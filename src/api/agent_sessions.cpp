@@ -69,7 +69,7 @@ json chat_of(const accounts::Caller& caller, const std::string& cwd) {
 }
 
 Response list_sessions(accounts::AccountDirectory& callers, const Request& req) {
-  accounts::Caller caller = callers.resolve(req);
+  accounts::Caller caller = callers.resolve(req, false, accounts::HomeUse::read);  // only reads
   std::vector<GlobMatch> found = transcripts(caller, "*/*.jsonl", kMaxSessions);
   std::sort(found.begin(), found.end(), [](const GlobMatch& a, const GlobMatch& b) { return a.modified > b.modified; });
   json sessions = json::array();
@@ -108,7 +108,7 @@ Format format_of(const Request& req) {
 
 Response get_session(accounts::AccountDirectory& callers, const Request& req) {
   const Format format = format_of(req);
-  accounts::Caller caller = callers.resolve(req);
+  accounts::Caller caller = callers.resolve(req, false, accounts::HomeUse::read);  // only reads
   const std::string& id = req.param("id");
   if (!agent::is_session_id(id)) throw HttpError(http::status::not_found, "Session not found");
   std::vector<GlobMatch> found = transcripts(caller, "*/" + id + ".jsonl", 1);

@@ -298,15 +298,18 @@ StreamCheck check_stream(const Request& req) {
 }
 
 // The route's handler: the user named (user_id_of), the request checked (check), then the
-// caller resolved (with_caller) and handed with what was checked to act.
+// caller resolved (with_caller) and handed with what was checked to act. The routes on a process
+// only read: an account with no volume has started none, and gets no volume to say so.
 template <class Checked, class Act>
-AsyncHandler checked_first(accounts::AccountDirectory& callers, Checked (*check)(const Request&), Act act) {
-  return [&callers, check, act](const Request& req, Writer writer) {
+AsyncHandler checked_first(accounts::AccountDirectory& callers, Checked (*check)(const Request&), Act act,
+                           accounts::HomeUse use = accounts::HomeUse::read) {
+  return [&callers, check, act, use](const Request& req, Writer writer) {
     accounts::user_id_of(req);  // throws the 400 of a request naming no user
     auto checked = std::make_shared<Checked>(check(req));
-    auto resolved =
-        with_caller(callers, accounts::CallerAsyncHandler([checked, act](const Request&, const Caller& caller,
-                                                                         Writer w) { act(caller, *checked, w); }));
+    auto resolved = with_caller(callers,
+                                accounts::CallerAsyncHandler([checked, act](const Request&, const Caller& caller,
+                                                                            Writer w) { act(caller, *checked, w); }),
+                                false, use);
     resolved(req, std::move(writer));
   };
 }
@@ -346,33 +349,35 @@ void add_execute_routes(Router& router, const Services& s) {
                      return Response::json(list);
                    }));
 
-  router.add_async(
-      http::verb::post, "/execute",
-      checked_first(
-          callers, check_start, [boxes, table](const Caller& caller, StartCheck& checked, const Writer& writer) {
-            ExecBody& body = checked.body;
-            HomePath cwd = caller.home->path(body.cwd.value_or(""), caller.cwd);
-            if (!is_directory(*caller.home, cwd))
-              throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
+  router.add_async(http::verb::post, "/execute",
+                   checked_first(
+                       callers, check_start,
+                       [boxes, table](const Caller& caller, StartCheck& checked, const Writer& writer) {
+                         ExecBody& body = checked.body;
+                         HomePath cwd = caller.home->path(body.cwd.value_or(""), caller.cwd);
+                         if (!is_directory(*caller.home, cwd))
+                           throw FsError(FsErrorKind::not_found, "Directory not found: " + cwd.shown);
 
-            exec::StartRequest start;
-            start.box = boxes->spec_for(caller.account, caller.place());
-            start.command = body.command;
-            start.chat = caller.session_id;
-            start.spawn =
-                exec::shell_spawn_request(start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
-            start.stdin_data = std::move(body.stdin_data);
-            if (body.timeout) start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
-            // The box answers on the loop; the request waits there, holding no thread.
-            table->start(std::move(start), [table, account = caller.box, read = checked.read, wait = checked.wait,
-                                            writer](exec::StartOutcome started) {
-              if (started.error) {
-                writer->send(error_response_for(started.error, "POST /execute", "Command"));
-                return;
-              }
-              wait_and_answer(*table, account, started.id, read, /*until_output=*/false, wait, writer);
-            });
-          }));
+                         exec::StartRequest start;
+                         start.box = boxes->spec_for(caller.account, caller.place());
+                         start.command = body.command;
+                         start.chat = caller.session_id;
+                         start.spawn = exec::shell_spawn_request(
+                             start.box, {body.command, cwd.shown, std::move(body.env), body.pty});
+                         start.stdin_data = std::move(body.stdin_data);
+                         if (body.timeout)
+                           start.timeout = std::chrono::milliseconds(static_cast<int64_t>(*body.timeout * 1000));
+                         // The box answers on the loop; the request waits there, holding no thread.
+                         table->start(std::move(start), [table, account = caller.box, read = checked.read,
+                                                         wait = checked.wait, writer](exec::StartOutcome started) {
+                           if (started.error) {
+                             writer->send(error_response_for(started.error, "POST /execute", "Command"));
+                             return;
+                           }
+                           wait_and_answer(*table, account, started.id, read, /*until_output=*/false, wait, writer);
+                         });
+                       },
+                       accounts::HomeUse::write));
 
   router.add_async(
       http::verb::get, "/execute/{id}/status",

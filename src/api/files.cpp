@@ -192,8 +192,15 @@ Response delete_entry(const FileContext& ctx, const Request& req) {
 }
 
 Response move_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
   json body = parse_json_object(req);
+  // Resolved as a read first: an account with no volume has nothing to move, and gets no volume
+  // to say so; a source that is there (the home itself: refused by move_entry) needs the disk.
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  if (!caller.volume) {
+    struct stat st {};
+    caller.home->existing_entry(path_of(caller, required_string(body, "source")), st);
+    caller = ctx.callers.resolve(req);
+  }
   HomePath source = path_of(caller, required_string(body, "source"));
   HomePath destination = path_of(caller, required_string(body, "destination"));
   MoveResult r = move_entry(*caller.home, source, destination);

@@ -146,14 +146,14 @@ void add_notebook_routes(Router& router, const Services& s) {
   });
 
   router.add_async(http::verb::get, "/notebooks/{id}",
-                   accounts::with_caller(callers, [kernels](const Request& req, const accounts::Caller& caller) {
+                   accounts::with_reader(callers, [kernels](const Request& req, const accounts::Caller& caller) {
                      auto info = kernels->get(caller.box, req.param("id"));
                      if (!info) notebook_not_found();
                      return Response::json(info_json(*info));
                    }));
 
   router.add_async(http::verb::delete_, "/notebooks/{id}",
-                   accounts::with_caller(callers, [kernels](const Request& req, const accounts::Caller& caller) {
+                   accounts::with_reader(callers, [kernels](const Request& req, const accounts::Caller& caller) {
                      if (!kernels->close(caller.box, req.param("id"))) notebook_not_found();
                      return Response::json({{"status", "stopped"}});
                    }));

@@ -109,7 +109,7 @@ void add_proxy_routes(Router& router, const Services& s) {
   const ProxyOptions options = s.proxy_options;
   router.add_async(
       http::verb::get, "/ports",
-      with_caller(callers, [&boxes](const Request&, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
+      with_reader(callers, [&boxes](const Request&, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
         boxes.list_ports(caller.box, [writer](std::vector<exec::AccountBoxes::ListeningPort> ports) {
           writer->send(Response::json(ports_json(ports)));
         });
@@ -119,7 +119,8 @@ void add_proxy_routes(Router& router, const Services& s) {
     auto strand = conn.socket.get_executor();
     auto session = std::make_shared<ProxySession>(std::move(conn), options);
     // The caller at once when ready, else from the pool: back on the connection's strand.
-    accounts::resolve_caller(callers, session->request(), /*query_user_allowed=*/true,
+    // A box's port: an account with no volume has no box to proxy to, and gets no volume for it.
+    accounts::resolve_caller(callers, session->request(), /*query_user_allowed=*/true, accounts::HomeUse::read,
                              [strand, session, &boxes](accounts::Resolved resolved) {
                                boost::asio::dispatch(strand, [session, &boxes, resolved = std::move(resolved)] {
                                  proxy_to_box(*session, boxes, resolved);

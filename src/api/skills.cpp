@@ -50,7 +50,7 @@ std::vector<SkillRoot> roots_of(const SkillContext& ctx, const accounts::Caller&
 }
 
 Response list(const SkillContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);  // only reads
   std::optional<ConfinedDir> operator_home;
   json out = json::array();  // a bare array, as Open WebUI reads it
   for (const SkillSummary& s : list_skills(roots_of(ctx, caller, operator_home)))
@@ -59,8 +59,8 @@ Response list(const SkillContext& ctx, const Request& req) {
 }
 
 Response read(const SkillContext& ctx, const Request& req, const std::string& name) {
-  accounts::Caller caller = ctx.callers.resolve(req);
-  if (!is_skill_name(name)) skill_not_found(name);  // a path is no skill
+  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);  // only reads
+  if (!is_skill_name(name)) skill_not_found(name);                                     // a path is no skill
   std::optional<ConfinedDir> operator_home;
   std::optional<Skill> s = read_skill(roots_of(ctx, caller, operator_home), name);
   if (!s) skill_not_found(name);

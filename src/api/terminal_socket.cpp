@@ -259,7 +259,8 @@ void TerminalSocket::attach() {
   update_interest();
   std::weak_ptr<TerminalSocket> weak = weak_from_this();
   TerminalLoop* loop = &loop_;
-  accounts::resolve_caller(ctx_->callers, request_, /*query_user_allowed=*/true,
+  // Attaching finds a terminal the account has, never makes one: an account with no volume gets none.
+  accounts::resolve_caller(ctx_->callers, request_, /*query_user_allowed=*/true, accounts::HomeUse::read,
                            [weak, loop](accounts::Resolved resolved) {
                              if (loop->on_loop_thread()) {  // at once, inside on_ready: it flushes
                                if (auto self = weak.lock()) self->on_caller(resolved);

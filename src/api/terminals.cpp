@@ -80,23 +80,24 @@ void add_terminal_routes(Router& router, const Services& s) {
         }
         // The caller at once when ready, else from the pool: back on the connection's strand.
         auto conn = std::make_shared<Takeover>(std::move(t));
-        accounts::resolve_caller(callers, conn->request, false, [conn, &terminals](accounts::Resolved resolved) {
-          auto strand = conn->socket.get_executor();
-          boost::asio::dispatch(strand, [conn, &terminals, resolved = std::move(resolved)] {
-            Response r;
-            try {
-              r = describe(terminals, conn->request, resolved.get());
-            } catch (...) {
-              r = error_response_for(std::current_exception(), "GET /api/terminals/{id}");
-            }
-            respond_and_close(std::move(*conn), std::move(r));
-          });
-        });
+        accounts::resolve_caller(callers, conn->request, false, accounts::HomeUse::read,
+                                 [conn, &terminals](accounts::Resolved resolved) {
+                                   auto strand = conn->socket.get_executor();
+                                   boost::asio::dispatch(strand, [conn, &terminals, resolved = std::move(resolved)] {
+                                     Response r;
+                                     try {
+                                       r = describe(terminals, conn->request, resolved.get());
+                                     } catch (...) {
+                                       r = error_response_for(std::current_exception(), "GET /api/terminals/{id}");
+                                     }
+                                     respond_and_close(std::move(*conn), std::move(r));
+                                   });
+                                 });
       },
       RouteOptions{.auth_in_handler = true});
 
   router.add_async(http::verb::delete_, "/api/terminals/{id}",
-                   with_caller(callers, [&terminals](const Request& req, const Caller& caller,
+                   with_reader(callers, [&terminals](const Request& req, const Caller& caller,
                                                      std::shared_ptr<ResponseWriter> writer) {
                      terminals.remove(caller.box, req.param("id"), [writer](bool found) {
                        writer->send(found ? Response::json({{"status", "deleted"}})

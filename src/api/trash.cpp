@@ -28,6 +28,23 @@ json item_json(const TrashItem& t, uint32_t trash_days) {
   return j;
 }
 
+// DELETE /files/trash: one item (?id=) or all of them, for good.
+Response empty_trash(accounts::AccountDirectory& callers, const Request& req) {
+  // An account with no volume has deleted nothing: none is made to say so.
+  accounts::Caller caller = callers.resolve(req, false, accounts::HomeUse::read);
+  auto id = req.query_param("id");
+  if (!caller.volume) {
+    if (id) throw FsError(FsErrorKind::not_found, "Not in the trash: " + *id);
+    return Response::json({{"deleted", 0}});
+  }
+  Trash trash(callers.volume_of(caller.account).trash, *caller.home);
+  if (id) {
+    trash.remove(*id);
+    return Response::json({{"deleted", 1}});
+  }
+  return Response::json({{"deleted", trash.clear()}});
+}
+
 }  // namespace
 
 void add_trash_routes(Router& router, const Services& s) {
@@ -54,9 +71,11 @@ void add_trash_routes(Router& router, const Services& s) {
   router.add_async(
       http::verb::post, "/files/trash/restore",
       offload(pool, Handler([&callers, manager = s.manager](const Request& req) {
-                accounts::Caller caller = callers.resolve(req);
                 json body = parse_json_object(req);
                 const std::string id = required_string(body, "id");
+                // An account with no volume has nothing to restore, and gets no volume to say so.
+                accounts::Caller caller = callers.resolve(req, false, accounts::HomeUse::read);
+                if (!caller.volume) throw FsError(FsErrorKind::not_found, "Not in the trash: " + id);
                 std::optional<HomePath> to;
                 if (auto path = optional_string(body, "path")) to = caller.home->path(*path, caller.cwd);
                 Trash trash(callers.volume_of(caller.account).trash, *caller.home);
@@ -69,16 +88,8 @@ void add_trash_routes(Router& router, const Services& s) {
                 return Response::json({{"path", r.path}, {"replaced", r.replaced ? json(*r.replaced) : json(nullptr)}});
               })));
 
-  router.add_async(http::verb::delete_, "/files/trash", offload(pool, Handler([&callers](const Request& req) {
-                                                                  accounts::Caller caller = callers.resolve(req);
-                                                                  Trash trash(callers.volume_of(caller.account).trash,
-                                                                              *caller.home);
-                                                                  if (auto id = req.query_param("id")) {
-                                                                    trash.remove(*id);
-                                                                    return Response::json({{"deleted", 1}});
-                                                                  }
-                                                                  return Response::json({{"deleted", trash.clear()}});
-                                                                })));
+  router.add_async(http::verb::delete_, "/files/trash",
+                   offload(pool, Handler([&callers](const Request& req) { return empty_trash(callers, req); })));
 }
 
 }  // namespace agentbox::api

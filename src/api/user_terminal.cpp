@@ -52,7 +52,7 @@ void add_user_terminal_routes(Router& router, const Services& s) {
 
   router.add_async(
       http::verb::get, "/user-terminal/read",
-      with_caller(
+      with_reader(
           callers, [&terminals](const Request& req, const Caller& caller, std::shared_ptr<ResponseWriter> writer) {
             const int64_t lines = query_int(req, "lines", 1, kMaxLines).value_or(kDefaultLines);
             exec::TerminalInfo t = attached_terminal(terminals, caller);

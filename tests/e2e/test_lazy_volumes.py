@@ -4,13 +4,16 @@ answer as an empty home would (a listing with no entries, a 404 for a path, no m
 trash, nothing used of the quota) and no image, loop device or mount is made for it; the first
 write makes exactly one image, even when a read of the same new user races with it.
 """
+import asyncio
 import concurrent.futures
+import json
 import os
 import subprocess
 import time
 import uuid
 
 import pytest
+import websockets
 
 from conftest import running_daemon
 
@@ -127,6 +130,18 @@ def test_new_users_who_only_list_their_home_cost_no_image_until_one_writes(lazy)
     assert os.listdir(os.path.join(lazy.state_dir, "empty-home")) == []
 
 
+async def terminal_socket_closes(d, user, terminal):
+    """A terminal WebSocket's close code after its auth frame (None if it stayed open)."""
+    url = f"ws://127.0.0.1:{d.port}/api/terminals/{terminal}"
+    async with websockets.connect(url, extra_headers={"X-User-Id": user}, open_timeout=15, ping_interval=None) as ws:
+        await ws.send(json.dumps({"type": "auth", "token": d.api_key}))
+        try:
+            await asyncio.wait_for(ws.recv(), 15)
+        except websockets.ConnectionClosed:
+            return ws.close_code
+    return None
+
+
 def test_reads_of_a_user_without_a_volume_answer_as_an_empty_home(lazy):
     user = f"reader-{uuid.uuid4().hex[:8]}"
     before = images(lazy)
@@ -154,6 +169,27 @@ def test_reads_of_a_user_without_a_volume_answer_as_an_empty_home(lazy):
         # Deleting nothing finds nothing, and makes nothing to find it in.
         r = c.delete("/files/delete", params={"path": "missing.txt"})
         assert r.status_code == 404, r.text
+        r = c.post("/files/move", json={"source": "missing.txt", "destination": "b.txt"})
+        assert r.status_code == 404, r.text
+        assert c.delete("/files/trash").json() == {"deleted": 0}
+        assert c.delete("/files/trash", params={"id": "1-x"}).status_code == 404
+        assert c.post("/files/trash/restore", json={"id": "1-x"}).status_code == 404
+        # What only a box makes (processes, terminals, kernels, ports) is not there to find.
+        assert c.get("/ports").json() == {"ports": []}
+        assert c.get("/agent/sessions").json() == {"sessions": []}
+        assert c.get("/agent/sessions/0b7c8f6e-5a4d-4c3b-9a2f-1e0d9c8b7a6f").status_code == 404
+        assert c.get("/skills").status_code == 200 and c.get("/skills/none").status_code == 404
+        for method, path in (("GET", "/execute/p1/status"), ("GET", "/execute/p1/stream"),
+                             ("DELETE", "/execute/p1"), ("GET", "/notebooks/n1"), ("DELETE", "/notebooks/n1"),
+                             ("GET", "/api/terminals/t1"), ("DELETE", "/api/terminals/t1")):
+            r = c.request(method, path)
+            assert r.status_code == 404, (method, path, r.text)
+        assert c.post("/execute/p1/input", json={"input": "x"}).status_code == 404
+        r = c.get("/user-terminal/read", headers={"X-Session-Id": "chat-1"})
+        assert r.status_code == 404, r.text
+        r = c.get("/proxy/8080/")
+        assert r.status_code == 502 and "no box is running" in r.json()["detail"], r.text
+        assert asyncio.run(terminal_socket_closes(lazy, user, "t1")) == 4004  # no such terminal
         # A write goes nowhere near the empty home the reads were given: it makes the volume.
         assert images(lazy) == before
         disk = accounts(lazy)[user]["disk"]

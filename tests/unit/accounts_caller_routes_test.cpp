@@ -193,7 +193,7 @@ TEST_F(CallerRoutesTest, ASlowNewVolumeDelaysOnlyItsOwnUser) {
 TEST_F(CallerRoutesTest, ResolveCallerAnswersAtOnceWhenReadyElseFromThePool) {
   const auto resolved_on = [&](const std::string& user) {
     std::promise<std::pair<std::thread::id, std::string>> got;
-    resolve_caller(*callers_, request(user), false, [&](Resolved r) {
+    resolve_caller(*callers_, request(user), false, HomeUse::write, [&](Resolved r) {
       std::string name;
       try {
         name = r.get().account.name;
