@@ -1,7 +1,9 @@
 #include "accounts/account_forgetting.hpp"
 
+#include <algorithm>
 #include <atomic>
 
+#include "audit/trail.hpp"
 #include "util/log.hpp"
 
 namespace agentbox::accounts {
@@ -52,6 +54,8 @@ size_t AccountForgetting::run_once() {
       if (!freed) continue;
       ++forgotten;
       forgotten_total.fetch_add(1, std::memory_order_relaxed);
+      auto a = std::find_if(accounts.begin(), accounts.end(), [&](const Account& x) { return x.name == name; });
+      audit::account(audit::AccountActivity::forget, name, a != accounts.end() ? a->external_id : std::string());
       log::info("accounts", "the empty volume of {} (not seen for {} days or more) is forgotten: {} bytes freed", name,
                 sources_.days, *freed);
     } catch (const std::exception& e) {

@@ -176,14 +176,17 @@ json process_activity(const ProcessEvent& p) {
 
 json account_change(const AccountEvent& a) {
   static constexpr std::pair<int, std::string_view> kActivities[] = {
-      {1, "Create"}, {6, "Delete"}, {99, "Move In"}, {99, "Restore"}};
+      {1, "Create"}, {6, "Delete"}, {99, "Move In"}, {99, "Restore"}, {99, "Forget"}};
   auto [id, name] = kActivities[static_cast<size_t>(a.activity)];
   json e = base(kAccountChange, "Account Change", id, name, true, a.time_ms);
   e["user"] = user_object(a.user, a.account);
-  // Only the account's own first request creates it; the operator deletes, moves and restores.
-  const bool by_operator = a.activity != AccountActivity::create;
+  // Only the account's own first request creates it; the operator deletes, moves and restores;
+  // the daemon itself forgets.
   json actor = user_object(a.user, a.account);
-  if (by_operator) actor = {{"type_id", 2}, {"type", "Admin"}};
+  if (a.activity == AccountActivity::forget)
+    actor = {{"type_id", 3}, {"type", "System"}};
+  else if (a.activity != AccountActivity::create)
+    actor = {{"type_id", 2}, {"type", "Admin"}};
   e["actor"] = json::object();
   e["actor"]["user"] = std::move(actor);
   return e;

@@ -88,8 +88,9 @@ struct ProcessEvent {
   std::string failure;
 };
 
-// An account created, deleted, moved in or restored (Account Change, 3001).
-enum class AccountActivity : std::uint8_t { create, remove, move_in, restore };
+// An account created, deleted, moved in, restored, or its empty volume forgotten by the daemon
+// ([accounts] forget_after_days: the account and its uid stay) (Account Change, 3001).
+enum class AccountActivity : std::uint8_t { create, remove, move_in, restore, forget };
 struct AccountEvent {
   std::int64_t time_ms = 0;
   AccountActivity activity = AccountActivity::create;

@@ -2,10 +2,12 @@
 an account with an empty home and no activity for that many days is deleted (its image gone,
 its disk free); the account and its uid stay, so when the user comes back their id maps to a
 fresh, empty home, with the same uid, and no new account is counted. A home with anything in it
-is never forgotten, whatever its age, nor is a user whose box is running. `agentbox accounts
-list --stale` shows beforehand what would go. Days pass on the test clock
+is never forgotten, whatever its age, nor is a user whose box is running. Each forget is an
+Account Change event of the audit trail. `agentbox accounts list --stale` shows beforehand what
+would go. Days pass on the test clock
 (AGENTBOX_TEST_WORKSPACE_CLOCK, the daemon's clock of days).
 """
+import json
 import os
 import subprocess
 import time
@@ -25,6 +27,9 @@ inodes = 4000
 spare_volumes = 0
 volume_idle = {IDLE}
 forget_after_days = 1
+
+[audit]
+level = "METADATA"
 """
 TAG = uuid.uuid4().hex[:8]
 
@@ -51,6 +56,15 @@ def set_clock(d, unix_seconds):
     with open(d.clock + ".new", "w") as f:
         f.write(str(int(unix_seconds)))
     os.replace(d.clock + ".new", d.clock)
+
+
+def audit_events(d):
+    """The events of the daemon's audit trail so far (STATE/audit/audit.jsonl)."""
+    try:
+        with open(os.path.join(d.state_dir, "audit", "audit.jsonl")) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 def admin(d):
@@ -151,6 +165,14 @@ def test_empty_stale_homes_are_forgotten_and_come_back_fresh_while_others_stay(d
         gone = lambda: not os.path.exists(image(d, names["lister"])) and not os.path.exists(image(d, names["deleter"]))
         assert wait_until(gone, IDLE + 30), d.log_tail()
         assert metric(d, "agentbox_accounts_forgotten_total") == forgotten + 2
+        # Each forget is in the audit trail, the daemon's own doing; nothing of the others'.
+        forgets = lambda: {e["user"]["uid"]: e for e in audit_events(d)
+                           if e["class_uid"] == 3001 and e["activity_name"] == "Forget"}
+        assert wait_until(lambda: {users["lister"], users["deleter"]} <= set(forgets()), 10), forgets()
+        assert not {users["keeper"], users["active"]} & set(forgets()), forgets()
+        event = forgets()[users["lister"]]
+        assert event["activity_id"] == 99 and event["actor"]["user"]["type"] == "System", event
+        assert event["user"]["name"] == names["lister"], event
         assert du_kib(volumes_dir(d)) < volumes_before, "their disk is free"
         assert not os.path.exists(os.path.join(volumes_dir(d), names["lister"]))
 

@@ -86,6 +86,13 @@ TEST(AuditEvents, EachClassHasItsNumbers) {
   expect_base(account_change({1, AccountActivity::create, "a-1", "alice"}), 3001, 1);
   expect_base(account_change({1, AccountActivity::remove, "a-1", "alice"}), 3001, 6);
   EXPECT_EQ(account_change({1, AccountActivity::restore, "a-1", "alice"})["activity_name"], "Restore");
+  // A forget is the daemon's own doing, not the operator's nor the user's.
+  json forget = account_change({1, AccountActivity::forget, "a-1", "alice"});
+  expect_base(forget, 3001, 99);
+  EXPECT_EQ(forget["activity_name"], "Forget");
+  EXPECT_EQ(forget["user"]["uid"], "alice");
+  EXPECT_EQ(forget["actor"]["user"]["type"], "System");
+  EXPECT_EQ(account_change({1, AccountActivity::remove, "a-1", "alice"})["actor"]["user"]["type"], "Admin");
 }
 
 TEST(AuditEvents, ALaunchThatFailedIsAFailureWithItsReasonAndNoPid) {
