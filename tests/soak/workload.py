@@ -237,9 +237,10 @@ class User:
                       timeout=httpx.Timeout(120.0))
         if r.status_code == 200:
             content = r.json()["choices"][0]["message"]["content"] or ""
-            if tok not in content and not self.h.known_now(
-                    "an agent turn that could not start while the state disk was full answers its "
-                    "error as text (SQLite full)"):
+            # A turn that cannot start answers why as its reply (a model's answer is what a chat
+            # shows): expected only while the state disk is full.
+            could_not_start = "Claude Code could not start" in content
+            if tok not in content and not (could_not_start and self.h.in_full_state()):
                 self.h.ledger.violation(f"{self.name}: agent turn answered {content[:200]!r}")
 
     # ---- the loop
