@@ -1,6 +1,6 @@
-"""Shared by bench/arrivals_bench.py and bench/quota_bench.py (the standard library only): the
-load check before a measurement, `agentbox serve` on a fresh state directory, and the spare
-volumes it makes ahead for new users ([accounts] spare_volumes)."""
+"""Shared by the Python benches (the standard library only): the load check before a
+measurement, `agentbox serve` on a fresh state directory, the spare volumes it makes ahead for
+new users ([accounts] spare_volumes), and what a node's users cost (memory, disk, volumes)."""
 import glob
 import os
 import re
@@ -122,3 +122,66 @@ def percentile(values, p):
         return float("nan")
     rank = max(1, -(-len(s) * p // 100))
     return s[int(rank) - 1]
+
+
+def meminfo_kib():
+    """/proc/meminfo, KiB by field."""
+    fields = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            name, value = line.split(":", 1)
+            fields[name] = int(value.split()[0])
+    return fields
+
+
+def mem_available_kib():
+    """/proc/meminfo's MemAvailable."""
+    return meminfo_kib().get("MemAvailable", 0)
+
+
+def kernel_side_kib():
+    """The kernel's own part of memory (what namespaces, cgroups, mounts and kernel threads take):
+    Slab + KernelStack + PageTables + Percpu + Shmem (a box's tmpfs files), as bench/user_floor.c
+    counts it."""
+    m = meminfo_kib()
+    return sum(m.get(k, 0) for k in ("Slab", "KernelStack", "PageTables", "Percpu", "Shmem"))
+
+
+def process_rss_kib(pid):
+    """A process's resident set (VmRSS)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def process_fds(pid):
+    """A process's open descriptors."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def du_kib(path):
+    """The disk blocks under path (du: what was written, not a sparse image's size)."""
+    out = subprocess.run(["du", "-skx", path], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def volume_mounts(volumes):
+    """Account volumes mounted from the directory volumes (STATE/volumes)."""
+    prefix = os.path.realpath(volumes) + "/"
+    with open("/proc/self/mountinfo") as f:
+        return sum(1 for line in f if line.split()[4].startswith(prefix) and "/" not in line.split()[4][len(prefix):])
+
+
+def volume_loops(volumes):
+    """Loop devices whose backing file is under volumes."""
+    prefix = os.path.realpath(volumes) + "/"
+    n = 0
+    for name in os.listdir("/sys/block"):
+        try:
+            with open(f"/sys/block/{name}/loop/backing_file") as f:
+                n += f.read().strip().startswith(prefix)
+        except OSError:
+            pass
+    return n

@@ -9,7 +9,6 @@ binary in the same run (main before issue 37: every volume stays attached for th
 """
 import os
 import sqlite3
-import subprocess
 import sys
 import time
 import uuid
@@ -17,7 +16,7 @@ import uuid
 import httpx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import Daemon, loadavg  # noqa: E402
+from bench_util import Daemon, du_kib, loadavg, mem_available_kib, volume_loops, volume_mounts  # noqa: E402
 
 CONFIG = """
 [accounts]
@@ -28,37 +27,6 @@ BASELINE_CONFIG = """
 [accounts]
 spare_volumes = 0
 """  # a build before issue 37 knows no volume_idle
-
-
-def mem_available_kib():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1])
-    return 0
-
-
-def du_kib(path):
-    out = subprocess.run(["du", "-skx", path], capture_output=True, text=True, check=True).stdout
-    return int(out.split()[0])
-
-
-def volume_mounts(volumes):
-    prefix = os.path.realpath(volumes) + "/"
-    with open("/proc/self/mountinfo") as f:
-        return sum(1 for line in f if line.split()[4].startswith(prefix) and "/" not in line.split()[4][len(prefix):])
-
-
-def volume_loops(volumes):
-    prefix = os.path.realpath(volumes) + "/"
-    n = 0
-    for name in os.listdir("/sys/block"):
-        try:
-            with open(f"/sys/block/{name}/loop/backing_file") as f:
-                n += f.read().strip().startswith(prefix)
-        except OSError:
-            pass
-    return n
 
 
 def account_row_bytes(state):
