@@ -126,12 +126,15 @@ def clear_volume(d, name):
 
 
 def test_empty_stale_homes_are_forgotten_and_come_back_fresh_while_others_stay(d):
-    users = {k: f"{k}-{TAG}" for k in ("lister", "deleter", "keeper", "active")}
+    users = {k: f"{k}-{TAG}" for k in ("lister", "maker", "deleter", "keeper", "active")}
     clients = {k: d.client(user=u) for k, u in users.items()}
     try:
         c = clients
         r = c["lister"].get("/files/list", params={"directory": "."})
         assert r.status_code == 200 and r.json()["entries"] == [], r.text
+        assert c["maker"].post("/files/mkdir", json={"path": "made"}).status_code == 200
+        assert c["maker"].delete("/files/delete", params={"path": "made"}).status_code == 200
+        assert c["maker"].delete("/files/trash").status_code == 200
         assert c["deleter"].post("/files/write", json={"path": "gone.txt", "content": "x" * 100000}).status_code == 200
         assert c["deleter"].delete("/files/delete", params={"path": "gone.txt"}).status_code == 200
         assert c["deleter"].delete("/files/trash").status_code == 200, "the trash emptied too: nothing left"
@@ -144,8 +147,8 @@ def test_empty_stale_homes_are_forgotten_and_come_back_fresh_while_others_stay(d
         clear_volume(d, names["active"])
         known = metric(d, "agentbox_accounts_known")
         forgotten = metric(d, "agentbox_accounts_forgotten_total")
-        for k in users:
-            assert os.path.exists(image(d, names[k])), k
+        for k in users:  # but the lister's: an account that only read has no volume to forget
+            assert os.path.exists(image(d, names[k])) == (k != "lister"), k
 
         # Nothing is stale yet: the listing is empty and nothing goes.
         r = cli(d, "list", "--stale")
@@ -158,23 +161,23 @@ def test_empty_stale_homes_are_forgotten_and_come_back_fresh_while_others_stay(d
         assert r.returncode == 0, r.stderr
         rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[2:]}
         assert set(rows) >= set(names.values()), r.stdout
-        for k in ("lister", "deleter", "active"):
+        for k in ("lister", "maker", "deleter", "active"):
             assert "yes" in rows[names[k]], (k, r.stdout)
         assert "no" in rows[names["keeper"]], r.stdout
 
-        gone = lambda: not os.path.exists(image(d, names["lister"])) and not os.path.exists(image(d, names["deleter"]))
+        gone = lambda: not os.path.exists(image(d, names["maker"])) and not os.path.exists(image(d, names["deleter"]))
         assert wait_until(gone, IDLE + 30), d.log_tail()
         assert metric(d, "agentbox_accounts_forgotten_total") == forgotten + 2
         # Each forget is in the audit trail, the daemon's own doing; nothing of the others'.
         forgets = lambda: {e["user"]["uid"]: e for e in audit_events(d)
                            if e["class_uid"] == 3001 and e["activity_name"] == "Forget"}
-        assert wait_until(lambda: {users["lister"], users["deleter"]} <= set(forgets()), 10), forgets()
-        assert not {users["keeper"], users["active"]} & set(forgets()), forgets()
-        event = forgets()[users["lister"]]
+        assert wait_until(lambda: {users["maker"], users["deleter"]} <= set(forgets()), 10), forgets()
+        assert not {users["lister"], users["keeper"], users["active"]} & set(forgets()), forgets()
+        event = forgets()[users["maker"]]
         assert event["activity_id"] == 99 and event["actor"]["user"]["type"] == "System", event
-        assert event["user"]["name"] == names["lister"], event
+        assert event["user"]["name"] == names["maker"], event
         assert du_kib(volumes_dir(d)) < volumes_before, "their disk is free"
-        assert not os.path.exists(os.path.join(volumes_dir(d), names["lister"]))
+        assert not os.path.exists(os.path.join(volumes_dir(d), names["maker"]))
 
         # The control, equally old, keeps its file; the active user's box keeps theirs however empty.
         time.sleep(3)  # a few more passes
@@ -186,7 +189,7 @@ def test_empty_stale_homes_are_forgotten_and_come_back_fresh_while_others_stay(d
 
         # They come back (today): an empty home, a write works, the same uid, no new account.
         set_clock(d, None)
-        for k in ("lister", "deleter"):
+        for k in ("lister", "maker", "deleter"):
             r = c[k].get("/files/list", params={"directory": "."})
             assert r.status_code == 200 and r.json()["entries"] == [], r.text
             r = c[k].post("/files/write", json={"path": "back.txt", "content": "again"})

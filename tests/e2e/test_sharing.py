@@ -164,7 +164,8 @@ def test_a_slow_new_volume_delays_only_its_own_user():
 
         def slow_request():
             t0 = time.monotonic()
-            result["response"] = slow.get("/files/list", params={"directory": "."})
+            # A write: a read of a new user makes no volume (lazy volumes), so would not be held.
+            result["response"] = slow.post("/files/write", json={"path": "first.txt", "content": "slow"})
             result["took"] = time.monotonic() - t0
 
         t = threading.Thread(target=slow_request)
