@@ -179,9 +179,11 @@ std::optional<AccountsFull> AccountStore::full_locked(std::optional<uid_t>* next
   }
   const int64_t first = int64_t{range_.base} + 1;
   const int64_t end = int64_t{range_.base} + range_.count;  // exclusive
+  // Each table's own MAX over the range: SQLite answers it from the uid index's last entry. A
+  // MAX over their UNION walked the whole range instead, ~8 ms per new account at 70,000.
   Statement st = db_.prepare(
-      "SELECT MAX(uid) FROM (SELECT uid FROM accounts UNION ALL SELECT uid FROM deleted_accounts) "
-      "WHERE uid >= ?1 AND uid < ?2");
+      "SELECT MAX(m) FROM (SELECT MAX(uid) AS m FROM accounts WHERE uid >= ?1 AND uid < ?2 "
+      "UNION ALL SELECT MAX(uid) FROM deleted_accounts WHERE uid >= ?1 AND uid < ?2)");
   st.bind(1, first).bind(2, end);
   st.step();
   std::optional<int64_t> highest = st.column_optional_int64(0);
