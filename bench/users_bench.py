@@ -10,6 +10,7 @@ active: --users users arrive, --parallel at a time; each one's first request is
   daemon's RSS and descriptors, the volumes mounted and loop devices. Per-user figures are the
   median over batches. The first commands' latency is judged by trend, as box_bench judges
   density: a Theil-Sen line through the batches' medians, the last user's value over the first's.
+  With --quotas off (disk = "0": no volumes) it reads the boxes' own cost.
 
 known: --known users are made (one GET /files/list each, --parallel at a time: an account and
   no volume), then --active of them run an idle process as above. Then the daemon's RSS and
@@ -19,7 +20,7 @@ volumes: the floor of one active user's volume, no daemon involved: --volumes im
   daemon makes one (a sparse 10G image, mkfs.ext4 with volumes/ext4_image.cpp's options, a loop
   mount), all mounted at once; the kernel's cost per volume, read as in `active`.
 
-    python3 bench/users_bench.py AGENTBOX active [--users 10000] [--batch 500] [--parallel 4]
+    python3 bench/users_bench.py AGENTBOX active [--users 10000] [--batch 500] [--parallel 4] [--quotas off]
     python3 bench/users_bench.py AGENTBOX known [--known 100000] [--active 1000]
     python3 bench/users_bench.py AGENTBOX volumes [--volumes 300]
 (bench/users_bench.sh builds and runs both.)
@@ -45,20 +46,23 @@ WHO = "users_bench"
 IDLE_PROCESS = {"command": "setsid -f sleep 3600", "pty": False}
 
 
-def config(users):
+def config(active, known, quotas=True):
+    """max_active above the active users, no creation rate, a uid for every known user (the
+    default range holds 65,536)."""
     return f"""
 [accounts]
-max_active = {users + 16}
+max_active = {active + 16}
 new_per_minute = 0
-"""
+uid_count = {max(65536, known + 1024)}
+""" + ('' if quotas else 'disk = "0"\n')
 
 
 class Node:
     """The daemon under test and the figures read from it and the machine."""
 
-    def __init__(self, binary, users):
+    def __init__(self, binary, active, known=0, quotas=True):
         self.key = uuid.uuid4().hex
-        self.daemon = Daemon(binary, self.key, config(users), who=WHO)
+        self.daemon = Daemon(binary, self.key, config(active, known, quotas), who=WHO)
         self.volumes = os.path.join(self.daemon.state, "volumes")
         self.local = None
 
@@ -118,8 +122,8 @@ def per_user(before, after, field, users):
     return (before[field] - after[field]) / users if field == "available" else (after[field] - before[field]) / users
 
 
-def active(binary, users, batch, parallel):
-    node = Node(binary, users)
+def active(binary, users, batch, parallel, quotas):
+    node = Node(binary, users, users, quotas)
     try:
         print(f"{WHO} active: {users} users, {parallel} at a time, each leaves `sleep` running in its box; "
               f"a reading every {batch}; daemon {node.daemon.url}, state {node.daemon.state}", flush=True)
@@ -169,7 +173,7 @@ def active(binary, users, batch, parallel):
 
 
 def known(binary, users, actives, parallel):
-    node = Node(binary, actives)
+    node = Node(binary, actives, users)
     try:
         print(f"{WHO} known: {users} known users (one GET /files/list each, {parallel} at a time), then "
               f"{actives} of them active with `sleep` in their box; daemon {node.daemon.url}", flush=True)
@@ -240,10 +244,12 @@ def main():
     ap.add_argument("--known", type=int, default=100000)
     ap.add_argument("--active", type=int, default=1000)
     ap.add_argument("--volumes", type=int, default=300)
+    ap.add_argument("--quotas", choices=("on", "off"), default="on",
+                    help='active: "off" runs with disk = "0" (no volumes): the boxes\' own cost')
     args = ap.parse_args()
     print(f"{WHO}: load {wait_quiet(WHO)} (1/5/15 min) at start", flush=True)
     if args.measure == "active":
-        active(args.binary, args.users, args.batch, args.parallel)
+        active(args.binary, args.users, args.batch, args.parallel, args.quotas == "on")
     elif args.measure == "volumes":
         volume_floor(args.volumes)
     else:
