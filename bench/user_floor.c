@@ -16,6 +16,7 @@
  *               /proc, /dev with devpts, /tmp, a home) around `sleep`; no listener
  *
  *   user_floor [N] [ROUNDS] [-- COMMAND...]     (as root; N = 500, ROUNDS = 3)
+ * USER_FLOOR_LEVEL=NAME measures that level alone (how a level's cost grows with N).
  *
  * A box has more than this (its mounts, a tmpfs root, Landlock and seccomp state, the daemon's
  * own bookkeeping), so agentbox's per-user cost cannot be below the last level's. */
@@ -137,8 +138,9 @@ static void become_user(enum level level, int i, int ready) {
   for (;;) pause();
 }
 
-/* The box level is ready once its command runs as the grandchild (oneshot_floor's box). */
-static void await_box(pid_t pid) {
+/* The box level is ready once its command runs as the grandchild (oneshot_floor's box, the init
+ * of its pid namespace, which outlives a killed oneshot_floor): returns its pid. */
+static pid_t await_box(pid_t pid) {
   char path[96], text[64];
   for (int tries = 0; tries < 5000; tries++) {
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, pid);
@@ -151,7 +153,7 @@ static void await_box(pid_t pid) {
       f = fopen(path, "r");
       int running = f && fgets(text, sizeof text, f) && !strcmp(text, "sleep\n");
       if (f) fclose(f);
-      if (running) return;
+      if (running) return box;
     }
     usleep(1000);
   }
@@ -167,7 +169,7 @@ static int compare_long(const void *a, const void *b) {
 static void measure(enum level level, int n, int rounds) {
   long available[16], kernel[16];
   for (int r = 0; r < rounds; r++) {
-    pid_t *pids = calloc((size_t)n, sizeof *pids);
+    pid_t *pids = calloc((size_t)n, sizeof *pids), *boxes = calloc((size_t)n, sizeof *boxes);
     sync();
     write_file("/proc/sys/vm/drop_caches", "3");
     struct counters before = read_counters();
@@ -185,7 +187,7 @@ static void measure(enum level level, int n, int rounds) {
         }
         close(ready[0]);
         close(ready[1]);
-        await_box(pids[i]);
+        boxes[i] = await_box(pids[i]);
         continue;
       }
       if (level >= NETNS) flags |= CLONE_NEWNET;
@@ -203,11 +205,15 @@ static void measure(enum level level, int n, int rounds) {
     }
     sleep(2); /* let RCU free what setup allocated and dropped */
     struct counters after = read_counters();
-    for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+    for (int i = 0; i < n; i++) {
+      if (boxes[i] > 0) kill(boxes[i], SIGKILL); /* its pid namespace, and so the box, ends */
+      kill(pids[i], SIGKILL);
+    }
     for (int i = 0; i < n; i++) waitpid(pids[i], NULL, 0);
     sleep(1); /* the groups empty once the boxes' pid namespaces are gone */
     remove_groups(level >= CGROUPS ? n : 0);
     free(pids);
+    free(boxes);
     available[r] = (before.available_kib - after.available_kib) * 1024 / n;
     kernel[r] = (after.kernel_kib - before.kernel_kib) * 1024 / n;
     sleep(1);
@@ -240,7 +246,9 @@ int main(int argc, char **argv) {
   else
     mkdir("/sys/fs/cgroup/user-floor", 0755);
   printf("user floor: %d users at once, median of %d rounds (cgroup %s)\n", n, rounds, cgroup_v1() ? "v1" : "v2");
+  const char *only = getenv("USER_FLOOR_LEVEL"); /* one level's name: that level alone */
   for (int level = PROCESS; level < LEVELS; level++)
-    if (level != BOX || (box_command && *box_command)) measure((enum level)level, n, rounds);
+    if ((level != BOX || (box_command && *box_command)) && (!only || !strcmp(only, level_names[level])))
+      measure((enum level)level, n, rounds);
   return 0;
 }
