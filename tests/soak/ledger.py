@@ -19,9 +19,12 @@ def digest(data):
     return hashlib.sha256(data).hexdigest()
 
 
-# The daemon keeps an account's newest [exec] keep_finished finished processes (soak.py sets it):
-# the ledger holds each user's newest KEEP_CHECKED, which must stay queryable. The margin covers
-# the order the client saw them finish against the daemon's (end second, start, insertion).
+# The daemon keeps an account's newest [exec] keep_finished finished processes (soak.py sets it),
+# whatever started them: the ledger counts every process the soak starts in an account (its
+# commands, egress probes, servers, faults' commands) and checks the commands among the newest
+# KEEP_CHECKED of them, which must stay queryable. The margin covers what the ledger cannot see
+# (a start whose answer was lost with a SIGKILLed daemon, an agent turn's CLI) and the order the
+# client saw them finish against the daemon's (end second, start, insertion).
 KEEP_FINISHED = 1000
 KEEP_CHECKED = KEEP_FINISHED - 200
 
@@ -34,7 +37,9 @@ class Ledger:
         self.violations = []
         self.notes = []                          # what a reader should know, not failing
         self.files = collections.defaultdict(dict)  # user -> path -> {sha256 acceptable}
-        self.procs = collections.defaultdict(dict)  # user -> id -> (status, exit_code, stdout)
+        # user -> id -> (status, exit_code, stdout), or None for a process started but not checked;
+        # oldest first
+        self.procs = collections.defaultdict(dict)
 
     # ---- recording
     def status(self, what, r):
@@ -70,12 +75,21 @@ class Ledger:
                 # A first write that did not land leaves nothing at all.
                 self.files[user].setdefault(path, {None}).add(digest(data))
 
-    def finished(self, user, proc, stdout):
+    def started(self, user, pid):
+        """A process the soak started in user's account (checked or not): it counts towards the
+        account's keep_finished."""
         with self._lock:
             mine = self.procs[user]
-            mine[proc["id"]] = (proc["status"], proc["exit_code"], stdout)
-            if len(mine) > KEEP_CHECKED:
+            mine.setdefault(pid, None)
+            while len(mine) > KEEP_CHECKED:
                 del mine[next(iter(mine))]  # the oldest: the daemon may have let it go
+
+    def finished(self, user, proc, stdout):
+        """A command whose record must stay as it answered."""
+        with self._lock:
+            mine = self.procs[user]
+            if proc["id"] in mine:  # not yet among those the daemon may let go
+                mine[proc["id"]] = (proc["status"], proc["exit_code"], stdout)
 
     def snapshot(self):
         with self._lock:
@@ -113,7 +127,10 @@ class Ledger:
                 checked += 1
         for user, records in procs.items():
             c = client_of(user)
-            for pid, (status, code, stdout) in records.items():
+            for pid, record in records.items():
+                if record is None:
+                    continue  # started, not checked
+                status, code, stdout = record
                 r = c.get(f"/execute/{pid}/status")
                 self.status(f"{when}: status of {pid}", r)
                 if r.status_code != 200:

@@ -96,6 +96,7 @@ class User:
         r = self.call(what, "POST", "/execute", params={"wait": wait}, json={"command": command, **body})
         if r.status_code != 200:
             return r.status_code, None
+        self.h.ledger.started(self.name, r.json()["id"])
         return 200, r.json()
 
     def token(self):
