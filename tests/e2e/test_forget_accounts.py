@@ -13,10 +13,10 @@ import subprocess
 import time
 import uuid
 
-import httpx
 import pytest
 
 from conftest import agentbox_bin, run, running_daemon, sh
+from volume_checks import accounts, du_kib, image, metric, volumes_dir, wait_until
 
 IDLE = 4  # seconds before an unused volume is detached: the stale listing is read before
 DAY = 86400
@@ -67,53 +67,9 @@ def audit_events(d):
         return []
 
 
-def admin(d):
-    with open(os.path.join(d.state_dir, "admin_key")) as f:
-        key = f.read().strip()
-    return httpx.Client(base_url=d.url, headers={"Authorization": f"Bearer {key}"}, timeout=90)
-
-
-def accounts_of(d):
-    with admin(d) as a:
-        r = a.get("/admin/accounts")
-        assert r.status_code == 200, r.text
-        return {x["user"]: x for x in r.json()["accounts"]}
-
-
-def metric(d, name):
-    with admin(d) as a:
-        page = a.get("/metrics").text
-    for line in page.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not on /metrics")
-
-
 def cli(d, *args):
     return subprocess.run([agentbox_bin(), "accounts", *args, "--listen", f"127.0.0.1:{d.port}", "--state",
                            d.state_dir], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-
-
-def volumes_dir(d):
-    return os.path.realpath(os.path.join(d.state_dir, "volumes"))
-
-
-def image(d, name):
-    return os.path.join(volumes_dir(d), name + ".img")
-
-
-def du_kib(path):
-    out = subprocess.run(["du", "-sk", path], capture_output=True, text=True, check=True, timeout=60).stdout
-    return int(out.split()[0])
-
-
-def wait_until(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.3)
-    return predicate()
 
 
 def clear_volume(d, name):
@@ -141,7 +97,7 @@ def test_empty_stale_homes_are_forgotten_and_come_back_fresh_while_others_stay(d
         assert c["keeper"].post("/files/write", json={"path": "kept.txt", "content": "one file"}).status_code == 200
         p = run(c["active"], "setsid -f sleep 600", pty=False)
         assert p["status"] == "done" and p["exit_code"] == 0, p
-        before = accounts_of(d)
+        before = accounts(d)
         names = {k: before[u]["name"] for k, u in users.items()}
         uids = {k: before[u]["uid"] for k, u in users.items()}
         clear_volume(d, names["active"])
@@ -198,7 +154,7 @@ def test_empty_stale_homes_are_forgotten_and_come_back_fresh_while_others_stay(d
             assert code == 0 and out.split() == [str(uids[k]), "again"], out
         assert os.path.exists(image(d, names["lister"]))
         assert metric(d, "agentbox_accounts_known") == known
-        after = accounts_of(d)
+        after = accounts(d)
         assert len(after) == len(before) and {k: after[u]["uid"] for k, u in users.items()} == uids
         assert metric(d, "agentbox_accounts_forgotten_total") == forgotten + 2
     finally:

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from conftest import run, running_daemon
+from volume_checks import image_names, loops_of, metric, mounted_volumes, volumes_dir, wait_until
 
 IDLE = 1
 # The detacher looks every second; an unmount waits for nothing: a few seconds past the window.
@@ -39,65 +40,14 @@ def idle():
         yield d
 
 
-def volumes_dir(daemon):
-    return os.path.realpath(os.path.join(daemon.state_dir, "volumes"))
-
-
-def mounted_volumes(daemon):
-    """Names of the account volumes mounted now (the mount points in /proc/self/mountinfo)."""
-    prefix = volumes_dir(daemon) + "/"
-    names = set()
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = line.split()[4]
-            rest = point[len(prefix):] if point.startswith(prefix) else ""
-            if rest and "/" not in rest and not rest.startswith("."):
-                names.add(rest)
-    return names
-
-
-def loops_of(daemon, name):
-    """The loop devices backed by the account's image (losetup -j)."""
-    image = os.path.join(volumes_dir(daemon), name + ".img")
-    out = subprocess.run(["losetup", "-j", image], capture_output=True, text=True, check=True, timeout=30).stdout
-    return [line for line in out.splitlines() if line.strip()]
-
-
-def account_names(daemon):
-    d = volumes_dir(daemon)
-    return {e[:-4] for e in os.listdir(d) if e.endswith(".img")}
-
-
 def new_account(daemon, client):
     """Makes the client's account and its volume (a file written) and returns its name."""
-    before = account_names(daemon)
+    before = image_names(daemon)
     r = client.post("/files/write", json={"path": "note.txt", "content": "kept while idle"})
     assert r.status_code == 200, r.text
-    made = account_names(daemon) - before
+    made = image_names(daemon) - before
     assert len(made) == 1, made
     return made.pop()
-
-
-def wait_until(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
-
-
-def metric(daemon, name):
-    with open(os.path.join(daemon.state_dir, "admin_key")) as f:
-        admin_key = f.read().strip()
-    with daemon.client(key=admin_key) as c:
-        r = c.get("/metrics")
-    assert r.status_code == 200, r.text
-    page = r.text
-    for line in page.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not on /metrics")
 
 
 def test_an_idle_volume_is_detached_and_attached_again_on_the_next_read(idle):
@@ -142,14 +92,14 @@ def test_a_running_process_keeps_its_volume_attached(idle):
 
 def test_a_new_users_empty_home_is_listed_without_an_image_and_a_small_write_costs_little_disk(idle):
     with idle.client(user=f"empty-{uuid.uuid4().hex[:8]}") as c:
-        before = account_names(idle)
+        before = image_names(idle)
         listing = c.get("/files/list", params={"directory": "."})
         assert listing.status_code == 200 and listing.json()["entries"] == [], listing.text
         # No image until something needs the disk (tests/e2e/test_lazy_volumes.py).
-        assert account_names(idle) == before
+        assert image_names(idle) == before
         r = c.post("/files/write", json={"path": "five.txt", "content": "12345"})
         assert r.status_code == 200, r.text
-        made = account_names(idle) - before
+        made = image_names(idle) - before
         assert len(made) == 1, made
         name = made.pop()
         # Left alone: detached; what it holds on the host is then what it costs for good.

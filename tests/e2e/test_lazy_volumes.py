@@ -8,14 +8,13 @@ import asyncio
 import concurrent.futures
 import json
 import os
-import subprocess
-import time
 import uuid
 
 import pytest
 import websockets
 
 from conftest import running_daemon
+from volume_checks import accounts, du_kib, image_names, loops_of, mounted_volumes, volumes_dir, wait_until
 
 IDLE = 1
 SETTLE = IDLE + 6
@@ -35,57 +34,8 @@ def lazy():
         yield d
 
 
-def volumes_dir(d):
-    return os.path.realpath(os.path.join(d.state_dir, "volumes"))
-
-
-def du_kib(path):
-    out = subprocess.run(["du", "-skx", path], capture_output=True, text=True, check=True, timeout=60).stdout
-    return int(out.split()[0])
-
-
-def images(d):
-    return {e[:-4] for e in os.listdir(volumes_dir(d)) if e.endswith(".img")}
-
-
-def mounted_volumes(d):
-    prefix = volumes_dir(d) + "/"
-    names = set()
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = line.split()[4]
-            rest = point[len(prefix):] if point.startswith(prefix) else ""
-            if rest and "/" not in rest and not rest.startswith("."):
-                names.add(rest)
-    return names
-
-
-def loops_of(d, name):
-    image = os.path.join(volumes_dir(d), name + ".img")
-    out = subprocess.run(["losetup", "-j", image], capture_output=True, text=True, check=True, timeout=30).stdout
-    return [line for line in out.splitlines() if line.strip()]
-
-
-def accounts(d):
-    with open(os.path.join(d.state_dir, "admin_key")) as f:
-        admin_key = f.read().strip()
-    with d.client(key=admin_key) as a:
-        r = a.get("/admin/accounts")
-    assert r.status_code == 200, r.text
-    return {x["user"]: x for x in r.json()["accounts"]}
-
-
-def wait_until(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
-
-
 def test_new_users_who_only_list_their_home_cost_no_image_until_one_writes(lazy):
-    before_images = images(lazy)
+    before_images = image_names(lazy)
     before_kib = du_kib(volumes_dir(lazy))
     users = [f"lister{i}-{uuid.uuid4().hex[:8]}" for i in range(20)]
     for user in users:
@@ -97,7 +47,7 @@ def test_new_users_who_only_list_their_home_cost_no_image_until_one_writes(lazy)
     # The accounts are made (each with its uid), their volumes not.
     assert all(u in known for u in users), sorted(set(users) - set(known))
     names = {known[u]["name"] for u in users}
-    assert images(lazy) == before_images, images(lazy) - before_images
+    assert image_names(lazy) == before_images, image_names(lazy) - before_images
     grown = du_kib(volumes_dir(lazy)) - before_kib
     assert grown <= 256, f"the volumes directory grew by {grown} KiB for 20 users who wrote nothing"
     assert not names & mounted_volumes(lazy)
@@ -112,7 +62,7 @@ def test_new_users_who_only_list_their_home_cost_no_image_until_one_writes(lazy)
     with lazy.client(user=writer) as c:
         r = c.post("/files/write", json={"path": "note.txt", "content": "hello"})
         assert r.status_code == 200, r.text
-        assert images(lazy) - before_images == {name}
+        assert image_names(lazy) - before_images == {name}
         r = c.get("/files/read", params={"path": "note.txt"})
         assert r.status_code == 200 and r.json()["content"] == "hello", r.text
         assert [e["name"] for e in c.get("/files/list", params={"directory": "."}).json()["entries"]] == ["note.txt"]
@@ -126,7 +76,7 @@ def test_new_users_who_only_list_their_home_cost_no_image_until_one_writes(lazy)
     with lazy.client(user=users[1]) as c:
         r = c.get("/files/list", params={"directory": "."})
         assert r.status_code == 200 and r.json()["entries"] == [], r.text
-    assert images(lazy) - before_images == {name}
+    assert image_names(lazy) - before_images == {name}
     assert os.listdir(os.path.join(lazy.state_dir, "empty-home")) == []
 
 
@@ -144,7 +94,7 @@ async def terminal_socket_closes(d, user, terminal):
 
 def test_reads_of_a_user_without_a_volume_answer_as_an_empty_home(lazy):
     user = f"reader-{uuid.uuid4().hex[:8]}"
-    before = images(lazy)
+    before = image_names(lazy)
     with lazy.client(user=user) as c:
         r = c.get("/files/read", params={"path": "missing.txt"})
         assert r.status_code == 404, r.text
@@ -191,13 +141,13 @@ def test_reads_of_a_user_without_a_volume_answer_as_an_empty_home(lazy):
         assert r.status_code == 502 and "no box is running" in r.json()["detail"], r.text
         assert asyncio.run(terminal_socket_closes(lazy, user, "t1")) == 4004  # no such terminal
         # A write goes nowhere near the empty home the reads were given: it makes the volume.
-        assert images(lazy) == before
+        assert image_names(lazy) == before
         disk = accounts(lazy)[user]["disk"]
         assert disk["used"] == 0 and disk["limit"] == DISK, disk
         r = c.post("/files/mkdir", json={"path": "made"})
         assert r.status_code == 200, r.text
         name = accounts(lazy)[user]["name"]
-        assert images(lazy) - before == {name}
+        assert image_names(lazy) - before == {name}
         # The same reads now see the volume: the control for every assertion above.
         r = c.get("/files/list", params={"directory": "."})
         assert [e["name"] for e in r.json()["entries"]] == ["made"], r.text
@@ -208,7 +158,7 @@ def test_reads_of_a_user_without_a_volume_answer_as_an_empty_home(lazy):
 
 
 def test_a_read_and_a_write_racing_for_a_new_user_make_one_image(lazy):
-    before = images(lazy)
+    before = image_names(lazy)
     users = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for i in range(10):
@@ -225,5 +175,5 @@ def test_a_read_and_a_write_racing_for_a_new_user_make_one_image(lazy):
                 r = reader.get("/files/read", params={"path": "race.txt"})
                 assert r.status_code == 200 and r.json()["content"] == str(i), r.text
     known = accounts(lazy)
-    assert images(lazy) - before == {known[u]["name"] for u in users}
+    assert image_names(lazy) - before == {known[u]["name"] for u in users}
     assert len({known[u]["uid"] for u in users}) == len(users)
