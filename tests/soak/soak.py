@@ -59,6 +59,7 @@ class Harness:
         self._idle = {}
         self._idle_cond = threading.Condition()
         self.disk_mib, self.box_memory_mib, self.start_timeout = 48, 384, 5
+        self.rss_slack_kib = RSS_SLACK_KIB
         self.workdir = conftest.new_workdir("soak")
         self.statefs = os.path.join(self.workdir, "statefs")
         os.mkdir(self.statefs)

@@ -21,10 +21,13 @@ from conftest import text_of
 from ledger import DOCUMENTED
 
 SERVER_PORT = 8765
-# The box's download server: /blob/SEED answers SIZE bytes derived from SEED (the soak computes
-# the same), /ping answers pong. Bounded life: `timeout` around it.
+# The box's download server: /blob/SEED/SIZE answers SIZE bytes derived from SEED (the soak
+# computes the same), /sent/SEED how many of them it has written so far (what the slow-reader fault
+# reads: a relay that buffers without bound lets it write everything), /ping answers pong. Bounded
+# life: `timeout` around it.
 SERVER = r"""
 import hashlib, http.server, sys
+SENT = {}
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_GET(self):
@@ -37,12 +40,14 @@ class H(http.server.BaseHTTPRequestHandler):
             block = hashlib.sha256(seed.encode()).digest() * 2048
             while size > 0:
                 self.wfile.write(block[:size])
+                SENT[seed] = SENT.get(seed, 0) + min(size, len(block))
                 size -= len(block)
             return
+        body = str(SENT.get(parts[1], 0)).encode() if parts[0] == "sent" else b"pong"
         self.send_response(200)
-        self.send_header("Content-Length", "4")
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(b"pong")
+        self.wfile.write(body)
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
 
