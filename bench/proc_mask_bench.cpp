@@ -40,17 +40,21 @@ int main(int argc, char** argv) {
     char dir_template[] = "/tmp/agentbox-proc-mask-XXXXXX";
     const char* dir = ::mkdtemp(dir_template);
     if (!dir) throw agentbox::sys_error("mkdtemp");
+    char empty_template[] = "/tmp/agentbox-proc-empty-XXXXXX";
+    const char* empty = ::mkdtemp(empty_template);
+    if (!empty) throw agentbox::sys_error("mkdtemp");
     std::vector<double> mount_us, mask_us;
     for (int i = 0; i < n; ++i) {
       auto t0 = Clock::now();
       agentbox::check(::mount("proc", dir, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr), "mount(proc)");
       mount_us.push_back(us_since(t0));
       t0 = Clock::now();
-      agentbox::mounts::mask_proc(dir, "/dev/null");
+      agentbox::mounts::mask_proc(dir, "/dev/null", empty);
       mask_us.push_back(us_since(t0));
       agentbox::check(::umount2(dir, MNT_DETACH), "umount2(proc)");
     }
     ::rmdir(dir);
+    ::rmdir(empty);
     std::printf("proc mount median %.1f us\nproc masks median %.1f us\n", median(mount_us), median(mask_us));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "proc_mask_bench: %s\n", e.what());

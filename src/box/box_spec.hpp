@@ -25,8 +25,7 @@ struct Limits {
   uint64_t memory_bytes = 0;          // cgroup memory limit, bytes
   uint64_t pids = 4096;               // cgroup pids.max, processes+threads
   uint32_t cpu_millicores = 0;        // cgroup CPU quota, 1000 = one core
-  uint64_t tmp_bytes = 512ull << 20;  // size of the private /tmp tmpfs, bytes
-  uint64_t shm_bytes = 64ull << 20;   // size of the private /dev/shm tmpfs, bytes
+  uint64_t tmp_bytes = 512ull << 20;  // size of the private tmpfs /tmp and /dev/shm share, bytes
   uint64_t nofile = 65536;            // RLIMIT_NOFILE soft=hard
   uint64_t nproc = 0;                 // RLIMIT_NPROC (per uid; only meaningful with own uid)
   uint64_t file_size = 0;             // RLIMIT_FSIZE, bytes (a server account's disk quota); 0: none

@@ -14,23 +14,15 @@ void from_json(const nlohmann::json& j, BindMount& b) {
 }
 
 void to_json(nlohmann::json& j, const Limits& l) {
-  j = {{"memory_bytes", l.memory_bytes},
-       {"pids", l.pids},
-       {"cpu_millicores", l.cpu_millicores},
-       {"tmp_bytes", l.tmp_bytes},
-       {"shm_bytes", l.shm_bytes},
-       {"nofile", l.nofile},
-       {"nproc", l.nproc},
-       {"file_size", l.file_size},
-       {"ptys", l.ptys},
-       {"tcp_memory_bytes", l.tcp_memory_bytes}};
+  j = {{"memory_bytes", l.memory_bytes}, {"pids", l.pids},     {"cpu_millicores", l.cpu_millicores},
+       {"tmp_bytes", l.tmp_bytes},       {"nofile", l.nofile}, {"nproc", l.nproc},
+       {"file_size", l.file_size},       {"ptys", l.ptys},     {"tcp_memory_bytes", l.tcp_memory_bytes}};
 }
 void from_json(const nlohmann::json& j, Limits& l) {
   j.at("memory_bytes").get_to(l.memory_bytes);
   j.at("pids").get_to(l.pids);
   j.at("cpu_millicores").get_to(l.cpu_millicores);
   j.at("tmp_bytes").get_to(l.tmp_bytes);
-  j.at("shm_bytes").get_to(l.shm_bytes);
   j.at("nofile").get_to(l.nofile);
   j.at("nproc").get_to(l.nproc);
   j.at("file_size").get_to(l.file_size);

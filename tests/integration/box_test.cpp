@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "support/box_fixture.hpp"
@@ -573,6 +575,41 @@ TEST_P(BoxTest, TmpIsPrivateAndSizeLimited) {
   Output big = run_piped(*a, {"sh", "-c", "dd if=/dev/zero of=/tmp/big bs=1M count=16 2>&1"});
   EXPECT_NE(exit_status(big.status), 0);
   EXPECT_NE(big.out.find("No space left"), std::string::npos) << big.out;
+  // /dev/shm is a directory of the same tmpfs: what it holds, /tmp cannot take.
+  Output shared = run_piped(*a, {"sh", "-c",
+                                 "rm /tmp/big; dd if=/dev/zero of=/dev/shm/s bs=1M count=6 2>/dev/null && echo shm ok; "
+                                 "dd if=/dev/zero of=/tmp/t bs=1M count=4 2>&1"});
+  EXPECT_TRUE(shared.out.starts_with("shm ok\n")) << shared.out;
+  EXPECT_NE(shared.out.find("No space left"), std::string::npos) << shared.out;
+}
+
+// The devices (major:minor) of the mounts in a mountinfo listing, but /etc's (whose source, and
+// so whether it is the box's own tmpfs, depends on the way init is made).
+std::set<std::string> mount_devices(const std::string& mountinfo) {
+  std::set<std::string> devices;
+  std::istringstream lines(mountinfo);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, device, root, target;
+    fields >> id >> parent >> device >> root >> target;
+    if (target != "/etc" && !target.starts_with("/etc/")) devices.insert(device);
+  }
+  return devices;
+}
+
+// A box makes four superblocks its mount table shows: its root, proc, devpts, and the tmpfs that
+// holds /tmp and /dev/shm (its ipc namespace's mqueue is the fifth). Every superblock alive costs
+// each memory cgroup on the host a shrinker slot, so their number is part of what a box costs
+// (bench/RESULTS.md, "Many users on one node").
+TEST_P(BoxTest, ABoxMakesFourSuperblocks) {
+  auto box = Box::start(spec, options("superblocks"));
+  Output o = run_piped(*box, {"cat", "/proc/self/mountinfo"});
+  ASSERT_EQ(exit_status(o.status), 0) << o.err;
+  const std::set<std::string> host = mount_devices(read_file("/proc/self/mountinfo"));
+  std::vector<std::string> own;
+  for (const auto& device : mount_devices(o.out))
+    if (!host.contains(device)) own.push_back(device);
+  EXPECT_EQ(own.size(), 4u) << o.out;
 }
 
 }  // namespace

@@ -97,6 +97,30 @@ TEST(RedteamFs, SystemTreeIsReadOnlyWhileHomeTmpAndShmAreWritable) {
   EXPECT_TRUE(std::filesystem::exists(home.path + "/file"));
 }
 
+// /tmp, /dev/shm and the directory the /proc masks show are three directories of one tmpfs (a box
+// makes one writable superblock, not six): a file made in one shows in neither other, nor in a
+// mask, which stays read-only; /dev (a directory of the read-only root) takes no new entry, and
+// `..` of /tmp is the box's root, not the tmpfs holding its siblings. Controls: each write lands
+// where it was made, and reads back.
+TEST(RedteamFs, TmpShmAndTheProcMasksShareATmpfsButNothingElse) {
+  BoxHome home;
+  const RunResult r = home.box().command(
+      {"/bin/sh", "-c",
+       "echo t > /tmp/abx-t && echo s > /dev/shm/abx-s && cat /tmp/abx-t /dev/shm/abx-s && "
+       "for d in /tmp /dev/shm /proc/bus /proc/irq; do echo \"$d: $(ls -A $d)\"; done; ls -A /tmp/.. | tr '\\n' ' '; "
+       "echo; for p in /proc/bus/abx-m /proc/irq/abx-m /dev/abx-d /abx-r; do touch $p 2>/dev/null && echo WROTE $p; "
+       "done; "
+       "ls /tmp/../shm /tmp/../empty 2>&1 | head -2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(r.out.starts_with("t\ns\n")) << r.out;  // controls: both writes read back
+  EXPECT_NE(r.out.find("/tmp: abx-t\n/dev/shm: abx-s\n/proc/bus: \n/proc/irq: \n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  // The root's entries (no tmp/shm/empty siblings), and no such directories under it.
+  EXPECT_NE(r.out.find(" usr "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/tmp/../shm': No such file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/tmp/../empty': No such file"), std::string::npos) << r.out;
+}
+
 // --bind gives write access exactly where asked; --ro-bind does not.
 TEST(RedteamFs, BindsAreWritableOnlyWhenAskedFor) {
   BoxHome home;

@@ -29,6 +29,9 @@ enum class Api { new_api, legacy };
 constexpr const char* kScratch = "/tmp";
 constexpr const char* kOld = "/oldroot";
 constexpr const char* kNew = "/newroot";
+// The box's one writable tmpfs, mounted in the scratch root (so detached with it): its
+// directories are bound as /tmp, /dev/shm and the masks' empty directory.
+constexpr const char* kBoxTmp = "/boxtmp";
 
 constexpr unsigned long kSafe = MS_NOSUID | MS_NODEV;
 
@@ -110,6 +113,12 @@ void copy_symlink_at(int from_dir, const std::string& from, int to_dir, const st
   if (n < 0) throw sys_error("readlink(" + from + ")");
   target[n] = '\0';
   if (::symlinkat(target, to_dir, to.c_str()) != 0) throw sys_error("symlink(" + to + ")");
+}
+
+// Binds a directory of the box's own tmpfs (no host mount: no locked flags) with `flags`.
+void bind_own(const std::string& source, const std::string& target, unsigned long flags) {
+  do_mount(source.c_str(), target, nullptr, MS_BIND);
+  do_mount(nullptr, target, nullptr, MS_BIND | MS_REMOUNT | flags);
 }
 
 bool exists(const std::string& path) {
@@ -250,10 +259,25 @@ void attach_etc_tree(int tree, const std::vector<std::string>& dirs, Api api) {
   }
 }
 
+// One tmpfs for all a box writes outside its home: /tmp, /dev/shm and the empty directory the
+// /proc masks show are its directories. Each superblock alive on the host costs every memory
+// cgroup a slot in its shrinker table, so separate tmpfs mounts made each box's kernel memory grow
+// with the number of boxes (bench/RESULTS.md, "Many users on one node"). They share its size.
+void mount_box_tmpfs(const BoxSpec& spec) {
+  mkdir_p(kBoxTmp);
+  do_mount("tmpfs", kBoxTmp, "tmpfs", kSafe, fmt::format("mode=0755,size={}", spec.limits.tmp_bytes));
+  for (auto [name, mode] : {std::pair{"tmp", 01777}, std::pair{"shm", 01777}, std::pair{"empty", 0555}}) {
+    const std::string dir = std::string(kBoxTmp) + "/" + name;
+    check(::mkdir(dir.c_str(), 0700), "mkdir(" + dir + ")");
+    check(::chmod(dir.c_str(), static_cast<mode_t>(mode)), "chmod(" + dir + ")");
+  }
+}
+
+// /dev is a directory of the root tmpfs (read-only once the root is frozen): binds of the host's
+// device nodes, the box's own devpts, links, and /dev/shm from the box's tmpfs.
 void build_dev(const BoxSpec& spec) {
   const std::string dev = std::string(kNew) + "/dev";
   mkdir_p(dev);
-  do_mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
   // Device nodes are binds of the host's (mknod would need CAP_MKNOD in the initial namespace).
   for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
     const std::string host = std::string(kOld) + "/dev/" + node, box = dev + "/" + node;
@@ -277,13 +301,13 @@ void build_dev(const BoxSpec& spec) {
     if (::symlink(l.target, path.c_str()) != 0) throw sys_error("symlink(" + path + ")");
   }
   mkdir_p(dev + "/shm");
-  do_mount("tmpfs", dev + "/shm", "tmpfs", kSafe | MS_NOEXEC, fmt::format("mode=1777,size={}", spec.limits.shm_bytes));
+  bind_own(std::string(kBoxTmp) + "/shm", dev + "/shm", kSafe | MS_NOEXEC);
 }
 
 // /proc, with what Docker's and runc's defaults hide hidden too: files that show kernel memory,
 // keys, timers and scheduler internals of the whole host, or the host's boot command line and
 // kernel configuration, read empty (/dev/null bound over them); directories of host hardware
-// show an empty read-only tmpfs; /proc/sys is read-only. Paths this kernel lacks are skipped.
+// show an empty read-only directory; /proc/sys is read-only. Paths this kernel lacks are skipped.
 // diskstats and partitions list every block device with its I/O counters: each account's
 // volume is a loop device, so they would show who else is here and how busy their disks are.
 constexpr const char* kMaskedProcFiles[] = {
@@ -294,7 +318,7 @@ constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi", "bus", "irq
 
 }  // namespace
 
-void mask_proc(const std::string& proc, const std::string& null) {
+void mask_proc(const std::string& proc, const std::string& null, const std::string& empty_dir) {
   for (const char* name : kMaskedProcFiles) {
     const std::string path = proc + "/" + name;
     if (!exists(path)) continue;
@@ -303,7 +327,7 @@ void mask_proc(const std::string& proc, const std::string& null) {
   for (const char* name : kMaskedProcDirs) {
     const std::string path = proc + "/" + name;
     if (!exists(path)) continue;
-    do_mount("tmpfs", path, "tmpfs", MS_RDONLY | kSafe | MS_NOEXEC, "size=0,mode=0555");
+    bind_own(empty_dir, path, MS_RDONLY | kSafe | MS_NOEXEC);
   }
   const std::string sys = proc + "/sys";
   do_mount(sys.c_str(), sys, nullptr, MS_BIND | MS_REC);
@@ -479,13 +503,13 @@ void apply_in_child(const BoxSpec& spec, bool legacy_mounts, const EtcFrom& etc)
   } else {
     build_etc(spec, api);
   }
+  mount_box_tmpfs(spec);
   mkdir_p(std::string(kNew) + "/proc");
   do_mount("proc", std::string(kNew) + "/proc", "proc", kSafe | MS_NOEXEC);
-  mask_proc(std::string(kNew) + "/proc", std::string(kOld) + "/dev/null");
+  mask_proc(std::string(kNew) + "/proc", std::string(kOld) + "/dev/null", std::string(kBoxTmp) + "/empty");
   build_dev(spec);
   mkdir_p(std::string(kNew) + "/tmp");
-  do_mount("tmpfs", std::string(kNew) + "/tmp", "tmpfs", kSafe,
-           fmt::format("mode=1777,size={}", spec.limits.tmp_bytes));
+  bind_own(std::string(kBoxTmp) + "/tmp", std::string(kNew) + "/tmp", kSafe);
   mkdir_p(std::string(kNew) + "/root", 0700);
   build_home_and_binds(spec, api);
 

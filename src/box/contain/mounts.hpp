@@ -64,8 +64,8 @@ struct EtcFrom {
 
 // Masks what a fresh proc mounted at `proc` shows of the whole host (apply_in_child does it to
 // the box's /proc; the benchmark times it alone): host-wide files read empty (`dev_null` bound
-// over them), hardware directories show an empty read-only tmpfs, `sys` is read-only.
-void mask_proc(const std::string& proc, const std::string& dev_null);
+// over them), hardware directories show `empty_dir` (bound read-only), `sys` is read-only.
+void mask_proc(const std::string& proc, const std::string& dev_null, const std::string& empty_dir);
 
 // Builds the root and pivots into it; afterwards nothing of the host tree is reachable but
 // what the spec names. Runs in init, in the box's own mount namespace, before privileges drop.
