@@ -13,7 +13,7 @@
 #include <set>
 #include <string>
 
-#include "util/loop_image_probe.hpp"
+#include "support/volumes_fixture.hpp"
 #include "volumes/account_volumes.hpp"
 #include "volumes/ext4_superblock.hpp"
 #include "volumes/idle_volumes.hpp"
@@ -24,20 +24,9 @@ namespace {
 namespace stdfs = std::filesystem;
 using namespace std::chrono_literals;
 
-class ForgetVolumeTest : public ::testing::Test {
+class ForgetVolumeTest : public testing::VolumesTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!loop_images_supported(&why)) GTEST_SKIP() << why;
-    char tmpl[] = "/tmp/abx-forget-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    base_ = tmpl;
-    volumes_.emplace(base_, make_volume_backend(true), [](const std::string&) { return DiskQuota{32ull << 20, 2000}; });
-  }
-  void TearDown() override {
-    volumes_.reset();
-    if (!base_.empty()) stdfs::remove_all(base_);
-  }
+  ForgetVolumeTest() : VolumesTest("abx-forget") {}
   // Every volume no lease holds is detached, as the idle detacher does after its window.
   void detach_all() {
     IdleVolumes idle(
@@ -47,9 +36,6 @@ class ForgetVolumeTest : public ::testing::Test {
     idle.run_once(IdleVolumes::Clock::now() + 10s);
   }
   std::string image(const std::string& name) const { return base_ + "/volumes/" + name + ".img"; }
-
-  std::string base_;
-  std::optional<AccountVolumes> volumes_;
 };
 
 TEST_F(ForgetVolumeTest, AnEmptyDetachedVolumeIsDeletedAndTheNextLeaseMakesANewOne) {

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "util/loop_image_probe.hpp"
+#include "support/volumes_fixture.hpp"
 #include "util/unique_fd.hpp"
 #include "volumes/account_volumes.hpp"
 #include "volumes/idle_volumes.hpp"
@@ -26,20 +26,9 @@ namespace {
 namespace stdfs = std::filesystem;
 using namespace std::chrono_literals;
 
-class IdleVolumesTest : public ::testing::Test {
+class IdleVolumesTest : public testing::VolumesTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!loop_images_supported(&why)) GTEST_SKIP() << why;
-    char tmpl[] = "/tmp/abx-idle-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    base_ = tmpl;
-    volumes_.emplace(base_, make_volume_backend(true), [](const std::string&) { return DiskQuota{32ull << 20, 2000}; });
-  }
-  void TearDown() override {
-    volumes_.reset();
-    if (!base_.empty()) stdfs::remove_all(base_);
-  }
+  IdleVolumesTest() : VolumesTest("abx-idle") {}
   static bool mounted(const std::string& dir) {
     struct stat a, b;
     return ::stat(dir.c_str(), &a) == 0 && ::stat(stdfs::path(dir).parent_path().c_str(), &b) == 0 &&
@@ -53,9 +42,6 @@ class IdleVolumesTest : public ::testing::Test {
     idle.stop();  // its own rounds stay out of the way; this one is the test's
     return idle.run_once(IdleVolumes::Clock::now() + later);
   }
-
-  std::string base_;
-  std::optional<AccountVolumes> volumes_;
 };
 
 TEST_F(IdleVolumesTest, ALeasedVolumeStaysAndAnIdleOneIsDetachedThenAttachedAgainWithItsFiles) {
