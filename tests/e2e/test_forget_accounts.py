@@ -15,7 +15,8 @@ import uuid
 
 import pytest
 
-from conftest import agentbox_bin, run, running_daemon, sh
+from conftest import agentbox_bin, run, sh
+from day_clock import daemon_with_clock, set_clock
 from volume_checks import accounts, du_kib, image, metric, volumes_dir, wait_until
 
 IDLE = 4  # seconds before an unused volume is detached: the stale listing is read before
@@ -36,26 +37,8 @@ TAG = uuid.uuid4().hex[:8]
 
 @pytest.fixture(scope="module")
 def d():
-    clock = f"/tmp/abx-forget-clock-{TAG}"
-    env = {"AGENTBOX_TEST_TRASH_UPKEEP_SECONDS": "1", "AGENTBOX_TEST_WORKSPACE_CLOCK": clock}
-    with running_daemon("forget", config_text=CONFIG, env=env) as daemon:
-        daemon.clock = clock
-        try:
-            yield daemon
-        finally:
-            if os.path.exists(clock):
-                os.unlink(clock)
-
-
-def set_clock(d, unix_seconds):
-    """The daemon's clock of days; None: the real one."""
-    if unix_seconds is None:
-        if os.path.exists(d.clock):
-            os.unlink(d.clock)
-        return
-    with open(d.clock + ".new", "w") as f:
-        f.write(str(int(unix_seconds)))
-    os.replace(d.clock + ".new", d.clock)
+    with daemon_with_clock("forget", CONFIG) as daemon:
+        yield daemon
 
 
 def audit_events(d):

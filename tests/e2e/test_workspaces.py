@@ -14,7 +14,8 @@ import uuid
 import httpx
 import pytest
 
-from conftest import agentbox_bin, run, running_daemon, sh
+from conftest import agentbox_bin, run, sh
+from day_clock import daemon_with_clock, set_clock
 
 CONFIG = """
 [profiles.chats]
@@ -38,26 +39,8 @@ DAY = 86400
 
 @pytest.fixture(scope="module")
 def daemon():
-    clock = f"/tmp/abx-ws-clock-{TAG}"
-    env = {"AGENTBOX_TEST_TRASH_UPKEEP_SECONDS": "1", "AGENTBOX_TEST_WORKSPACE_CLOCK": clock}
-    with running_daemon("workspaces", config_text=CONFIG, env=env) as d:
-        d.clock = clock
-        try:
-            yield d
-        finally:
-            if os.path.exists(clock):
-                os.unlink(clock)
-
-
-def set_clock(d, unix_seconds):
-    """The sweep's clock (AGENTBOX_TEST_WORKSPACE_CLOCK); None: the real one."""
-    if unix_seconds is None:
-        if os.path.exists(d.clock):
-            os.unlink(d.clock)
-        return
-    with open(d.clock + ".new", "w") as f:
-        f.write(str(int(unix_seconds)))
-    os.replace(d.clock + ".new", d.clock)
+    with daemon_with_clock("workspaces", CONFIG) as d:
+        yield d
 
 
 def owui(d, profile, user, context):
