@@ -4,6 +4,7 @@ Every daemon runs under `timeout` (a bounded lifetime even if pytest dies), with
 dir under /tmp, and is stopped with SIGTERM at the end; whatever it started and left behind
 (boxes, commands) is killed by pid and reported. See README.md.
 """
+import asyncio
 import contextlib
 import ctypes
 import itertools
@@ -410,6 +411,16 @@ def wait_for_output(client, pid, needle, *, timeout=15):
         if p["status"] != "running" and needle not in seen:
             raise AssertionError(f"process ended before {needle!r}: {p}")
     return seen
+
+
+async def shell_answers(ws, word, timeout):
+    """Types `echo WORD-$((6*7))` into a terminal's WebSocket and reads until the shell's answer
+    WORD-42 comes (computed, so the echo of the keystrokes does not count), within timeout."""
+    await ws.send(f"echo {word}-$((6*7))\n".encode())
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while f"{word}-42".encode() not in seen:
+        seen += await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic()))
 
 
 def assert_alive(daemon):

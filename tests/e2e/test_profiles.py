@@ -18,7 +18,7 @@ import httpx
 import pytest
 import websockets
 
-from conftest import Origin, agentbox_bin, new_workdir, remove_workdir, run, running_daemon, sh
+from conftest import Origin, agentbox_bin, new_workdir, remove_workdir, run, running_daemon, sh, shell_answers
 
 CONFIG = """
 [box]
@@ -88,11 +88,7 @@ def test_terminal_websocket_under_the_prefix(daemon):
                f"?user_id={urllib.parse.quote(ALICE)}")
         async with websockets.connect(url, open_timeout=WS_TIMEOUT, ping_interval=None) as ws:
             await ws.send(json.dumps({"type": "auth", "token": daemon.api_key}))
-            await ws.send(b"echo ws-$((6*7))\n")
-            seen = b""
-            deadline = time.monotonic() + WS_TIMEOUT
-            while b"ws-42" not in seen:
-                seen += await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic()))
+            await shell_answers(ws, "ws", WS_TIMEOUT)
 
     asyncio.run(talk())
 
@@ -120,11 +116,7 @@ def test_a_users_key_in_the_auth_frame_is_held_to_the_profiles_users(daemon):
         async with websockets.connect(url, open_timeout=WS_TIMEOUT, ping_interval=None) as ws:
             await ws.send(json.dumps({"type": "auth", "token": key}))
             try:
-                await ws.send(b"echo ws-$((6*7))\n")
-                seen = b""
-                deadline = time.monotonic() + WS_TIMEOUT
-                while b"ws-42" not in seen:
-                    seen += await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic()))
+                await shell_answers(ws, "ws", WS_TIMEOUT)
                 return "attached"
             except websockets.ConnectionClosed as e:
                 return (e.rcvd.code, e.rcvd.reason) if e.rcvd else None

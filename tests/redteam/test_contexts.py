@@ -23,7 +23,7 @@ import httpx
 import pytest
 import websockets
 
-from e2e_conftest import home_of, run, running_daemon, sh
+from e2e_conftest import home_of, run, running_daemon, sh, shell_answers
 
 CONFIG = """
 [profiles.chats]
@@ -268,11 +268,7 @@ async def attach(daemon, tid, context):
                                   extra_headers={"X-Terminal-Context-Id": context}) as ws:
         await ws.send(json.dumps({"type": "auth", "token": daemon.api_key}))
         try:
-            await ws.send(b"echo term-$((6*7))\n")
-            seen = b""
-            deadline = time.monotonic() + WS_TIMEOUT
-            while b"term-42" not in seen:
-                seen += await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic()))
+            await shell_answers(ws, "term", WS_TIMEOUT)
             return "attached"
         except websockets.ConnectionClosed as e:
             return e.rcvd.code if e.rcvd else None
