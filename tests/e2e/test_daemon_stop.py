@@ -8,17 +8,14 @@ program in a box; a model request through the gateway whose answer the upstream 
 Under AddressSanitizer (scripts/build.sh --asan; AGENTBOX_BIN=build-asan/agentbox) a
 use-after-free or a leak in the shutdown order is a report in the log, which fails the test.
 """
-import asyncio
 import json
 import os
 import shlex
 import uuid
 
-import websockets
-
 from conftest import Origin, run as execute, wait_for_output
 from fake_anthropic import FakeAnthropic
-from test_terminals import connect, create, read_until, run as run_async
+from test_terminals import connect, create, read_until, run as run_async, stop_while_typing
 
 WS_TIMEOUT = 20
 # What a sanitizer or the crash report prints (util/crash_report), in any build.
@@ -93,20 +90,7 @@ upstream = "{fake.url}"
                 await read_until(sockets[0], b"flood-42\r\nflood-42\r\n")
                 await sockets[1].send(b"echo ready-$((6*7))\n")
                 await read_until(sockets[1], b"ready-42")
-
-                async def keep_typing(ws):
-                    try:
-                        while True:
-                            await ws.send(b"x")
-                            await asyncio.wait_for(ws.recv(), WS_TIMEOUT)
-                    except (websockets.ConnectionClosed, ConnectionError, asyncio.TimeoutError):
-                        return
-
-                typing = [asyncio.ensure_future(keep_typing(ws)) for ws in sockets]
-                await asyncio.sleep(0.3)
-                rc = await asyncio.get_running_loop().run_in_executor(None, d.stop)
-                await asyncio.wait(typing, timeout=WS_TIMEOUT)
-                return rc
+                return await stop_while_typing(d, sockets, settle=0.3, timeout=WS_TIMEOUT)
 
             assert idle["status"] == "running" and tunnel["status"] == "running"
             rc = run_async(scenario())

@@ -506,6 +506,25 @@ def test_an_idle_terminal_ends_but_an_attached_one_stays(limited):
 
 # ---- the daemon's stop ------------------------------------------------------------------------
 
+async def stop_while_typing(d, sockets, *, settle, timeout):
+    """Stops d (SIGTERM, off the event loop) while the client of every socket keeps typing into
+    its terminal, settle seconds after they start, so the terminals' loop is busy to the last
+    moment; d.stop()'s exit status. test_daemon_stop.py stops its daemon this way too."""
+    async def keep_typing(ws):
+        try:
+            while True:
+                await ws.send(b"x")
+                await asyncio.wait_for(ws.recv(), timeout)
+        except (websockets.ConnectionClosed, ConnectionError, asyncio.TimeoutError):
+            return
+
+    typing = [asyncio.ensure_future(keep_typing(ws)) for ws in sockets]
+    await asyncio.sleep(settle)
+    rc = await asyncio.get_running_loop().run_in_executor(None, d.stop)
+    await asyncio.wait(typing, timeout=timeout)
+    return rc
+
+
 def test_a_daemon_stopped_while_terminals_stream_and_type_exits_cleanly_and_leaves_no_mount(make_daemon):
     """SIGTERM while two attached terminals print without a pause and their clients keep typing:
     the terminals' loop is busy to the last moment, and the daemon still stops as it should
@@ -523,20 +542,7 @@ def test_a_daemon_stopped_while_terminals_stream_and_type_exits_cleanly_and_leav
             await ws.send(b"yes flood-$((6*7)) | head -c 2000000000\n")
         for ws in sockets:
             await read_until(ws, b"flood-42\r\nflood-42\r\n")
-
-        async def keep_typing(ws):
-            try:
-                while True:
-                    await ws.send(b"x")
-                    await asyncio.wait_for(ws.recv(), WS_TIMEOUT)
-            except (websockets.ConnectionClosed, ConnectionError, asyncio.TimeoutError):
-                return
-
-        typing = [asyncio.ensure_future(keep_typing(ws)) for ws in sockets]
-        await asyncio.sleep(0.5)
-        rc = await asyncio.get_running_loop().run_in_executor(None, d.stop)
-        await asyncio.wait(typing, timeout=WS_TIMEOUT)
-        return rc
+        return await stop_while_typing(d, sockets, settle=0.5, timeout=WS_TIMEOUT)
 
     rc = run(scenario())
     assert rc == 0, d.log_tail()
