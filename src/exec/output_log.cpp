@@ -110,27 +110,78 @@ void OutputLog::append(StreamType type, std::string_view data) {
   commit(type, data);
 }
 
-void OutputLog::finish() {
+bool OutputLog::finish() {
   std::lock_guard lock(mu_);
-  if (!writable_) return;
+  if (!writable_) return missed_locked();
   for (size_t t = 0; t < kStreamTypes; ++t) {
     commit(static_cast<StreamType>(t), held_[t]);
     held_[t].clear();
   }
+  if (!disk_ok_) resume_disk(/*now=*/true);
   writable_ = false;
   writer_.reset();
   tail_.shrink_to_fit();
+  return missed_locked();
+}
+
+bool OutputLog::write_missed() {
+  std::lock_guard lock(mu_);
+  if (!disk_ok_ && !abandoned_) {
+    resume_disk(/*now=*/true);
+    if (!writable_) writer_.reset();
+  }
+  return missed_locked();
+}
+
+void OutputLog::abandon() {
+  std::lock_guard lock(mu_);
+  abandoned_ = true;
+}
+
+bool OutputLog::missed_locked() const {
+  const uint64_t on_disk = segments_.back().end;
+  return !disk_ok_ && !abandoned_ && on_disk < end_ && on_disk >= tail_begin_;
+}
+
+// Frames do not cross segment ends, so no segment outgrows cap/2: the bytes the next frame may
+// hold (rotating first when the newest segment is full).
+size_t OutputLog::frame_room() {
+  if (segments_.back().end - segments_.back().base >= segment_size_) rotate();
+  const uint64_t fill = segments_.back().end - segments_.back().base;
+  return static_cast<size_t>(std::min<uint64_t>(kMaxFrameData, segment_size_ - std::min(fill, segment_size_ - 1)));
+}
+
+// Takes the disk back after a failed write: the newest segment loses whatever that write left
+// past its last whole frame (or is started again, header first, if it holds none), then gets
+// the bytes it missed from the memory tail. At most once a second unless `now`.
+void OutputLog::resume_disk(bool now) {
+  const auto t = std::chrono::steady_clock::now();
+  if (!missed_locked() || (!now && t < next_disk_try_)) return;
+  next_disk_try_ = t + std::chrono::seconds(1);
+  const SegmentInfo& s = segments_.back();
+  UniqueFd fd(::open(segment_file(s.slot).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  const bool fresh = s.end == s.base;
+  if (!fd || ::ftruncate(fd.get(), fresh ? 0 : static_cast<off_t>(s.file_size)) != 0) return;
+  if (fresh && !write_frame_fully(fd.get(), encode_segment_header({s.base, cap_}), {})) return;
+  writer_ = std::move(fd);
+  disk_ok_ = true;
+  std::vector<LogChunk> missed;
+  collect(s.end, end_, missed);
+  for (const LogChunk& c : missed) {
+    for (std::string_view data = c.data; !data.empty() && disk_ok_;) {
+      const size_t room = frame_room();
+      if (!disk_ok_) break;
+      write_frame(c.type, data.substr(0, room));
+      data.remove_prefix(std::min(room, data.size()));
+    }
+  }
 }
 
 void OutputLog::commit(StreamType type, std::string_view data) {
+  if (!disk_ok_ && !data.empty()) resume_disk(/*now=*/false);
   while (!data.empty()) {
     size_t limit = kMaxFrameData;
-    if (disk_ok_) {
-      // Frames do not cross segment ends, so no segment outgrows cap/2.
-      if (segments_.back().end - segments_.back().base >= segment_size_) rotate();
-      const uint64_t fill = segments_.back().end - segments_.back().base;
-      limit = static_cast<size_t>(std::min<uint64_t>(limit, segment_size_ - std::min(fill, segment_size_ - 1)));
-    }
+    if (disk_ok_) limit = frame_room();
     const std::string_view piece = data.substr(0, limit);
     data.remove_prefix(piece.size());
     if (disk_ok_) write_frame(type, piece);

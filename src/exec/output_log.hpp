@@ -19,6 +19,7 @@
 // each answer's "\r\n" into "\n" count every line once.
 //
 // Thread-safe: one writer (the process table's loop), readers from any thread.
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -61,10 +62,20 @@ class OutputLog {
   OutputLog(const OutputLog&) = delete;
   OutputLog& operator=(const OutputLog&) = delete;
 
-  // Adds output. A failing disk is not fatal: the log goes on in memory only.
+  // Adds output. A failing disk is not fatal: the log goes on in memory only, and what the disk
+  // missed is written once it takes writes again (the next append tries, at most once a second).
   void append(StreamType type, std::string_view data);
-  // No more output: held-back bytes are written and the file is closed.
-  void finish();
+  // No more output: held-back bytes are written and the file is closed. True when output the disk
+  // refused is still missing from it (write_missed may write it later).
+  bool finish();
+  // Writes what the disk refused earlier (full, out of inodes) if it takes it now and the memory
+  // tail still holds all of it: a command that ran while its account's volume was full keeps its
+  // output across a restart once the volume has room. True while something is still missing
+  // that a later call could write; false once the log is whole on disk, or cannot be.
+  bool write_missed();
+  // The log's files are about to be removed (the record is purged): write_missed must not make
+  // them again.
+  void abandon();
 
   // Output from offset on, at most max_bytes of it; with tail_lines, only the last that many
   // lines of what is kept past offset (then the newest max_bytes of those).
@@ -83,6 +94,9 @@ class OutputLog {
   OutputLog(std::string path, uint64_t cap, size_t memory_tail);
   std::string segment_file(int slot) const;
   void commit(StreamType type, std::string_view data);
+  size_t frame_room();
+  void resume_disk(bool now);
+  bool missed_locked() const;
   bool start_first_segment();
   void write_frame(StreamType type, std::string_view data);
   void rotate();
@@ -102,7 +116,9 @@ class OutputLog {
   std::deque<SegmentInfo> segments_;  // oldest first, contiguous
   UniqueFd writer_;                   // the newest segment, while the log is writable (and has output)
   bool writable_ = false;
-  bool disk_ok_ = true;  // false after a failed write: memory tail only
+  bool disk_ok_ = true;  // false after a failed write: memory tail only, until resume_disk
+  bool abandoned_ = false;
+  std::chrono::steady_clock::time_point next_disk_try_{};
   uint64_t end_ = 0;
   std::string tail_;  // output [tail_begin_, end_)
   uint64_t tail_begin_ = 0;

@@ -87,12 +87,19 @@ void ProcessTable::Impl::purge() {
   const int64_t cutoff = unix_now() - static_cast<int64_t>(opts.retention.count());
   std::set<std::string> dropped;  // beyond keep_finished: out of memory too, their logs are gone
   try {
-    for (const auto& path : store.purge_ended_before_returning_logs(cutoff)) OutputLog::remove(path);
+    std::vector<std::string> gone = store.purge_ended_before_returning_logs(cutoff);
     if (opts.keep_finished > 0)
       for (const auto& d : store.purge_finished_beyond(opts.keep_finished)) {
-        OutputLog::remove(d.log_path);
+        gone.push_back(d.log_path);
         dropped.insert(d.id);
       }
+    {  // a log still writing what its disk refused must not make its files again once removed
+      const std::set<std::string> paths(gone.begin(), gone.end());
+      std::lock_guard lock(mu);
+      for (const auto& [id, p] : procs)
+        if (paths.contains(p->log->path())) p->log->abandon();
+    }
+    for (const auto& path : gone) OutputLog::remove(path);
   } catch (const std::exception& e) {
     report_store_failure("purge (tried again next round)", e);
   }

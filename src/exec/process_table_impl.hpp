@@ -43,6 +43,7 @@ using namespace std::chrono_literals;
 namespace ptable {
 
 inline constexpr auto kEvictAfter = 60s;  // a finished process leaves memory (store + disk remain)
+inline constexpr auto kLogRetry = 1s;     // how often a log the disk refused tries again
 inline constexpr size_t kReadBuffer = 64 << 10;
 inline constexpr int kReadsPerWakeup = 4;  // then other processes get their turn
 inline constexpr int kIdAttempts = 8;
@@ -123,7 +124,8 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
     bool writing = false;
     bool close_stdin_when_written = false;
     std::unique_ptr<asio::steady_timer> drain_timer, kill_timer, timeout_timer;
-    int kill_stage = 0;  // 0: nothing sent, 1: TERM sent, 2: KILL sent
+    std::unique_ptr<asio::steady_timer> log_retry;  // after the end, while its log misses output
+    int kill_stage = 0;                             // 0: nothing sent, 1: TERM sent, 2: KILL sent
     std::vector<std::shared_ptr<WaitOp>> waiters;
     size_t prune_mark = 16;
     std::vector<std::function<void(bool)>> kill_done;
@@ -200,6 +202,7 @@ struct ProcessTable::Impl : std::enable_shared_from_this<ProcessTable::Impl> {
   void handle_end(const std::shared_ptr<Proc>& p, SpawnEnd end);
 
   void arm_drain(const std::shared_ptr<Proc>& p);
+  void retry_log(const std::shared_ptr<Proc>& p);
 
   static void close_io(Proc& p);
 

@@ -109,6 +109,21 @@ void ProcessTable::Impl::arm_drain(const std::shared_ptr<Proc>& p) {
   });
 }
 
+// A finished process whose output the disk refused (its volume was full) tries once a second to
+// write it, for as long as the process is in memory (kEvictAfter): reads before that come from
+// memory anyway, and a restart after it finds the output on disk.
+void ProcessTable::Impl::retry_log(const std::shared_ptr<Proc>& p) {
+  p->log_retry = std::make_unique<asio::steady_timer>(p->strand, kLogRetry);
+  p->log_retry->async_wait(
+      [self = shared_from_this(), weak = std::weak_ptr<Proc>(p)](const boost::system::error_code& ec) {
+        const std::shared_ptr<Proc> p = weak.lock();  // evicted: the retries end with it
+        if (!ec && p)
+          self->guard.run([&] {
+            if (p->log->write_missed()) self->retry_log(p);
+          });
+      });
+}
+
 void ProcessTable::Impl::close_io(Proc& p) {
   for (auto& s : p.streams) {
     s.desc.reset();
@@ -128,7 +143,7 @@ void ProcessTable::Impl::finish(const std::shared_ptr<Proc>& p) {
   for (int i = 0; i < 2; ++i)
     if (p->streams[i].desc && p->streams[i].open) read_available(p, i);
   // The log is complete before the status says so: a reader that sees "done" has it all.
-  p->log->finish();
+  const bool log_missed = p->log->finish();
   ProcessStatus status;
   std::optional<int> code;
   const int64_t ended = unix_now();
@@ -143,6 +158,7 @@ void ProcessTable::Impl::finish(const std::shared_ptr<Proc>& p) {
     p->stdin_open = false;
   }
   close_io(*p);
+  if (log_missed) retry_log(p);
   save_end(p->id, status, code, ended);
   auto waiters = std::move(p->waiters);
   p->waiters.clear();

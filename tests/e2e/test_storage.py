@@ -266,3 +266,42 @@ def test_sigkill_during_an_upload_leaves_no_partial_file_and_usage_comes_back(ma
         assert "big.bin" not in names, names
         assert sh(c, "ls | wc -l")[1].strip() == "0"
     assert used_bytes(volume) < before + MB, (before, used_bytes(volume))
+
+
+def test_output_printed_while_the_volume_was_full_survives_a_sigkill_once_there_is_room(make_daemon):
+    """A command that prints while its account's volume is full has its output in the daemon's
+    memory only (its log file cannot grow); once there is room the log is written, so a daemon
+    SIGKILLed afterwards still answers with it (the 60-minute soak found such output empty)."""
+    d = make_daemon(tag="storage-full-log", config_text=CONFIG)
+    d.start()
+    with d.client(user="full-log") as c:
+        name = home_of(c).rsplit("/", 1)[1]
+        # Full to the last block: what a first ENOSPC leaves (ext4 gives back blocks it had held
+        # for delayed allocation once they are written) taken too, one 1 KiB block at a time.
+        avail = sh(c, "mkdir fill; dd if=/dev/zero of=fill/big bs=1M count=200 2>/dev/null; sync; i=0; "
+                      "while dd if=/dev/zero of=fill/$i bs=1k count=1 2>/dev/null && [ $i -lt 4000 ]; do "
+                      "i=$((i+1)); done; sync; df -k --output=avail . | tail -1")[1]
+        assert avail.strip() == "0", avail
+        done = run(c, "echo printed-while-full", pty=False)
+        assert (done["status"], text_of(done)) == ("done", "printed-while-full\n")
+        log = os.path.join(d.state_dir, "volumes", name, "daemon", "logs", done["id"] + ".log.0")
+
+        def on_disk():
+            try:
+                with open(log, "rb") as f:
+                    return b"printed-while-full" in f.read()
+            except FileNotFoundError:
+                return False
+        assert not on_disk(), "the full volume took the output: the test shows nothing"
+        assert c.delete("/files/delete", params={"path": "fill"}).status_code == 200
+        assert c.delete("/files/trash").status_code == 200
+        deadline = time.monotonic() + 15
+        while not on_disk():
+            assert time.monotonic() < deadline, "the output never reached the volume once it had room"
+            time.sleep(0.1)
+    d.stop(sig=signal.SIGKILL)
+
+    d.start()
+    with d.client(user="full-log") as c:
+        q = c.get(f"/execute/{done['id']}/status").json()
+        assert (q["status"], text_of(q)) == ("done", "printed-while-full\n"), q

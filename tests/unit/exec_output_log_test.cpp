@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 
 #include <filesystem>
@@ -33,6 +36,28 @@ std::string numbered_lines(int n) {
   }
   return s;
 }
+
+// While alive, files this process writes cannot grow past `bytes` (RLIMIT_FSIZE: a write past it
+// fails with EFBIG, as one on a full volume fails with ENOSPC); lift() gives the room back.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);  // the error, not the signal's default (a core)
+    rlimit limit = saved_;
+    limit.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    lift();
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  void lift() { ::setrlimit(RLIMIT_FSIZE, &saved_); }
+
+ private:
+  rlimit saved_{};
+  sighandler_t old_handler_ = SIG_DFL;
+};
 
 class OutputLogTest : public ::testing::Test {
  protected:
@@ -296,6 +321,61 @@ TEST_F(OutputLogTest, CreateRefusesAnExistingLogAndRemoveDeletesIt) {
   OutputLog::remove(path());
   EXPECT_EQ(segment_files(), 0u);
   EXPECT_THROW(OutputLog::open(path()), Error);
+}
+
+// A command that prints while its volume is full: its output goes on in memory, and once the disk
+// takes writes again it is written (by the next append or by write_missed after the end), so a
+// restart finds all of it. Control: while the disk refuses, the files hold none of it.
+TEST_F(OutputLogTest, OutputTheDiskRefusedIsWrittenOnceItHasRoom) {
+  const std::string text = numbered_lines(50), more = numbered_lines(3);
+  FileSizeLimit full(100);
+  auto log = OutputLog::create(path(), 1 << 20);
+  log->append(StreamType::output, text);
+  EXPECT_EQ(joined(log->read(0, 1 << 20)), text);  // served from memory meanwhile
+  EXPECT_TRUE(log->finish());                      // still missing on disk
+  EXPECT_TRUE(log->write_missed());                // the disk still refuses
+  EXPECT_EQ(OutputLog::open(path())->end_offset(), 0u) << "the refused output reached the file";
+
+  full.lift();
+  EXPECT_FALSE(log->write_missed());  // all written now
+  EXPECT_EQ(joined(OutputLog::open(path())->read(0, 1 << 20)), text);
+
+  // The same while the command still runs: its next output after the disk has room writes both.
+  auto running_path = path("q.log");
+  FileSizeLimit again(100);
+  auto running = OutputLog::create(running_path, 1 << 20);
+  running->append(StreamType::stdout_pipe, text);
+  again.lift();
+  running->append(StreamType::stderr_pipe, more);
+  EXPECT_FALSE(running->finish());
+  LogRead r = OutputLog::open(running_path)->read(0, 1 << 20);
+  ASSERT_EQ(r.chunks.size(), 2u);
+  EXPECT_EQ(r.chunks[0].data, text);
+  EXPECT_EQ(r.chunks[1].type, StreamType::stderr_pipe);
+  EXPECT_EQ(r.chunks[1].data, more);
+}
+
+// What the disk refused and the memory tail has dropped too is gone: nothing is written with a
+// hole in it, and the log says so (its reads start truncated). A log whose record is purged is
+// abandoned: its files are not made again.
+TEST_F(OutputLogTest, RefusedOutputBeyondTheMemoryTailIsNotWrittenWithAHole) {
+  const std::string text = numbered_lines(50);
+  FileSizeLimit full(100);
+  auto log = OutputLog::create(path(), 1 << 20, /*memory_tail=*/64);
+  log->append(StreamType::output, text);
+  full.lift();
+  EXPECT_FALSE(log->finish());  // nothing a later call could write
+  EXPECT_TRUE(log->read(0, 1 << 20).truncated);
+  EXPECT_EQ(OutputLog::open(path())->end_offset(), 0u);
+
+  auto purged = OutputLog::create(path("r.log"), 1 << 20);
+  FileSizeLimit again(100);
+  purged->append(StreamType::output, text);
+  purged->abandon();
+  OutputLog::remove(path("r.log"));
+  again.lift();
+  EXPECT_FALSE(purged->write_missed());
+  EXPECT_FALSE(fs::exists(path("r.log") + ".0"));
 }
 
 // Most commands of an agent print little and many print nothing: those cost no file.
