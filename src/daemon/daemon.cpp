@@ -526,6 +526,7 @@ std::string Daemon::metrics_page() {
   m.accounts = &accounts_;
   m.file_pool = file_pool_.get();
   m.mirror = mirror_.get();
+  m.state_dir = config_.state_dir;
   return daemon::metrics_page(m);
 }
 

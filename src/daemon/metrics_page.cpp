@@ -1,5 +1,7 @@
 #include "daemon/metrics_page.hpp"
 
+#include <sys/statvfs.h>
+
 #include "accounts/account_forgetting.hpp"
 #include "audit/trail.hpp"
 #include "metrics/events.hpp"
@@ -105,6 +107,20 @@ void write_audit(Exposition& out) {
       a.writing.load(std::memory_order_relaxed) ? 1 : 0);
 }
 
+// The state directory's filesystem, where the volumes are sparse images: once it is full, a box's
+// write that needs a new block of its image fails below ext4, which then stops its journal and
+// keeps the volume read-only (what was not yet written is lost). The alert to set is on this.
+void write_state_filesystem(Exposition& out, const std::string& dir) {
+  struct statvfs st {};
+  if (dir.empty() || ::statvfs(dir.c_str(), &st) != 0) return;  // no sample rather than a false 0
+  const double block = static_cast<double>(st.f_frsize);
+  one(out, "agentbox_state_filesystem_size_bytes", "gauge",
+      "Size of the filesystem holding the state directory (SQLite, the account volumes' images).",
+      static_cast<double>(st.f_blocks) * block);
+  one(out, "agentbox_state_filesystem_avail_bytes", "gauge",
+      "Bytes of the state directory's filesystem the daemon may still use.", static_cast<double>(st.f_bavail) * block);
+}
+
 }  // namespace
 
 std::string metrics_page(const MetricsSources& s) {
@@ -148,6 +164,7 @@ std::string metrics_page(const MetricsSources& s) {
       static_cast<double>(accounts::accounts_forgotten_total()));
   if (s.mirror) write_mirror(out, *s.mirror);
   write_audit(out);
+  write_state_filesystem(out, s.state_dir);
   metrics::write_process_stats(out);
   return out.take();
 }

@@ -26,6 +26,7 @@ struct MetricsSources {
   AccountStore* accounts = nullptr;
   const FairPool* file_pool = nullptr;
   backup::MirrorService* mirror = nullptr;  // null without [backup] dir
+  std::string state_dir;                    // its filesystem's size and free space
 };
 
 std::string metrics_page(const MetricsSources& sources);

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from conftest import Daemon, new_workdir, remove_workdir
+from volume_checks import metric
 
 CONFIG = '[accounts]\ndisk = "0"\nspare_volumes = 0\n'
 DOCUMENTED = {200, 503, 507}
@@ -92,3 +93,17 @@ def test_a_full_state_disk_answers_503_or_507_with_a_reason_and_loses_nothing(sm
     assert r.status_code == 200, r.text
     known = {a["user"] for a in r.json()["accounts"]}
     assert set(admitted) | {"keeper"} <= known, set(admitted) - known
+
+
+def test_metrics_show_the_state_filesystem_fill_and_empty_again(small_state):
+    """What an operator's alert watches (docs/OPERATIONS.md): the volumes are sparse images on
+    this filesystem, so its free space is the one figure that must not reach 0."""
+    d = small_state.start()
+    assert metric(d, "agentbox_state_filesystem_size_bytes") == 24 << 20  # the tmpfs' size=24m
+    before = metric(d, "agentbox_state_filesystem_avail_bytes")
+    st = os.statvfs(d.state_dir)
+    assert 0 < before <= 24 << 20 and abs(before - st.f_bavail * st.f_frsize) < 1 << 20, before
+    filler = fill(d.state_dir)
+    assert metric(d, "agentbox_state_filesystem_avail_bytes") < 64 << 10
+    os.unlink(filler)
+    assert metric(d, "agentbox_state_filesystem_avail_bytes") > before - (1 << 20)
