@@ -143,12 +143,19 @@ bool OutputLog::missed_locked() const {
   return !disk_ok_ && !abandoned_ && on_disk < end_ && on_disk >= tail_begin_;
 }
 
-// Frames do not cross segment ends, so no segment outgrows cap/2: the bytes the next frame may
-// hold (rotating first when the newest segment is full).
-size_t OutputLog::frame_room() {
-  if (segments_.back().end - segments_.back().base >= segment_size_) rotate();
-  const uint64_t fill = segments_.back().end - segments_.back().base;
-  return static_cast<size_t>(std::min<uint64_t>(kMaxFrameData, segment_size_ - std::min(fill, segment_size_ - 1)));
+// Writes data to the segments, a frame at a time; stops at the first write the disk refuses.
+void OutputLog::persist(StreamType type, std::string_view data) {
+  while (!data.empty() && disk_ok_) {
+    // Frames do not cross segment ends, so no segment outgrows cap/2.
+    if (segments_.back().end - segments_.back().base >= segment_size_) rotate();
+    if (!disk_ok_) return;
+    const uint64_t fill = segments_.back().end - segments_.back().base;
+    const auto room =
+        static_cast<size_t>(std::min<uint64_t>(kMaxFrameData, segment_size_ - std::min(fill, segment_size_ - 1)));
+    const std::string_view piece = data.substr(0, room);
+    data.remove_prefix(piece.size());
+    write_frame(type, piece);
+  }
 }
 
 // Takes the disk back after a failed write: the newest segment loses whatever that write left
@@ -167,27 +174,16 @@ void OutputLog::resume_disk(bool now) {
   disk_ok_ = true;
   std::vector<LogChunk> missed;
   collect(s.end, end_, missed);
-  for (const LogChunk& c : missed) {
-    for (std::string_view data = c.data; !data.empty() && disk_ok_;) {
-      const size_t room = frame_room();
-      if (!disk_ok_) break;
-      write_frame(c.type, data.substr(0, room));
-      data.remove_prefix(std::min(room, data.size()));
-    }
-  }
+  for (const LogChunk& c : missed) persist(c.type, c.data);
 }
 
+// The disk first (what it refuses is written later, from the tail), then the memory tail.
 void OutputLog::commit(StreamType type, std::string_view data) {
-  if (!disk_ok_ && !data.empty()) resume_disk(/*now=*/false);
-  while (!data.empty()) {
-    size_t limit = kMaxFrameData;
-    if (disk_ok_) limit = frame_room();
-    const std::string_view piece = data.substr(0, limit);
-    data.remove_prefix(piece.size());
-    if (disk_ok_) write_frame(type, piece);
-    remember(type, piece);
-    end_ += piece.size();
-  }
+  if (data.empty()) return;
+  if (!disk_ok_) resume_disk(/*now=*/false);
+  persist(type, data);
+  remember(type, data);
+  end_ += data.size();
 }
 
 bool OutputLog::start_first_segment() {
@@ -216,22 +212,24 @@ void OutputLog::write_frame(StreamType type, std::string_view data) {
 
 void OutputLog::rotate() {
   // The new segment takes the slot of the oldest one, which is then no longer needed: the
-  // two remaining full segments hold at least cap bytes.
+  // two remaining full segments hold at least cap bytes. It starts where the disk's bytes end
+  // (end_ too, but while missed output is written again from the tail).
+  const uint64_t base = segments_.back().end;
   const int slot = (segments_.back().slot + 1) % kSlots;
   if (segments_.size() == kSlots) segments_.pop_front();
   const std::string file = segment_file(slot);
   writer_.reset(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
-  if (!writer_ || !write_frame_fully(writer_.get(), encode_segment_header({end_, cap_}), {})) {
+  if (!writer_ || !write_frame_fully(writer_.get(), encode_segment_header({base, cap_}), {})) {
     disk_ok_ = false;
     writer_.reset();
     return;
   }
   SegmentInfo s;
   s.slot = slot;
-  s.base = s.end = end_;
+  s.base = s.end = base;
   s.cap = cap_;
   s.file_size = kSegmentHeaderSize;
-  s.index.push_back({end_, kSegmentHeaderSize});
+  s.index.push_back({base, kSegmentHeaderSize});
   segments_.push_back(std::move(s));
 }
 

@@ -94,7 +94,7 @@ class OutputLog {
   OutputLog(std::string path, uint64_t cap, size_t memory_tail);
   std::string segment_file(int slot) const;
   void commit(StreamType type, std::string_view data);
-  size_t frame_room();
+  void persist(StreamType type, std::string_view data);
   void resume_disk(bool now);
   bool missed_locked() const;
   bool start_first_segment();

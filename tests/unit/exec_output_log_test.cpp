@@ -355,6 +355,27 @@ TEST_F(OutputLogTest, OutputTheDiskRefusedIsWrittenOnceItHasRoom) {
   EXPECT_EQ(r.chunks[1].data, more);
 }
 
+// Output written again after the disk refused it may fill the newest segment and start the next:
+// that one starts where the disk's bytes ended, so a reopened log reads every byte at its offset.
+TEST_F(OutputLogTest, RefusedOutputWrittenLaterAcrossASegmentEndKeepsItsOffsets) {
+  const std::string text = numbered_lines(18);  // 180 bytes: a 200 byte cap, segments of 100
+  auto log = OutputLog::create(path(), 200);
+  log->append(StreamType::output, text.substr(0, 50));
+  {
+    FileSizeLimit full(fs::file_size(path() + ".0"));
+    log->append(StreamType::output, text.substr(50, 120));  // refused: in memory only
+    full.lift();
+    log->append(StreamType::output, text.substr(170));  // takes the disk back: 50..180 written
+  }
+  EXPECT_FALSE(log->finish());
+  EXPECT_EQ(segment_files(), 2u);
+  auto reopened = OutputLog::open(path());
+  EXPECT_EQ(reopened->begin_offset(), 0u);
+  EXPECT_EQ(reopened->end_offset(), text.size());
+  EXPECT_EQ(joined(reopened->read(0, 1 << 20)), text);
+  EXPECT_EQ(joined(reopened->read(120, 30)), text.substr(120, 30));
+}
+
 // What the disk refused and the memory tail has dropped too is gone: nothing is written with a
 // hole in it, and the log says so (its reads start truncated). A log whose record is purged is
 // abandoned: its files are not made again.
