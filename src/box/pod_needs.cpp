@@ -18,6 +18,7 @@
 
 #include "util/error.hpp"
 #include "util/file_io.hpp"
+#include "util/mountinfo.hpp"
 
 namespace agentbox {
 namespace {
@@ -200,15 +201,9 @@ bool uid_map_is_identity(const std::string& uid_map) {
 }
 
 std::vector<std::string> proc_masks(const std::string& mountinfo) {
-  // mountinfo: ID PARENT MAJ:MIN ROOT MOUNTPOINT ...
   std::vector<std::string> masks;
-  std::istringstream in(mountinfo);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string id, parent, dev, root, point;
-    if (!(fields >> id >> parent >> dev >> root >> point)) continue;
-    if (point.rfind("/proc/", 0) == 0 && point.rfind("/proc/sys/fs/binfmt_misc", 0) != 0) masks.push_back(point);
-  }
+  for (const MountInfoEntry& e : parse_mountinfo(mountinfo))
+    if (e.point.starts_with("/proc/") && !e.point.starts_with("/proc/sys/fs/binfmt_misc")) masks.push_back(e.point);
   return masks;
 }
 

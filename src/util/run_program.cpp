@@ -82,12 +82,14 @@ int wait_program(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-ProgramResult run_program(const std::vector<std::string>& argv, int stdin_fd) {
+ProgramResult run_program(const std::vector<std::string>& argv, int stdin_fd,
+                          const std::function<void(pid_t)>& started) {
   int fds[2];
   check(::pipe2(fds, O_CLOEXEC), "pipe2");
   UniqueFd read_end(fds[0]), write_end(fds[1]);
   const pid_t pid = spawn_program(argv, stdin_fd, write_end.get(), write_end.get());
   write_end.reset();
+  if (started) started(pid);
 
   ProgramResult result;
   char buf[4096];

@@ -4,6 +4,7 @@
 // for the error message.
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,8 +17,9 @@ struct ProgramResult {
 };
 
 // argv[0] is looked up in PATH (plus /usr/sbin and /sbin, where e2fsprogs live). Throws Error
-// when the program cannot be started.
-ProgramResult run_program(const std::vector<std::string>& argv, int stdin_fd = -1);
+// when the program cannot be started. `started`, when given, is called with its pid once it runs.
+ProgramResult run_program(const std::vector<std::string>& argv, int stdin_fd = -1,
+                          const std::function<void(pid_t)>& started = {});
 
 // The parts of run_program for a program whose output is a stream (tar --create): starts argv
 // with in, out and err as its stdin, stdout and stderr (-1: /dev/null) and returns its pid...

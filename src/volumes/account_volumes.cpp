@@ -76,7 +76,7 @@ AccountVolumes::~AccountVolumes() {
     try {
       backend_->release(paths(name).root);
     } catch (const Error&) {
-      // Left to close_root's detach; the next daemon mounts its loop device again (attached_loop).
+      // Left to close_root's detach; the next daemon mounts its loop device again (LoopHolders).
     }
   }
   backend_->close_root(volumes_dir_);

@@ -1,6 +1,5 @@
 #include "volumes/ext4_image.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -8,10 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <vector>
 
 #include "util/error.hpp"
-#include "util/file_io.hpp"
 #include "util/run_program.hpp"
 #include "volumes/loop_device.hpp"
 
@@ -26,29 +25,6 @@ constexpr unsigned kMountAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_AT
 // ext4 wants room for its inode tables: at most one inode per this many bytes of image.
 constexpr uint64_t kMinBytesPerInode = 1024;
 
-// The loop device already holding `image`: mounting that one again shares its superblock,
-// where a second loop device would mount the same image twice and corrupt it.
-std::string attached_loop(const struct stat& image) {
-  DIR* dir = ::opendir("/sys/block");
-  if (!dir) return {};
-  std::string found;
-  while (dirent* e = ::readdir(dir)) {
-    const std::string name = e->d_name;
-    if (!name.starts_with("loop")) continue;
-    // backing_file names the image as it was opened; compare the file itself, not the text.
-    auto backing = read_file_if_exists("/sys/block/" + name + "/loop/backing_file", 8192);
-    if (!backing) continue;
-    while (!backing->empty() && backing->back() == '\n') backing->pop_back();
-    struct stat st {};
-    if (::stat(backing->c_str(), &st) == 0 && st.st_dev == image.st_dev && st.st_ino == image.st_ino) {
-      found = "/dev/" + name;
-      break;
-    }
-  }
-  ::closedir(dir);
-  return found;
-}
-
 UniqueFd open_image(const std::string& image_path, struct stat& st) {
   UniqueFd image(::open(image_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!image) throw sys_error("open(" + image_path + ")");
@@ -58,7 +34,21 @@ UniqueFd open_image(const std::string& image_path, struct stat& st) {
 
 }  // namespace
 
-void make_image(const std::string& image, const DiskQuota& quota) {
+// The device to mount the image through: the loop device already holding it when there is one
+// (mounting that one again shares its superblock), else a new one; open in `loop` until mounted.
+std::string Ext4Images::loop_device_for(const UniqueFd& image, const struct stat& st, const std::string& image_path,
+                                        UniqueFd& loop) {
+  if (std::optional<LoopHolders::Held> held = loops_.holder(st)) {
+    loop = std::move(held->fd);
+    return held->device;
+  }
+  std::string device;
+  loop = attach_loop(image, image_path, device);
+  loops_.attached(st, device);
+  return device;
+}
+
+void Ext4Images::make(const std::string& image, const DiskQuota& quota) {
   const std::string fresh = image + ".new";
   {
     UniqueFd fd(::open(fresh.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -67,7 +57,7 @@ void make_image(const std::string& image, const DiskQuota& quota) {
   }
   // What an empty image takes on the host is its metadata written: with the defaults ~4.3 MiB
   // for 10 GiB, nearly all of it the blocks reserved for online growth (resize_inode; the
-  // daemon grows images offline, grow_image). Without those and with all groups' metadata in
+  // daemon grows images offline, grow()). Without those and with all groups' metadata in
   // one flex group (-G), an empty 10 GiB account's image holds ~300 KiB, a 64 MiB one ~150 KiB
   // (bench/RESULTS.md). Not sparse_super2 (one backup superblock, ~70 KiB less): resize2fs
   // 1.47 leaves a block bitmap wrong when it grows one, and the kernel then remounts it
@@ -82,7 +72,7 @@ void make_image(const std::string& image, const DiskQuota& quota) {
   }
   argv.push_back(fresh);
   try {
-    run_program_checked(argv);
+    e2fs_.run_checked(argv);
   } catch (...) {
     ::unlink(fresh.c_str());
     throw;
@@ -90,40 +80,34 @@ void make_image(const std::string& image, const DiskQuota& quota) {
   check(::rename(fresh.c_str(), image.c_str()), "rename(" + fresh + ")");
 }
 
-void grow_image(const std::string& image_path, const DiskQuota& quota) {
+void Ext4Images::grow(const std::string& image_path, const DiskQuota& quota) {
   struct stat st {};
   if (::stat(image_path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) >= quota.bytes) return;
   check(::truncate(image_path.c_str(), static_cast<off_t>(quota.bytes)), "truncate(" + image_path + ")");
   // resize2fs wants a freshly checked filesystem; -p: repair only what is safe without asking.
   // Offline: growing a mounted ext4 needs CAP_SYS_RESOURCE, which the daemon gives up.
-  const ProgramResult fsck = run_program({"e2fsck", "-f", "-p", image_path});
+  const ProgramResult fsck = e2fs_.run({"e2fsck", "-f", "-p", image_path});
   if (fsck.status > 1) throw Error("e2fsck " + image_path + " failed (status " + std::to_string(fsck.status) + ")");
-  run_program_checked({"resize2fs", image_path});
+  e2fs_.run_checked({"resize2fs", image_path});
 }
 
-void mount_image(const std::string& image_path, const std::string& dir) {
+void Ext4Images::mount(const std::string& image_path, const std::string& dir) {
   struct stat st {};
   UniqueFd image = open_image(image_path, st);
-  if (std::string held = attached_loop(st); !held.empty()) {
-    if (::mount(held.c_str(), dir.c_str(), "ext4", kMountFlags, kMountData) != 0)
-      throw sys_error("mount(" + held + ", " + dir + ")");
-    return;
-  }
-  std::string device;
-  UniqueFd loop = attach_loop(image, image_path, device);
+  UniqueFd loop;
+  const std::string device = loop_device_for(image, st, image_path, loop);
   if (::mount(device.c_str(), dir.c_str(), "ext4", kMountFlags, kMountData) != 0)
     throw sys_error("mount(" + device + ", " + dir + ")");
   // The mount holds the device now; closing ours lets AUTOCLEAR free it at unmount.
 }
 
-UniqueFd mount_image_detached(const std::string& image_path) {
+UniqueFd Ext4Images::mount_detached(const std::string& image_path) {
   UniqueFd fs(::fsopen("ext4", FSOPEN_CLOEXEC));
   if (!fs) throw sys_error("fsopen(ext4)");
   struct stat st {};
   UniqueFd image = open_image(image_path, st);
-  std::string device = attached_loop(st);
   UniqueFd loop;
-  if (device.empty()) loop = attach_loop(image, image_path, device);
+  const std::string device = loop_device_for(image, st, image_path, loop);
   check(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", device.c_str(), 0), "fsconfig(source " + device + ")");
   check(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "errors", "remount-ro", 0), "fsconfig(errors)");
   check(::fsconfig(fs.get(), FSCONFIG_SET_FLAG, "noinit_itable", nullptr, 0), "fsconfig(noinit_itable)");

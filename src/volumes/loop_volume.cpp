@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "util/error.hpp"
@@ -55,7 +57,8 @@ class LoopImageBackend final : public VolumeBackend {
       check(::mount(volumes_dir.c_str(), volumes_dir.c_str(), nullptr, MS_BIND, nullptr),
             "mount(" + volumes_dir + ", bind)");
     check(::mount(nullptr, volumes_dir.c_str(), nullptr, MS_SHARED, nullptr), "mount(" + volumes_dir + ", shared)");
-    if (spare_policy_.count > 0) spares_ = std::make_unique<SpareVolumes>(volumes_dir, spare_policy_);
+    Ext4Images& images = images_for(volumes_dir);
+    if (spare_policy_.count > 0) spares_ = std::make_unique<SpareVolumes>(volumes_dir, spare_policy_, images);
   }
   // Busy when a box's teardown still holds it (or a volume could not be let go): detached
   // then, freed when the last holder lets go, so no daemon leaves its bind behind.
@@ -77,14 +80,14 @@ class LoopImageBackend final : public VolumeBackend {
     const std::string image = dir + ".img";
     if (is_mounted(dir)) return;
     if (::access(image.c_str(), F_OK) == 0) {
-      grow_image(image, quota);
-      mount_image(image, dir);
+      images_for(parent_of(dir)).grow(image, quota);
+      images_for(parent_of(dir)).mount(image, dir);
     } else if (SpareVolumes::Taken taken = spares_ ? spares_->take(quota, image, dir) : SpareVolumes::Taken::none;
                taken == SpareVolumes::Taken::none) {
-      make_image(image, quota);
-      mount_image(image, dir);
+      images_for(parent_of(dir)).make(image, quota);
+      images_for(parent_of(dir)).mount(image, dir);
     } else if (taken == SpareVolumes::Taken::image) {
-      mount_image(image, dir);
+      images_for(parent_of(dir)).mount(image, dir);
     }
     check(::chmod(dir.c_str(), 0711), "chmod(" + dir + ")");  // the image's root, now
   }
@@ -138,7 +141,16 @@ class LoopImageBackend final : public VolumeBackend {
   }
 
  private:
+  // VOLUMES' images, made when it is opened (or a volume prepared before that: tests).
+  Ext4Images& images_for(const std::string& volumes_dir) {
+    std::lock_guard lock(images_mu_);
+    if (!images_) images_ = std::make_unique<Ext4Images>(volumes_dir);
+    return *images_;
+  }
+
   SparePolicy spare_policy_;
+  std::mutex images_mu_;
+  std::unique_ptr<Ext4Images> images_;    // before spares_, whose refill makes and mounts through it
   std::unique_ptr<SpareVolumes> spares_;  // while VOLUMES is open
 };
 

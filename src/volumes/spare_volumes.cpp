@@ -17,6 +17,7 @@
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/thread_priority.hpp"
+#include "util/thread_signals.hpp"
 #include "volumes/ext4_image.hpp"
 
 namespace agentbox {
@@ -25,22 +26,12 @@ namespace {
 constexpr const char* kSpareDir = ".spare";
 constexpr std::chrono::seconds kRetryAfterFailure{30};
 
-// The refill thread takes no signal sent to the daemon: it starts before the daemon blocks its
-// stop signals to wait for them on the main thread, and a process-directed SIGTERM left
-// deliverable here (a second one while the daemon stops) would kill the process with its
-// default action, leaving every volume mounted. Faults stay deliverable: they are this thread's.
-void block_process_signals() {
-  sigset_t all;
-  sigfillset(&all);
-  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) sigdelset(&all, fault);
-  ::pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the mkfs it starts inherits the mask
-}
-
 }  // namespace
 
-SpareVolumes::SpareVolumes(const std::string& volumes_dir, SparePolicy policy)
+SpareVolumes::SpareVolumes(const std::string& volumes_dir, SparePolicy policy, Ext4Images& images)
     : dir_(volumes_dir + "/" + kSpareDir),
       policy_(std::move(policy)),
+      images_(images),
       prefix_(fmt::format("{}-{}-", policy_.quota.bytes, policy_.quota.inodes)),
       serial_(static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -91,7 +82,7 @@ SpareVolumes::Taken SpareVolumes::take(const DiskQuota& quota, const std::string
 }
 
 void SpareVolumes::refill() {
-  block_process_signals();
+  block_process_signals();  // util/thread_signals.hpp: a SIGTERM here would kill the daemon
   ::pthread_setname_np(::pthread_self(), "spare-volumes");
   lower_thread_priority();
   adopt_leftovers();
@@ -120,7 +111,7 @@ SpareVolumes::Spare SpareVolumes::make() {
     std::lock_guard lock(mu_);
     spare.image = fmt::format("{}/{}{}.img", dir_, prefix_, serial_++);
   }
-  make_image(spare.image, policy_.quota);
+  images_.make(spare.image, policy_.quota);
   bool detached;
   {
     std::lock_guard lock(mu_);
@@ -128,7 +119,7 @@ SpareVolumes::Spare SpareVolumes::make() {
   }
   if (!detached) return spare;
   try {
-    spare.mount = mount_image_detached(spare.image);
+    spare.mount = images_.mount_detached(spare.image);
   } catch (const Error& e) {
     if (e.code() != ENOSYS) {
       ::unlink(spare.image.c_str());
@@ -164,7 +155,7 @@ void SpareVolumes::adopt_leftovers() {
     }
     Spare spare{path, {}};
     try {
-      spare.mount = mount_image_detached(path);
+      spare.mount = images_.mount_detached(path);
     } catch (const Error& err) {
       if (err.code() != ENOSYS) {
         log::warn("volumes", "spare volume {}: {} (deleted)", path, err.what());

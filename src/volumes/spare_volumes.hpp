@@ -27,14 +27,16 @@
 #include <thread>
 
 #include "util/unique_fd.hpp"
+#include "volumes/ext4_image.hpp"
 #include "volumes/volume_backend.hpp"
 
 namespace agentbox {
 
 class SpareVolumes {
  public:
-  // volumes_dir: VOLUMES (a mount of its own, so a spare's image leaves .spare by rename).
-  SpareVolumes(const std::string& volumes_dir, SparePolicy policy);
+  // volumes_dir: VOLUMES (a mount of its own, so a spare's image leaves .spare by rename);
+  // images: VOLUMES' images (outlives this).
+  SpareVolumes(const std::string& volumes_dir, SparePolicy policy, Ext4Images& images);
   ~SpareVolumes();
   SpareVolumes(const SpareVolumes&) = delete;
   SpareVolumes& operator=(const SpareVolumes&) = delete;
@@ -62,6 +64,7 @@ class SpareVolumes {
 
   const std::string dir_;  // VOLUMES/.spare
   const SparePolicy policy_;
+  Ext4Images& images_;
   const std::string prefix_;  // "BYTES-INODES-": the quota in the name of its spares
   mutable std::mutex mu_;     // guards the fields below
   std::condition_variable wake_;

@@ -21,6 +21,7 @@
 
 #include "support/box_fixture.hpp"
 #include "util/file_io.hpp"
+#include "util/mountinfo.hpp"
 
 namespace agentbox {
 namespace {
@@ -587,13 +588,8 @@ TEST_P(BoxTest, TmpIsPrivateAndSizeLimited) {
 // so whether it is the box's own tmpfs, depends on the way init is made).
 std::set<std::string> mount_devices(const std::string& mountinfo) {
   std::set<std::string> devices;
-  std::istringstream lines(mountinfo);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    std::string id, parent, device, root, target;
-    fields >> id >> parent >> device >> root >> target;
-    if (target != "/etc" && !target.starts_with("/etc/")) devices.insert(device);
-  }
+  for (const MountInfoEntry& e : parse_mountinfo(mountinfo))
+    if (e.point != "/etc" && !e.point.starts_with("/etc/")) devices.insert(e.device);
   return devices;
 }
 

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -74,16 +75,18 @@ class SpareVolumesTest : public ::testing::Test {
     volumes_ = scratch_.path() + "/volumes";
     ASSERT_EQ(::mkdir(volumes_.c_str(), 0711), 0);
     spare_dir_ = volumes_ + "/.spare";
+    images_ = std::make_unique<Ext4Images>(volumes_);
   }
   SparePolicy policy(size_t count, DiskQuota quota = kQuota) { return {count, quota}; }
 
   testing::ScratchDir scratch_{"agentbox-spares"};
+  std::unique_ptr<Ext4Images> images_;  // of volumes_, once it is made
   std::string volumes_, spare_dir_;
   testing::LogCapture log_;  // what the spares say went wrong (util/log.hpp)
 };
 
 TEST_F(SpareVolumesTest, TheBoundIsKeptAndATakenSpareIsAMountedVolumeAtOnce) {
-  SpareVolumes spares(volumes_, policy(2));
+  SpareVolumes spares(volumes_, policy(2), *images_);
   ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << log_.text();
   EXPECT_EQ(images_in(spare_dir_).size(), 2u);
   EXPECT_EQ(loops_backing(spare_dir_), 2) << "each spare is mounted already (a loop device each)";
@@ -116,7 +119,7 @@ TEST_F(SpareVolumesTest, TheBoundIsKeptAndATakenSpareIsAMountedVolumeAtOnce) {
 // SIGTERM deliverable there, a second one while the daemon stops would kill it with every
 // volume still mounted.
 TEST_F(SpareVolumesTest, TheRefillThreadTakesNoSignalMeantForTheDaemon) {
-  SpareVolumes spares(volumes_, policy(1));
+  SpareVolumes spares(volumes_, policy(1), *images_);
   std::string status;
   ASSERT_TRUE(eventually(
       [&] {
@@ -140,7 +143,7 @@ TEST_F(SpareVolumesTest, TheRefillThreadTakesNoSignalMeantForTheDaemon) {
 TEST_F(SpareVolumesTest, ARestartMountsTheOldSparesAgainAndDeletesWhatIsNotItsOwn) {
   std::set<std::string> made;
   {
-    SpareVolumes spares(volumes_, policy(2));
+    SpareVolumes spares(volumes_, policy(2), *images_);
     ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << log_.text();
     made = images_in(spare_dir_);
   }
@@ -150,12 +153,12 @@ TEST_F(SpareVolumesTest, ARestartMountsTheOldSparesAgainAndDeletesWhatIsNotItsOw
   { std::ofstream(spare_dir_ + "/99-1-1.img") << "another quota's"; }
   { std::ofstream(spare_dir_ + "/" + *made.begin() + ".new") << "half made"; }
   {
-    SpareVolumes spares(volumes_, policy(2));
+    SpareVolumes spares(volumes_, policy(2), *images_);
     ASSERT_TRUE(eventually([&] { return spares.ready() == 2; })) << log_.text();
     EXPECT_EQ(images_in(spare_dir_), made) << "the same spares, mounted again: no mkfs";
   }
   {
-    SpareVolumes spares(volumes_, policy(1, {48ull << 20, 2000}));
+    SpareVolumes spares(volumes_, policy(1, {48ull << 20, 2000}), *images_);
     ASSERT_TRUE(eventually([&] { return spares.ready() == 1; })) << log_.text();
     const std::set<std::string> now = images_in(spare_dir_);
     ASSERT_EQ(now.size(), 1u) << "the old quota's spares are gone";
