@@ -33,6 +33,11 @@ struct FileContext {
   accounts::AccountDirectory& callers;
   FileRoutesOptions options;
   PreviewContext preview;  // preview=true on an office document (api/file_preview.hpp)
+
+  // The caller of a handler that only reads: one with no volume yet gets none made.
+  accounts::Caller reader(const Request& req) const { return callers.resolve(req, false, accounts::HomeUse::read); }
+  // The caller of a handler that may write: its volume is made and attached.
+  accounts::Caller writer(const Request& req) const { return callers.resolve(req); }
 };
 
 // ---------------------------------------------------------------- inputs
@@ -86,20 +91,20 @@ json write_json(const WriteResult& r) { return {{"path", r.path}, {"size", r.siz
 // ---------------------------------------------------------------- handlers answering JSON
 
 Response get_cwd(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   // root: the top of what the file navigator may browse, as Open Terminal 0.12 names it.
   return Response::json(
       {{"cwd", caller.cwd}, {"home", caller.box_home}, {"root", {{"path", caller.box_home}, {"label", "Home"}}}});
 }
 
 Response post_cwd(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.writer(req);
   json body = parse_json_object(req);
   return Response::json({{"cwd", ctx.callers.set_cwd(caller, required_string(body, "path"))}});
 }
 
 Response list_files(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   std::string dir = req.query_param("directory").value_or(req.query_param("path").value_or("."));
   ListResult r = list_dir(*caller.home, path_of(caller, dir));
   json entries = json::array();
@@ -113,7 +118,7 @@ Response list_files(const FileContext& ctx, const Request& req) {
 }
 
 Response read_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   HomePath p = path_of(caller, required_query(req, "path"));
   ReadOptions opt = ctx.options.read;
   if (auto v = query_int(req, "start_line", 1, INT64_MAX)) opt.start_line = static_cast<uint64_t>(*v);
@@ -135,13 +140,13 @@ Response read_file(const FileContext& ctx, const Request& req) {
 }
 
 Response display_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   HomePath p = path_of(caller, required_query(req, "path"));
   return Response::json({{"path", p.shown}, {"exists", is_regular_file(*caller.home, p)}});
 }
 
 Response write_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.writer(req);
   json body = parse_json_object(req);
   HomePath p = path_of(caller, required_string(body, "path"));
   std::string content = required_string(body, "content");
@@ -149,14 +154,14 @@ Response write_file(const FileContext& ctx, const Request& req) {
 }
 
 Response replace_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.writer(req);
   json body = parse_json_object(req);
   HomePath p = path_of(caller, required_string(body, "path"));
   return Response::json(write_json(replace_in_file(*caller.home, p, replacements_of(body))));
 }
 
 Response make_directory(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.writer(req);
   json body = parse_json_object(req);
   return Response::json({{"path", make_dir(*caller.home, path_of(caller, required_string(body, "path")))}});
 }
@@ -172,7 +177,7 @@ bool is_chat_attachments(const HomePath& p) {
 
 Response delete_entry(const FileContext& ctx, const Request& req) {
   // Resolved as a read: deleting from an account with no volume finds nothing, and makes none.
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   HomePath p = path_of(caller, required_query(req, "path"));
   std::optional<TrashPut> put;
   try {
@@ -195,11 +200,11 @@ Response move_file(const FileContext& ctx, const Request& req) {
   json body = parse_json_object(req);
   // Resolved as a read first: an account with no volume has nothing to move, and gets no volume
   // to say so; a source that is there (the home itself: refused by move_entry) needs the disk.
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   if (!caller.volume) {
     struct stat st {};
     caller.home->existing_entry(path_of(caller, required_string(body, "source")), st);
-    caller = ctx.callers.resolve(req);
+    caller = ctx.writer(req);
   }
   HomePath source = path_of(caller, required_string(body, "source"));
   HomePath destination = path_of(caller, required_string(body, "destination"));
@@ -208,7 +213,7 @@ Response move_file(const FileContext& ctx, const Request& req) {
 }
 
 Response grep_search(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   GrepOptions opt;
   opt.query = required_query(req, "query");
   opt.regex = query_bool(req, "regex").value_or(true);
@@ -229,7 +234,7 @@ Response grep_search(const FileContext& ctx, const Request& req) {
 }
 
 Response glob_search(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   GlobOptions opt;
   opt.pattern = required_query(req, "pattern");
   opt.exclude = query_list(req, "exclude");
@@ -252,7 +257,7 @@ Response glob_search(const FileContext& ctx, const Request& req) {
 }
 
 Response upload_file(const FileContext& ctx, const Request& req) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.writer(req);
   HomePath dir = path_of(caller, required_query(req, "directory"));
   return Response::json(write_json(receive_upload(caller, dir, req, ctx.options.upload_max_bytes)));
 }
@@ -262,7 +267,7 @@ Response upload_file(const FileContext& ctx, const Request& req) {
 using Writer = std::shared_ptr<ResponseWriter>;
 
 void view_file(const FileContext& ctx, const Request& req, const Writer& writer) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   HomePath p = path_of(caller, required_query(req, "path"));
   // A preview needs the box; an account with no volume has no file to preview (404 below).
   if (query_bool(req, "preview").value_or(false) && previewable(p) && ctx.preview.processes && caller.volume)
@@ -271,14 +276,14 @@ void view_file(const FileContext& ctx, const Request& req, const Writer& writer)
 }
 
 void serve_file(const FileContext& ctx, const Request& req, const Writer& writer) {
-  accounts::Caller caller = ctx.callers.resolve(req, false, accounts::HomeUse::read);
+  accounts::Caller caller = ctx.reader(req);
   // /files/serve/home/NAME/site/index.html: the rest of the URL is an absolute box path, so
   // relative links inside an HTML preview resolve to its neighbours.
   send_file_bytes(caller, path_of(caller, "/" + req.param("path")), req, writer);
 }
 
 void archive_files(const FileContext& ctx, const Request& req, const Writer& writer) {
-  accounts::Caller caller = ctx.callers.resolve(req);
+  accounts::Caller caller = ctx.writer(req);
   json body = parse_json_object(req);
   auto it = body.find("paths");
   if (it == body.end() || !it->is_array()) unprocessable("Field 'paths' is required and must be a list of paths");
