@@ -18,6 +18,14 @@ namespace {
 
 constexpr size_t kMaxOutput = 64 << 10;
 
+std::string last_line(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  size_t nl = text.rfind('\n');
+  return std::string(nl == std::string_view::npos ? text : text.substr(nl + 1));
+}
+
+}  // namespace
+
 std::string find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   const char* path = ::getenv("PATH");
@@ -32,14 +40,6 @@ std::string find_program(const std::string& name) {
   }
   throw Error(name + ": not found (is it installed?)", ENOENT);
 }
-
-std::string last_line(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  size_t nl = text.rfind('\n');
-  return std::string(nl == std::string_view::npos ? text : text.substr(nl + 1));
-}
-
-}  // namespace
 
 pid_t spawn_program(const std::vector<std::string>& argv, int in, int out, int err) {
   if (argv.empty()) throw Error("run_program: no program");

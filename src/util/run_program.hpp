@@ -21,6 +21,10 @@ struct ProgramResult {
 ProgramResult run_program(const std::vector<std::string>& argv, int stdin_fd = -1,
                           const std::function<void(pid_t)>& started = {});
 
+// Where run_program finds argv[0]: PATH, then /usr/sbin and /sbin; a name with a slash as it is.
+// Throws Error (ENOENT) when it is nowhere.
+std::string find_program(const std::string& name);
+
 // The parts of run_program for a program whose output is a stream (tar --create): starts argv
 // with in, out and err as its stdin, stdout and stderr (-1: /dev/null) and returns its pid...
 pid_t spawn_program(const std::vector<std::string>& argv, int in, int out, int err);

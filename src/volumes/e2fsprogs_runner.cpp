@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/error.hpp"
@@ -28,7 +30,13 @@ pid_t thread_id() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 }  // namespace
 
 E2fsprogsRunner::E2fsprogsRunner(std::string volumes_dir) : volumes_dir_(std::move(volumes_dir)) {
-  thread_ = std::thread([this] { main_loop(); });
+  // Set up before this returns: a volume mounted while the thread's namespace was being copied
+  // would stay alive in the copy until taken out, and a volume unmounted meanwhile would keep
+  // its filesystem (and its counts unwritten) a moment longer than its unmount said.
+  std::promise<void> set_up;
+  std::future<void> ready = set_up.get_future();
+  thread_ = std::thread([this, &set_up] { main_loop(set_up); });
+  ready.wait();
 }
 
 E2fsprogsRunner::~E2fsprogsRunner() {
@@ -70,20 +78,60 @@ std::string E2fsprogsRunner::mount_table() {
   return r.output;
 }
 
+namespace {
+
+// Whether `dir` is `mount_point` or below it.
+bool at_or_below(const std::string& dir, const std::string& mount_point) {
+  if (mount_point == "/") return true;
+  return dir == mount_point || (dir.starts_with(mount_point) && dir[mount_point.size()] == '/');
+}
+
+// The mounts the programs need in their namespace: the root, the system's (/proc, /sys, /dev
+// and where programs, libraries and /etc live), and those on the way to VOLUMES and to the
+// programs themselves. Everything else (other daemons' and tests' mounts, the host's /tmp
+// ones) goes, so that this copy keeps none of them alive.
+bool needed(const std::string& point, const std::vector<std::string>& paths) {
+  static const char* const kSystem[] = {"/proc",  "/sys",   "/dev",    "/usr", "/etc", "/lib",
+                                        "/lib32", "/lib64", "/libx32", "/bin", "/sbin"};
+  if (point == "/") return true;
+  for (const char* system : kSystem)
+    if (at_or_below(point, system)) return true;
+  for (const std::string& path : paths)
+    if (at_or_below(path, point)) return true;
+  return false;
+}
+
+}  // namespace
+
 // Called on the thread, first: its own mount namespace (unshare gives the thread its own root
-// and cwd too), private so that no later mount reaches it, without the volumes mounted now.
+// and cwd too) holding only what the programs need, VOLUMES empty and private.
 void E2fsprogsRunner::leave_volumes_behind() {
   try {
-    check(::unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)");
-    check(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), "mount(/, private)");
     if (!volumes_dir_.starts_with("/") || volumes_dir_.size() < 2) throw Error("no VOLUMES to leave: " + volumes_dir_);
-    std::vector<std::string> below;
-    const std::string prefix = volumes_dir_ + "/";
+    std::vector<std::string> paths = {volumes_dir_};
+    for (const char* program : {"mkfs.ext4", "e2fsck", "resize2fs"}) {
+      try {
+        char real[PATH_MAX];
+        if (::realpath(find_program(program).c_str(), real)) paths.emplace_back(real);
+      } catch (const Error&) {
+        // not installed: its runs fail as they would anywhere
+      }
+    }
+    check(::unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)");
+    // Slave, not private: what the daemon's namespace unmounts goes from here too, so this copy
+    // keeps nothing alive that its owner let go. VOLUMES alone is private (a mount of its own
+    // here, as open_root makes it there): the volumes mounted later do not come.
+    check(::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr), "mount(/, slave)");
+    if (::mount(nullptr, volumes_dir_.c_str(), nullptr, MS_PRIVATE, nullptr) != 0) {
+      if (errno != EINVAL) throw sys_error("mount(VOLUMES, private)");
+      check(::mount(volumes_dir_.c_str(), volumes_dir_.c_str(), nullptr, MS_BIND, nullptr), "mount(VOLUMES, bind)");
+      check(::mount(nullptr, volumes_dir_.c_str(), nullptr, MS_PRIVATE, nullptr), "mount(VOLUMES, private)");
+    }
+    std::vector<std::string> gone;
     for (MountInfoEntry& e : parse_mountinfo(read_file("/proc/thread-self/mountinfo", kMaxMountinfo)))
-      if (e.point.starts_with(prefix)) below.push_back(std::move(e.point));
-    std::sort(below.begin(), below.end(),
-              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-    for (const std::string& point : below)
+      if (!needed(e.point, paths)) gone.push_back(std::move(e.point));
+    std::sort(gone.begin(), gone.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    for (const std::string& point : gone)
       if (::umount2(point.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
         throw sys_error("umount2(" + point + ")");
   } catch (const Error& e) {
@@ -104,11 +152,12 @@ void E2fsprogsRunner::leave_descriptors_behind() {
   ::syscall(SYS_close_range, 3, ~0U, 0);
 }
 
-void E2fsprogsRunner::main_loop() {
+void E2fsprogsRunner::main_loop(std::promise<void>& set_up) {
   ::pthread_setname_np(::pthread_self(), "e2fsprogs");
   block_process_signals();  // util/thread_signals.hpp: a SIGTERM here would kill the daemon
   leave_volumes_behind();
   leave_descriptors_behind();
+  set_up.set_value();
   std::unique_lock lock(mu_);
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });

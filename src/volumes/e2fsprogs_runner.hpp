@@ -3,9 +3,12 @@
 // of the account volumes. Before they touch an image they read the whole mount table and open
 // every loop device named in it (ext2fs_check_if_mounted): with 3,500 volumes attached that was
 // most of a mkfs.ext4 (bench/RESULTS.md, "Many users"), paid again for every new user's volume.
-// The thread's namespace is a private copy of the daemon's, made when it starts, with the mounts
-// then below VOLUMES taken out; volumes mounted later never reach it (private: nothing
-// propagates in). VOLUMES itself stays, so an image's path means the same file there as here.
+// The thread's namespace is a copy of the daemon's, made when it starts, holding only what the
+// programs need (the root, /proc, /sys, /dev, the system's program and library directories, the
+// mounts on the way to VOLUMES and to the programs): none of the volumes, nobody else's mounts.
+// It is the daemon's slave, so what the daemon's namespace unmounts goes from it too and it
+// keeps nothing alive; VOLUMES alone is private, so volumes mounted later never reach it. An
+// image's path means the same file there as here.
 // Without the namespace (unshare refused) the programs run in the daemon's, only slower. The
 // thread's descriptor table is its own too, empty but for stdin, stdout and stderr, so starting a
 // program does not copy (and exec then close) the daemon's thousands of descriptors.
@@ -26,7 +29,8 @@ namespace agentbox {
 
 class E2fsprogsRunner {
  public:
-  // volumes_dir: VOLUMES, whose mounts the thread's namespace leaves out.
+  // volumes_dir: VOLUMES, whose mounts the thread's namespace leaves out. Returns once the
+  // thread has its namespace and descriptor table.
   explicit E2fsprogsRunner(std::string volumes_dir);
   ~E2fsprogsRunner();  // waits for the program running, if any
   E2fsprogsRunner(const E2fsprogsRunner&) = delete;
@@ -47,7 +51,7 @@ class E2fsprogsRunner {
     int ioprio = 0;  // the caller's (ioprio_get), 0: the default
     std::promise<ProgramResult> done;
   };
-  void main_loop();
+  void main_loop(std::promise<void>& set_up);
   void leave_volumes_behind();
   void leave_descriptors_behind();
 

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/run_program.hpp"
+#include "volumes/ext4_superblock.hpp"
 #include "volumes/loop_device.hpp"
 
 namespace agentbox {
@@ -42,10 +44,25 @@ std::string Ext4Images::loop_device_for(const UniqueFd& image, const struct stat
     loop = std::move(held->fd);
     return held->device;
   }
+  repair_if_marked(image_path);  // mounted nowhere: e2fsck may have it
   std::string device;
   loop = attach_loop(image, image_path, device);
   loops_.attached(st, device);
   return device;
+}
+
+// An image whose ext4 recorded an error (it went read-only: a full state disk refused a write)
+// is checked before it is mounted again, so the volume comes back writable and consistent;
+// -p repairs only what is safe without asking. What it cannot repair is left to the kernel,
+// which mounts it and goes read-only again at the first error.
+void Ext4Images::repair_if_marked(const std::string& image_path) {
+  if (!ext4_image_has_errors(image_path)) return;
+  const ProgramResult fsck = e2fs_.run({"e2fsck", "-f", "-p", image_path});
+  if (fsck.status > 1)
+    log::warn("volumes", "{}: errors e2fsck -p could not repair (status {}): {}; mounted as it is", image_path,
+              fsck.status, last_output_line(fsck.output));
+  else
+    log::info("volumes", "{}: repaired the errors its ext4 recorded (e2fsck -p)", image_path);
 }
 
 void Ext4Images::make(const std::string& image, const DiskQuota& quota) {

@@ -32,7 +32,7 @@ class Ext4Images {
 
   // Mounts the image at `dir`: through the loop device already holding it when there is one (a
   // box of an earlier daemon run, or one being torn down, can keep its filesystem alive after
-  // the host's mount is gone), else a new one.
+  // the host's mount is gone), else a new one, after e2fsck -p when its ext4 recorded an error.
   void mount(const std::string& image, const std::string& dir);
 
   // The image mounted nowhere yet: a detached mount (fsmount(2)), held by the descriptor
@@ -45,6 +45,7 @@ class Ext4Images {
 
  private:
   std::string loop_device_for(const UniqueFd& image, const struct stat& st, const std::string& path, UniqueFd& loop);
+  void repair_if_marked(const std::string& image);
 
   LoopHolders loops_;
   E2fsprogsRunner e2fs_;

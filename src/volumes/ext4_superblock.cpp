@@ -67,4 +67,9 @@ bool ext4_image_settled(const std::string& image) {
   return !(le(sb, kFeatureIncompat, 4) & kIncompatRecover) && (state & kStateValid) && !(state & kStateError);
 }
 
+bool ext4_image_has_errors(const std::string& image) {
+  Superblock sb{};
+  return read_superblock(image, sb) && le(sb, kMagic, 2) == kExt4Magic && (le(sb, kState, 2) & kStateError);
+}
+
 }  // namespace agentbox

@@ -17,4 +17,8 @@ std::optional<VolumeUsage> ext4_image_usage(const std::string& image);
 // needs_recovery while mounted), no error recorded. Only then are its counts exact.
 bool ext4_image_settled(const std::string& image);
 
+// Whether `image`'s ext4 recorded an error (EXT4_ERROR_FS: it went read-only on one, e.g. a
+// write its host file could not take when the state disk was full), which only e2fsck clears.
+bool ext4_image_has_errors(const std::string& image);
+
 }  // namespace agentbox

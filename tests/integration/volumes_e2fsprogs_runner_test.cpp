@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -45,9 +46,13 @@ class E2fsprogsRunnerTest : public ::testing::Test {
     if (::geteuid() != 0) GTEST_FAIL() << "this test mounts: run it as root";
     volumes_ = scratch_.path() + "/volumes";
     ASSERT_EQ(::mkdir(volumes_.c_str(), 0711), 0);
+    // As open_root makes VOLUMES: a mount of its own, shared.
+    ASSERT_EQ(::mount(volumes_.c_str(), volumes_.c_str(), nullptr, MS_BIND, nullptr), 0);
+    ASSERT_EQ(::mount(nullptr, volumes_.c_str(), nullptr, MS_SHARED, nullptr), 0);
   }
   void TearDown() override {
     for (const char* name : {"before", "after"}) ::umount2((volumes_ + "/" + name).c_str(), MNT_DETACH);
+    ::umount2(volumes_.c_str(), MNT_DETACH);
   }
   void mount_tmpfs(const std::string& name) {
     const std::string dir = volumes_ + "/" + name;
@@ -110,6 +115,20 @@ TEST_F(E2fsprogsRunnerTest, TheThreadHoldsNoneOfTheDaemonsDescriptors) {
   int ours = 0;
   for ([[maybe_unused]] const auto& fd : stdfs::directory_iterator("/proc/self/fd")) ++ours;
   EXPECT_GT(ours, 200);  // the control: the process's own table holds them
+}
+
+// The copy holds nothing of anyone else's: a filesystem mounted elsewhere when the runner
+// started, then unmounted by its owner, is gone (its superblock not kept alive here).
+TEST_F(E2fsprogsRunnerTest, NothingMountedElsewhereIsKeptAliveByTheCopy) {
+  const std::string elsewhere = scratch_.path() + "/elsewhere";
+  ASSERT_EQ(::mkdir(elsewhere.c_str(), 0700), 0);
+  ASSERT_EQ(::mount("tmpfs", elsewhere.c_str(), "tmpfs", 0, "size=64k"), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(elsewhere.c_str(), &st), 0);
+  const std::string device = std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  E2fsprogsRunner runner(volumes_);
+  EXPECT_EQ(runner.mount_table().find(" " + device + " "), std::string::npos) << "kept in the programs' namespace";
+  ASSERT_EQ(::umount2(elsewhere.c_str(), 0), 0);
 }
 
 // The nice value of the running child of ours named `comm`, or -100 while there is none.

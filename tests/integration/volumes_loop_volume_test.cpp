@@ -16,7 +16,9 @@
 #include "util/capabilities.hpp"
 #include "util/error.hpp"
 #include "util/loop_image_probe.hpp"
+#include "util/run_program.hpp"
 #include "volumes/account_volumes.hpp"
+#include "volumes/ext4_superblock.hpp"
 #include "volumes/volume_backend.hpp"
 
 namespace agentbox {
@@ -115,6 +117,25 @@ TEST_F(LoopVolumeTest, AMountedVolumeIsReusedAndARaisedQuotaGrowsItAtItsNextMoun
   EXPECT_TRUE(mounted(dir));
   EXPECT_TRUE(stdfs::exists(dir + "/keep"));
   EXPECT_GT(backend_->usage(dir).bytes_limit, before + (24ull << 20));
+}
+
+// A volume whose ext4 went read-only on an error (its image could not grow: the state disk was
+// full) keeps EXT4_ERROR_FS until e2fsck: checked at its next mount, it comes back clean.
+TEST_F(LoopVolumeTest, AVolumeWhoseExt4RecordedAnErrorIsCheckedBeforeItIsMountedAgain) {
+  const std::string dir = base_ + "/v", image = dir + ".img";
+  backend_->prepare(dir, {32ull << 20, 2000});
+  { std::ofstream(dir + "/keep") << "kept\n"; }
+  backend_->release(dir);
+  ASSERT_FALSE(mounted(dir));
+  ASSERT_EQ(run_program({"tune2fs", "-E", "force_fsck", image}).status, 0);  // the error flag, as ext4 sets it
+  ASSERT_TRUE(ext4_image_has_errors(image));
+
+  backend_->prepare(dir, {32ull << 20, 2000});
+  EXPECT_TRUE(mounted(dir));
+  EXPECT_TRUE(stdfs::exists(dir + "/keep"));
+  backend_->release(dir);
+  EXPECT_FALSE(ext4_image_has_errors(image)) << "mounted again without e2fsck";
+  EXPECT_TRUE(ext4_image_settled(image));
 }
 
 TEST_F(LoopVolumeTest, AccountVolumesMakeTheHomeTrashAndDaemonDirectories) {
