@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "support/scratch_dir.hpp"
 #include "util/file_io.hpp"
 #include "util/thread_priority.hpp"
@@ -33,12 +34,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace stdfs = std::filesystem;
 
-bool eventually(const std::function<bool()>& done) {
-  for (const auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;
-       std::this_thread::sleep_for(10ms))
-    if (done()) return true;
-  return done();
-}
+using testing::eventually;
 
 class E2fsprogsRunnerTest : public ::testing::Test {
  protected:

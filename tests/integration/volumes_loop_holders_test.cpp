@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/scratch_dir.hpp"
 #include "util/error.hpp"
 #include "util/unique_fd.hpp"
@@ -25,12 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool eventually(const std::function<bool()>& done) {
-  for (const auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;
-       std::this_thread::sleep_for(10ms))
-    if (done()) return true;
-  return done();
-}
+using testing::eventually;
 
 class LoopHoldersTest : public ::testing::Test {
  protected:

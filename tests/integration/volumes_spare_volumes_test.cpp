@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/log_capture.hpp"
 #include "support/scratch_dir.hpp"
 #include "util/file_io.hpp"
@@ -37,10 +38,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr DiskQuota kQuota{32ull << 20, 2000};
 
-bool eventually(const std::function<bool()>& done, std::chrono::seconds within = 30s) {
-  for (const auto end = Clock::now() + within; Clock::now() < end; std::this_thread::sleep_for(20ms))
-    if (done()) return true;
-  return done();
+// A spare's mkfs and mount take a while on a loaded machine: 30 s by default here.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds within = 30s) {
+  return testing::eventually(done, within);
 }
 
 bool mounted(const std::string& dir) {
